@@ -1,0 +1,22 @@
+"""autograph_lite: compile eager numerical Python into graphs traced once per signature.
+
+    import autograph_lite as ag
+
+    @ag.function
+    def f(x):
+        return ag.tanh(x) * 2.0
+"""
+from . import ops as _ops
+from .errors import ConversionError, SymbolicValueError
+from .function import ConcreteFunction, Function, TensorSpec, function
+from .ops import (abs, add, argmax, cast, concat, cond, constant, divide, equal, exp, expand_dims,
+                  fill, floordiv, gather, greater, greater_equal, less, less_equal, log,
+                  logical_and, logical_not, logical_or, matmul, maximum, minimum, mod, multiply,
+                  negative, nn, not_equal, ones, ones_like, pow, random, range, reduce_all,
+                  reduce_any, reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum,
+                  reshape, shape, size, sqrt, square, squeeze, stack, subtract, tanh, transpose,
+                  where, while_loop, zeros, zeros_like)
+from .runtime.devices import device
+from .runtime.graph import Graph, Node, Tensor
+
+__version__ = "0.1.0"

@@ -1,0 +1,466 @@
+"""`ag.function`: trace once per input signature, cache the graph, run its lowered plan.
+
+The cache key of a call is built from its arguments: arrays by (type, shape, dtype),
+Python scalars and strings by value, lists/tuples/dicts by structure and contents,
+any other object by identity. A call whose key was seen runs the cached plan; a new
+key traces the Python function into a Graph (or, with `input_signature` or
+`reduce_retracing`, reuses a trace whose specs it fits).
+"""
+import functools
+import inspect
+import logging
+import os
+import threading
+import types
+import weakref
+
+import numpy as np
+
+from . import nest
+from .errors import user_location
+from .ops.core import constant_node
+from .runtime import devices
+from .runtime.graph import Tensor, building, current_graph, Graph
+from .runtime.lowering import Plan
+
+logger = logging.getLogger("autograph_lite")
+
+_VALUE_TYPES = (bool, int, float, complex, str, bytes, type(None))
+
+
+class TensorSpec:
+    """Describes an array argument: `shape` (dims may be None) and `dtype` (float32 by default)."""
+
+    __slots__ = ("shape", "dtype", "name")
+
+    def __init__(self, shape, dtype=np.float32, name=None):
+        self.shape = tuple(None if d is None else int(d) for d in shape)
+        self.dtype, self.name = np.dtype(dtype), name
+
+    @classmethod
+    def from_value(cls, value):
+        return cls(value.shape, value.dtype)
+
+    def __repr__(self):
+        return f"TensorSpec(shape={self.shape}, dtype={self.dtype.name})"
+
+    def __eq__(self, other):
+        return isinstance(other, TensorSpec) and (self.shape, self.dtype) == (other.shape, other.dtype)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype))
+
+    def mismatch(self, value):
+        """Why `value` does not fit this spec, in words; None if it fits."""
+        if isinstance(value, TensorSpec):
+            shape, dtype, what = value.shape, value.dtype, repr(value)
+        elif _is_array(value):
+            shape, dtype = value.shape, value.dtype
+            what = f"an array of shape {shape} and dtype {dtype}"
+        else:
+            return f"got {type(value).__name__} {value!r}, not an array"
+        if dtype != self.dtype:
+            return f"got {what}: dtype {dtype} is not {self.dtype}"
+        if len(shape) != len(self.shape):
+            return f"got {what}: rank {len(shape)} is not {len(self.shape)}"
+        for axis, (want, have) in enumerate(zip(self.shape, shape)):
+            if want is not None and want != have:
+                return f"got {what}: dim {axis} is {have}, expected {want}"
+        return None
+
+
+def _is_array(value):
+    t = type(value)
+    return t is np.ndarray or isinstance(value, np.generic) or devices.is_gpu_array(value)
+
+
+class _ByIdentity:
+    """A cache-key part for an arbitrary object: equal only to the same (live) object."""
+
+    __slots__ = ("ref", "ident")
+
+    def __init__(self, obj):
+        self.ident = id(obj)
+        try:
+            self.ref = weakref.ref(obj)
+        except TypeError:
+            self.ref = lambda obj=obj: obj  # not weak-referenceable: keep it alive instead
+
+    def __hash__(self):
+        return self.ident
+
+    def __eq__(self, other):
+        return isinstance(other, _ByIdentity) and self.ident == other.ident and self.ref() is not None \
+            and self.ref() is other.ref()
+
+
+def _key(value, arrays):
+    """The cache-key part of `value`; appends its array leaves to `arrays` in trace order."""
+    t = type(value)
+    if t is np.ndarray:
+        arrays.append(value)
+        return (np.ndarray, value.shape, value.dtype)
+    if t in _VALUE_TYPES:
+        return (t, value)
+    if t is tuple or t is list or nest._is_namedtuple(value):
+        return (t, tuple(_key(v, arrays) for v in value))
+    if t is dict:
+        return (dict, tuple((k, _key(v, arrays)) for k, v in value.items()))
+    if isinstance(value, TensorSpec):
+        return (np.ndarray, value.shape, value.dtype)
+    if _is_array(value):
+        arrays.append(value)
+        return (t, value.shape, value.dtype)
+    if isinstance(value, Tensor):
+        raise TypeError(f"{value!r} from another trace was passed to a compiled function; "
+                        f"call it from inside the same @ag.function instead")
+    return (_ByIdentity(value),)
+
+
+def _specs(value):
+    """`value` with every array leaf replaced by its TensorSpec."""
+    t = type(value)
+    if t is tuple or t is list:
+        return t(_specs(v) for v in value)
+    if nest._is_namedtuple(value):
+        return t(*(_specs(v) for v in value))
+    if t is dict:
+        return {k: _specs(v) for k, v in value.items()}
+    if _is_array(value):
+        return TensorSpec.from_value(value)
+    return value
+
+
+def _spec_mismatch(spec, value, path):
+    """Why `value` does not fit `spec` (a tree of TensorSpecs and Python values), or None."""
+    if isinstance(spec, TensorSpec):
+        problem = spec.mismatch(value)
+        return problem and (path, spec, problem)
+    t = type(spec)
+    if t in (tuple, list, dict) or nest._is_namedtuple(spec):
+        if type(value) is not t or len(value) != len(spec):
+            return (path, spec, f"got {type(value).__name__} {value!r}, expected a {t.__name__} of {len(spec)}")
+        items = spec.items() if t is dict else enumerate(spec)
+        for k, s in items:
+            if t is dict and k not in value:
+                return (path, spec, f"missing key {k!r}")
+            found = _spec_mismatch(s, value[k], f"{path}[{k!r}]")
+            if found:
+                return found
+        return None
+    if _key(spec, []) != _key(value, []):
+        return (path, spec, f"got {value!r}, but this trace was made for {spec!r}")
+    return None
+
+
+def _relax(old, new):
+    """Generalize spec tree `old` so `new` fits: dims that differ become None. None if ranks differ."""
+    if isinstance(old, TensorSpec) and isinstance(new, TensorSpec):
+        if old.dtype != new.dtype or len(old.shape) != len(new.shape):
+            return None
+        return TensorSpec([a if a == b else None for a, b in zip(old.shape, new.shape)], old.dtype)
+    t = type(old)
+    if t is not type(new):
+        return None
+    if t is tuple or t is list:
+        parts = [_relax(a, b) for a, b in zip(old, new)]
+        return t(parts) if len(old) == len(new) and all(p is not None for p in parts) else None
+    if t is dict:
+        if old.keys() != new.keys():
+            return None
+        parts = {k: _relax(old[k], new[k]) for k in old}
+        return parts if all(p is not None for p in parts.values()) else None
+    return old if _key(old, []) == _key(new, []) else None
+
+
+def _add_note(exc, text):
+    if hasattr(exc, "add_note"):
+        exc.add_note(text)
+    else:  # Python 3.10
+        exc.args = (f"{exc.args[0] if exc.args else ''}\n{text}",) + exc.args[1:]
+
+
+class ConcreteFunction:
+    """One traced signature of a Function: its `graph`, callable with matching arguments."""
+
+    def __init__(self, function, graph, input_specs, output_template, output_slots, device):
+        self._function, self.graph, self.input_specs = function, graph, input_specs
+        self._template, self._slots, self.device = output_template, output_slots, device
+        self._plan, self._lock = None, threading.Lock()
+        # fast paths for the common output shapes: one tensor, or a flat tuple of them
+        self._single = output_slots == [0] and output_template is _OUTPUT
+        self._flat_tuple = type(output_template) is tuple and all(t is _OUTPUT for t in output_template) \
+            and output_slots == list(range(len(output_template)))
+
+    @property
+    def plan(self):
+        """The graph lowered to generated Python for its device (built on first use)."""
+        if self._plan is None:
+            with self._lock:
+                if self._plan is None:
+                    self._plan = Plan(self.graph, self.device)
+        return self._plan
+
+    @property
+    def structured_input_signature(self):
+        return self.input_specs
+
+    def __call__(self, *args, **kwargs):
+        values = self._function._canonicalize(args, kwargs)
+        found = _spec_mismatch(list(self.input_specs), list(values), "")
+        if found:
+            raise self._function._signature_error(found, "this concrete function's signature")
+        return self._run(self._function._leaves(self.input_specs, values))
+
+    def _run(self, arrays):
+        plan = self._plan or self.plan
+        if self.device is not devices.CPU:
+            arrays = [self.device.put(a) for a in arrays]
+        try:
+            results = plan.fn(*arrays)
+        except Exception as e:
+            node = plan.failing_node(e)
+            if node is not None:
+                _add_note(e, f"while running {node.op} node '{node.name}' of "
+                             f"{self._function.__name__}, created at {node.location}")
+            raise
+        if self._single:
+            return results[0]
+        if self._flat_tuple:
+            return results
+        return nest.pack(self._template, [results[s] if isinstance(s, int) else s.value for s in self._slots])
+
+    def __repr__(self):
+        return f"<ConcreteFunction {self._function.__name__}{self.input_specs}>"
+
+
+class _Literal:
+    """An output leaf that never touched a tensor: returned as it is."""
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+_OUTPUT = object()  # template marker for a graph output
+
+
+class Function:
+    """A Python function compiled per input signature. Create with `ag.function`."""
+
+    def __init__(self, python_function, input_signature=None, reduce_retracing=False, device=None):
+        functools.update_wrapper(self, python_function)
+        self.python_function = python_function
+        self._signature = inspect.signature(python_function)
+        params = list(self._signature.parameters.values())
+        self._param_names = [p.name for p in params]
+        simple = all(p.kind == p.POSITIONAL_OR_KEYWORD and p.default is p.empty for p in params)
+        self._n_simple = len(params) if simple else -1
+        self._input_signature = None if input_signature is None else list(input_signature)
+        self._reduce_retracing = reduce_retracing
+        self._device = None if device is None else devices.get(device)
+        self._cache = {}            # full key -> ConcreteFunction
+        self._concretes = []        # every trace, oldest first
+        self._lock = threading.RLock()
+        self.trace_count = 0
+
+    # --- calling ------------------------------------------------------------------------
+
+    def __call__(self, *args, **kwargs):
+        if current_graph() is not None:  # called while tracing another function: inline it
+            return self._traced_function()(*args, **kwargs)
+        values = args if len(args) == self._n_simple and not kwargs else self._canonicalize(args, kwargs)
+        arrays = []
+        key = (devices.current(), tuple([_key(v, arrays) for v in values]))
+        concrete = self._cache.get(key)
+        if concrete is None:
+            concrete = self._concrete_for(key, values)
+        if self._input_signature is not None:
+            arrays = self._leaves(concrete.input_specs, values)
+        return concrete._run(arrays)
+
+    def __get__(self, instance, owner=None):
+        return self if instance is None else types.MethodType(self, instance)
+
+    def get_concrete_function(self, *args, **kwargs):
+        """The ConcreteFunction for these arguments (arrays or TensorSpecs), tracing if needed."""
+        if not args and not kwargs and self._input_signature is not None:
+            args = tuple(self._input_signature)
+        values = self._canonicalize(args, kwargs)
+        key = (devices.current(), tuple(_key(v, []) for v in values))
+        return self._cache.get(key) or self._concrete_for(key, values)
+
+    def _canonicalize(self, args, kwargs):
+        """Arguments in parameter order, defaults filled in."""
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.__name__}(): {e} (called at {user_location()})") from None
+        bound.apply_defaults()
+        return tuple(bound.arguments.values())
+
+    def _call_python(self, fn, values):
+        bound = self._signature.bind_partial()
+        bound.arguments.update(zip(self._param_names, values))
+        return fn(*bound.args, **bound.kwargs)
+
+    def _traced_function(self):
+        """What tracing calls: the Python function (converted once conversion exists)."""
+        return self.python_function
+
+    # --- choosing or making a trace -----------------------------------------------------
+
+    def _concrete_for(self, key, values):
+        with self._lock:
+            concrete = self._cache.get(key)
+            if concrete is not None:
+                return concrete
+            if self._input_signature is not None:
+                concrete = self._for_signature(values)
+            else:
+                concrete = next((c for c in reversed(self._concretes)
+                                 if c.device is key[0] and not _spec_mismatch(list(c.input_specs), list(values), "")),
+                                None)
+                if concrete is None:
+                    concrete = self._trace(self._specs_for(values), key[0], values)
+            self._cache[key] = concrete
+            return concrete
+
+    def _specs_for(self, values):
+        specs = _specs(values)
+        if self._reduce_retracing:
+            for previous in reversed(self._concretes):
+                relaxed = _relax(previous.input_specs, specs)
+                if relaxed is not None:
+                    return relaxed
+        return specs
+
+    def _for_signature(self, values):
+        signature = self._input_signature
+        if len(values) != len(signature):
+            raise TypeError(f"{self.__name__}() has an input_signature of {len(signature)} arguments "
+                            f"but was called with {len(values)} (called at {user_location()})")
+        found = _spec_mismatch(signature, [_python_to_array(s, v) for s, v in zip(signature, values)], "")
+        if found:
+            raise self._signature_error(found, "its input_signature")
+        if not self._concretes:
+            self._trace(tuple(signature), devices.current(), values)
+        return self._concretes[0]
+
+    def _signature_error(self, found, against):
+        path, spec, problem = found
+        index = int(path[1:].split("]")[0])
+        name = self._param_names[index] if index < len(self._param_names) else f"args[{index}]"
+        rest = path[path.index("]") + 1:]
+        return TypeError(f"{self.__name__}(): argument '{name}{rest}' does not match {against}: "
+                         f"expected {spec!r}, {problem} (called at {user_location()})")
+
+    def _leaves(self, specs, values):
+        """The array leaves of `values` where `specs` has TensorSpecs, converted as the specs say."""
+        out = []
+
+        def walk(spec, value):
+            if isinstance(spec, TensorSpec):
+                out.append(_python_to_array(spec, value))
+            elif isinstance(spec, (tuple, list)):
+                for s, v in zip(spec, value):
+                    walk(s, v)
+            elif isinstance(spec, dict):
+                for k, s in spec.items():
+                    walk(s, value[k])
+        walk(list(specs), list(values))
+        return out
+
+    def _trace(self, specs, device, values):
+        if device is devices.CPU and self._device is None and any(
+                devices.is_gpu_array(a) for a in nest.flatten(list(values))):
+            device = devices.get("gpu")  # cupy arguments place the graph on the GPU
+        device = self._device or device
+        if os.environ.get("AG_LOG_RETRACES") and self._concretes:
+            logger.warning("retracing %s (trace %d): %s", self.__name__, self.trace_count + 1,
+                           _describe_change(self._concretes[-1].input_specs, specs, self._param_names))
+        graph = Graph(self.__name__)
+        with building(graph):
+            inputs = [_placeholders(graph, spec, name, name) for spec, name in zip(specs, self._param_names)]
+            graph.inputs = [t for t in nest.flatten(inputs) if isinstance(t, Tensor)]
+            outputs = self._call_python(self._traced_function(), inputs)
+            template, slots = _output_template(graph, outputs)
+        concrete = ConcreteFunction(self, graph, tuple(specs), template, slots, device)
+        self._concretes.append(concrete)
+        self.trace_count += 1
+        return concrete
+
+    def __repr__(self):
+        return f"<ag.function {self.__name__} ({self.trace_count} traces)>"
+
+
+def _python_to_array(spec, value):
+    """A Python number passed where a TensorSpec is expected becomes an array of its dtype."""
+    if isinstance(spec, TensorSpec) and isinstance(value, (bool, int, float)) and not _is_array(value):
+        kind = np.asarray(value).dtype.kind
+        if kind == spec.dtype.kind or (kind in "bi" and spec.dtype.kind in "iuf") or (kind == "f" and spec.dtype.kind == "f"):
+            return np.asarray(value, dtype=spec.dtype)
+    return value
+
+
+def _placeholders(graph, spec, path, argument):
+    """`spec` with TensorSpecs replaced by graph placeholders named after the argument path."""
+    if isinstance(spec, TensorSpec):
+        name = "".join(c if c.isalnum() or c == "_" else "_" for c in path).strip("_")
+        return graph.placeholder(spec.shape, spec.dtype, name=name, argument=argument)
+    t = type(spec)
+    if t is tuple or t is list:
+        return t(_placeholders(graph, s, f"{path}_{i}", argument) for i, s in enumerate(spec))
+    if nest._is_namedtuple(spec):
+        return t(*(_placeholders(graph, s, f"{path}_{f}", argument) for f, s in zip(spec._fields, spec)))
+    if t is dict:
+        return {k: _placeholders(graph, s, f"{path}_{k}", argument) for k, s in spec.items()}
+    return spec
+
+
+def _output_template(graph, outputs):
+    """Record which output leaves are graph outputs; others are returned as they are."""
+    slots, flat = [], nest.flatten(outputs)
+    for leaf in flat:
+        if isinstance(leaf, Tensor) or _is_array(leaf):
+            tensor = graph.capture(leaf) if isinstance(leaf, Tensor) else constant_node(graph, np.asarray(
+                leaf.get() if devices.is_gpu_array(leaf) else leaf))
+            slots.append(len(graph.outputs))
+            graph.outputs.append(tensor)
+        else:
+            slots.append(_Literal(leaf))
+    template = nest.pack(outputs, [_OUTPUT if isinstance(s, int) else s.value for s in slots])
+    return template, slots
+
+
+def _describe_change(old, new, names):
+    old_flat, new_flat = nest.flatten(list(old)), nest.flatten(list(new))
+    paths = []
+    for spec, name in zip(new, names):
+        paths.extend(nest.paths(spec, name))
+    if len(old_flat) != len(new_flat):
+        return "the structure of the arguments changed"
+    for path, a, b in zip(paths, old_flat, new_flat):
+        if a != b or type(a) is not type(b):
+            if isinstance(a, TensorSpec) and isinstance(b, TensorSpec):
+                what = "dtype" if a.dtype != b.dtype else "shape"
+                return f"argument '{path}' changed {what}: {getattr(a, what)} -> {getattr(b, what)}"
+            return f"argument '{path}' changed: {a!r} -> {b!r}"
+    return "an argument's identity changed"
+
+
+def function(func=None, *, input_signature=None, reduce_retracing=False, device=None):
+    """Compile `func` into a graph traced once per input signature.
+
+        @ag.function
+        def f(x):
+            return ag.tanh(x) * 2.0
+
+    `input_signature`: a list of TensorSpecs fixing the one signature (dims may be None).
+    `reduce_retracing`: a new shape for a traced signature retraces once with None dims.
+    `device`: "cpu" or "gpu"; by default the `with ag.device(...)` block or the inputs decide.
+    """
+    def wrap(fn):
+        return Function(fn, input_signature=input_signature, reduce_retracing=reduce_retracing,
+                        device=device)
+    return wrap if func is None else wrap(func)

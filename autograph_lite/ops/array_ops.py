@@ -1,0 +1,400 @@
+"""Array creation, shape manipulation, gathering and indexing.
+
+Ops that take a shape accept a Python tuple, a tuple holding scalar Tensors, or a
+1-D integer Tensor; dims the trace cannot know become None.
+"""
+import builtins
+import numbers
+
+import numpy as np
+
+from ..runtime import devices
+from ..runtime.graph import Tensor
+from .core import (apply, broadcast_shapes, define, normalize_axes, normalize_axis,
+                   result_dtype, static_ints)
+
+OPS = {}
+
+
+def constant_value(t):
+    """The value of `t` if the trace knows it (a Const node), else None."""
+    return t.node.attrs["value"] if t.node.op == "Const" else None
+
+
+def static_shape_of(t):
+    """What the trace knows of the shape held by 1-D int Tensor `t`: a tuple, dims may be None."""
+    value = constant_value(t)
+    if value is not None:
+        return tuple(int(d) for d in np.asarray(value).reshape(-1))
+    if t.node.op == "Shape":
+        return t.node.inputs[0].shape
+    if t.node.op == "Stack":
+        return tuple(None if constant_value(i) is None else int(constant_value(i)) for i in t.node.inputs)
+    if t.ndim != 1 or t.shape[0] is None:
+        raise ValueError(f"a shape must be a 1-D tensor of known length, got {t!r}")
+    return (None,) * t.shape[0]
+
+
+def _shape_input(shape):
+    """A shape argument as one value: a Python tuple, or a 1-D Tensor if any dim is symbolic."""
+    if isinstance(shape, Tensor):
+        return shape
+    if isinstance(shape, numbers.Integral):
+        return (int(shape),)
+    dims = tuple(shape)
+    if any(isinstance(d, Tensor) for d in dims):
+        return stack([cast_int(d) for d in dims])
+    return tuple(int(d) for d in dims)
+
+
+def cast_int(d):
+    from .math_ops import cast
+    return cast(d, np.int64) if isinstance(d, Tensor) else int(d)
+
+
+def _as_shape(s):
+    return s if isinstance(s, tuple) else tuple(int(d) for d in s.tolist())
+
+
+def _shape_dims(s):
+    """Shape input Tensor -> the static shape the trace can tell."""
+    return static_shape_of(s)
+
+
+# --- creation -----------------------------------------------------------------------------
+
+def constant(value, dtype=None):
+    """`value` as an array on the current device (numpy's dtype rules unless `dtype`)."""
+    if isinstance(value, Tensor):
+        from .math_ops import cast
+        return value if dtype is None else cast(value, dtype)
+    return devices.current().xp.asarray(value, dtype=dtype)
+
+
+def _filled(op_name, public, xp_fn):
+    def kernel(xp, dtype):
+        fn = getattr(xp, xp_fn)
+        return lambda s: fn(_as_shape(s), dtype)
+
+    OPS[public] = opdef = define(op_name, kernel, lambda s, dtype: [(_shape_dims(s), dtype)])
+
+    def op(shape, dtype=np.float64):
+        return apply(opdef, (_shape_input(shape),), {"dtype": np.dtype(dtype)})
+    op.__name__ = op.__qualname__ = public
+    op.__doc__ = f"An array of the given shape filled with {public[:-1]}s (float64 unless `dtype`)."
+    return op
+
+
+zeros = _filled("Zeros", "zeros", "zeros")
+ones = _filled("Ones", "ones", "ones")
+
+
+def _fill_infer(s, value):
+    if value.ndim:
+        raise ValueError(f"fill value must be a scalar, got shape {value.shape}")
+    return [(_shape_dims(s), value.dtype)]
+
+
+OPS["fill"] = define("Fill", lambda xp: lambda s, v: xp.full(_as_shape(s), v), _fill_infer)
+
+
+def fill(dims, value):
+    """An array of shape `dims` with every element `value` (numpy.full)."""
+    return apply(OPS["fill"], (_shape_input(dims), value))
+
+
+def _like(op_name, public, xp_fn):
+    def kernel(xp, dtype=None):
+        fn = getattr(xp, xp_fn)
+        return lambda x: fn(x, dtype=dtype)
+
+    OPS[public] = opdef = define(op_name, kernel, lambda x, dtype=None: [(x.shape, dtype or x.dtype)])
+
+    def op(x, dtype=None):
+        return apply(opdef, (x,), {"dtype": None if dtype is None else np.dtype(dtype)})
+    op.__name__ = op.__qualname__ = public
+    op.__doc__ = f"An array shaped like `x` filled with {xp_fn[:-6]}s (dtype of `x` unless given)."
+    return op
+
+
+zeros_like = _like("ZerosLike", "zeros_like", "zeros_like")
+ones_like = _like("OnesLike", "ones_like", "ones_like")
+
+
+def _range_infer(*bounds, dtype=None):
+    values = [constant_value(b) for b in bounds]
+    if dtype is None:
+        dtype = np.arange(*[1 if b.weak else np.ones((), b.dtype) for b in bounds]).dtype
+    length = None
+    if all(v is not None for v in values):
+        length = len(np.arange(*values))
+    return [((length,), dtype)]
+
+
+OPS["range"] = define("Range", lambda xp, dtype=None: lambda *b: xp.arange(*b, dtype=dtype), _range_infer)
+
+
+def range(start, limit=None, delta=1, dtype=None):  # noqa: A001 - TF's name
+    """numpy.arange(start, limit, delta); bounds may be Tensors (the length is then None)."""
+    bounds = (0, start, delta) if limit is None else (start, limit, delta)
+    if type(delta) is int and delta == 1:
+        bounds = bounds[1:2] if limit is None else bounds[:2]
+    return apply(OPS["range"], bounds, {"dtype": None if dtype is None else np.dtype(dtype)})
+
+
+# --- joining ------------------------------------------------------------------------------
+
+def _unify(dims, what):
+    known = {d for d in dims if d is not None}
+    if len(known) > 1:
+        raise ValueError(f"{what}: sizes {sorted(known)} differ")
+    return known.pop() if known else None
+
+
+def _concat_infer(*values, axis=0):
+    ranks = {v.ndim for v in values}
+    if len(ranks) != 1 or 0 in ranks:
+        raise ValueError(f"all inputs must have the same rank >= 1, got shapes {[v.shape for v in values]}")
+    ndim = ranks.pop()
+    axis = normalize_axis(axis, ndim)
+    shape = []
+    for i in builtins.range(ndim):
+        dims = [v.shape[i] for v in values]
+        shape.append((None if None in dims else sum(dims)) if i == axis else _unify(dims, f"dim {i}"))
+    return [(tuple(shape), result_dtype(lambda *a: np.concatenate([np.atleast_1d(x) for x in a]), values))]
+
+
+OPS["concat"] = define("Concat", lambda xp, axis=0: lambda *v: xp.concatenate(v, axis=axis), _concat_infer)
+
+
+def concat(values, axis=0):
+    """Join a list of arrays along an existing `axis` (numpy.concatenate)."""
+    return apply(OPS["concat"], tuple(values), {"axis": axis})
+
+
+def _stack_infer(*values, axis=0):
+    ranks = {v.ndim for v in values}
+    if len(ranks) != 1:
+        raise ValueError(f"all inputs must have the same rank, got shapes {[v.shape for v in values]}")
+    ndim = ranks.pop()
+    axis = normalize_axis(axis, ndim + 1)
+    shape = [_unify([v.shape[i] for v in values], f"dim {i}") for i in builtins.range(ndim)]
+    shape.insert(axis, len(values))
+    return [(tuple(shape), result_dtype(lambda *a: np.stack(a), values))]
+
+
+OPS["stack"] = define("Stack", lambda xp, axis=0: lambda *v: xp.stack(v, axis=axis), _stack_infer)
+
+
+def stack(values, axis=0):
+    """Join a list of same-shaped arrays along a new `axis` (numpy.stack)."""
+    return apply(OPS["stack"], tuple(values), {"axis": axis})
+
+
+# --- shape manipulation -------------------------------------------------------------------
+
+def _reshape_infer(x, s):
+    target = list(_shape_dims(s))
+    if target.count(-1) > 1:
+        raise ValueError(f"can only infer one dimension (-1) of the new shape {tuple(target)}")
+    size = None if None in x.shape else int(np.prod(x.shape, dtype=np.int64))
+    rest = [d for d in target if d != -1]
+    if -1 in target:
+        known = None not in rest
+        target[target.index(-1)] = size // int(np.prod(rest, dtype=np.int64)) if size is not None and known and np.prod(rest) else None
+    elif size is not None and None not in target and int(np.prod(target, dtype=np.int64)) != size:
+        raise ValueError(f"cannot reshape a tensor of shape {x.shape} ({size} elements) into shape {tuple(target)}")
+    return [(tuple(target), x.dtype)]
+
+
+OPS["reshape"] = define("Reshape", lambda xp: lambda x, s: xp.reshape(x, _as_shape(s)), _reshape_infer)
+
+
+def reshape(x, shape):
+    """`x` with a new shape holding the same elements; one dim may be -1 (numpy.reshape)."""
+    return apply(OPS["reshape"], (x, _shape_input(shape)))
+
+
+def _transpose_infer(x, perm=None):
+    perm = tuple(reversed(builtins.range(x.ndim))) if perm is None else tuple(normalize_axis(p, x.ndim) for p in perm)
+    if sorted(perm) != list(builtins.range(x.ndim)):
+        raise ValueError(f"perm {perm} is not a permutation of the {x.ndim} axes of shape {x.shape}")
+    return [(tuple(x.shape[p] for p in perm), x.dtype)]
+
+
+OPS["transpose"] = define("Transpose", lambda xp, perm=None: lambda x: xp.transpose(x, perm), _transpose_infer)
+
+
+def transpose(x, perm=None):
+    """`x` with its axes permuted by `perm` (reversed when None), numpy.transpose."""
+    return apply(OPS["transpose"], (x,), {"perm": None if perm is None else tuple(static_ints(perm, "perm"))})
+
+
+OPS["shape"] = define("Shape", lambda xp: lambda x: xp.asarray(x.shape, dtype=xp.int64),
+                      lambda x: [((x.ndim,), np.dtype(np.int64))])
+
+
+def shape(x):
+    """The shape of `x` as a 1-D int64 array (known at run time even where the trace has None)."""
+    return apply(OPS["shape"], (x,))
+
+
+OPS["size"] = define("Size", lambda xp: lambda x: xp.asarray(x.size, dtype=xp.int64),
+                     lambda x: [((), np.dtype(np.int64))])
+
+
+def size(x):
+    """The number of elements of `x`, as an int64 scalar array."""
+    return apply(OPS["size"], (x,))
+
+
+def _expand_dims_infer(x, axis):
+    axis = normalize_axis(axis, x.ndim + 1)
+    return [(x.shape[:axis] + (1,) + x.shape[axis:], x.dtype)]
+
+
+OPS["expand_dims"] = define("ExpandDims", lambda xp, axis: lambda x: xp.expand_dims(x, axis), _expand_dims_infer)
+
+
+def expand_dims(x, axis):
+    """`x` with a new size-1 axis inserted at `axis`."""
+    return apply(OPS["expand_dims"], (x,), {"axis": static_ints(axis, "axis")})
+
+
+def _squeeze_infer(x, axis=None):
+    if axis is None:
+        if None in x.shape:
+            raise ValueError(f"squeeze of shape {x.shape} with unknown dims needs an explicit axis")
+        axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
+    else:
+        axes = normalize_axes(axis, x.ndim)
+        bad = [a for a in axes if x.shape[a] not in (1, None)]
+        if bad:
+            raise ValueError(f"cannot squeeze axis {bad[0]} of shape {x.shape}: its size is not 1")
+    return [(tuple(d for i, d in enumerate(x.shape) if i not in axes), x.dtype)]
+
+
+OPS["squeeze"] = define("Squeeze", lambda xp, axis=None: lambda x: xp.squeeze(x, axis), _squeeze_infer)
+
+
+def squeeze(x, axis=None):
+    """`x` without its size-1 axes (only `axis` if given)."""
+    return apply(OPS["squeeze"], (x,), {"axis": static_ints(axis, "axis")})
+
+
+# --- gather and indexing ------------------------------------------------------------------
+
+def _gather_infer(params, indices, axis=0):
+    if not np.issubdtype(indices.dtype, np.integer):
+        raise TypeError(f"gather indices must be integers, got {indices.dtype}")
+    axis = normalize_axis(axis, params.ndim)
+    return [(params.shape[:axis] + indices.shape + params.shape[axis + 1:], params.dtype)]
+
+
+OPS["gather"] = define("Gather", lambda xp, axis=0: lambda p, i: xp.take(p, i, axis=axis), _gather_infer)
+
+
+def gather(params, indices, axis=0):
+    """Slices of `params` along `axis` at `indices` (numpy.take)."""
+    return apply(OPS["gather"], (params, indices), {"axis": static_ints(axis, "axis")})
+
+
+class _Slot:
+    """Marks where the k-th extra input of a GetItem goes in its index."""
+    __slots__ = ("k",)
+
+    def __init__(self, k):
+        self.k = k
+
+    def __repr__(self):
+        return f"${self.k}"
+
+
+def _fill(index, values):
+    def one(item):
+        if isinstance(item, _Slot):
+            return values[item.k]
+        if isinstance(item, slice):
+            return slice(one(item.start), one(item.stop), one(item.step))
+        return item
+    return tuple(one(i) for i in index)
+
+
+def _getitem_kernel(xp, index):
+    if not any(isinstance(i, _Slot) or isinstance(i, slice) and any(
+            isinstance(b, _Slot) for b in (i.start, i.stop, i.step)) for i in index):
+        return lambda x: x[index]
+    return lambda x, *values: x[_fill(index, values)]
+
+
+def _slice_length(s, dim, values):
+    bounds = [values[b.k] if isinstance(b, _Slot) else b for b in (s.start, s.stop, s.step)]
+    if dim is None or any(isinstance(b, Tensor) for b in bounds):
+        return dim if all(b is None for b in bounds) else None
+    return len(builtins.range(*slice(*bounds).indices(dim)))
+
+
+def _getitem_infer(x, *values, index):
+    values = [v if constant_value(v) is None else np.asarray(constant_value(v)) for v in values]
+
+    def consumed(item):
+        if item is None or item is Ellipsis:
+            return 0
+        if isinstance(item, _Slot) and values[item.k].dtype == np.bool_:
+            return values[item.k].ndim
+        return 1
+
+    n_consumed = sum(consumed(i) for i in index)
+    if Ellipsis in index:
+        pos = index.index(Ellipsis)
+        index = index[:pos] + (slice(None),) * (x.ndim - n_consumed) + index[pos + 1:]
+    shape, dim_iter, advanced = [], iter(enumerate(x.shape)), False
+    for item in index:
+        if item is None:
+            shape.append(1)
+            continue
+        axis, dim = next(dim_iter, (None, None))
+        if axis is None:
+            raise IndexError(f"too many indices for a tensor of rank {x.ndim}")
+        if isinstance(item, slice):
+            shape.append(_slice_length(item, dim, values))
+        elif isinstance(item, numbers.Integral):
+            if dim is not None and not -dim <= item < dim:
+                raise IndexError(f"index {item} is out of bounds for axis {axis} with size {dim}")
+        else:  # a Tensor (or array) index
+            v = values[item.k]
+            if not (np.issubdtype(v.dtype, np.integer) or v.dtype == np.bool_):
+                raise IndexError(f"tensor indices must be integers or booleans, got {v.dtype}")
+            if v.ndim == 0 and v.dtype != np.bool_:
+                continue
+            if advanced:
+                raise IndexError("only one array index per subscript is supported")
+            advanced = True
+            if v.dtype == np.bool_:
+                for _ in builtins.range(v.ndim - 1):
+                    next(dim_iter)
+                shape.append(None)
+            else:
+                shape.extend(v.shape)
+    shape.extend(d for _, d in dim_iter)
+    return [(tuple(shape), x.dtype)]
+
+
+OPS["getitem"] = define("StridedSlice", _getitem_kernel, _getitem_infer)
+
+
+def getitem(x, index):
+    """`x[index]`: ints, slices (bounds may be Tensors), None, Ellipsis, one array index."""
+    index = index if isinstance(index, tuple) else (index,)
+    extra = []
+
+    def slot(value):
+        if isinstance(value, Tensor) or isinstance(value, (np.ndarray, list)):
+            extra.append(value)
+            return _Slot(len(extra) - 1)
+        return value
+
+    template = tuple(slice(slot(i.start), slot(i.stop), slot(i.step)) if isinstance(i, slice) else slot(i)
+                     for i in index)
+    return apply(OPS["getitem"], (x, *extra), {"index": template})
+

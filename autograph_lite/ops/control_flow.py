@@ -1,0 +1,202 @@
+"""Functional control flow: `cond` and `while_loop`.
+
+On a Python predicate they run as plain Python. On a symbolic predicate they trace
+each branch (or the loop's condition and body) into a sub-graph and add one `Cond`
+or `While` node whose inputs are the predicate or loop variables plus every outer
+value the sub-graphs read (their captures).
+"""
+import numpy as np
+
+from .. import nest
+from ..errors import ConversionError, user_location
+from ..runtime.graph import Graph, Tensor, building, current_graph
+from .core import convert_to_tensor, exemplar
+from .math_ops import cast
+
+_MAX_RELAXATIONS = 8
+
+
+def relax_shape(a, b):
+    """The most specific shape both `a` and `b` fit: differing dims become None."""
+    return tuple(x if x == y else None for x, y in zip(a, b))
+
+
+def _unify_weak(a, b):
+    """dtype that a weak (Python scalar) value `a` takes beside strong `b`, or None if numpy disagrees."""
+    return b.dtype if np.result_type(b.dtype, exemplar(a)) == b.dtype else None
+
+
+def _close(sub, explicit, outer_captures, outputs):
+    """Fix `sub`'s inputs: explicit placeholders, then one placeholder per outer capture."""
+    mine = {id(outer): inner for outer, inner in sub.captures}
+    with building(sub):
+        sub.inputs = list(explicit) + [mine[id(o)] if id(o) in mine else sub.capture(o)
+                                       for o in outer_captures]
+    sub.outputs = list(outputs)
+
+
+def _union_captures(*subs):
+    seen, union = set(), []
+    for sub in subs:
+        for outer, _ in sub.captures:
+            if id(outer) not in seen:
+                seen.add(id(outer))
+                union.append(outer)
+    return union
+
+
+def _trace(parent, name, fn, args=()):
+    sub = Graph(name, parent=parent)
+    with building(sub):
+        return sub, fn(*args)
+
+
+def _to_tensors(sub, values):
+    with building(sub):
+        return [convert_to_tensor(v, sub) for v in values]
+
+
+def cond(pred, true_fn, false_fn, *, names=None):
+    """`true_fn()` if `pred` else `false_fn()`.
+
+    A Python (or concrete array) `pred` picks a branch now. A symbolic `pred` traces both
+    branches and decides when the graph runs; both must return the same structure with
+    the same dtypes (shapes that differ become None dims). `names` labels the outputs
+    in error messages.
+
+        y = ag.cond(x > 0, lambda: x * 2.0, lambda: -x)
+    """
+    if not isinstance(pred, Tensor):
+        return true_fn() if pred else false_fn()
+    graph = current_graph()
+    location = user_location(2)
+    pred = graph.capture(pred)
+    if pred.ndim != 0:
+        raise ValueError(f"ag.cond needs a scalar predicate, got {pred!r} (at {location})")
+    (then_g, then_out), (else_g, else_out) = (_trace(graph, "then", true_fn), _trace(graph, "else", false_fn))
+    if nest.structure_of(then_out) != nest.structure_of(else_out):
+        raise ConversionError(f"the branches of a conditional return different structures: "
+                              f"{_describe(then_out)} vs {_describe(else_out)} (at {location})")
+    then_flat, else_flat = nest.flatten(then_out), nest.flatten(else_out)
+    labels = names or nest.paths(then_out, "output")
+    then_t, else_t = _to_tensors(then_g, then_flat), _to_tensors(else_g, else_flat)
+    specs, weak = [], []
+    for i, (t, e) in enumerate(zip(then_t, else_t)):
+        if t.dtype != e.dtype and t.weak != e.weak:
+            weak_side, strong = (t, e) if t.weak else (e, t)
+            dtype = _unify_weak(weak_side, strong)
+            if dtype is not None:
+                sub = then_g if t.weak else else_g
+                with building(sub):
+                    fixed = cast(weak_side, dtype)
+                (then_t if t.weak else else_t)[i] = fixed
+                t, e = then_t[i], else_t[i]
+        if t.dtype != e.dtype:
+            raise ConversionError(f"'{labels[i]}' has dtype {t.dtype} in the true branch and {e.dtype} "
+                                  f"in the false branch; cast one so they match (at {location})")
+        if t.ndim != e.ndim:
+            raise ConversionError(f"'{labels[i]}' has shape {t.shape} in the true branch and {e.shape} "
+                                  f"in the false branch: ranks differ (at {location})")
+        specs.append((relax_shape(t.shape, e.shape), t.dtype))
+        weak.append(t.weak and e.weak)
+    captures = _union_captures(then_g, else_g)
+    _close(then_g, [], captures, then_t)
+    _close(else_g, [], captures, else_t)
+    node = graph.add_node("Cond", [pred, *captures], {"then_branch": then_g, "else_branch": else_g},
+                          specs, location=location)
+    for out, w in zip(node.outputs, weak):
+        out.weak = w
+    return nest.pack(then_out, node.outputs)
+
+
+def _describe(value):
+    return type(value).__name__ + (f" of {len(value)}" if isinstance(value, (tuple, list, dict)) else "")
+
+
+def while_loop(cond_fn, body_fn, loop_vars, *, names=None):
+    """Repeat `loop_vars = body_fn(*loop_vars)` while `cond_fn(*loop_vars)`; returns the final vars.
+
+    While the condition is a Python value the loop runs as Python. Once it is symbolic,
+    the rest of the loop becomes one `While` node that runs as many times as the data
+    says. A variable whose dtype changes is an error; one whose shape changes gets None
+    dims and the body is traced again.
+
+        i, x = ag.while_loop(lambda i, x: i < n, lambda i, x: (i + 1, x * 2.0), (0, x))
+    """
+    single = not isinstance(loop_vars, (tuple, list))
+    loop_vars = (loop_vars,) if single else loop_vars
+    location = user_location(2)
+
+    def step(values):
+        out = body_fn(*values)
+        return (out,) if single or (len(values) == 1 and not isinstance(out, (tuple, list))) else out
+
+    while True:
+        pred = cond_fn(*loop_vars)
+        if isinstance(pred, Tensor):
+            break
+        if not pred:
+            return loop_vars[0] if single else loop_vars
+        loop_vars = step(loop_vars)
+
+    result = _stage_while(cond_fn, step, loop_vars, names, location)
+    return result[0] if single else result
+
+
+def _stage_while(cond_fn, step, loop_vars, names, location):
+    graph = current_graph()
+    flat = nest.flatten(loop_vars)
+    labels = names or nest.paths(loop_vars, "loop_vars")
+    for label, v in zip(labels, flat):
+        if v is None or isinstance(v, (str, bytes)) or callable(v):
+            raise ConversionError(f"loop variable '{label}' is {v!r}, which cannot be carried "
+                                  f"through a graph loop; give it a numeric value (at {location})")
+    init = [convert_to_tensor(v, graph) for v in flat]
+    specs = [(t.shape, t.dtype, t.weak) for t in init]
+    for _ in range(_MAX_RELAXATIONS):
+        cond_g, body_g = Graph("cond", parent=graph), Graph("body", parent=graph)
+        cond_in = [cond_g.placeholder(s, d, name=_ph_name(l), weak=w) for l, (s, d, w) in zip(labels, specs)]
+        body_in = [body_g.placeholder(s, d, name=_ph_name(l), weak=w) for l, (s, d, w) in zip(labels, specs)]
+        with building(cond_g):
+            pred = convert_to_tensor(cond_fn(*nest.pack(loop_vars, cond_in)), cond_g)
+        if pred.ndim != 0:
+            raise ValueError(f"a loop condition must be a scalar, got {pred!r} (at {location})")
+        with building(body_g):
+            out = step(nest.pack(loop_vars, body_in))
+            if nest.structure_of(tuple(out)) != nest.structure_of(tuple(loop_vars)):
+                raise ConversionError(f"the loop body returns {_describe(out)} but the loop carries "
+                                      f"{_describe(loop_vars)} (at {location})")
+            body_out = [convert_to_tensor(v, body_g) for v in nest.flatten(out)]
+        new_specs = []
+        for i, (label, (shape, dtype, weak), o) in enumerate(zip(labels, specs, body_out)):
+            if o.dtype != dtype:
+                if weak and not o.weak and np.result_type(o.dtype, exemplar(init[i])) == o.dtype:
+                    dtype, weak = o.dtype, False  # a Python scalar start adopts the body's dtype
+                elif o.weak and not weak and np.result_type(dtype, exemplar(o)) == dtype:
+                    with building(body_g):
+                        body_out[i] = o = cast(o, dtype)
+                else:
+                    raise ConversionError(f"loop variable '{label}' changes dtype from {dtype} to {o.dtype} "
+                                          f"in the loop body; cast it so the dtype stays the same (at {location})")
+            if o.ndim != len(shape):
+                raise ConversionError(f"loop variable '{label}' changes rank from shape {shape} to {o.shape} "
+                                      f"in the loop body (at {location})")
+            new_specs.append((relax_shape(shape, o.shape), dtype, weak and o.weak))
+        if new_specs == specs:
+            break
+        specs = new_specs
+    else:
+        raise ConversionError(f"loop variable shapes did not settle after {_MAX_RELAXATIONS} traces (at {location})")
+    init = [cast(t, d) if t.dtype != d else t for t, (_, d, _) in zip(init, specs)]
+    captures = _union_captures(cond_g, body_g)
+    _close(cond_g, cond_in, captures, [pred])
+    _close(body_g, body_in, captures, body_out)
+    node = graph.add_node("While", [*init, *captures], {"cond": cond_g, "body": body_g},
+                          [(s, d) for s, d, _ in specs], location=location)
+    for out, (_, _, w) in zip(node.outputs, specs):
+        out.weak = w
+    return nest.pack(loop_vars, node.outputs)
+
+
+def _ph_name(label):
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in label).strip("_")

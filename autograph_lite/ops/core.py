@@ -1,0 +1,146 @@
+"""Where eager and traced op calls part ways, plus the shape and dtype helpers op rules share.
+
+`apply(op, inputs, attrs)` runs the kernel on arrays (eager), or, when an input is a
+symbolic Tensor, adds a node to the graph being built and returns its outputs.
+"""
+import functools
+import numbers
+
+import numpy as np
+
+from ..errors import user_location
+from ..runtime import devices
+from ..runtime.graph import Tensor, current_graph
+from ..runtime.opdef import OpDef, register
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
+def apply(op, inputs, attrs=None):
+    """Run `op` on `inputs`: eagerly on arrays, as a new graph node if any input is a Tensor."""
+    graph = current_graph()
+    if graph is None or not (op.stateful or any(isinstance(x, Tensor) for x in inputs)):
+        # creation ops (no array inputs) follow `with ag.device(...)`
+        xp = devices.array_module(inputs) if inputs else devices.current().xp
+        kernel = op.kernel(xp, **attrs) if attrs else op.eager_kernel(xp)
+        return kernel(*inputs)
+    return add_node(graph, op, inputs, attrs or {})
+
+
+def add_node(graph, op, inputs, attrs):
+    tensors = [convert_to_tensor(x, graph) for x in inputs]
+    try:
+        specs = op.infer(*tensors, **attrs)
+    except (ValueError, TypeError, IndexError) as e:
+        raise type(e)(f"{op.name}: {e} (at {user_location(3)})") from None
+    weak = op.weak_result and all(t.weak for t in tensors)
+    node = graph.add_node(op.name, tensors, attrs, specs, location=user_location(3), weak=weak)
+    return node.outputs[0] if len(node.outputs) == 1 else tuple(node.outputs)
+
+
+def constant_node(graph, value):
+    """Stage `value` as a Const node; Python scalars become weak constants (NEP 50)."""
+    if isinstance(value, _PY_SCALARS):
+        dtype = np.result_type(type(value))
+        return graph.add_node("Const", (), {"value": value}, [((), dtype)],
+                              location=user_location(3), weak=True).outputs[0]
+    array = np.asarray(value)
+    if array.dtype == object:
+        raise TypeError(f"cannot use {value!r} (a {type(value).__name__}) as a tensor value")
+    return graph.add_node("Const", (), {"value": array}, [(array.shape, array.dtype)],
+                          location=user_location(3)).outputs[0]
+
+
+def convert_to_tensor(value, graph=None):
+    """`value` as a Tensor of `graph` (the current one by default)."""
+    graph = graph or current_graph()
+    if isinstance(value, Tensor):
+        return graph.capture(value)
+    if devices.is_gpu_array(value):
+        value = value.get()
+    return constant_node(graph, value)
+
+
+def is_symbolic(value):
+    return isinstance(value, Tensor)
+
+
+# --- shape and dtype rules shared by ops ------------------------------------------------
+
+def exemplar(t):
+    """A value standing for `t` in a dtype computation: a Python scalar type stays weak."""
+    if t.weak:
+        return {np.bool_: False, np.int64: 0, np.float64: 0.0, np.complex128: 0j}[t.dtype.type]
+    return np.zeros((), t.dtype)
+
+
+@functools.lru_cache(maxsize=4096)
+def _dtype_by_example(fn, key):
+    args = [k if not isinstance(k, np.dtype) else np.zeros((), k) for k in key]
+    with np.errstate(all="ignore"):
+        return np.asarray(fn(*args)).dtype
+
+
+def result_dtype(fn, tensors):
+    """The dtype numpy gives for `fn` applied to values like `tensors` (NEP 50 aware)."""
+    key = tuple(exemplar(t) if t.weak else t.dtype for t in tensors)
+    return _dtype_by_example(fn, key)
+
+
+def broadcast_shapes(*shapes):
+    """numpy broadcasting where a dim may be None (unknown until the graph runs)."""
+    ndim = max((len(s) for s in shapes), default=0)
+    result = []
+    for axis in range(-ndim, 0):
+        dims = [s[axis] for s in shapes if len(s) >= -axis]
+        known = {d for d in dims if d is not None and d != 1}
+        if len(known) > 1:
+            raise ValueError(f"shapes {' and '.join(str(tuple(s)) for s in shapes)} cannot be broadcast together")
+        if known:
+            result.append(known.pop())
+        elif None in dims:
+            result.append(None)
+        else:
+            result.append(1)
+    return tuple(result)
+
+
+def normalize_axis(axis, ndim, what="axis"):
+    if not -ndim <= axis < max(ndim, 1):
+        raise ValueError(f"{what} {axis} is out of bounds for a tensor of rank {ndim}")
+    return axis % ndim if ndim else 0
+
+
+def normalize_axes(axis, ndim):
+    """A tuple of non-negative axes for an `axis=` argument (None means all)."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
+    return tuple(sorted(normalize_axis(a, ndim) for a in axes))
+
+
+def static_ints(value, what):
+    """A Python int or tuple of ints given as an attr; Tensors are not accepted here."""
+    if isinstance(value, Tensor):
+        raise TypeError(f"{what} must be a Python int or tuple of ints, not a symbolic {value!r}")
+    return value
+
+
+# --- defining ops -----------------------------------------------------------------------
+
+def define(name, kernel, infer, **flags):
+    """Register an OpDef and return it."""
+    return register(OpDef(name, kernel, infer, **flags))
+
+
+def elementwise_infer(op_fn_for_numpy):
+    """Shape = broadcast of inputs; dtype = what numpy gives."""
+    def infer(*tensors):
+        return [(broadcast_shapes(*(t.shape for t in tensors)), result_dtype(op_fn_for_numpy, tensors))]
+    return infer
+
+
+def elementwise(name, make_kernel):
+    """An elementwise op whose kernel is `make_kernel(xp)`, e.g. `lambda xp: xp.add`."""
+    return define(name, make_kernel, elementwise_infer(make_kernel(np)),
+                  elementwise=True, weak_result=True)

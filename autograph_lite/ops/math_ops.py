@@ -1,0 +1,162 @@
+"""Elementwise math, comparisons, logic, matmul, reductions, where and cast.
+
+Kernels reach numpy or cupy only through `xp`; numpy is imported here for dtype rules.
+"""
+import functools
+
+import numpy as np
+
+from .core import (apply, broadcast_shapes, define, elementwise, normalize_axes,
+                   normalize_axis, result_dtype)
+
+
+def _binary(opdef, doc):
+    def op(x, y):
+        return apply(opdef, (x, y))
+    op.__doc__ = doc
+    return op
+
+
+def _unary(opdef, doc):
+    def op(x):
+        return apply(opdef, (x,))
+    op.__doc__ = doc
+    return op
+
+
+# name, graph op, kernel, docstring
+_BINARY = [
+    ("add", "Add", lambda xp: xp.add, "x + y, elementwise with numpy broadcasting."),
+    ("subtract", "Sub", lambda xp: xp.subtract, "x - y, elementwise."),
+    ("multiply", "Mul", lambda xp: xp.multiply, "x * y, elementwise."),
+    ("divide", "RealDiv", lambda xp: xp.true_divide, "x / y (true division), elementwise."),
+    ("floordiv", "FloorDiv", lambda xp: xp.floor_divide, "x // y, elementwise."),
+    ("mod", "FloorMod", lambda xp: xp.remainder, "x % y with the sign of y (numpy), elementwise."),
+    ("pow", "Pow", lambda xp: xp.power, "x ** y, elementwise."),
+    ("maximum", "Maximum", lambda xp: xp.maximum, "Elementwise maximum (NaN propagates)."),
+    ("minimum", "Minimum", lambda xp: xp.minimum, "Elementwise minimum (NaN propagates)."),
+    ("equal", "Equal", lambda xp: xp.equal, "x == y, elementwise; bool result."),
+    ("not_equal", "NotEqual", lambda xp: xp.not_equal, "x != y, elementwise; bool result."),
+    ("less", "Less", lambda xp: xp.less, "x < y, elementwise; bool result."),
+    ("less_equal", "LessEqual", lambda xp: xp.less_equal, "x <= y, elementwise; bool result."),
+    ("greater", "Greater", lambda xp: xp.greater, "x > y, elementwise; bool result."),
+    ("greater_equal", "GreaterEqual", lambda xp: xp.greater_equal, "x >= y, elementwise; bool result."),
+    ("logical_and", "LogicalAnd", lambda xp: xp.logical_and, "Elementwise logical and."),
+    ("logical_or", "LogicalOr", lambda xp: xp.logical_or, "Elementwise logical or."),
+]
+
+_UNARY = [
+    ("negative", "Neg", lambda xp: xp.negative, "-x, elementwise."),
+    ("tanh", "Tanh", lambda xp: xp.tanh, "Hyperbolic tangent, elementwise."),
+    ("exp", "Exp", lambda xp: xp.exp, "e ** x, elementwise."),
+    ("log", "Log", lambda xp: xp.log, "Natural logarithm, elementwise."),
+    ("sqrt", "Sqrt", lambda xp: xp.sqrt, "Square root, elementwise."),
+    ("square", "Square", lambda xp: xp.square, "x * x, elementwise."),
+    ("abs", "Abs", lambda xp: xp.absolute, "Absolute value, elementwise."),
+    ("logical_not", "LogicalNot", lambda xp: xp.logical_not, "Elementwise logical not."),
+]
+
+OPS = {}  # public name -> OpDef, for overloads and tests
+for _name, _op, _kernel, _doc in _BINARY:
+    OPS[_name] = elementwise(_op, _kernel)
+    globals()[_name] = _binary(OPS[_name], _doc)
+for _name, _op, _kernel, _doc in _UNARY:
+    OPS[_name] = elementwise(_op, _kernel)
+    globals()[_name] = _unary(OPS[_name], _doc)
+for _name in OPS:
+    globals()[_name].__name__ = globals()[_name].__qualname__ = _name
+
+
+# --- where, cast --------------------------------------------------------------------------
+
+OPS["where"] = define("Select", lambda xp: xp.where,
+                      lambda c, x, y: [(broadcast_shapes(c.shape, x.shape, y.shape),
+                                        result_dtype(np.where, (c, x, y)))],
+                      elementwise=True)
+
+
+def where(condition, x, y):
+    """Elementwise `x if condition else y` (numpy.where with three arguments)."""
+    return apply(OPS["where"], (condition, x, y))
+
+
+def _cast_kernel(xp, dtype):
+    return lambda x: xp.asarray(x).astype(dtype)
+
+
+OPS["cast"] = define("Cast", _cast_kernel, lambda x, dtype: [(x.shape, dtype)], elementwise=True)
+
+
+def cast(x, dtype):
+    """`x` converted to `dtype` (numpy astype semantics)."""
+    return apply(OPS["cast"], (x,), {"dtype": np.dtype(dtype)})
+
+
+# --- matmul -------------------------------------------------------------------------------
+
+def _matmul_infer(a, b):
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError("matmul does not take scalars; use multiply (or *) instead")
+    sa = a.shape if a.ndim > 1 else (1,) + a.shape
+    sb = b.shape if b.ndim > 1 else b.shape + (1,)
+    if None not in (sa[-1], sb[-2]) and sa[-1] != sb[-2]:
+        raise ValueError(f"inner dimensions differ: {a.shape} @ {b.shape} ({sa[-1]} != {sb[-2]})")
+    shape = broadcast_shapes(sa[:-2], sb[:-2]) + sa[-2:-1] * (a.ndim > 1) + sb[-1:] * (b.ndim > 1)
+    return [(shape, result_dtype(np.multiply, (a, b)))]
+
+
+OPS["matmul"] = define("MatMul", lambda xp: xp.matmul, _matmul_infer)
+
+
+def matmul(a, b):
+    """Matrix product with numpy.matmul semantics (batch dims broadcast, 1-D promoted)."""
+    return apply(OPS["matmul"], (a, b))
+
+
+# --- reductions ---------------------------------------------------------------------------
+
+def _reduction(public, op_name, reducer, dtype_fn, doc):
+    def kernel(xp, axis=None, keepdims=False):
+        return functools.partial(getattr(xp, reducer), axis=axis, keepdims=keepdims)
+
+    def infer(x, axis=None, keepdims=False):
+        axes = normalize_axes(axis, x.ndim)
+        shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keepdims or i not in axes)
+        return [(shape, result_dtype(dtype_fn, (x,)))]
+
+    OPS[public] = opdef = define(op_name, kernel, infer)
+
+    def op(x, axis=None, keepdims=False):
+        return apply(opdef, (x,), {"axis": _axis_attr(axis), "keepdims": bool(keepdims)})
+    op.__name__ = op.__qualname__ = public
+    op.__doc__ = doc + " Over `axis` (int, tuple, or None for all), numpy semantics."
+    return op
+
+
+def _axis_attr(axis):
+    return tuple(axis) if isinstance(axis, list) else axis
+
+
+reduce_sum = _reduction("reduce_sum", "Sum", "sum", np.sum, "Sum of elements.")
+reduce_mean = _reduction("reduce_mean", "Mean", "mean", np.mean, "Mean of elements.")
+reduce_max = _reduction("reduce_max", "Max", "max", np.max, "Maximum of elements.")
+reduce_min = _reduction("reduce_min", "Min", "min", np.min, "Minimum of elements.")
+reduce_prod = _reduction("reduce_prod", "Prod", "prod", np.prod, "Product of elements.")
+reduce_any = _reduction("reduce_any", "Any", "any", np.any, "True where any element is true.")
+reduce_all = _reduction("reduce_all", "All", "all", np.all, "True where all elements are true.")
+
+
+def _argmax_infer(x, axis=None):
+    if axis is None:
+        return [((), np.dtype(np.intp))]
+    axis = normalize_axis(axis, x.ndim)
+    return [(x.shape[:axis] + x.shape[axis + 1:], np.dtype(np.intp))]
+
+
+OPS["argmax"] = define("ArgMax", lambda xp, axis=None: functools.partial(xp.argmax, axis=axis),
+                       _argmax_infer)
+
+
+def argmax(x, axis=None):
+    """Index of the largest element (over the flattened array when axis is None, as numpy)."""
+    return apply(OPS["argmax"], (x,), {"axis": axis})

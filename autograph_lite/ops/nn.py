@@ -1,0 +1,38 @@
+"""Neural-network activations: relu, sigmoid, softmax."""
+from .core import apply, define, elementwise
+from .math_ops import OPS
+from .core import normalize_axis
+
+OPS["relu"] = elementwise("Relu", lambda xp: lambda x: xp.maximum(x, 0))
+# 0.5 * tanh(x / 2) + 0.5 equals 1 / (1 + exp(-x)) and never overflows.
+OPS["sigmoid"] = elementwise("Sigmoid", lambda xp: lambda x: 0.5 * xp.tanh(0.5 * x) + 0.5)
+
+
+def relu(x):
+    """max(x, 0), elementwise."""
+    return apply(OPS["relu"], (x,))
+
+
+def sigmoid(x):
+    """1 / (1 + exp(-x)), elementwise, computed without overflow."""
+    return apply(OPS["sigmoid"], (x,))
+
+
+def _softmax_kernel(xp, axis=-1):
+    def softmax(x):
+        e = xp.exp(x - x.max(axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+    return softmax
+
+
+def _softmax_infer(x, axis=-1):
+    normalize_axis(axis, x.ndim)
+    return [(x.shape, x.dtype)]
+
+
+OPS["softmax"] = define("Softmax", _softmax_kernel, _softmax_infer)
+
+
+def softmax(x, axis=-1):
+    """exp(x) / sum(exp(x)) along `axis`, shifted by the max for stability."""
+    return apply(OPS["softmax"], (x,), {"axis": axis})

@@ -1,0 +1,1 @@
+"""Graph IR, the op table, devices, lowering to executable plans, and printing."""

@@ -1,0 +1,151 @@
+"""Lower a Graph, once, into an executable plan: generated straight-line Python.
+
+Kernels and constants are bound as closure variables, so each step of the plan is a
+bare call such as `v3 = k3(v1, v2)`; `Cond` becomes a native `if`, `While` a native
+`while`. A failure while the plan runs is traced back to the node, and so to the
+user's `file:line`, through the line map kept here.
+"""
+import itertools
+import linecache
+
+import numpy as np
+
+from ..errors import short_location
+from .opdef import lookup
+
+_plan_ids = itertools.count()
+
+
+class Plan:
+    """A graph lowered for one device: `plan.fn(*arrays)` returns the tuple of outputs."""
+
+    def __init__(self, graph, device):
+        lowering = _Lowering(device)
+        self.source, self.fn, self._line_nodes = lowering.run(graph)
+        self.filename = lowering.filename
+        self.graph, self.device = graph, device
+
+    def failing_node(self, exc):
+        """The node whose step raised `exc`, or None if the failure came from elsewhere."""
+        tb, node = exc.__traceback__, None
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == self.filename:
+                node = self._line_nodes.get(tb.tb_lineno, node)
+            tb = tb.tb_next
+        return node
+
+
+def _live_nodes(graph):
+    """ids of the nodes an output or a stateful op of `graph` depends on; others are not emitted."""
+    live, stack = set(), [t.node for t in graph.outputs]
+    stack += [n for n in graph.nodes if n.op not in ("Const", "Cond", "While") and lookup(n.op).stateful]
+    while stack:
+        node = stack.pop()
+        if id(node) not in live and node.graph is graph:
+            live.add(id(node))
+            stack.extend(t.node for t in node.inputs)
+    return live
+
+
+class _Lowering:
+    def __init__(self, device):
+        self.device, self.xp = device, device.xp
+        self.env = {}        # closure name -> kernel or constant
+        self.names = {}      # id(Tensor) -> variable holding its value
+        self.lines, self.line_nodes = [], {}
+        self.counter = itertools.count()
+        self.filename = f"<autograph_lite plan {next(_plan_ids)}>"
+
+    def run(self, graph):
+        params = [self.fresh(t, "a") for t in graph.inputs]
+        self.emit(f"def plan({', '.join(params)}):", 1)
+        outs = self.body(graph, 2)
+        returned = [f"{o}.copy()" if self._is_const_array(o) else o for o in outs]
+        self.emit(f"return ({', '.join(returned)}{',' if len(returned) == 1 else ''})", 2)
+        closure = list(self.env)
+        header = f"def make_plan({', '.join(closure)}):"
+        source = "\n".join([header, *self.lines, "    return plan", ""])
+        linecache.cache[self.filename] = (len(source), None, source.splitlines(True), self.filename)
+        namespace = {}
+        exec(compile(source, self.filename, "exec"), namespace)
+        fn = namespace["make_plan"](*self.env.values())
+        # line numbers: the header is line 1, self.lines[i] is line i + 2
+        line_nodes = {i + 2: node for i, node in self.line_nodes.items()}
+        return source, fn, line_nodes
+
+    def _is_const_array(self, name):
+        return isinstance(self.env.get(name), (np.ndarray,)) or (
+            name in self.env and type(self.env[name]).__module__.startswith("cupy"))
+
+    def fresh(self, tensor, prefix="v"):
+        name = f"{prefix}{next(self.counter)}"
+        self.names[id(tensor)] = name
+        return name
+
+    def bind(self, prefix, value):
+        name = f"{prefix}{next(self.counter)}"
+        self.env[name] = value
+        return name
+
+    def emit(self, text, indent, node=None):
+        if node is not None:
+            self.line_nodes[len(self.lines)] = node
+        self.lines.append("    " * indent + text)
+
+    def body(self, graph, indent):
+        live = _live_nodes(graph)
+        for node in graph.nodes:
+            if id(node) in live:
+                self.node(node, indent)
+        return [self.names[id(t)] for t in graph.outputs]
+
+    def alias(self, placeholders, values):
+        for t, v in zip(placeholders, values):
+            self.names[id(t)] = v
+
+    def node(self, node, indent):
+        ins = [self.names[id(t)] for t in node.inputs]
+        if node.op == "Const":
+            value = node.attrs["value"]
+            if isinstance(value, np.ndarray):
+                value = self.device.put(value)
+            self.names[id(node.outputs[0])] = self.bind("c", value)
+        elif node.op == "Cond":
+            self.cond(node, ins, indent)
+        elif node.op == "While":
+            self.while_(node, ins, indent)
+        else:
+            kernel = self.bind("k", lookup(node.op).kernel(self.xp, **node.attrs))
+            outs = [self.fresh(t) for t in node.outputs]
+            self.emit(f"{', '.join(outs)} = {kernel}({', '.join(ins)})", indent, node)
+
+    def assign(self, targets, values, indent, node=None):
+        if targets:
+            self.emit(f"{', '.join(targets)} = {', '.join(values)}", indent, node)
+
+    def cond(self, node, ins, indent):
+        pred, captured = ins[0], ins[1:]
+        outs = [self.fresh(t) for t in node.outputs]
+        self.emit(f"if {pred}:  # {node.name} at {short_location(node.location)}", indent, node)
+        for i, key in enumerate(("then_branch", "else_branch")):
+            if i == 1:
+                self.emit("else:", indent, node)
+            branch = node.attrs[key]
+            self.alias(branch.inputs, captured)
+            start = len(self.lines)
+            self.assign(outs, self.body(branch, indent + 1), indent + 1, node)
+            if len(self.lines) == start:
+                self.emit("pass", indent + 1)
+
+    def while_(self, node, ins, indent):
+        cond, body = node.attrs["cond"], node.attrs["body"]
+        n = len(body.outputs)
+        loop_vars = [self.fresh(t, "l") for t in node.outputs]
+        self.assign(loop_vars, ins[:n], indent, node)
+        self.emit(f"while True:  # {node.name} at {short_location(node.location)}", indent, node)
+        self.alias(cond.inputs, loop_vars + ins[n:])
+        (pred,) = self.body(cond, indent + 1)
+        self.emit(f"if not {pred}:", indent + 1, node)
+        self.emit("break", indent + 2, node)
+        self.alias(body.inputs, loop_vars + ins[n:])
+        self.assign(loop_vars, self.body(body, indent + 1), indent + 1, node)

@@ -1,0 +1,45 @@
+"""The op table: every op is one `OpDef` registered by name.
+
+An op is defined once, in `ops/`: how to build its kernel for an array module, how
+its output shapes and dtypes follow from its inputs, and (slot for the gradients
+work) how to differentiate it. The executor, the printer and the passes read this
+table; they never special-case an op they can look up here.
+"""
+import dataclasses
+from typing import Callable, Optional
+
+
+@dataclasses.dataclass(eq=False)
+class OpDef:
+    name: str                       # graph op type, e.g. "MatMul"
+    kernel: Callable                # kernel(xp, **attrs) -> callable(*arrays)
+    infer: Callable                 # infer(*input Tensors, **attrs) -> [(shape, dtype)]
+    grad: Optional[Callable] = None # filled by the gradients work
+    elementwise: bool = False       # output[i] depends only on inputs[i] (fusion candidate)
+    stateful: bool = False          # draws random numbers: never folded, merged or dropped
+    weak_result: bool = False       # result of all-weak inputs stays weak (NEP 50 arithmetic)
+    _eager: dict = dataclasses.field(default_factory=dict, repr=False)
+
+    def eager_kernel(self, xp):
+        """The attr-less kernel for `xp`, built once."""
+        fn = self._eager.get(xp)
+        if fn is None:
+            fn = self._eager[xp] = self.kernel(xp)
+        return fn
+
+
+REGISTRY = {}
+
+
+def register(opdef):
+    if opdef.name in REGISTRY:
+        raise ValueError(f"op {opdef.name!r} is already registered")
+    REGISTRY[opdef.name] = opdef
+    return opdef
+
+
+def lookup(name):
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown op {name!r}: no kernel is registered under that name") from None

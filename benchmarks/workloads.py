@@ -1,0 +1,18 @@
+"""The workloads of shared/BENCHMARKS.md, each as handwritten numpy and as a user's ag code."""
+import numpy as np
+
+from examples.models import lstm_cell, lstm_inputs
+
+
+def lstm_cell_numpy(x, h, c, w_x, w_h, b):
+    gates = x @ w_x + h @ w_h + b
+    sig = lambda v: 1.0 / (1.0 + np.exp(-v))  # noqa: E731 - what a numpy user writes
+    i, f, o = sig(gates[:, 0:10]), sig(gates[:, 10:20]), sig(gates[:, 20:30])
+    c_new = f * c + i * np.tanh(gates[:, 30:40])
+    return o * np.tanh(c_new), c_new
+
+
+# id -> (handwritten numpy, ag function, inputs)
+WORKLOADS = {
+    "W3 lstm_cell": (lstm_cell_numpy, lstm_cell, lstm_inputs),
+}
