@@ -9,6 +9,9 @@
 from . import ops as _ops
 from .errors import ConversionError, SymbolicValueError
 from .function import ConcreteFunction, Function, TensorSpec, function
+from .loader import to_code, to_graph
+from .operators import do_not_convert
+from .ops import print
 from .ops import (abs, add, argmax, cast, concat, cond, constant, divide, equal, exp, expand_dims,
                   fill, floordiv, gather, greater, greater_equal, less, less_equal, log,
                   logical_and, logical_not, logical_or, matmul, maximum, minimum, mod, multiply,

@@ -19,15 +19,46 @@ def is_internal_file(filename):
     return filename.startswith(_INTERNAL_PREFIXES) or filename.startswith("<frozen ")
 
 
+_source_maps = {}  # generated file name -> {generated line: "user_file:line"}
+
+
+def register_source_map(generated_file, line_map):
+    """Make frames in `generated_file` report the user's `file:line` from `line_map`."""
+    _source_maps[generated_file] = line_map
+
+
+def mapped_location(filename, lineno):
+    """The user's `file:line` for a line of generated code, or None."""
+    line_map = _source_maps.get(filename)
+    return None if line_map is None else line_map.get(lineno)
+
+
 def user_location(depth=1):
-    """`file:line` of the innermost frame outside autograph_lite, or '<unknown>'."""
+    """`file:line` of the innermost frame in the user's code (converted code maps back), or '<unknown>'."""
     frame = sys._getframe(depth)
     while frame is not None:
         filename = frame.f_code.co_filename
+        mapped = mapped_location(filename, frame.f_lineno)
+        if mapped:
+            return mapped
         if not is_internal_file(filename) and "threading.py" not in filename:
             return f"{filename}:{frame.f_lineno}"
         frame = frame.f_back
     return "<unknown>"
+
+
+def traceback_location(tb):
+    """The user's `file:line` of the innermost user frame in traceback `tb`, or None."""
+    found = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        mapped = mapped_location(code.co_filename, tb.tb_lineno)
+        if mapped:
+            found = mapped
+        elif not is_internal_file(code.co_filename):
+            found = f"{code.co_filename}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return found
 
 
 def short_location(location):

@@ -16,8 +16,8 @@ import weakref
 
 import numpy as np
 
-from . import nest
-from .errors import user_location
+from . import nest, operators
+from .errors import traceback_location, user_location
 from .ops.core import constant_node
 from .runtime import devices
 from .runtime.graph import Tensor, building, current_graph, Graph
@@ -248,7 +248,8 @@ _OUTPUT = object()  # template marker for a graph output
 class Function:
     """A Python function compiled per input signature. Create with `ag.function`."""
 
-    def __init__(self, python_function, input_signature=None, reduce_retracing=False, device=None):
+    def __init__(self, python_function, input_signature=None, reduce_retracing=False, device=None,
+                 autograph=True):
         functools.update_wrapper(self, python_function)
         self.python_function = python_function
         self._signature = inspect.signature(python_function)
@@ -259,6 +260,7 @@ class Function:
         self._input_signature = None if input_signature is None else list(input_signature)
         self._reduce_retracing = reduce_retracing
         self._device = None if device is None else devices.get(device)
+        self._autograph, self._converted = autograph, None
         self._cache = {}            # full key -> ConcreteFunction
         self._concretes = []        # every trace, oldest first
         self._lock = threading.RLock()
@@ -305,8 +307,12 @@ class Function:
         return fn(*bound.args, **bound.kwargs)
 
     def _traced_function(self):
-        """What tracing calls: the Python function (converted once conversion exists)."""
-        return self.python_function
+        """What tracing calls: the converted Python function (or the original with autograph=False)."""
+        if not self._autograph:
+            return self.python_function
+        if self._converted is None:
+            self._converted = operators.call(self.python_function)
+        return self._converted
 
     # --- choosing or making a trace -----------------------------------------------------
 
@@ -383,7 +389,13 @@ class Function:
         with building(graph):
             inputs = [_placeholders(graph, spec, name, name) for spec, name in zip(specs, self._param_names)]
             graph.inputs = [t for t in nest.flatten(inputs) if isinstance(t, Tensor)]
-            outputs = self._call_python(self._traced_function(), inputs)
+            try:
+                outputs = self._call_python(self._traced_function(), inputs)
+            except Exception as e:
+                where = traceback_location(e.__traceback__)
+                if where and where not in str(e):
+                    _add_note(e, f"while tracing {self.__name__}, at {where}")
+                raise
             template, slots = _output_template(graph, outputs)
         concrete = ConcreteFunction(self, graph, tuple(specs), template, slots, device)
         self._concretes.append(concrete)
@@ -449,7 +461,7 @@ def _describe_change(old, new, names):
     return "an argument's identity changed"
 
 
-def function(func=None, *, input_signature=None, reduce_retracing=False, device=None):
+def function(func=None, *, input_signature=None, reduce_retracing=False, device=None, autograph=True):
     """Compile `func` into a graph traced once per input signature.
 
         @ag.function
@@ -459,8 +471,9 @@ def function(func=None, *, input_signature=None, reduce_retracing=False, device=
     `input_signature`: a list of TensorSpecs fixing the one signature (dims may be None).
     `reduce_retracing`: a new shape for a traced signature retraces once with None dims.
     `device`: "cpu" or "gpu"; by default the `with ag.device(...)` block or the inputs decide.
+    `autograph`: convert native if/while/for on tensors to graph control flow (default True).
     """
     def wrap(fn):
         return Function(fn, input_signature=input_signature, reduce_retracing=reduce_retracing,
-                        device=device)
+                        device=device, autograph=autograph)
     return wrap if func is None else wrap(func)

@@ -45,12 +45,6 @@ def _union_captures(*subs):
     return union
 
 
-def _trace(parent, name, fn, args=()):
-    sub = Graph(name, parent=parent)
-    with building(sub):
-        return sub, fn(*args)
-
-
 def _to_tensors(sub, values):
     with building(sub):
         return [convert_to_tensor(v, sub) for v in values]
@@ -70,43 +64,85 @@ def cond(pred, true_fn, false_fn, *, names=None):
         return true_fn() if pred else false_fn()
     graph = current_graph()
     location = user_location(2)
+    then_g, then_out = trace_function(graph, "then", true_fn)
+    else_g, else_out = trace_function(graph, "else", false_fn)
+    return build_cond(pred, then_g, then_out, else_g, else_out, names, location)
+
+
+def trace_function(parent, name, fn, args=()):
+    """Trace `fn(*args)` into a new sub-graph of `parent`; returns (sub-graph, outputs)."""
+    sub = Graph(name, parent=parent)
+    with building(sub):
+        return sub, fn(*args)
+
+
+def _is_static(value):
+    """A leaf that cannot be a tensor and is carried through control flow as the same object."""
+    return not isinstance(value, (Tensor, bool, int, float, complex, np.ndarray, np.generic)) \
+        and not type(value).__module__.startswith("cupy")
+
+
+def build_cond(pred, then_g, then_out, else_g, else_out, names, location):
+    """One Cond node from two traced branches. Non-tensor leaves must be the same object in both."""
+    graph = current_graph()
     pred = graph.capture(pred)
     if pred.ndim != 0:
-        raise ValueError(f"ag.cond needs a scalar predicate, got {pred!r} (at {location})")
-    (then_g, then_out), (else_g, else_out) = (_trace(graph, "then", true_fn), _trace(graph, "else", false_fn))
+        raise ValueError(f"a tensor condition must be a scalar, got {pred!r} (at {location})")
     if nest.structure_of(then_out) != nest.structure_of(else_out):
         raise ConversionError(f"the branches of a conditional return different structures: "
                               f"{_describe(then_out)} vs {_describe(else_out)} (at {location})")
     then_flat, else_flat = nest.flatten(then_out), nest.flatten(else_out)
     labels = names or nest.paths(then_out, "output")
-    then_t, else_t = _to_tensors(then_g, then_flat), _to_tensors(else_g, else_flat)
-    specs, weak = [], []
-    for i, (t, e) in enumerate(zip(then_t, else_t)):
-        if t.dtype != e.dtype and t.weak != e.weak:
-            weak_side, strong = (t, e) if t.weak else (e, t)
-            dtype = _unify_weak(weak_side, strong)
-            if dtype is not None:
-                sub = then_g if t.weak else else_g
-                with building(sub):
-                    fixed = cast(weak_side, dtype)
-                (then_t if t.weak else else_t)[i] = fixed
-                t, e = then_t[i], else_t[i]
-        if t.dtype != e.dtype:
-            raise ConversionError(f"'{labels[i]}' has dtype {t.dtype} in the true branch and {e.dtype} "
-                                  f"in the false branch; cast one so they match (at {location})")
-        if t.ndim != e.ndim:
-            raise ConversionError(f"'{labels[i]}' has shape {t.shape} in the true branch and {e.shape} "
-                                  f"in the false branch: ranks differ (at {location})")
-        specs.append((relax_shape(t.shape, e.shape), t.dtype))
-        weak.append(t.weak and e.weak)
+    results, then_t, else_t = list(then_flat), [], []
+    for i, (t, e) in enumerate(zip(then_flat, else_flat)):
+        if _is_static(t) or _is_static(e):
+            if t is not e:
+                raise ConversionError(f"'{labels[i]}' is {_short(t)} in the true branch and {_short(e)} in "
+                                      f"the false branch; a tensor conditional can only merge numbers and "
+                                      f"arrays (at {location})")
+            continue
+        (t,), (e,) = _to_tensors(then_g, [t]), _to_tensors(else_g, [e])
+        t, e = _unify_pair(then_g, else_g, t, e, labels[i], location, ("true branch", "false branch"))
+        then_t.append(t)
+        else_t.append(e)
+        results[i] = _GRAPH_OUTPUT
+    specs = [(relax_shape(t.shape, e.shape), t.dtype) for t, e in zip(then_t, else_t)]
     captures = _union_captures(then_g, else_g)
     _close(then_g, [], captures, then_t)
     _close(else_g, [], captures, else_t)
     node = graph.add_node("Cond", [pred, *captures], {"then_branch": then_g, "else_branch": else_g},
                           specs, location=location)
-    for out, w in zip(node.outputs, weak):
-        out.weak = w
-    return nest.pack(then_out, node.outputs)
+    for out, t, e in zip(node.outputs, then_t, else_t):
+        out.weak = t.weak and e.weak
+    outputs = iter(node.outputs)
+    results = [next(outputs) if value is _GRAPH_OUTPUT else value for value in results]
+    return nest.pack(then_out, results)
+
+
+_GRAPH_OUTPUT = object()  # marks a leaf that becomes an output of the node
+
+
+def _short(value):
+    text = repr(value)
+    return text if len(text) < 40 else f"a {type(value).__name__}"
+
+
+def _unify_pair(then_g, else_g, t, e, label, location, sides):
+    """Make a weak Python scalar take the other side's dtype; raise on a real dtype or rank clash."""
+    if t.dtype != e.dtype and t.weak != e.weak:
+        weak_side, strong = (t, e) if t.weak else (e, t)
+        dtype = _unify_weak(weak_side, strong)
+        if dtype is not None:
+            with building(then_g if t.weak else else_g):
+                fixed = cast(weak_side, dtype)
+            t, e = (fixed, e) if t.weak else (t, fixed)
+    if t.dtype != e.dtype:
+        raise ConversionError(f"'{label}' has dtype {t.dtype} in the {sides[0]} and {e.dtype} "
+                              f"in the {sides[1]}; cast one so they match (at {location})")
+    if t.ndim != e.ndim:
+        raise ConversionError(f"'{label}' has shape {t.shape} in the {sides[0]} and {e.shape} "
+                              f"in the {sides[1]}: ranks differ (at {location})")
+    return t, e
 
 
 def _describe(value):
@@ -139,42 +175,59 @@ def while_loop(cond_fn, body_fn, loop_vars, *, names=None):
             return loop_vars[0] if single else loop_vars
         loop_vars = step(loop_vars)
 
-    result = _stage_while(cond_fn, step, loop_vars, names, location)
+    result = stage_while(cond_fn, step, loop_vars, names, location)
     return result[0] if single else result
 
 
-def _stage_while(cond_fn, step, loop_vars, names, location):
+def stage_while(cond_fn, step, loop_vars, names, location):
+    """One While node looping `loop_vars = step(loop_vars)` while `cond_fn(*loop_vars)`.
+
+    Leaves that cannot be tensors (None, strings, objects) are held as they are: the body
+    must give back the same object. The others are carried; a Python-scalar start takes
+    the dtype the body gives it, and shapes that change become None dims (body retraced).
+    """
     graph = current_graph()
     flat = nest.flatten(loop_vars)
     labels = names or nest.paths(loop_vars, "loop_vars")
-    for label, v in zip(labels, flat):
-        if v is None or isinstance(v, (str, bytes)) or callable(v):
-            raise ConversionError(f"loop variable '{label}' is {v!r}, which cannot be carried "
-                                  f"through a graph loop; give it a numeric value (at {location})")
-    init = [convert_to_tensor(v, graph) for v in flat]
+    carried = [i for i, v in enumerate(flat) if not _is_static(v)]
+    init = [convert_to_tensor(flat[i], graph) for i in carried]
     specs = [(t.shape, t.dtype, t.weak) for t in init]
+
+    def with_values(values):
+        full = list(flat)
+        for i, v in zip(carried, values):
+            full[i] = v
+        return nest.pack(loop_vars, full)
+
     for _ in range(_MAX_RELAXATIONS):
         cond_g, body_g = Graph("cond", parent=graph), Graph("body", parent=graph)
-        cond_in = [cond_g.placeholder(s, d, name=_ph_name(l), weak=w) for l, (s, d, w) in zip(labels, specs)]
-        body_in = [body_g.placeholder(s, d, name=_ph_name(l), weak=w) for l, (s, d, w) in zip(labels, specs)]
+        cond_in = [cond_g.placeholder(s, d, name=_ph_name(labels[i]), weak=w) for i, (s, d, w) in zip(carried, specs)]
+        body_in = [body_g.placeholder(s, d, name=_ph_name(labels[i]), weak=w) for i, (s, d, w) in zip(carried, specs)]
         with building(cond_g):
-            pred = convert_to_tensor(cond_fn(*nest.pack(loop_vars, cond_in)), cond_g)
+            pred = convert_to_tensor(cond_fn(*with_values(cond_in)), cond_g)
         if pred.ndim != 0:
             raise ValueError(f"a loop condition must be a scalar, got {pred!r} (at {location})")
         with building(body_g):
-            out = step(nest.pack(loop_vars, body_in))
+            out = step(with_values(body_in))
             if nest.structure_of(tuple(out)) != nest.structure_of(tuple(loop_vars)):
                 raise ConversionError(f"the loop body returns {_describe(out)} but the loop carries "
                                       f"{_describe(loop_vars)} (at {location})")
-            body_out = [convert_to_tensor(v, body_g) for v in nest.flatten(out)]
+            out_flat = nest.flatten(out)
+            for i, v in enumerate(out_flat):
+                if i not in carried and v is not flat[i]:
+                    raise ConversionError(f"loop variable '{labels[i]}' is {_short(flat[i])} before the loop and "
+                                          f"{_short(v)} after an iteration; a graph loop can only carry numbers "
+                                          f"and arrays (at {location})")
+            body_out = [convert_to_tensor(out_flat[i], body_g) for i in carried]
         new_specs = []
-        for i, (label, (shape, dtype, weak), o) in enumerate(zip(labels, specs, body_out)):
+        for k, ((shape, dtype, weak), o) in enumerate(zip(specs, body_out)):
+            label = labels[carried[k]]
             if o.dtype != dtype:
-                if weak and not o.weak and np.result_type(o.dtype, exemplar(init[i])) == o.dtype:
+                if weak and not o.weak and np.result_type(o.dtype, exemplar(init[k])) == o.dtype:
                     dtype, weak = o.dtype, False  # a Python scalar start adopts the body's dtype
                 elif o.weak and not weak and np.result_type(dtype, exemplar(o)) == dtype:
                     with building(body_g):
-                        body_out[i] = o = cast(o, dtype)
+                        body_out[k] = o = cast(o, dtype)
                 else:
                     raise ConversionError(f"loop variable '{label}' changes dtype from {dtype} to {o.dtype} "
                                           f"in the loop body; cast it so the dtype stays the same (at {location})")
@@ -195,7 +248,7 @@ def _stage_while(cond_fn, step, loop_vars, names, location):
                           [(s, d) for s, d, _ in specs], location=location)
     for out, (_, _, w) in zip(node.outputs, specs):
         out.weak = w
-    return nest.pack(loop_vars, node.outputs)
+    return with_values(node.outputs)
 
 
 def _ph_name(label):

@@ -35,10 +35,19 @@ class Plan:
         return node
 
 
+def has_effects(node):
+    """True if running `node` does more than compute its outputs (random draws, prints, asserts)."""
+    if node.op in ("Const", "Placeholder"):
+        return False
+    if node.op in ("Cond", "While"):
+        return any(has_effects(n) for sub in node.subgraphs() for n in sub.nodes)
+    return lookup(node.op).stateful
+
+
 def _live_nodes(graph):
-    """ids of the nodes an output or a stateful op of `graph` depends on; others are not emitted."""
+    """ids of the nodes an output or a side effect of `graph` depends on; others are not emitted."""
     live, stack = set(), [t.node for t in graph.outputs]
-    stack += [n for n in graph.nodes if n.op not in ("Const", "Cond", "While") and lookup(n.op).stateful]
+    stack += [n for n in graph.nodes if has_effects(n)]
     while stack:
         node = stack.pop()
         if id(node) not in live and node.graph is graph:
@@ -117,7 +126,8 @@ class _Lowering:
         else:
             kernel = self.bind("k", lookup(node.op).kernel(self.xp, **node.attrs))
             outs = [self.fresh(t) for t in node.outputs]
-            self.emit(f"{', '.join(outs)} = {kernel}({', '.join(ins)})", indent, node)
+            target = f"{', '.join(outs)} = " if outs else ""
+            self.emit(f"{target}{kernel}({', '.join(ins)})", indent, node)
 
     def assign(self, targets, values, indent, node=None):
         if targets:

@@ -1,0 +1,204 @@
+"""`if`, `while` and `for` -> functions over the variables they carry, passed to ag__.
+
+    if x > 0:                      def if_body(y):
+        y = x * 2                      y = x * 2
+    else:              ==>             return (y,)
+        y = -x                     def else_body(y):
+                                       y = -x
+                                       return (y,)
+                                   y = ag__.Undefined('y')
+                                   (y,) = ag__.if_stmt(x > 0, if_body, else_body, (y,), ('y',))
+
+A statement's inputs are the variables it assigns that are read before being
+reassigned (or are live after it); its outputs are those it assigns that are live
+after it (liveness annotations). Variables with no value yet start as
+`ag__.Undefined`. Names declared global/nonlocal are redeclared in the generated
+functions and reported to the operator, which refuses to stage them.
+"""
+import gast
+
+from ..pyct import activity, anno, liveness, templates
+from .base import EXTRA_TEST, at_line, not_flags_expr
+
+
+def _params(args):
+    return activity._param_names(args)
+
+
+class _ControlFlow:
+    def __init__(self, ctx, declared):
+        self.ctx = ctx
+        self.declared = declared  # names declared global/nonlocal in this function
+        self.in_try = None
+
+    def block(self, stmts, defined):
+        out, defined = [], set(defined)
+        for stmt in stmts:
+            out.extend(self.stmt(stmt, defined))
+            defined |= activity.writes(stmt)
+        return out
+
+    def stmt(self, node, defined):
+        if isinstance(node, gast.If):
+            return self.if_(node, defined)
+        if isinstance(node, gast.While):
+            return self.while_(node, defined)
+        if isinstance(node, gast.For):
+            return self.for_(node, defined)
+        if isinstance(node, gast.FunctionDef):
+            convert_function(node, self.ctx)
+            return [node]
+        if isinstance(node, (gast.Try, gast.With)):
+            outer, self.in_try = self.in_try, "try" if isinstance(node, gast.Try) else "with"
+            for field in ("body", "orelse", "finalbody"):
+                if getattr(node, field, None):
+                    setattr(node, field, self.block(getattr(node, field), defined))
+            for handler in getattr(node, "handlers", []):
+                handler.body = self.block(handler.body, defined)
+            self.in_try = outer
+            return [node]
+        return [node]
+
+    # --- helpers ----------------------------------------------------------------------
+
+    def _local(self, names):
+        return sorted(n for n in names if n not in self.declared)
+
+    def _opts(self, written):
+        rebinds = sorted(written & self.declared)
+        items = []
+        if self.in_try:
+            items.append(gast.Tuple(elts=[gast.Constant(value="in_try", kind=None),
+                                          gast.Constant(value=self.in_try, kind=None)], ctx=gast.Load()))
+        if rebinds:
+            items.append(gast.Tuple(elts=[gast.Constant(value="nonlocal_writes", kind=None),
+                                          templates.strings_tuple(rebinds)], ctx=gast.Load()))
+        if not items:
+            return None
+        return gast.Call(func=templates.name("dict"), args=[gast.List(elts=items, ctx=gast.Load())], keywords=[])
+
+    def _declarations(self, written):
+        """global/nonlocal statements a generated function needs to rebind the same names."""
+        rebinds = sorted(written & self.declared)
+        out = []
+        for name in rebinds:
+            kind = self.declared_kind.get(name, "nonlocal")
+            out.extend(templates.replace(f"{kind} {name}"))
+        return out
+
+    def _function(self, name, params, body, returns, written, origin):
+        ret = templates.replace("return outputs", outputs=templates.names_tuple(returns))
+        fn = templates.replace("def fn(params):\n    body", fn=name, body=self._declarations(written) + body + ret)[0]
+        fn.args.args = [templates.name(p, gast.Param()) for p in params]
+        return at_line(fn, origin)
+
+    def _undefined(self, names, defined, origin):
+        stmts = []
+        for n in names:
+            if n not in defined:
+                stmts.extend(templates.replace(f"{n} = ag__.Undefined('{n}')"))
+        return at_line(stmts, origin)
+
+    def _call(self, template, outputs, origin, **parts):
+        if outputs:
+            stmts = templates.replace(f"outputs = {template}", outputs=templates.names_tuple(outputs, gast.Store()), **parts)
+        else:
+            stmts = templates.replace(template, **parts)
+        return at_line(stmts, origin)
+
+    def _with_opts(self, call_text, opts):
+        return call_text[:-1] + ", opts)" if opts is not None else call_text
+
+    # --- statements -------------------------------------------------------------------
+
+    def if_(self, node, defined):
+        live_out = anno.get(node, anno.LIVE_OUT, frozenset())
+        written = activity.writes(node.body) | activity.writes(node.orelse)
+        outputs = self._local(written & live_out)
+        read_first = liveness._block(node.body, set(live_out)) | liveness._block(node.orelse, set(live_out))
+        inputs = outputs + self._local((written & read_first) - set(outputs))
+        body = self.block(node.body, defined | set(inputs))
+        orelse = self.block(node.orelse, defined | set(inputs)) or [gast.Pass()]
+        then_name, else_name = self.ctx.new_name("if_body"), self.ctx.new_name("else_body")
+        opts = self._opts(written)
+        call = self._with_opts("ag__.if_stmt(test, then_fn, else_fn, state, names)", opts)
+        return (self._undefined(inputs, defined, node)
+                + [self._function(then_name, inputs, body, outputs, written, node),
+                   self._function(else_name, inputs, orelse, outputs, written, node)]
+                + self._call(call, outputs, node, test=node.test, then_fn=then_name, else_fn=else_name,
+                             state=templates.names_tuple(inputs), names=templates.strings_tuple(outputs),
+                             opts=opts))
+
+    def while_(self, node, defined):
+        head = anno.get(node, anno.LIVE_IN, frozenset())
+        live_out = anno.get(node, anno.LIVE_OUT, frozenset())
+        written = activity.writes(node.body)
+        carried = self._local(written & (head | live_out))
+        body = self.block(node.body, defined | set(carried))
+        test_name, body_name = self.ctx.new_name("loop_test"), self.ctx.new_name("loop_body")
+        test_fn = at_line(templates.replace("def fn(params):\n    return test", fn=test_name, test=node.test)[0], node)
+        test_fn.args.args = [templates.name(p, gast.Param()) for p in carried]
+        opts = self._opts(written)
+        call = self._with_opts("ag__.while_stmt(test_fn, body_fn, state, names)", opts)
+        return (self._undefined(carried, defined, node)
+                + [test_fn, self._function(body_name, carried, body, carried, written, node)]
+                + self._call(call, carried, node, test_fn=test_name, body_fn=body_name,
+                             state=templates.names_tuple(carried), names=templates.strings_tuple(carried),
+                             opts=opts)
+                + self.block(node.orelse, defined | set(carried)))
+
+    def for_(self, node, defined):
+        head = anno.get(node, anno.LIVE_IN, frozenset())
+        live_out = anno.get(node, anno.LIVE_OUT, frozenset())
+        written = activity.writes(node.body) | activity.writes(node.target)
+        flags = anno.get(node, EXTRA_TEST, ())
+        carried = self._local(written & (head | live_out | set(flags)))
+        item = self.ctx.new_name("itr")
+        assign = templates.replace("target = item", target=node.target, item=item)
+        body = self.block(assign + node.body, defined | set(carried))
+        body_name = self.ctx.new_name("loop_body")
+        body_fn = self._function(body_name, [item] + carried, body, carried, written, node)
+        pre = []
+        extra = gast.Constant(value=None, kind=None)
+        if flags:
+            test_name = self.ctx.new_name("extra_test")
+            test_fn = templates.replace("def fn(params):\n    return test", fn=test_name, test=not_flags_expr(flags))[0]
+            test_fn.args.args = [templates.name(p, gast.Param()) for p in carried]
+            pre.append(at_line(test_fn, node))
+            extra = templates.name(test_name)
+        opts = self._opts(written)
+        call = self._with_opts("ag__.for_stmt(iterable, extra, body_fn, state, names)", opts)
+        return (self._undefined(carried, defined, node) + pre + [body_fn]
+                + self._call(call, carried, node, iterable=node.iter, extra=extra, body_fn=body_name,
+                             state=templates.names_tuple(carried), names=templates.strings_tuple(carried),
+                             opts=opts)
+                + self.block(node.orelse, defined | set(carried)))
+
+
+def _declared(fn):
+    """{name: 'global' | 'nonlocal'} for the declarations of `fn` itself (not nested functions)."""
+    kinds = {}
+
+    def walk(node):
+        for child in gast.iter_child_nodes(node):
+            if isinstance(child, gast.Global):
+                kinds.update({n: "global" for n in child.names})
+            elif isinstance(child, gast.Nonlocal):
+                kinds.update({n: "nonlocal" for n in child.names})
+            elif not isinstance(child, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
+                walk(child)
+    walk(fn)
+    return kinds
+
+
+def convert_function(fn, ctx):
+    kinds = _declared(fn)
+    converter = _ControlFlow(ctx, set(kinds))
+    converter.declared_kind = kinds
+    fn.body = converter.block(fn.body, _params(fn.args))
+
+
+def transform(node, ctx):
+    liveness.annotate(node)
+    convert_function(node, ctx)
+    return node

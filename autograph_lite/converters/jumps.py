@@ -1,0 +1,47 @@
+"""Shared by the return, break and continue converters: turn a jump into setting a flag and
+guard every statement that would have been skipped with `if not flag:`."""
+import gast
+
+from ..pyct import templates
+from .base import at_line
+
+_SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef, gast.Lambda)
+_LOOPS = (gast.While, gast.For, gast.AsyncFor)
+
+
+def contains(node, jump, into_loops):
+    """Whether `node` holds a `jump` statement that belongs to the current scope/loop."""
+    if isinstance(node, jump):
+        return True
+    if isinstance(node, _SCOPES) or (not into_loops and isinstance(node, _LOOPS)):
+        return False
+    return any(contains(child, jump, into_loops) for child in gast.iter_child_nodes(node))
+
+
+def rewrite_block(stmts, jump, flag, replace, into_loops, on_loop=None):
+    """`stmts` with each `jump` replaced by `replace(stmt)` and the statements after a possible
+    jump wrapped in `if not flag:`. `on_loop(loop)` is called for loops a jump escapes."""
+    out = []
+    for i, stmt in enumerate(stmts):
+        may_jump = contains(stmt, jump, into_loops)
+        out.extend(_rewrite_stmt(stmt, jump, flag, replace, into_loops, on_loop) if may_jump else [stmt])
+        rest = stmts[i + 1:]
+        if may_jump and rest:
+            guarded = rewrite_block(rest, jump, flag, replace, into_loops, on_loop)
+            out.extend(at_line(templates.replace("if not flag:\n    rest", flag=flag, rest=guarded), rest[0]))
+            break
+    return out
+
+
+def _rewrite_stmt(stmt, jump, flag, replace, into_loops, on_loop):
+    if isinstance(stmt, jump):
+        return at_line(replace(stmt), stmt)
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(stmt, field, None)
+        if block:
+            setattr(stmt, field, rewrite_block(block, jump, flag, replace, into_loops, on_loop))
+    for handler in getattr(stmt, "handlers", []):
+        handler.body = rewrite_block(handler.body, jump, flag, replace, into_loops, on_loop)
+    if isinstance(stmt, _LOOPS) and on_loop is not None:
+        on_loop(stmt)
+    return [stmt]

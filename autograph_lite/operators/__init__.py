@@ -1,0 +1,14 @@
+"""The `ag__` namespace: everything converted code calls, and nothing else.
+
+Each operator runs plain Python on Python values and builds graph ops on symbolic
+Tensors.
+"""
+from .call import call, do_not_convert
+from .control_flow import for_stmt, if_stmt, while_stmt
+from .exceptions import assert_stmt
+from .lists import TensorList, list_append
+from .logical import and_, if_exp, not_, or_
+from .variables import Undefined
+
+__all__ = ["call", "do_not_convert", "for_stmt", "if_stmt", "while_stmt", "assert_stmt",
+           "TensorList", "list_append", "and_", "if_exp", "not_", "or_", "Undefined"]

@@ -1,0 +1,88 @@
+"""`ag__.call(f)`: what a call in converted code actually calls.
+
+User functions, methods, lambdas and callable objects are converted (once, cached);
+library code (numpy, the standard library, installed packages, autograph_lite) and
+`@ag.do_not_convert` functions are called as they are; a few builtins that mean
+something else on tensors are replaced (print, range, len).
+"""
+import builtins
+import functools
+import os
+import sys
+import threading
+import types
+
+from .. import ops
+from ..errors import ConversionError, user_location
+from . import lists, py_builtins
+
+_REPLACED = {builtins.print: py_builtins.print_, builtins.range: py_builtins.range_,
+             builtins.len: py_builtins.len_, ops.stack: lists.stack, ops.concat: lists.concat}
+
+_LIBRARY_ROOTS = set(getattr(sys, "stdlib_module_names", ())) | {
+    "numpy", "scipy", "cupy", "cupyx", "numba", "jax", "jaxlib", "tensorflow", "torch", "gast",
+    "autograph_lite", "builtins", "pytest", "_pytest", "pluggy"}
+
+MAX_RECURSION = 50
+_depth = threading.local()
+
+
+def do_not_convert(fn):
+    """Decorator: converted code calls `fn` as it is, never converting it."""
+    fn.__ag_do_not_convert__ = True
+    return fn
+
+
+def is_library(fn):
+    module = getattr(fn, "__module__", None) or ""
+    if module.split(".")[0] in _LIBRARY_ROOTS:
+        return True
+    filename = getattr(getattr(fn, "__code__", None), "co_filename", "")
+    return f"{os.sep}site-packages{os.sep}" in filename or f"{os.sep}dist-packages{os.sep}" in filename
+
+
+def call(f):
+    """The callable converted code should call in place of `f`."""
+    try:
+        replaced = _REPLACED.get(f)
+    except TypeError:  # unhashable callable
+        replaced = None
+    if replaced is not None:
+        return replaced
+    if isinstance(f, types.MethodType):
+        converted = _convert(f.__func__)
+        return f if converted is f.__func__ else types.MethodType(converted, f.__self__)
+    if isinstance(f, types.FunctionType):
+        return _convert(f)
+    call_method = getattr(type(f), "__call__", None)
+    if isinstance(call_method, types.FunctionType) and not isinstance(f, type):
+        converted = _convert(call_method)
+        return f if converted is call_method else types.MethodType(converted, f)
+    return f
+
+
+def _convert(fn):
+    if getattr(fn, "__ag_do_not_convert__", False) or is_library(fn):
+        return fn
+    if fn.__code__.co_filename.startswith("<autograph_lite"):
+        return fn  # made by converted code: converted with its enclosing function
+    from ..loader import convert
+    return _recursion_guarded(fn, convert(fn))
+
+
+def _recursion_guarded(original, converted):
+    @functools.wraps(converted)
+    def guarded(*args, **kwargs):
+        depths = _depth.__dict__.setdefault("by_function", {})
+        key = original.__code__
+        depths[key] = depths.get(key, 0) + 1
+        try:
+            if depths[key] > MAX_RECURSION:
+                raise ConversionError(
+                    f"{original.__qualname__} calls itself more than {MAX_RECURSION} levels deep while "
+                    f"tracing (at {user_location()}); recursion whose depth depends on a tensor cannot "
+                    f"become a graph: rewrite it as a loop")
+            return converted(*args, **kwargs)
+        finally:
+            depths[key] -= 1
+    return guarded

@@ -1,0 +1,264 @@
+"""`if`, `while` and `for` as converted code calls them.
+
+Each takes the statement's parts as functions of the variables it reads and writes
+(`state`) and returns the new values of those variables. On a Python condition or
+iterable it runs plain Python now; on a symbolic one it builds a Cond or While node.
+"""
+import logging
+import time
+
+import numpy as np
+
+from .. import nest, ops
+from ..errors import ConversionError, user_location
+from ..ops.control_flow import build_cond, stage_while, trace_function
+from ..runtime.graph import Tensor, current_graph
+from .lists import TensorList
+from .variables import RETURN_VALUE, Undefined
+
+logger = logging.getLogger("autograph_lite")
+
+UNROLL_WARNING_ITERATIONS = 5000
+UNROLL_WARNING_SECONDS = 1.0
+
+
+def _check_staging_allowed(opts, what, location):
+    if opts and opts.get("in_try"):
+        raise ConversionError(f"a {what} on a tensor inside a `{opts['in_try']}` block is not supported "
+                              f"(at {location}): the graph cannot run Python exception handling or "
+                              f"context managers around its control flow; move the `{opts['in_try']}` "
+                              f"outside the function or make the condition a Python value")
+    if opts and opts.get("nonlocal_writes"):
+        names = ", ".join(sorted(opts["nonlocal_writes"]))
+        raise ConversionError(f"a {what} on a tensor rebinds global/nonlocal {names} (at {location}); "
+                              f"a graph loop or branch can only update local variables: return the "
+                              f"value instead")
+
+
+# --- if ---------------------------------------------------------------------------------
+
+def if_stmt(cond, body, orelse, state, names, opts=None):
+    """`if cond: body else: orelse` over variables `state`; returns the variables in `names`."""
+    if not isinstance(cond, Tensor):
+        return body(*state) if cond else orelse(*state)
+    location = user_location()
+    _check_staging_allowed(opts, "`if`", location)
+    graph = current_graph()
+    state = tuple(TensorList.from_list(v) if type(v) is list else v for v in state)
+    then_g, then_out = trace_function(graph, "then", body, state)
+    else_g, else_out = trace_function(graph, "else", orelse, state)
+    then_out, else_out = list(then_out), list(else_out)
+    for i, name in enumerate(names):
+        t, e = then_out[i], else_out[i]
+        if isinstance(t, Undefined) and isinstance(e, Undefined):
+            else_out[i] = t
+        elif isinstance(t, Undefined) or isinstance(e, Undefined):
+            side, other, sub = ("false", t, else_g) if isinstance(e, Undefined) else ("true", e, then_g)
+            if name != RETURN_VALUE:
+                raise ConversionError(
+                    f"'{name}' is assigned in only the {'true' if side == 'false' else 'false'} branch of "
+                    f"an `if` on a tensor (at {location}) but used after it; give '{name}' a value "
+                    f"before the `if` or in the {side} branch too")
+            # the return value of a branch that did not return: never read, so any value will do
+            filler = _zeros_like(sub, other)
+            if side == "false":
+                else_out[i] = filler
+            else:
+                then_out[i] = filler
+    lists = [i for i, v in enumerate(then_out) if isinstance(v, TensorList) or isinstance(else_out[i], TensorList)]
+    for i in lists:
+        then_out[i], else_out[i] = _list_tensor(then_out[i], names[i], location), _list_tensor(else_out[i], names[i], location)
+    result = list(build_cond(cond, then_g, tuple(then_out), else_g, tuple(else_out), _labels(names, then_out), location))
+    for i in lists:
+        result[i] = TensorList(result[i])
+    return tuple(result)
+
+
+def _labels(names, values):
+    """One error-message label per leaf of `values`, named after the variables."""
+    labels = []
+    for name, value in zip(names, values):
+        labels.extend(nest.paths(value, name))
+    return labels
+
+
+def _list_tensor(value, name, location):
+    if not isinstance(value, TensorList) or value.tensor is None:
+        raise ConversionError(f"list '{name}' is appended to on one side of a tensor `if` but is empty "
+                              f"or not a list on the other (at {location}); start it with at least one "
+                              f"item or append in both branches")
+    return value.tensor
+
+
+def _zeros_like(sub, value):
+    """A stand-in with `value`'s structure and types, made in graph `sub`."""
+    def zero(leaf):
+        if isinstance(leaf, Tensor):
+            if leaf.weak:
+                return leaf.dtype.type(0).item()
+            return np.zeros(tuple(d or 0 for d in leaf.shape), leaf.dtype)
+        if isinstance(leaf, TensorList):
+            return leaf.empty_like()
+        if isinstance(leaf, (bool, int, float, complex)):
+            return type(leaf)(0)
+        return leaf
+    from ..runtime.graph import building
+    with building(sub):
+        return nest.pack(value, [zero(v) for v in nest.flatten(value)])
+
+
+# --- while ------------------------------------------------------------------------------
+
+def while_stmt(test, body, state, names, opts=None):
+    """`while test: body` over variables `state`; returns their final values."""
+    state = tuple(state)
+    start, iterations, warned = time.perf_counter(), 0, False
+    while True:
+        pred = test(*state)
+        if isinstance(pred, Tensor):
+            break
+        if not pred:
+            return state
+        state = tuple(body(*state))
+        iterations += 1
+        warned = _warn_long_unroll(iterations, start, "while", warned)
+    location = user_location()
+    _check_staging_allowed(opts, "`while` loop", location)
+    return _staged_loop(test, body, state, names, location)
+
+
+def _warn_long_unroll(iterations, start, kind, warned):
+    """Log once when a Python loop unrolled into a trace gets long; returns whether it has warned."""
+    if warned or current_graph() is None:
+        return warned
+    if iterations < UNROLL_WARNING_ITERATIONS and time.perf_counter() - start < UNROLL_WARNING_SECONDS:
+        return False
+    logger.warning("a Python `%s` loop at %s has run %d iterations while tracing (%.1f s); it is being "
+                   "unrolled into the graph. If its length comes from data, iterate over ag.range(n) "
+                   "with a tensor n so it becomes one graph loop.", kind, user_location(), iterations,
+                   time.perf_counter() - start)
+    return True
+
+
+def _staged_loop(test, body, state, names, location):
+    """Stage a loop whose condition is symbolic, after giving every carried variable a start value."""
+    lists = [i for i, v in enumerate(state) if type(v) is list or isinstance(v, TensorList)]
+    state = tuple(TensorList.from_list(v) if type(v) is list else v for v in state)
+    state = _start_values(body, state, names, location)
+
+    def wrap(values):
+        values = list(values)
+        for i in lists:
+            values[i] = TensorList(values[i])
+        return values
+
+    def unwrap(values):
+        values = list(values)
+        for i in lists:
+            values[i] = _list_tensor(values[i], names[i], location)
+        return tuple(values)
+
+    result = stage_while(lambda *s: test(*wrap(s)), lambda s: unwrap(body(*wrap(s))), unwrap(state),
+                         _labels(names, state), location)
+    return tuple(wrap(result))
+
+
+def _start_values(body, state, names, location):
+    """Loop variables first assigned inside the body start at zeros of the type the body gives them."""
+    pending = [i for i, v in enumerate(state)
+               if isinstance(v, Undefined) or (isinstance(v, TensorList) and v.tensor is None)]
+    if not pending:
+        return state
+    _, probe = trace_function(current_graph(), "probe", body, state)  # a throwaway trace
+    state = list(state)
+    for i in pending:
+        value = probe[i]
+        if isinstance(value, Undefined):
+            continue  # never assigned in the body either: stays undefined
+        if isinstance(value, TensorList):
+            state[i] = value.empty_like()
+            if state[i].tensor is None:
+                raise ConversionError(f"list '{names[i]}' is never appended to in the loop (at {location})")
+        else:
+            state[i] = nest.pack(value, [_zero_leaf(v) for v in nest.flatten(value)])
+    return tuple(state)
+
+
+def _zero_leaf(leaf):
+    if isinstance(leaf, Tensor):
+        if leaf.weak:
+            return leaf.dtype.type(0).item()
+        return np.zeros(tuple(d or 0 for d in leaf.shape), leaf.dtype)
+    if isinstance(leaf, (bool, int, float, complex)):
+        return type(leaf)(0)
+    return leaf
+
+
+# --- for --------------------------------------------------------------------------------
+
+def for_stmt(iterable, extra_test, body, state, names, opts=None):
+    """`for target in iterable: body` over variables `state` (the target among them).
+
+    `body(item, *state)` assigns the target and runs the loop body. `extra_test(*state)`,
+    if given, must hold for another iteration to start (it carries `break` and `return`).
+    """
+    if isinstance(iterable, Tensor):
+        location = user_location()
+        _check_staging_allowed(opts, "`for` loop", location)
+        return _tensor_for(iterable, extra_test, body, tuple(state), names, location)
+    if isinstance(iterable, TensorList):
+        return _tensor_for(iterable.stacked(), extra_test, body, tuple(state), names, user_location())
+    state = tuple(state)
+    start, iterations, warned = time.perf_counter(), 0, False
+    for item in iterable:
+        if extra_test is not None:
+            go_on = extra_test(*state)
+            if isinstance(go_on, Tensor):
+                # a tensor `break`/`return` in an unrolled loop: the rest of it runs under a Cond
+                state = if_stmt(go_on, lambda *s, item=item: body(item, *s), lambda *s: s, state, names, opts)
+                continue
+            if not go_on:
+                break
+        state = tuple(body(item, *state))
+        iterations += 1
+        warned = _warn_long_unroll(iterations, start, "for", warned)
+    return state
+
+
+def _tensor_for(iterable, extra_test, body, state, names, location):
+    """A While over the first axis of `iterable` (or over an ag.range without building it)."""
+    if iterable.node.op == "Range":
+        start, limit, delta = _range_bounds(iterable)
+        count = ops.maximum(ops.cast(-((start - limit) // delta), np.int64), 0)
+
+        def item(i):
+            return ops.cast(start + i * delta, iterable.dtype)
+    else:
+        if iterable.ndim == 0:
+            raise TypeError(f"cannot iterate over a scalar {iterable!r} (at {location})")
+        count = ops.shape(iterable)[0]
+
+        def item(i):
+            return iterable[i]
+
+    def test(i, *s):
+        more = i < count
+        if extra_test is None:
+            return more
+        from .logical import and_
+        return and_(lambda: more, lambda: extra_test(*s))
+
+    def step(i, *s):
+        return (i + 1, *body(item(i), *s))
+
+    result = _staged_loop(test, step, (np.int64(0), *state), ("<iteration>", *names), location)
+    return result[1:]
+
+
+def _range_bounds(r):
+    inputs = r.node.inputs
+    if len(inputs) == 1:
+        return 0, inputs[0], 1
+    if len(inputs) == 2:
+        return inputs[0], inputs[1], 1
+    return tuple(inputs)

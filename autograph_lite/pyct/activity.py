@@ -1,0 +1,108 @@
+"""Which names a piece of code reads and which it (re)binds, scope-aware.
+
+Nested functions, lambdas and comprehensions are their own scopes: their own
+parameters and locals are not visible outside, but the enclosing names they read are
+reads of the enclosing scope. Names declared `global`/`nonlocal` are reported apart.
+"""
+import gast
+
+
+class Activity:
+    def __init__(self):
+        self.reads, self.writes, self.declared = set(), set(), set()
+
+
+class _Collector(gast.NodeVisitor):
+    def __init__(self):
+        self.activity = Activity()
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, gast.Load):
+            self.activity.reads.add(node.id)
+        elif isinstance(node.ctx, (gast.Store, gast.Del)):
+            self.activity.writes.add(node.id)
+
+    def visit_AugAssign(self, node):
+        if isinstance(node.target, gast.Name):
+            self.activity.reads.add(node.target.id)
+        self.generic_visit(node)
+
+    def visit_Global(self, node):
+        self.activity.declared.update(node.names)
+
+    visit_Nonlocal = visit_Global
+
+    def _scope(self, node, params, body_nodes, own_name=None):
+        inner = Activity()
+        for b in body_nodes:
+            sub = of(b)
+            inner.reads |= sub.reads
+            inner.writes |= sub.writes
+            inner.declared |= sub.declared
+        local = (inner.writes | params) - inner.declared
+        self.activity.reads |= inner.reads - local
+        self.activity.writes |= inner.declared & inner.writes  # nonlocal/global rebinding leaks out
+        self.activity.declared |= inner.declared
+        if own_name:
+            self.activity.writes.add(own_name)
+
+    def visit_FunctionDef(self, node):
+        for d in node.decorator_list + node.args.defaults + [d for d in node.args.kw_defaults if d]:
+            self.visit(d)
+        self._scope(node, _param_names(node.args), node.body, node.name)
+
+    def visit_Lambda(self, node):
+        for d in node.args.defaults + [d for d in node.args.kw_defaults if d]:
+            self.visit(d)
+        self._scope(node, _param_names(node.args), [node.body])
+
+    def _comprehension(self, node, elements):
+        self.visit(node.generators[0].iter)  # evaluated in the enclosing scope
+        targets = set()
+        for gen in node.generators:
+            targets |= of(gen.target).writes
+        parts = [g.target for g in node.generators] + [g.iter for g in node.generators[1:]]
+        parts += [c for g in node.generators for c in g.ifs] + elements
+        self._scope(node, targets, parts)
+
+    def visit_ListComp(self, node):
+        self._comprehension(node, [node.elt])
+
+    visit_SetComp = visit_GeneratorExp = visit_ListComp
+
+    def visit_DictComp(self, node):
+        self._comprehension(node, [node.key, node.value])
+
+    def visit_ClassDef(self, node):
+        for b in node.bases + node.decorator_list:
+            self.visit(b)
+        self.activity.writes.add(node.name)
+
+
+def _param_names(args):
+    params = args.posonlyargs + args.args + args.kwonlyargs
+    params += [a for a in (args.vararg, args.kwarg) if a is not None]
+    return {p.id for p in params}
+
+
+def of(node):
+    """Activity of one node (statement or expression) or a list of them."""
+    collector = _Collector()
+    for n in node if isinstance(node, list) else [node]:
+        collector.visit(n)
+    return collector.activity
+
+
+def reads(node):
+    return of(node).reads
+
+
+def writes(node):
+    a = of(node)
+    return a.writes - a.declared
+
+
+def declared_nonlocal(node):
+    """Names the code declares global/nonlocal and also rebinds."""
+    a = of(node)
+    return a.writes & a.declared

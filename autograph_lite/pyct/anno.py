@@ -1,0 +1,26 @@
+"""Annotations: analysis results attached to AST nodes under documented keys.
+
+Keys:
+  LIVE_OUT   set of names read after the node before being rewritten (If/While/For)
+  LIVE_IN    set of names live at the head of a loop: read by its test or by its body
+             before the body rebinds them, or live after it (While/For)
+  ORIGIN     (file, line) of the user's code the node came from
+"""
+LIVE_OUT = "live_out"
+LIVE_IN = "live_in"
+ORIGIN = "origin"
+
+_FIELD = "___ag_anno"
+
+
+def set(node, key, value):  # noqa: A001 - mirrors pyct's anno.setanno
+    annotations = node.__dict__.setdefault(_FIELD, {})
+    annotations[key] = value
+
+
+def get(node, key, default=None):
+    return node.__dict__.get(_FIELD, {}).get(key, default)
+
+
+def has(node, key):
+    return key in node.__dict__.get(_FIELD, {})

@@ -1,0 +1,68 @@
+"""Live-variable analysis: for each If/While/For, the names read after it before being rebound.
+
+Runs backwards over statement lists. Loops iterate to a fixed point. Anything it
+cannot follow precisely (try, with, break, continue) is treated conservatively: names
+are assumed live rather than dead.
+"""
+import gast
+
+from . import activity, anno
+
+
+def annotate(function_node):
+    """Set anno.LIVE_OUT on every If/While/For of `function_node` (and nested functions)."""
+    _block(function_node.body, set())
+
+
+def _block(stmts, live_out):
+    live = set(live_out)
+    for stmt in reversed(stmts):
+        live = _stmt(stmt, live)
+    return live
+
+
+def _stmt(node, live_out):
+    if isinstance(node, gast.If):
+        anno.set(node, anno.LIVE_OUT, frozenset(live_out))
+        return activity.reads(node.test) | _block(node.body, live_out) | _block(node.orelse, live_out)
+    if isinstance(node, (gast.While, gast.For)):
+        anno.set(node, anno.LIVE_OUT, frozenset(live_out))
+        after = _block(node.orelse, live_out) | live_out
+        is_for = isinstance(node, gast.For)
+        head_reads = activity.reads(node.target) if is_for else activity.reads(node.test)
+        head = after | (set() if is_for else head_reads)
+        while True:
+            body_in = _block(node.body, head)
+            if is_for:
+                body_in -= activity.writes(node.target)
+            new_head = after | body_in | (set() if is_for else head_reads)
+            if new_head == head:
+                break
+            head = new_head
+        anno.set(node, anno.LIVE_IN, frozenset(head | body_in))
+        return head | (activity.reads(node.iter) if is_for else set())
+    if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)):
+        _block(node.body, set())
+        return (live_out - {node.name}) | activity.reads(node)
+    if isinstance(node, gast.Return):
+        return activity.reads(node.value) if node.value is not None else set()
+    if isinstance(node, (gast.Try, gast.With, gast.AsyncWith, gast.Break, gast.Continue)):
+        for body in _bodies(node):
+            _block(body, live_out | activity.reads(node))
+        return live_out | activity.reads(node)
+    return (live_out - _definite_writes(node)) | activity.reads(node)
+
+
+def _bodies(node):
+    bodies = [getattr(node, f, None) for f in ("body", "orelse", "finalbody")]
+    bodies += [h.body for h in getattr(node, "handlers", [])]
+    return [b for b in bodies if b]
+
+
+def _definite_writes(node):
+    if isinstance(node, (gast.Assign, gast.AnnAssign)):
+        targets = node.targets if isinstance(node, gast.Assign) else [node.target]
+        return {t.id for t in targets if isinstance(t, gast.Name)} | {
+            n.id for t in targets if isinstance(t, (gast.Tuple, gast.List))
+            for n in gast.walk(t) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+    return set()

@@ -1,0 +1,99 @@
+"""A function's source as a gast tree: dedented, decorators stripped, lambdas located."""
+import ast
+import inspect
+import textwrap
+
+import gast
+
+from ..errors import ConversionError
+
+
+def _source_error(fn, why):
+    name = getattr(fn, "__qualname__", repr(fn))
+    where = ""
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        where = f" (defined at {code.co_filename}:{code.co_firstlineno})"
+    return ConversionError(
+        f"cannot convert {name}{where}: {why}. Functions defined with exec/eval or typed into a "
+        f"REPL have no source to read; define it in a file, or mark it @ag.do_not_convert "
+        f"to call it as plain Python")
+
+
+def parse_function(fn):
+    """(gast FunctionDef, file name, first line) for `fn`; a lambda becomes a FunctionDef."""
+    try:
+        lines, first = inspect.findsource(fn)
+    except (OSError, TypeError) as e:
+        raise _source_error(fn, f"its source is not available ({e})") from None
+    filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
+    if fn.__code__.co_name == "<lambda>":
+        return _parse_lambda(fn, lines), filename, 1
+    block = inspect.getblock(lines[first:])
+    source = textwrap.dedent("".join(block))
+    try:
+        tree = gast.parse(source)
+    except SyntaxError as e:
+        raise _source_error(fn, f"its source does not parse on its own ({e.msg})") from None
+    node = tree.body[0]
+    if not isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)):
+        raise _source_error(fn, "its source is not a function definition")
+    if isinstance(node, gast.AsyncFunctionDef):
+        raise ConversionError(f"cannot convert async function {fn.__qualname__} "
+                              f"({filename}:{first + 1}): async functions are not supported")
+    node.decorator_list = []
+    gast.increment_lineno(node, first)  # line numbers as in the user's file
+    return node, filename, 1
+
+
+def _parse_lambda(fn, lines):
+    """Find the lambda that compiled to `fn` among those starting on its first line."""
+    start = fn.__code__.co_firstlineno - 1
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    for end in range(start + 1, min(len(lines), start + 40) + 1):
+        tree, shift = _parse_fragment(lines[start][indent:] + "".join(lines[start + 1:end]))
+        if tree is None:
+            continue
+        candidates = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and _same_params(n, fn)]
+        if len(candidates) > 1:  # several on the line: pick by where the code's instructions are
+            positions = {(line, col) for line, _, col, _ in fn.__code__.co_positions() if line}
+            candidates = [n for n in candidates if (n.body.lineno + start,
+                                                    n.body.col_offset - shift + (indent if n.body.lineno == 1 else 0))
+                          in positions] or candidates[:1]
+        if candidates:
+            node = candidates[0]
+            ast.increment_lineno(node, start)
+            fdef = ast.FunctionDef(name="lambda_", args=node.args,
+                                   body=[ast.Return(node.body, lineno=node.lineno, col_offset=0)],
+                                   decorator_list=[], returns=None, type_comment=None,
+                                   lineno=node.lineno, col_offset=0)
+            if "type_params" in ast.FunctionDef._fields:
+                fdef.type_params = []
+            return gast.ast_to_gast(ast.fix_missing_locations(fdef))
+    raise _source_error(fn, "the lambda could not be located in its source line")
+
+
+def _parse_fragment(text):
+    """Parse source that may be part of a larger expression: (tree, column shift) or (None, 0)."""
+    for prefix, suffix in (("", ""), ("(", ")")):
+        try:
+            return ast.parse(prefix + text.rstrip().rstrip(",;\\") + suffix), len(prefix)
+        except SyntaxError:
+            pass
+    for cut in range(len(text), 0, -1):  # drop trailing closers of an enclosing call
+        try:
+            return ast.parse(text[:cut]), 0
+        except SyntaxError:
+            continue
+    return None, 0
+
+
+def _same_params(node, fn):
+    code = fn.__code__
+    names = [a.arg for a in node.args.posonlyargs + node.args.args]
+    return names == list(code.co_varnames[:code.co_argcount])
+
+
+def unparse(node):
+    """Python source for a gast node."""
+    return ast.unparse(ast.fix_missing_locations(gast.gast_to_ast(node)))
