@@ -1,34 +1,10 @@
+import os
+import sys
+
 import numpy as np
 import pytest
 
-import autograph_lite as ag
-
-
-def assert_same(eager, compiled):
-    """Compiled output equals the eager oracle: structure, values, dtypes, shapes."""
-    if isinstance(eager, (tuple, list, dict)):
-        assert type(compiled) is type(eager), f"structure: {type(compiled)} vs {type(eager)}"
-        assert len(compiled) == len(eager)
-        items = eager.items() if isinstance(eager, dict) else enumerate(eager)
-        for k, v in items:
-            assert_same(v, compiled[k])
-        return
-    if eager is None or isinstance(eager, str):
-        assert compiled == eager
-        return
-    e, c = np.asarray(eager), np.asarray(compiled)
-    assert c.dtype == e.dtype, f"dtype {c.dtype} != eager {e.dtype}"
-    assert c.shape == e.shape, f"shape {c.shape} != eager {e.shape}"
-    np.testing.assert_allclose(c, e, rtol=1e-6, atol=1e-6, equal_nan=True)
-
-
-def run_both(fn, *args, **kwargs):
-    """Run `fn` eagerly and under @ag.function; assert equal; return (eager, compiled, Function)."""
-    eager = fn(*args, **kwargs)
-    compiled_fn = ag.function(fn)
-    compiled = compiled_fn(*args, **kwargs)
-    assert_same(eager, compiled)
-    return eager, compiled, compiled_fn
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture

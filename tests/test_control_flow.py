@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import autograph_lite as ag
-from conftest import assert_same, run_both
+from helpers import assert_same, run_both
 
 
 def test_cond_on_tensor_is_decided_at_run_time():

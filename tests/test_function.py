@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import autograph_lite as ag
-from conftest import assert_same
+from helpers import assert_same
 
 
 def counting(fn=None, **kwargs):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import autograph_lite as ag
-from conftest import assert_same, run_both
+from helpers import assert_same, run_both
 
 
 def data(shape, dtype, rng, positive=False):

@@ -3,7 +3,7 @@ import gast
 
 from ..pyct import anno
 
-EXTRA_TEST = "extra_test"  # anno key on a For: flag names that must be False for another iteration
+EXTRA_TEST = anno.EXTRA_TEST
 
 
 class Context:
@@ -43,7 +43,13 @@ def add_extra_test(loop, flag):
 
 
 def not_flags_expr(flags):
-    """`not f1 and not f2 ...` for the given flag names."""
-    tests = [gast.UnaryOp(op=gast.Not(), operand=gast.Name(id=f, ctx=gast.Load(), annotation=None,
-                                                             type_comment=None)) for f in flags]
-    return tests[0] if len(tests) == 1 else gast.BoolOp(op=gast.And(), values=tests)
+    """`ag__.not_(f1)`, or `ag__.and_(lambda: ag__.not_(f1), lambda: ...)` for several flags.
+
+    Written with ag__ calls directly: it may be generated after the logical converter ran.
+    """
+    from ..pyct import templates
+    tests = [templates.replace_as_expression("ag__.not_(flag)", flag=f) for f in flags]
+    result = tests[-1]
+    for test in reversed(tests[:-1]):
+        result = templates.replace_as_expression("ag__.and_(lambda: a, lambda: b)", a=test, b=result)
+    return result

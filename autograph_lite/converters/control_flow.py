@@ -118,7 +118,7 @@ class _ControlFlow:
         read_first = liveness._block(node.body, set(live_out)) | liveness._block(node.orelse, set(live_out))
         inputs = outputs + self._local((written & read_first) - set(outputs))
         body = self.block(node.body, defined | set(inputs))
-        orelse = self.block(node.orelse, defined | set(inputs)) or [gast.Pass()]
+        orelse = self.block(node.orelse, defined | set(inputs))
         then_name, else_name = self.ctx.new_name("if_body"), self.ctx.new_name("else_body")
         opts = self._opts(written)
         call = self._with_opts("ag__.if_stmt(test, then_fn, else_fn, state, names)", opts)

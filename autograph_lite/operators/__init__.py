@@ -8,7 +8,7 @@ from .control_flow import for_stmt, if_stmt, while_stmt
 from .exceptions import assert_stmt
 from .lists import TensorList, list_append
 from .logical import and_, if_exp, not_, or_
-from .variables import Undefined
+from .variables import Undefined, return_value
 
 __all__ = ["call", "do_not_convert", "for_stmt", "if_stmt", "while_stmt", "assert_stmt",
-           "TensorList", "list_append", "and_", "if_exp", "not_", "or_", "Undefined"]
+           "TensorList", "list_append", "and_", "if_exp", "not_", "or_", "Undefined", "return_value"]

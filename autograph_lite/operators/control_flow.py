@@ -141,57 +141,43 @@ def _warn_long_unroll(iterations, start, kind, warned):
 
 
 def _staged_loop(test, body, state, names, location):
-    """Stage a loop whose condition is symbolic, after giving every carried variable a start value."""
+    """Stage a loop whose condition is symbolic. Lists become TensorLists; variables with no
+    value yet (Undefined, empty lists) get start values from a first trace of the body."""
     lists = [i for i, v in enumerate(state) if type(v) is list or isinstance(v, TensorList)]
     state = tuple(TensorList.from_list(v) if type(v) is list else v for v in state)
-    state = _start_values(body, state, names, location)
+    unknown, offset = [], 0
+    for value in state:
+        for leaf in nest.flatten(value):
+            if isinstance(leaf, Undefined) or (isinstance(leaf, TensorList) and leaf.tensor is None):
+                unknown.append(offset)
+            offset += 1
 
     def wrap(values):
         values = list(values)
         for i in lists:
-            values[i] = TensorList(values[i])
+            if isinstance(values[i], Tensor):
+                values[i] = TensorList(values[i])
         return values
 
     def unwrap(values):
         values = list(values)
         for i in lists:
-            values[i] = _list_tensor(values[i], names[i], location)
+            if isinstance(values[i], TensorList):
+                values[i] = _list_tensor(values[i], names[i], location)
         return tuple(values)
 
-    result = stage_while(lambda *s: test(*wrap(s)), lambda s: unwrap(body(*wrap(s))), unwrap(state),
-                         _labels(names, state), location)
+    result = stage_while(lambda *s: test(*wrap(s)), lambda s: unwrap(body(*wrap(s))), unwrap_lists(state, lists),
+                         _labels(names, state), location, unknown=unknown)
     return tuple(wrap(result))
 
 
-def _start_values(body, state, names, location):
-    """Loop variables first assigned inside the body start at zeros of the type the body gives them."""
-    pending = [i for i, v in enumerate(state)
-               if isinstance(v, Undefined) or (isinstance(v, TensorList) and v.tensor is None)]
-    if not pending:
-        return state
-    _, probe = trace_function(current_graph(), "probe", body, state)  # a throwaway trace
-    state = list(state)
-    for i in pending:
-        value = probe[i]
-        if isinstance(value, Undefined):
-            continue  # never assigned in the body either: stays undefined
-        if isinstance(value, TensorList):
-            state[i] = value.empty_like()
-            if state[i].tensor is None:
-                raise ConversionError(f"list '{names[i]}' is never appended to in the loop (at {location})")
-        else:
-            state[i] = nest.pack(value, [_zero_leaf(v) for v in nest.flatten(value)])
-    return tuple(state)
-
-
-def _zero_leaf(leaf):
-    if isinstance(leaf, Tensor):
-        if leaf.weak:
-            return leaf.dtype.type(0).item()
-        return np.zeros(tuple(d or 0 for d in leaf.shape), leaf.dtype)
-    if isinstance(leaf, (bool, int, float, complex)):
-        return type(leaf)(0)
-    return leaf
+def unwrap_lists(state, lists):
+    """Start values for a staged loop: TensorLists as their tensors (pending ones as they are)."""
+    values = list(state)
+    for i in lists:
+        if values[i].tensor is not None:
+            values[i] = values[i].tensor
+    return tuple(values)
 
 
 # --- for --------------------------------------------------------------------------------

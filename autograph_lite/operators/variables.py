@@ -32,3 +32,8 @@ class Undefined:
 
 def is_undefined(value):
     return isinstance(value, Undefined)
+
+
+def return_value(value):
+    """What a converted function returns: None if no `return` ran."""
+    return None if isinstance(value, Undefined) else value

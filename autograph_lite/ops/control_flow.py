@@ -179,16 +179,21 @@ def while_loop(cond_fn, body_fn, loop_vars, *, names=None):
     return result[0] if single else result
 
 
-def stage_while(cond_fn, step, loop_vars, names, location):
+def stage_while(cond_fn, step, loop_vars, names, location, unknown=()):
     """One While node looping `loop_vars = step(loop_vars)` while `cond_fn(*loop_vars)`.
 
     Leaves that cannot be tensors (None, strings, objects) are held as they are: the body
     must give back the same object. The others are carried; a Python-scalar start takes
     the dtype the body gives it, and shapes that change become None dims (body retraced).
+    Leaves at flat positions `unknown` have no value yet: a first trace of the body finds
+    what it assigns them, and they start at zeros of that type.
     """
     graph = current_graph()
     flat = nest.flatten(loop_vars)
     labels = names or nest.paths(loop_vars, "loop_vars")
+    if unknown:
+        flat = _discover_start_values(step, loop_vars, flat, set(unknown), labels, graph)
+        loop_vars = nest.pack(loop_vars, flat)
     carried = [i for i, v in enumerate(flat) if not _is_static(v)]
     init = [convert_to_tensor(flat[i], graph) for i in carried]
     specs = [(t.shape, t.dtype, t.weak) for t in init]
@@ -249,6 +254,26 @@ def stage_while(cond_fn, step, loop_vars, names, location):
     for out, (_, _, w) in zip(node.outputs, specs):
         out.weak = w
     return with_values(node.outputs)
+
+
+def _discover_start_values(step, loop_vars, flat, unknown, labels, graph):
+    """Trace the body once (throwaway) to learn the types of variables it first assigns."""
+    probe = Graph("probe", parent=graph)
+    args = list(flat)
+    for i, v in enumerate(flat):
+        if i not in unknown and not _is_static(v):
+            t = convert_to_tensor(v, graph)
+            args[i] = probe.placeholder(t.shape, t.dtype, name=_ph_name(labels[i]), weak=t.weak)
+    with building(probe):
+        out = nest.flatten(step(nest.pack(loop_vars, args)))
+    flat = list(flat)
+    for i in unknown:
+        o = out[i]
+        if isinstance(o, Tensor):
+            flat[i] = o.dtype.type(0).item() if o.weak else np.zeros(tuple(d or 0 for d in o.shape), o.dtype)
+        elif isinstance(o, (bool, int, float, complex)):
+            flat[i] = type(o)(0)
+    return flat
 
 
 def _ph_name(label):

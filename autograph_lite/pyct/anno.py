@@ -4,11 +4,11 @@ Keys:
   LIVE_OUT   set of names read after the node before being rewritten (If/While/For)
   LIVE_IN    set of names live at the head of a loop: read by its test or by its body
              before the body rebinds them, or live after it (While/For)
-  ORIGIN     (file, line) of the user's code the node came from
+  EXTRA_TEST names of flags (set by `break`/`return`) that must be false for a For to go on
 """
 LIVE_OUT = "live_out"
 LIVE_IN = "live_in"
-ORIGIN = "origin"
+EXTRA_TEST = "extra_test"
 
 _FIELD = "___ag_anno"
 

@@ -29,13 +29,14 @@ def _stmt(node, live_out):
         anno.set(node, anno.LIVE_OUT, frozenset(live_out))
         after = _block(node.orelse, live_out) | live_out
         is_for = isinstance(node, gast.For)
-        head_reads = activity.reads(node.target) if is_for else activity.reads(node.test)
-        head = after | (set() if is_for else head_reads)
+        # a For reads its break/return flags before each iteration (see converters)
+        head_reads = set(anno.get(node, anno.EXTRA_TEST, ())) if is_for else activity.reads(node.test)
+        head = after | head_reads
         while True:
             body_in = _block(node.body, head)
             if is_for:
                 body_in -= activity.writes(node.target)
-            new_head = after | body_in | (set() if is_for else head_reads)
+            new_head = after | body_in | head_reads
             if new_head == head:
                 break
             head = new_head

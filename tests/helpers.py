@@ -1,0 +1,49 @@
+"""Differential test helpers: the eager run is the oracle for the compiled run."""
+import numpy as np
+import autograph_lite as ag
+
+
+def assert_same(eager, compiled):
+    """Compiled output equals the eager oracle: structure, values, dtypes, shapes."""
+    if isinstance(eager, (tuple, list, dict)):
+        assert type(compiled) is type(eager), f"structure: {type(compiled)} vs {type(eager)}"
+        assert len(compiled) == len(eager)
+        items = eager.items() if isinstance(eager, dict) else enumerate(eager)
+        for k, v in items:
+            assert_same(v, compiled[k])
+        return
+    if eager is None or isinstance(eager, str):
+        assert compiled == eager
+        return
+    e, c = np.asarray(eager), np.asarray(compiled)
+    if type(eager) in (bool, int, float):
+        # a Python scalar is weak (NEP 50): the graph may carry it with the dtype it meets
+        kinds = {bool: "b", int: "biu", float: "f"}[type(eager)]
+        assert c.dtype.kind in kinds, f"dtype {c.dtype} for eager Python {type(eager).__name__}"
+    else:
+        assert c.dtype == e.dtype, f"dtype {c.dtype} != eager {e.dtype}"
+    assert c.shape == e.shape, f"shape {c.shape} != eager {e.shape}"
+    np.testing.assert_allclose(c, e, rtol=1e-6, atol=1e-6, equal_nan=True)
+
+
+def run_both(fn, *args, **kwargs):
+    """Run `fn` eagerly and under @ag.function; assert equal; return (eager, compiled, Function)."""
+    eager = fn(*args, **kwargs)
+    compiled_fn = ag.function(fn)
+    compiled = compiled_fn(*args, **kwargs)
+    assert_same(eager, compiled)
+    return eager, compiled, compiled_fn
+
+
+def check(fn, *inputs, traces=None):
+    """`fn` compiled once gives its eager results for every argument tuple in `inputs`."""
+    compiled = ag.function(fn)
+    for args in inputs:
+        assert_same(fn(*args), compiled(*args))
+    if traces is not None:
+        assert compiled.trace_count == traces, f"traced {compiled.trace_count} times, expected {traces}"
+    return compiled
+
+
+def f32(*values):
+    return np.array(values, dtype=np.float32)
