@@ -49,8 +49,10 @@ def _build(fn):
     node, filename, _ = parser.parse_function(fn)
     taken = set(fn.__code__.co_varnames) | set(fn.__code__.co_names) | set(fn.__code__.co_freevars)
     ctx = converters.base.Context(filename, taken | converters.base.all_names(node))
-    name = fn.__code__.co_name if fn.__code__.co_name.isidentifier() else "lambda_"
-    node.name = name
+    display_name = fn.__code__.co_name if fn.__code__.co_name.isidentifier() else "lambda_"
+    # compiled under a private name, so calls to the function's own name (recursion) still
+    # reach the module's binding rather than this definition
+    name = node.name = "ag__converted_" + display_name
     node = converters.apply(node, ctx)
 
     freevars = [v for v in fn.__code__.co_freevars if v != _AG]
@@ -80,7 +82,9 @@ def _build(fn):
     converted.__module__ = fn.__module__
     converted.__dict__.update(getattr(fn, "__dict__", {}))
     converted.__wrapped_original__ = fn
-    inner_source = ast.unparse(module_ast.body[0].body[0])
+    shown = copy.copy(module_ast.body[0].body[0])
+    shown.name = display_name
+    inner_source = ast.unparse(shown)
     return Converted(converted, inner_source, generated_file)
 
 
