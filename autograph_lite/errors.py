@@ -11,8 +11,11 @@ class SymbolicValueError(TypeError):
     """A symbolic Tensor was used where a concrete Python value is needed (bool, len, iter)."""
 
 
-class ConversionError(ValueError):
-    """Graph construction failed because of the user's code; the message names the user's line."""
+class ConversionError(Exception):
+    """Graph construction failed because of the user's code; the message names the user's line.
+
+    Not a ValueError, so a user's `except ValueError` around the code cannot swallow it.
+    """
 
 
 def is_internal_file(filename):

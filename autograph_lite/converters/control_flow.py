@@ -66,16 +66,16 @@ class _ControlFlow:
 
     def _opts(self, written):
         rebinds = sorted(written & self.declared)
-        items = []
+        keys, values = [], []
         if self.in_try:
-            items.append(gast.Tuple(elts=[gast.Constant(value="in_try", kind=None),
-                                          gast.Constant(value=self.in_try, kind=None)], ctx=gast.Load()))
+            keys.append("in_try")
+            values.append(gast.Constant(value=self.in_try, kind=None))
         if rebinds:
-            items.append(gast.Tuple(elts=[gast.Constant(value="nonlocal_writes", kind=None),
-                                          templates.strings_tuple(rebinds)], ctx=gast.Load()))
-        if not items:
+            keys.append("nonlocal_writes")
+            values.append(templates.strings_tuple(rebinds))
+        if not keys:
             return None
-        return gast.Call(func=templates.name("dict"), args=[gast.List(elts=items, ctx=gast.Load())], keywords=[])
+        return gast.Dict(keys=[gast.Constant(value=k, kind=None) for k in keys], values=values)
 
     def _declarations(self, written):
         """global/nonlocal statements a generated function needs to rebind the same names."""

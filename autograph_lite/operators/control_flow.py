@@ -145,11 +145,13 @@ def _staged_loop(test, body, state, names, location):
     value yet (Undefined, empty lists) get start values from a first trace of the body."""
     lists = [i for i, v in enumerate(state) if type(v) is list or isinstance(v, TensorList)]
     state = tuple(TensorList.from_list(v) if type(v) is list else v for v in state)
-    unknown, offset = [], 0
+    unknown, offset = {}, 0
     for value in state:
         for leaf in nest.flatten(value):
-            if isinstance(leaf, Undefined) or (isinstance(leaf, TensorList) and leaf.tensor is None):
-                unknown.append(offset)
+            if isinstance(leaf, Undefined):
+                unknown[offset] = "value"
+            elif isinstance(leaf, TensorList) and leaf.tensor is None:
+                unknown[offset] = "list"
             offset += 1
 
     def wrap(values):

@@ -2,15 +2,18 @@
 import builtins
 
 from .. import ops
-from ..runtime.graph import Tensor
+from ..runtime.graph import Tensor, current_graph
 from .lists import TensorList
 
 
 def print_(*args, sep=" ", end="\n", file=None, flush=False):
-    """print: with a tensor argument, prints each time the graph runs."""
-    if file is not None or not any(isinstance(a, Tensor) for a in args):
+    """print: prints each time the graph runs if it has a tensor argument or sits in a branch
+    or loop the graph decides; otherwise (Python values only, top level) prints while tracing."""
+    graph = current_graph()
+    staged = graph is not None and (graph.parent is not None or any(isinstance(a, Tensor) for a in args))
+    if file is not None or not staged:
         return builtins.print(*args, sep=sep, end=end, file=file, flush=flush)
-    return ops.print(*args, sep=sep, end=end)
+    return ops.print(*args, sep=sep, end=end, always=True)
 
 
 def range_(*args):

@@ -185,14 +185,15 @@ def stage_while(cond_fn, step, loop_vars, names, location, unknown=()):
     Leaves that cannot be tensors (None, strings, objects) are held as they are: the body
     must give back the same object. The others are carried; a Python-scalar start takes
     the dtype the body gives it, and shapes that change become None dims (body retraced).
-    Leaves at flat positions `unknown` have no value yet: a first trace of the body finds
-    what it assigns them, and they start at zeros of that type.
+    Leaves at flat positions `unknown` ({position: "value" or "list"}) have no value yet: a
+    first trace of the body finds what it assigns them, and they start at zeros of that
+    type ("list": an empty stack of such items).
     """
     graph = current_graph()
     flat = nest.flatten(loop_vars)
     labels = names or nest.paths(loop_vars, "loop_vars")
     if unknown:
-        flat = _discover_start_values(step, loop_vars, flat, set(unknown), labels, graph)
+        flat = _discover_start_values(step, loop_vars, flat, dict(unknown), labels, graph)
         loop_vars = nest.pack(loop_vars, flat)
     carried = [i for i, v in enumerate(flat) if not _is_static(v)]
     init = [convert_to_tensor(flat[i], graph) for i in carried]
@@ -267,9 +268,11 @@ def _discover_start_values(step, loop_vars, flat, unknown, labels, graph):
     with building(probe):
         out = nest.flatten(step(nest.pack(loop_vars, args)))
     flat = list(flat)
-    for i in unknown:
+    for i, kind in unknown.items():
         o = out[i]
-        if isinstance(o, Tensor):
+        if isinstance(o, Tensor) and kind == "list":
+            flat[i] = np.zeros((0,) + tuple(d or 0 for d in o.shape[1:]), o.dtype)
+        elif isinstance(o, Tensor):
             flat[i] = o.dtype.type(0).item() if o.weak else np.zeros(tuple(d or 0 for d in o.shape), o.dtype)
         elif isinstance(o, (bool, int, float, complex)):
             flat[i] = type(o)(0)

@@ -30,10 +30,13 @@ def _print_kernel(xp, template, sep, end):
 PRINT = define("Print", _print_kernel, lambda *inputs, **attrs: [], stateful=True)
 
 
-def print(*args, sep=" ", end="\n"):  # noqa: A001 - ag.print
-    """Print `args` when the graph runs (every time, every loop iteration); eagerly, print now."""
+def print(*args, sep=" ", end="\n", always=False):  # noqa: A001 - ag.print
+    """Print `args` when the graph runs (every time, every loop iteration); eagerly, print now.
+
+    Inside a trace, a print of Python values only happens while tracing unless `always`.
+    """
     tensors = [a for a in args if isinstance(a, Tensor)]
-    if not tensors or current_graph() is None:
+    if current_graph() is None or not (tensors or always):
         builtins.print(*args, sep=sep, end=end)
         return None
     template, k = [], 0

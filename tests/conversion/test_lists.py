@@ -1,0 +1,97 @@
+"""Python lists appended to inside tensor loops, stacked or concatenated afterwards."""
+import numpy as np
+import pytest
+
+import autograph_lite as ag
+from helpers import check, f32
+
+
+def collect_rows(x):
+    acc = []
+    for row in x:
+        acc.append(row * 2.0)
+    return ag.stack(acc)
+
+
+def collect_in_while(x):
+    acc = []
+    while ag.reduce_sum(x) > 1:
+        x = x * 0.5
+        acc.append(x)
+    return ag.stack(acc)
+
+
+def conditional_append(x):
+    acc = [x[0] * 0.0]
+    for v in x:
+        if v > 0:
+            acc.append(v)
+    return ag.stack(acc)
+
+
+def prefilled_list(x):
+    acc = [x[0], x[1]]
+    for i in ag.range(2, ag.shape(x)[0]):
+        acc.append(x[i] * 10.0)
+    return ag.stack(acc)
+
+
+def concat_after_loop(x):
+    parts = []
+    for row in x:
+        parts.append(row[None] + 1.0)
+    return ag.concat(parts, 0)
+
+
+def python_loop_list(x):
+    acc = []
+    for i in range(3):
+        acc.append(x * float(i))
+    return ag.stack(acc)
+
+
+def list_of_scalars_in_tensor_loop(n):
+    out = []
+    for i in ag.range(n):
+        out.append(i * i)
+    return ag.stack(out)
+
+
+def two_lists(x):
+    pos, neg = [], []
+    for v in x:
+        pos.append(ag.maximum(v, 0.0))
+        neg.append(ag.minimum(v, 0.0))
+    return ag.stack(pos), ag.stack(neg)
+
+
+def list_read_after(x):
+    acc = []
+    for row in x:
+        acc.append(ag.reduce_sum(row))
+    stacked = ag.stack(acc)
+    return stacked[-1], len(acc) if isinstance(acc, list) else ag.shape(stacked)[0]
+
+
+X = np.arange(6, dtype=np.float32).reshape(3, 2) - 2
+
+
+@pytest.mark.parametrize("fn, inputs", [
+    (collect_rows, [(X,), (X * 3,)]),
+    (collect_in_while, [(f32(4, 4),), (f32(16, 2),)]),
+    (conditional_append, [(f32(1, -2, 3),), (f32(-1, -2, -3),)]),
+    (prefilled_list, [(f32(1, 2, 3, 4),)]),
+    (concat_after_loop, [(X,)]),
+    (python_loop_list, [(f32(1, 2),)]),
+    (list_of_scalars_in_tensor_loop, [(np.int64(4),), (np.int64(1),)]),
+    (two_lists, [(f32(1, -2, 3),)]),
+])
+def test_lists(fn, inputs):
+    check(fn, *inputs, traces=1)
+
+
+def test_list_grows_as_a_loop_variable():
+    f = ag.function(collect_rows)
+    graph = f.get_concrete_function(X).graph
+    while_node = next(n for n in graph.nodes if n.op == "While")
+    assert any(t.shape == (None, 2) for t in while_node.outputs)
