@@ -38,8 +38,23 @@ def mlp_inputs(seed=0):
 
 
 def tanh_loop(x):
-    """W1 with functional control flow: squash x until its sum drops to 1 (~145 steps)."""
-    return ag.while_loop(lambda x: ag.reduce_sum(x) > 1, lambda x: ag.tanh(x), x)
+    """W1: squash x until its sum drops to 1 (~145 steps, decided by the data)."""
+    while ag.reduce_sum(x) > 1:
+        x = ag.tanh(x)
+    return x
+
+
+def collatz(n):
+    """W6: steps of the Collatz sequence from n to 1 (111 from 27)."""
+    steps = 0
+    while n != 1:
+        n = n // 2 if n % 2 == 0 else 3 * n + 1
+        steps += 1
+    return steps
+
+
+def collatz_inputs():
+    return (np.int32(27),)
 
 
 def tanh_loop_inputs(seed=0):
@@ -48,7 +63,7 @@ def tanh_loop_inputs(seed=0):
 
 
 def newton_sqrt(a):
-    """Square roots by Newton's method until every estimate has converged."""
+    """Square roots by Newton's method until every estimate has converged (ag.while_loop)."""
     def body(x, steps):
         return 0.5 * (x + a / x), steps + 1
     x, steps = ag.while_loop(lambda x, s: ag.reduce_max(ag.abs(x * x - a)) > 1e-9 * ag.reduce_max(a),
@@ -63,6 +78,7 @@ def newton_inputs(seed=0):
 EXAMPLES = [
     ("W3 lstm_cell", lstm_cell, lstm_inputs),
     ("mlp_predict", mlp_predict, mlp_inputs),
-    ("W1 tanh_loop (ag.while_loop)", tanh_loop, tanh_loop_inputs),
+    ("W1 tanh_loop (native while)", tanh_loop, tanh_loop_inputs),
+    ("W6 collatz (while + if)", collatz, collatz_inputs),
     ("newton_sqrt", newton_sqrt, newton_inputs),
 ]

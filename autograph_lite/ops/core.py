@@ -68,15 +68,18 @@ def is_symbolic(value):
 # --- shape and dtype rules shared by ops ------------------------------------------------
 
 def exemplar(t):
-    """A value standing for `t` in a dtype computation: a Python scalar type stays weak."""
+    """A value standing for `t` in a dtype computation: a Python scalar type stays weak.
+
+    Ones, not zeros: Python scalars ignore numpy's errstate, and 0 % 0 would raise.
+    """
     if t.weak:
-        return {np.bool_: False, np.int64: 0, np.float64: 0.0, np.complex128: 0j}[t.dtype.type]
-    return np.zeros((), t.dtype)
+        return {np.bool_: True, np.int64: 1, np.float64: 1.0, np.complex128: 1 + 0j}[t.dtype.type]
+    return np.ones((), t.dtype)
 
 
 @functools.lru_cache(maxsize=4096)
 def _dtype_by_example(fn, key):
-    args = [k if not isinstance(k, np.dtype) else np.zeros((), k) for k in key]
+    args = [k if not isinstance(k, np.dtype) else np.ones((), k) for k in key]
     with np.errstate(all="ignore"):
         return np.asarray(fn(*args)).dtype
 

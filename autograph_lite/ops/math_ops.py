@@ -3,6 +3,7 @@
 Kernels reach numpy or cupy only through `xp`; numpy is imported here for dtype rules.
 """
 import functools
+import operator
 
 import numpy as np
 
@@ -24,29 +25,31 @@ def _unary(opdef, doc):
     return op
 
 
-# name, graph op, kernel, docstring
+# name, graph op, kernel, docstring. Arithmetic and comparisons run through Python's
+# operators: on arrays they are the same ufuncs, and on numpy scalars (0-d results inside
+# loops) they take numpy's scalar fast path, several times faster than a ufunc call.
 _BINARY = [
-    ("add", "Add", lambda xp: xp.add, "x + y, elementwise with numpy broadcasting."),
-    ("subtract", "Sub", lambda xp: xp.subtract, "x - y, elementwise."),
-    ("multiply", "Mul", lambda xp: xp.multiply, "x * y, elementwise."),
-    ("divide", "RealDiv", lambda xp: xp.true_divide, "x / y (true division), elementwise."),
-    ("floordiv", "FloorDiv", lambda xp: xp.floor_divide, "x // y, elementwise."),
-    ("mod", "FloorMod", lambda xp: xp.remainder, "x % y with the sign of y (numpy), elementwise."),
-    ("pow", "Pow", lambda xp: xp.power, "x ** y, elementwise."),
+    ("add", "Add", lambda xp: operator.add, "x + y, elementwise with numpy broadcasting."),
+    ("subtract", "Sub", lambda xp: operator.sub, "x - y, elementwise."),
+    ("multiply", "Mul", lambda xp: operator.mul, "x * y, elementwise."),
+    ("divide", "RealDiv", lambda xp: operator.truediv, "x / y (true division), elementwise."),
+    ("floordiv", "FloorDiv", lambda xp: operator.floordiv, "x // y, elementwise."),
+    ("mod", "FloorMod", lambda xp: operator.mod, "x % y with the sign of y (numpy), elementwise."),
+    ("pow", "Pow", lambda xp: operator.pow, "x ** y, elementwise."),
     ("maximum", "Maximum", lambda xp: xp.maximum, "Elementwise maximum (NaN propagates)."),
     ("minimum", "Minimum", lambda xp: xp.minimum, "Elementwise minimum (NaN propagates)."),
-    ("equal", "Equal", lambda xp: xp.equal, "x == y, elementwise; bool result."),
-    ("not_equal", "NotEqual", lambda xp: xp.not_equal, "x != y, elementwise; bool result."),
-    ("less", "Less", lambda xp: xp.less, "x < y, elementwise; bool result."),
-    ("less_equal", "LessEqual", lambda xp: xp.less_equal, "x <= y, elementwise; bool result."),
-    ("greater", "Greater", lambda xp: xp.greater, "x > y, elementwise; bool result."),
-    ("greater_equal", "GreaterEqual", lambda xp: xp.greater_equal, "x >= y, elementwise; bool result."),
+    ("equal", "Equal", lambda xp: operator.eq, "x == y, elementwise; bool result."),
+    ("not_equal", "NotEqual", lambda xp: operator.ne, "x != y, elementwise; bool result."),
+    ("less", "Less", lambda xp: operator.lt, "x < y, elementwise; bool result."),
+    ("less_equal", "LessEqual", lambda xp: operator.le, "x <= y, elementwise; bool result."),
+    ("greater", "Greater", lambda xp: operator.gt, "x > y, elementwise; bool result."),
+    ("greater_equal", "GreaterEqual", lambda xp: operator.ge, "x >= y, elementwise; bool result."),
     ("logical_and", "LogicalAnd", lambda xp: xp.logical_and, "Elementwise logical and."),
     ("logical_or", "LogicalOr", lambda xp: xp.logical_or, "Elementwise logical or."),
 ]
 
 _UNARY = [
-    ("negative", "Neg", lambda xp: xp.negative, "-x, elementwise."),
+    ("negative", "Neg", lambda xp: operator.neg, "-x, elementwise."),
     ("tanh", "Tanh", lambda xp: xp.tanh, "Hyperbolic tangent, elementwise."),
     ("exp", "Exp", lambda xp: xp.exp, "e ** x, elementwise."),
     ("log", "Log", lambda xp: xp.log, "Natural logarithm, elementwise."),
@@ -115,8 +118,16 @@ def matmul(a, b):
 
 # --- reductions ---------------------------------------------------------------------------
 
+# numpy reductions that are one ufunc's reduce: calling it skips np.sum's Python wrapper
+_UFUNC_REDUCERS = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum",
+                   "any": "logical_or", "all": "logical_and"}
+
+
 def _reduction(public, op_name, reducer, dtype_fn, doc):
     def kernel(xp, axis=None, keepdims=False):
+        ufunc = getattr(xp, _UFUNC_REDUCERS.get(reducer, ""), None)
+        if isinstance(ufunc, np.ufunc):
+            return functools.partial(ufunc.reduce, axis=axis, keepdims=keepdims)
         return functools.partial(getattr(xp, reducer), axis=axis, keepdims=keepdims)
 
     def infer(x, axis=None, keepdims=False):
