@@ -11,8 +11,8 @@ import numpy as np
 
 from .. import nest, ops
 from ..errors import ConversionError, user_location
-from ..ops.control_flow import build_cond, stage_while, trace_function
-from ..runtime.graph import Tensor, current_graph
+from ..ops.control_flow import build_cond, stage_while, trace_function, zero_like
+from ..runtime.graph import Tensor, building, current_graph
 from .lists import TensorList
 from .variables import RETURN_VALUE, Undefined
 
@@ -92,19 +92,9 @@ def _list_tensor(value, name, location):
 
 def _zeros_like(sub, value):
     """A stand-in with `value`'s structure and types, made in graph `sub`."""
-    def zero(leaf):
-        if isinstance(leaf, Tensor):
-            if leaf.weak:
-                return leaf.dtype.type(0).item()
-            return np.zeros(tuple(d or 0 for d in leaf.shape), leaf.dtype)
-        if isinstance(leaf, TensorList):
-            return leaf.empty_like()
-        if isinstance(leaf, (bool, int, float, complex)):
-            return type(leaf)(0)
-        return leaf
-    from ..runtime.graph import building
     with building(sub):
-        return nest.pack(value, [zero(v) for v in nest.flatten(value)])
+        return nest.pack(value, [v.empty_like() if isinstance(v, TensorList) else zero_like(v)
+                                 for v in nest.flatten(value)])
 
 
 # --- while ------------------------------------------------------------------------------

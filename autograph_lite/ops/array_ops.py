@@ -10,7 +10,7 @@ import numpy as np
 
 from ..runtime import devices
 from ..runtime.graph import Tensor
-from .core import (apply, broadcast_shapes, define, normalize_axes, normalize_axis,
+from .core import (Slot, apply, define, normalize_axes, normalize_axis,
                    result_dtype, static_ints)
 
 OPS = {}
@@ -299,20 +299,9 @@ def gather(params, indices, axis=0):
     return apply(OPS["gather"], (params, indices), {"axis": static_ints(axis, "axis")})
 
 
-class _Slot:
-    """Marks where the k-th extra input of a GetItem goes in its index."""
-    __slots__ = ("k",)
-
-    def __init__(self, k):
-        self.k = k
-
-    def __repr__(self):
-        return f"${self.k}"
-
-
 def _fill(index, values):
     def one(item):
-        if isinstance(item, _Slot):
+        if isinstance(item, Slot):
             return values[item.k]
         if isinstance(item, slice):
             return slice(one(item.start), one(item.stop), one(item.step))
@@ -321,14 +310,14 @@ def _fill(index, values):
 
 
 def _getitem_kernel(xp, index):
-    if not any(isinstance(i, _Slot) or isinstance(i, slice) and any(
-            isinstance(b, _Slot) for b in (i.start, i.stop, i.step)) for i in index):
+    if not any(isinstance(i, Slot) or isinstance(i, slice) and any(
+            isinstance(b, Slot) for b in (i.start, i.stop, i.step)) for i in index):
         return lambda x: x[index]
     return lambda x, *values: x[_fill(index, values)]
 
 
 def _slice_length(s, dim, values):
-    bounds = [values[b.k] if isinstance(b, _Slot) else b for b in (s.start, s.stop, s.step)]
+    bounds = [values[b.k] if isinstance(b, Slot) else b for b in (s.start, s.stop, s.step)]
     if dim is None or any(isinstance(b, Tensor) for b in bounds):
         return dim if all(b is None for b in bounds) else None
     return len(builtins.range(*slice(*bounds).indices(dim)))
@@ -340,7 +329,7 @@ def _getitem_infer(x, *values, index):
     def consumed(item):
         if item is None or item is Ellipsis:
             return 0
-        if isinstance(item, _Slot) and values[item.k].dtype == np.bool_:
+        if isinstance(item, Slot) and values[item.k].dtype == np.bool_:
             return values[item.k].ndim
         return 1
 
@@ -391,7 +380,7 @@ def getitem(x, index):
     def slot(value):
         if isinstance(value, Tensor) or isinstance(value, (np.ndarray, list)):
             extra.append(value)
-            return _Slot(len(extra) - 1)
+            return Slot(len(extra) - 1)
         return value
 
     template = tuple(slice(slot(i.start), slot(i.stop), slot(i.step)) if isinstance(i, slice) else slot(i)

@@ -272,11 +272,21 @@ def _discover_start_values(step, loop_vars, flat, unknown, labels, graph):
         o = out[i]
         if isinstance(o, Tensor) and kind == "list":
             flat[i] = np.zeros((0,) + tuple(d or 0 for d in o.shape[1:]), o.dtype)
-        elif isinstance(o, Tensor):
-            flat[i] = o.dtype.type(0).item() if o.weak else np.zeros(tuple(d or 0 for d in o.shape), o.dtype)
-        elif isinstance(o, (bool, int, float, complex)):
-            flat[i] = type(o)(0)
+        elif isinstance(o, (Tensor, bool, int, float, complex)):
+            flat[i] = zero_like(o)
     return flat
+
+
+def zero_like(value):
+    """A zero of `value`'s type: a Python zero for Python (weak) scalars, else a numpy array
+    (unknown dims as 0). Other objects are returned as they are."""
+    if isinstance(value, Tensor):
+        if value.weak:
+            return value.dtype.type(0).item()
+        return np.zeros(tuple(d or 0 for d in value.shape), value.dtype)
+    if isinstance(value, (bool, int, float, complex)):
+        return type(value)(0)
+    return value
 
 
 def _ph_name(label):

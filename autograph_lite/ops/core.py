@@ -129,6 +129,17 @@ def static_ints(value, what):
     return value
 
 
+class Slot:
+    """Marks where the k-th input of a node goes inside a structured attr (an index, a print)."""
+    __slots__ = ("k",)
+
+    def __init__(self, k):
+        self.k = k
+
+    def __repr__(self):
+        return f"${self.k}"
+
+
 # --- defining ops -----------------------------------------------------------------------
 
 def define(name, kernel, infer, **flags):

@@ -7,23 +7,12 @@ import builtins
 
 from ..errors import user_location
 from ..runtime.graph import Tensor, current_graph
-from .core import apply, define
-
-
-class _Value:
-    """Marks where the k-th input goes among a print's arguments."""
-    __slots__ = ("k",)
-
-    def __init__(self, k):
-        self.k = k
-
-    def __repr__(self):
-        return f"${self.k}"
+from .core import Slot, apply, define
 
 
 def _print_kernel(xp, template, sep, end):
     def print_values(*values):
-        builtins.print(*[values[a.k] if isinstance(a, _Value) else a for a in template], sep=sep, end=end)
+        builtins.print(*[values[a.k] if isinstance(a, Slot) else a for a in template], sep=sep, end=end)
     return print_values
 
 
@@ -42,7 +31,7 @@ def print(*args, sep=" ", end="\n", always=False):  # noqa: A001 - ag.print
     template, k = [], 0
     for a in args:
         if isinstance(a, Tensor):
-            template.append(_Value(k))
+            template.append(Slot(k))
             k += 1
         else:
             template.append(a)

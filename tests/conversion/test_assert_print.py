@@ -1,5 +1,4 @@
 """`assert` on a tensor fails when the graph runs; `print` with tensors prints every run."""
-import numpy as np
 import pytest
 
 import autograph_lite as ag

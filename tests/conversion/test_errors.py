@@ -1,5 +1,4 @@
 """Errors name the variable or construct and the user's file:line."""
-import re
 
 import numpy as np
 import pytest

@@ -1,5 +1,4 @@
 """`if` on a tensor condition becomes a Cond decided when the graph runs."""
-import numpy as np
 import pytest
 
 import autograph_lite as ag
