@@ -12,6 +12,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import autograph_lite as ag  # noqa: E402
 from examples.models import EXAMPLES  # noqa: E402
 from examples.timing import first_call_seconds, fmt_time, median_seconds  # noqa: E402
+from examples.train_mlp import main as train_mlp  # noqa: E402
 
 
 def same(a, b):
@@ -32,7 +33,8 @@ def main():
         ok = same(fn(*args), compiled(*args))
         print(f"{name:<30} {fmt_time(first):>11} {fmt_time(eager_t):>10} {fmt_time(compiled_t):>10} "
               f"{eager_t / compiled_t:>8.2f}x  {'yes' if ok else 'NO'}")
-    print("\nmedians of 7 rounds after warm-up; first call = trace + lower + one run")
+    print("\nmedians of 7 rounds after warm-up; first call = convert + trace + lower + one run\n")
+    train_mlp()
     print("\nThe lowered plan of lstm_cell:\n")
     print(ag.function(EXAMPLES[0][1]).get_concrete_function(*EXAMPLES[0][2]()).plan.source)
 

@@ -75,10 +75,54 @@ def newton_inputs(seed=0):
     return (np.random.default_rng(seed).uniform(1, 100, 1000),)
 
 
+def rnn(inputs, seq_len, w_in, w_state, b, w_out, b_out):
+    """W2: a basic RNN over [steps, batch, input]; example j stops updating after seq_len[j] steps."""
+    state = ag.zeros((inputs.shape[1], w_state.shape[0]), inputs.dtype)
+    for i in ag.range(ag.shape(inputs)[0]):
+        updated = ag.tanh(ag.matmul(inputs[i], w_in) + ag.matmul(state, w_state) + b)
+        state = ag.where(i >= seq_len[:, None], state, updated)
+    return ag.matmul(state, w_out) + b_out
+
+
+def rnn_loss(w_in, w_state, b, w_out, b_out, inputs, seq_len, targets):
+    """W2's squared error against targets."""
+    return ag.reduce_mean(ag.square(rnn(inputs, seq_len, w_in, w_state, b, w_out, b_out) - targets))
+
+
+def rnn_inputs(seed=0, steps=50, batch=32, n_in=16, units=64, n_out=8, dtype=np.float32):
+    rng = np.random.default_rng(seed)
+    r = lambda *shape, scale=1.0: (rng.standard_normal(shape) * scale).astype(dtype)  # noqa: E731
+    return (r(steps, batch, n_in), rng.integers(10, steps + 1, batch).astype(np.int64),
+            r(n_in, units, scale=0.3), r(units, units, scale=0.1), np.zeros(units, dtype),
+            r(units, n_out, scale=0.3), np.zeros(n_out, dtype))
+
+
+def mlp_loss(w1, b1, w2, b2, x, y):
+    """A two-layer ReLU network's squared error."""
+    hidden = ag.nn.relu(ag.matmul(x, w1) + b1)
+    return ag.reduce_mean(ag.square(ag.matmul(hidden, w2) + b2 - y))
+
+
+def mlp_step(w1, b1, w2, b2, x, y, lr):
+    """W5: one SGD step: loss, gradients of every parameter, updated parameters."""
+    loss, (dw1, db1, dw2, db2) = ag.value_and_grad(mlp_loss, argnums=(0, 1, 2, 3))(w1, b1, w2, b2, x, y)
+    return loss, w1 - lr * dw1, b1 - lr * db1, w2 - lr * dw2, b2 - lr * db2
+
+
+def mlp_step_inputs(seed=0, n=64, d=1000, h=100, out=10):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, d))
+    true_w = rng.standard_normal((d, out)) * 0.05
+    return (rng.standard_normal((d, h)) * 0.03, np.zeros(h), rng.standard_normal((h, out)) * 0.1,
+            np.zeros(out), x, np.tanh(x @ true_w), 0.05)
+
+
 EXAMPLES = [
     ("W3 lstm_cell", lstm_cell, lstm_inputs),
     ("mlp_predict", mlp_predict, mlp_inputs),
     ("W1 tanh_loop (native while)", tanh_loop, tanh_loop_inputs),
     ("W6 collatz (while + if)", collatz, collatz_inputs),
     ("newton_sqrt", newton_sqrt, newton_inputs),
+    ("W2 rnn (for over ag.range)", rnn, rnn_inputs),
+    ("W5 mlp_step (forward + grad)", mlp_step, mlp_step_inputs),
 ]

@@ -47,3 +47,30 @@ def check(fn, *inputs, traces=None):
 
 def f32(*values):
     return np.array(values, dtype=np.float32)
+
+
+def numeric_grad(fn, args, argnum, eps=1e-6):
+    """Central differences of scalar `fn` with respect to float64 array `args[argnum]`."""
+    args = list(args)
+    x = np.asarray(args[argnum], dtype=np.float64)
+    grad = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        for sign in (1, -1):
+            moved = x.copy()
+            moved[idx] += sign * eps
+            args[argnum] = moved
+            grad[idx] += sign * float(fn(*args)) / (2 * eps)
+    return grad
+
+
+def check_grad(fn, *args, argnums=0, rtol=1e-5, atol=1e-7):
+    """ag.grad of `fn` (eagerly and inside @ag.function) equals central differences."""
+    positions = (argnums,) if isinstance(argnums, int) else argnums
+    expected = [numeric_grad(fn, args, p) for p in positions]
+    eager = ag.grad(fn, argnums)(*args)
+    compiled = ag.function(lambda *a: ag.grad(fn, argnums)(*a))(*args)
+    for got in (eager, compiled):
+        got = (got,) if isinstance(argnums, int) else got
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(g, e, rtol=rtol, atol=atol)
+    return eager

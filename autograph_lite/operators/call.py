@@ -33,11 +33,16 @@ def do_not_convert(fn):
     return fn
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
 def is_library(fn):
+    filename = getattr(getattr(fn, "__code__", None), "co_filename", "")
+    if filename.startswith(_PACKAGE_DIR):  # ours, even when functools.wraps borrowed a user's name
+        return True
     module = getattr(fn, "__module__", None) or ""
     if module.split(".")[0] in _LIBRARY_ROOTS:
         return True
-    filename = getattr(getattr(fn, "__code__", None), "co_filename", "")
     return f"{os.sep}site-packages{os.sep}" in filename or f"{os.sep}dist-packages{os.sep}" in filename
 
 

@@ -387,3 +387,83 @@ def getitem(x, index):
                      for i in index)
     return apply(OPS["getitem"], (x, *extra), {"index": template})
 
+
+
+# --- gradients ----------------------------------------------------------------------------
+
+from .core import grad_rule  # noqa: E402
+from .gradient_ops import float_dtype, scatter_add  # noqa: E402
+
+
+def _like(g, x):
+    from .math_ops import cast
+    if g is None or not float_dtype(x):
+        return None
+    return g if g.dtype == x.dtype else cast(g, x.dtype)
+
+
+@grad_rule(OPS["zeros"], OPS["ones"], OPS["zeros_like"], OPS["ones_like"], OPS["range"],
+           OPS["shape"], OPS["size"])
+def _constant_output_grad(node, *dys):
+    return [None] * len(node.inputs)
+
+
+@grad_rule(OPS["fill"])
+def _fill_grad(node, dy):
+    from .math_ops import reduce_sum
+    return [None, _like(reduce_sum(dy), node.inputs[1])]
+
+
+@grad_rule(OPS["concat"])
+def _concat_grad(node, dy):
+    axis = normalize_axis(node.attrs["axis"], dy.ndim)
+    grads, start = [], 0
+    for v in node.inputs:
+        size_ = v.shape[axis] if v.shape[axis] is not None else shape(v)[axis]
+        stop = start + size_
+        grads.append(_like(dy[(slice(None),) * axis + (slice(start, stop),)], v))
+        start = stop
+    return grads
+
+
+@grad_rule(OPS["stack"])
+def _stack_grad(node, dy):
+    axis = normalize_axis(node.attrs["axis"], dy.ndim)
+    return [_like(dy[(slice(None),) * axis + (i,)], v) for i, v in enumerate(node.inputs)]
+
+
+@grad_rule(OPS["reshape"])
+def _reshape_grad(node, dy):
+    x = node.inputs[0]
+    return [_like(reshape(dy, shape(x) if None in x.shape else x.shape), x), None]
+
+
+@grad_rule(OPS["transpose"])
+def _transpose_grad(node, dy):
+    x = node.inputs[0]
+    perm = node.attrs["perm"]
+    perm = tuple(reversed(range(x.ndim))) if perm is None else tuple(p % x.ndim for p in perm)
+    inverse = tuple(sorted(range(len(perm)), key=lambda i: perm[i]))
+    return [_like(transpose(dy, inverse), x)]
+
+
+@grad_rule(OPS["expand_dims"], OPS["squeeze"])
+def _reshape_like_grad(node, dy):
+    x = node.inputs[0]
+    return [_like(reshape(dy, shape(x) if None in x.shape else x.shape), x)]
+
+
+@grad_rule(OPS["gather"])
+def _gather_grad(node, dy):
+    params, indices = node.inputs
+    axis = normalize_axis(node.attrs["axis"], params.ndim)
+    index = (slice(None),) * axis + (Slot(0),)
+    return [_like(scatter_add(dy, params, [indices], index), params), None]
+
+
+@grad_rule(OPS["getitem"])
+def _getitem_grad(node, dy):
+    x, *values = node.inputs
+    return [_like(scatter_add(dy, x, values, node.attrs["index"]), x)] + [None] * len(values)
+
+

@@ -147,6 +147,15 @@ def define(name, kernel, infer, **flags):
     return register(OpDef(name, kernel, infer, **flags))
 
 
+def grad_rule(*opdefs):
+    """Decorator: `rule(node, *output_cotangents) -> [input cotangent or None]` for these ops."""
+    def register_rule(rule):
+        for opdef in opdefs:
+            opdef.grad = rule
+        return rule
+    return register_rule
+
+
 def elementwise_infer(op_fn_for_numpy):
     """Shape = broadcast of inputs; dtype = what numpy gives."""
     def infer(*tensors):

@@ -171,3 +171,204 @@ OPS["argmax"] = define("ArgMax", lambda xp, axis=None: functools.partial(xp.argm
 def argmax(x, axis=None):
     """Index of the largest element (over the flattened array when axis is None, as numpy)."""
     return apply(OPS["argmax"], (x,), {"axis": axis})
+
+
+# --- gradients ----------------------------------------------------------------------------
+# Each rule gets the node and the cotangent of each output (None where nothing flows) and
+# returns one cotangent per input (None: no gradient, e.g. integer inputs).
+
+from .core import grad_rule  # noqa: E402
+from .gradient_ops import broadcast_like, float_dtype, sum_to  # noqa: E402
+
+
+def _to_input(g, x):
+    """Cotangent `g` reduced to input `x`'s shape and dtype; None for non-float inputs."""
+    if g is None or not float_dtype(x):
+        return None
+    g = sum_to(g, x)
+    return g if g.dtype == x.dtype else cast(g, x.dtype)
+
+
+def _safe(dy, local):
+    """dy * local, but 0 wherever dy is 0, so an infinite or NaN local slope cannot leak."""
+    product = multiply(dy, local)
+    return where(equal(dy, 0), 0.0, product)
+
+
+@grad_rule(OPS["add"])
+def _add_grad(node, dy):
+    x, y = node.inputs
+    return [_to_input(dy, x), _to_input(dy, y)]
+
+
+@grad_rule(OPS["subtract"])
+def _sub_grad(node, dy):
+    x, y = node.inputs
+    return [_to_input(dy, x), _to_input(negative(dy), y)]
+
+
+@grad_rule(OPS["multiply"])
+def _mul_grad(node, dy):
+    x, y = node.inputs
+    return [_to_input(multiply(dy, y), x), _to_input(multiply(dy, x), y)]
+
+
+@grad_rule(OPS["divide"])
+def _div_grad(node, dy):
+    x, y = node.inputs
+    return [_to_input(_safe(dy, divide(1.0, y)), x),
+            _to_input(_safe(dy, negative(divide(node.outputs[0], y))), y)]
+
+
+@grad_rule(OPS["floordiv"], OPS["equal"], OPS["not_equal"], OPS["less"], OPS["less_equal"],
+           OPS["greater"], OPS["greater_equal"], OPS["logical_and"], OPS["logical_or"],
+           OPS["logical_not"], OPS["argmax"], OPS["reduce_any"], OPS["reduce_all"])
+def _no_grad(node, *dys):
+    return [None] * len(node.inputs)
+
+
+@grad_rule(OPS["mod"])
+def _mod_grad(node, dy):
+    x, y = node.inputs
+    return [_to_input(dy, x), _to_input(negative(multiply(dy, floordiv(x, y))), y)]
+
+
+@grad_rule(OPS["pow"])
+def _pow_grad(node, dy):
+    x, y = node.inputs
+    out = node.outputs[0]
+    dx = _safe(dy, multiply(y, pow(x, subtract(y, 1))))
+    dexp = _safe(dy, multiply(out, log(where(greater(x, 0), x, 1.0))))
+    return [_to_input(dx, x), _to_input(dexp, y)]
+
+
+def _select_grad(node, dy, is_max):
+    """maximum/minimum: the cotangent goes to the input that was picked (x on ties)."""
+    x, y = node.inputs
+    x_picked = greater_equal(x, y) if is_max else less_equal(x, y)
+    return [_to_input(where(x_picked, dy, 0.0), x), _to_input(where(x_picked, 0.0, dy), y)]
+
+
+grad_rule(OPS["maximum"])(lambda node, dy: _select_grad(node, dy, is_max=True))
+grad_rule(OPS["minimum"])(lambda node, dy: _select_grad(node, dy, is_max=False))
+
+
+@grad_rule(OPS["negative"])
+def _neg_grad(node, dy):
+    return [_to_input(negative(dy), node.inputs[0])]
+
+
+@grad_rule(OPS["tanh"])
+def _tanh_grad(node, dy):
+    out = node.outputs[0]
+    return [_to_input(multiply(dy, subtract(1.0, square(out))), node.inputs[0])]
+
+
+@grad_rule(OPS["exp"])
+def _exp_grad(node, dy):
+    return [_to_input(_safe(dy, node.outputs[0]), node.inputs[0])]
+
+
+@grad_rule(OPS["log"])
+def _log_grad(node, dy):
+    return [_to_input(_safe(dy, divide(1.0, node.inputs[0])), node.inputs[0])]
+
+
+@grad_rule(OPS["sqrt"])
+def _sqrt_grad(node, dy):
+    return [_to_input(_safe(dy, divide(0.5, node.outputs[0])), node.inputs[0])]
+
+
+@grad_rule(OPS["square"])
+def _square_grad(node, dy):
+    x = node.inputs[0]
+    return [_to_input(multiply(dy, multiply(x, 2.0)), x)]
+
+
+@grad_rule(OPS["abs"])
+def _abs_grad(node, dy):
+    x = node.inputs[0]
+    return [_to_input(where(greater(x, 0), dy, where(less(x, 0), negative(dy), 0.0)), x)]
+
+
+@grad_rule(OPS["where"])
+def _where_grad(node, dy):
+    c, x, y = node.inputs
+    return [None, _to_input(where(c, dy, 0.0), x), _to_input(where(c, 0.0, dy), y)]
+
+
+@grad_rule(OPS["cast"])
+def _cast_grad(node, dy):
+    x = node.inputs[0]
+    return [_to_input(cast(dy, x.dtype), x) if float_dtype(x) and float_dtype(node.outputs[0]) else None]
+
+
+@grad_rule(OPS["matmul"])
+def _matmul_grad(node, dy):
+    a, b = node.inputs
+    if a.ndim == 1 and b.ndim == 1:
+        return [_to_input(multiply(dy, b), a), _to_input(multiply(dy, a), b)]
+    if a.ndim == 1:  # (k,) @ (..., k, n) -> (..., n)
+        from .array_ops import expand_dims
+        da = matmul(b, expand_dims(dy, -1))[..., 0] if b.ndim > 2 else matmul(b, dy)
+        db = multiply(expand_dims(a, -1), expand_dims(dy, -2))
+        return [_to_input(da, a), _to_input(db, b)]
+    if b.ndim == 1:  # (..., m, k) @ (k,) -> (..., m)
+        from .array_ops import expand_dims
+        da = multiply(expand_dims(dy, -1), b)
+        db = matmul(expand_dims(dy, -2), a)[..., 0, :] if a.ndim > 2 else matmul(dy, a)
+        return [_to_input(da, a), _to_input(db, b)]
+    return [_to_input(matmul(dy, _swap_last(b)), a), _to_input(matmul(_swap_last(a), dy), b)]
+
+
+def _swap_last(t):
+    from .array_ops import transpose
+    perm = list(range(t.ndim))
+    perm[-2], perm[-1] = perm[-1], perm[-2]
+    return transpose(t, perm)
+
+
+def _expand_reduced(dy, node):
+    """A reduction's cotangent reshaped so it broadcasts against the reduction's input."""
+    from .array_ops import expand_dims
+    x = node.inputs[0]
+    if node.attrs.get("keepdims"):
+        return dy
+    from .core import normalize_axes
+    for axis in normalize_axes(node.attrs.get("axis"), x.ndim):
+        dy = expand_dims(dy, axis)
+    return dy
+
+
+@grad_rule(OPS["reduce_sum"])
+def _sum_grad(node, dy):
+    x = node.inputs[0]
+    return [_to_input(broadcast_like(_expand_reduced(dy, node), x), x)]
+
+
+@grad_rule(OPS["reduce_mean"])
+def _mean_grad(node, dy):
+    from .array_ops import size
+    x = node.inputs[0]
+    count = divide(cast(size(x), dy.dtype), cast(size(node.outputs[0]), dy.dtype))
+    return [_to_input(broadcast_like(divide(_expand_reduced(dy, node), count), x), x)]
+
+
+def _extreme_grad(node, dy):
+    x = node.inputs[0]
+    out = broadcast_like(_expand_reduced(node.outputs[0], node), x)
+    picked = cast(equal(x, out), dy.dtype)
+    ties = broadcast_like(_expand_reduced(
+        _REDUCE_SUM(picked, node.attrs.get("axis"), node.attrs.get("keepdims")), node), x)
+    return [_to_input(divide(multiply(broadcast_like(_expand_reduced(dy, node), x), picked), ties), x)]
+
+
+grad_rule(OPS["reduce_max"], OPS["reduce_min"])(_extreme_grad)
+_REDUCE_SUM = reduce_sum
+
+
+@grad_rule(OPS["reduce_prod"])
+def _prod_grad(node, dy):
+    x = node.inputs[0]
+    out = broadcast_like(_expand_reduced(node.outputs[0], node), x)
+    return [_to_input(_safe(broadcast_like(_expand_reduced(dy, node), x), divide(out, x)), x)]

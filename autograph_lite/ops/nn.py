@@ -36,3 +36,28 @@ OPS["softmax"] = define("Softmax", _softmax_kernel, _softmax_infer)
 def softmax(x, axis=-1):
     """exp(x) / sum(exp(x)) along `axis`, shifted by the max for stability."""
     return apply(OPS["softmax"], (x,), {"axis": axis})
+
+
+# --- gradients ----------------------------------------------------------------------------
+
+from .core import grad_rule  # noqa: E402
+from .math_ops import _to_input, multiply, reduce_sum, subtract, where  # noqa: E402
+
+
+@grad_rule(OPS["relu"])
+def _relu_grad(node, dy):
+    x = node.inputs[0]
+    return [_to_input(where(x > 0, dy, 0.0), x)]
+
+
+@grad_rule(OPS["sigmoid"])
+def _sigmoid_grad(node, dy):
+    out = node.outputs[0]
+    return [_to_input(multiply(dy, multiply(out, subtract(1.0, out))), node.inputs[0])]
+
+
+@grad_rule(OPS["softmax"])
+def _softmax_grad(node, dy):
+    out = node.outputs[0]
+    inner = reduce_sum(multiply(dy, out), axis=node.attrs["axis"], keepdims=True)
+    return [_to_input(multiply(out, subtract(dy, inner)), node.inputs[0])]

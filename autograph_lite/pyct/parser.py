@@ -1,5 +1,6 @@
 """A function's source as a gast tree: dedented, decorators stripped, lambdas located."""
 import ast
+import functools
 import inspect
 import textwrap
 
@@ -47,45 +48,33 @@ def parse_function(fn):
 
 
 def _parse_lambda(fn, lines):
-    """Find the lambda that compiled to `fn` among those starting on its first line."""
-    start = fn.__code__.co_firstlineno - 1
-    indent = len(lines[start]) - len(lines[start].lstrip())
-    for end in range(start + 1, min(len(lines), start + 40) + 1):
-        tree, shift = _parse_fragment(lines[start][indent:] + "".join(lines[start + 1:end]))
-        if tree is None:
-            continue
-        candidates = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and _same_params(n, fn)]
-        if len(candidates) > 1:  # several on the line: pick by where the code's instructions are
-            positions = {(line, col) for line, _, col, _ in fn.__code__.co_positions() if line}
-            candidates = [n for n in candidates if (n.body.lineno + start,
-                                                    n.body.col_offset - shift + (indent if n.body.lineno == 1 else 0))
-                          in positions] or candidates[:1]
-        if candidates:
-            node = candidates[0]
-            ast.increment_lineno(node, start)
-            fdef = ast.FunctionDef(name="lambda_", args=node.args,
-                                   body=[ast.Return(node.body, lineno=node.lineno, col_offset=0)],
-                                   decorator_list=[], returns=None, type_comment=None,
-                                   lineno=node.lineno, col_offset=0)
-            if "type_params" in ast.FunctionDef._fields:
-                fdef.type_params = []
-            return gast.ast_to_gast(ast.fix_missing_locations(fdef))
-    raise _source_error(fn, "the lambda could not be located in its source line")
+    """Find the lambda that compiled to `fn`: parse its whole file, match line, parameters
+    and (when several lambdas share the line) the positions of its instructions."""
+    line = fn.__code__.co_firstlineno
+    tree = _parse_file("".join(lines))
+    candidates = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == line
+                  and _same_params(n, fn)] if tree is not None else []
+    if len(candidates) > 1:
+        positions = {(ln, col) for ln, _, col, _ in fn.__code__.co_positions() if ln}
+        candidates = [n for n in candidates if (n.body.lineno, n.body.col_offset) in positions] or candidates[:1]
+    if not candidates:
+        raise _source_error(fn, "the lambda could not be located in its source line")
+    node = candidates[0]
+    fdef = ast.FunctionDef(name="lambda_", args=node.args,
+                           body=[ast.Return(node.body, lineno=node.lineno, col_offset=0)],
+                           decorator_list=[], returns=None, type_comment=None,
+                           lineno=node.lineno, col_offset=0)
+    if "type_params" in ast.FunctionDef._fields:
+        fdef.type_params = []
+    return gast.ast_to_gast(ast.fix_missing_locations(fdef))
 
 
-def _parse_fragment(text):
-    """Parse source that may be part of a larger expression: (tree, column shift) or (None, 0)."""
-    for prefix, suffix in (("", ""), ("(", ")")):
-        try:
-            return ast.parse(prefix + text.rstrip().rstrip(",;\\") + suffix), len(prefix)
-        except SyntaxError:
-            pass
-    for cut in range(len(text), 0, -1):  # drop trailing closers of an enclosing call
-        try:
-            return ast.parse(text[:cut]), 0
-        except SyntaxError:
-            continue
-    return None, 0
+@functools.lru_cache(maxsize=64)
+def _parse_file(source):
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        return None
 
 
 def _same_params(node, fn):

@@ -46,11 +46,12 @@ def has_effects(node):
 
 def _live_nodes(graph):
     """ids of the nodes an output or a side effect of `graph` depends on; others are not emitted."""
+    members = {id(n) for n in graph.nodes}
     live, stack = set(), [t.node for t in graph.outputs]
     stack += [n for n in graph.nodes if has_effects(n)]
     while stack:
         node = stack.pop()
-        if id(node) not in live and node.graph is graph:
+        if id(node) not in live and id(node) in members:
             live.add(id(node))
             stack.extend(t.node for t in node.inputs)
     return live

@@ -1,0 +1,310 @@
+"""Reverse-mode gradients built as graph nodes: `gradients()`, `ag.grad`, `ag.value_and_grad`.
+
+`gradients(ys, xs, dys)` walks the graph being built backwards from `ys`, calling each
+op's registered rule, and adds the backward nodes to the same graph, so the optimizer
+and executor see forward and backward together.
+
+Control flow:
+- Cond: a backward Cond on the same predicate; each branch recomputes its forward
+  branch and backpropagates through it, so only the branch that ran contributes.
+- While: the forward loop pushes, each iteration, the values of the loop variables that
+  change (never loop-invariant ones) onto a per-run stack; the backward loop pops them
+  in reverse, recomputes that iteration's body and backpropagates through it. Memory is
+  one entry per iteration; the trip count is whatever the data made it.
+"""
+import functools
+import numbers
+
+import numpy as np
+
+from .. import nest
+from ..errors import user_location
+from ..runtime.graph import Graph, Node, Tensor, building, current_graph
+from . import stack_ops
+from .core import convert_to_tensor
+from .control_flow import cond, stage_while
+from .gradient_ops import float_dtype
+from .math_ops import add
+from .array_ops import zeros_like
+from ..runtime.opdef import REGISTRY
+
+
+def _zeros(t):
+    return zeros_like(t)
+
+
+def gradients(ys, xs, dys):
+    """Cotangents of `xs` given cotangents `dys` of `ys` (None where nothing flows)."""
+    graph = current_graph()
+    ys = [None if y is None else graph.capture(y) for y in ys]
+    xs = [graph.capture(x) for x in xs]
+    needed = _between(graph, xs, [y for y in ys if y is not None])
+    grads = {}
+    for y, dy in zip(ys, dys):
+        if y is not None and dy is not None:
+            _accumulate(grads, y, convert_to_tensor(dy, graph))
+    for node in reversed(list(graph.nodes)):
+        if id(node) not in needed:
+            continue
+        out_grads = [grads.get(id(o)) for o in node.outputs]
+        if all(g is None for g in out_grads):
+            continue
+        rule = _rule(node)
+        in_grads = rule(node, *out_grads)
+        for inp, g in zip(node.inputs, in_grads):
+            if g is not None and float_dtype(inp):
+                _accumulate(grads, inp, g)
+    return [grads.get(id(x)) for x in xs]
+
+
+def _accumulate(grads, tensor, g):
+    previous = grads.get(id(tensor))
+    grads[id(tensor)] = g if previous is None else add(previous, g)
+
+
+def _rule(node):
+    if node.op == "Cond":
+        return _cond_grad
+    if node.op == "While":
+        return _while_grad
+    opdef = REGISTRY[node.op]
+    if opdef.grad is None:
+        raise NotImplementedError(f"no gradient is defined for op {node.op} "
+                                  f"(node '{node.name}' created at {node.location})")
+    return opdef.grad
+
+
+def _between(graph, xs, ys):
+    """ids of nodes of `graph` that depend on some x and that some y depends on."""
+    from_x = {id(x) for x in xs}
+    forward = set()
+    for node in graph.nodes:
+        if any(id(i) in from_x for i in node.inputs):
+            forward.add(id(node))
+            from_x.update(id(o) for o in node.outputs)
+    members = {id(n) for n in graph.nodes}
+    backward, stack = set(), [y.node for y in ys]
+    while stack:
+        node = stack.pop()
+        if id(node) in backward or id(node) not in members:
+            continue
+        backward.add(id(node))
+        stack.extend(i.node for i in node.inputs)
+    return forward & backward
+
+
+# --- re-running a sub-graph ---------------------------------------------------------------
+
+def inline(sub, inputs):
+    """Add copies of `sub`'s nodes to the current graph, fed with `inputs`; returns its outputs.
+
+    Side-effect-only nodes (print, assert) are not copied: recomputing a step must not
+    print or check twice.
+    """
+    graph = current_graph()
+    values = {id(p): convert_to_tensor(v, graph) for p, v in zip(sub.inputs, inputs)}
+    for node in sub.nodes:
+        if not node.outputs and node.op in ("Print", "Assert", "StackPush"):
+            continue
+        ins = [values[id(i)] for i in node.inputs]
+        copy = graph.add_node(node.op, ins, node.attrs, [(o.shape, o.dtype) for o in node.outputs],
+                              location=node.location)
+        for old, new in zip(node.outputs, copy.outputs):
+            new.weak = old.weak
+            values[id(old)] = new
+    return [values[id(o)] for o in sub.outputs]
+
+
+# --- Cond -------------------------------------------------------------------------------
+
+def _cond_grad(node, *dys):
+    pred, captures = node.inputs[0], list(node.inputs[1:])
+    wanted = [float_dtype(c) for c in captures]
+    dys = [dy if dy is not None else (_zeros(o) if float_dtype(o) else None) for o, dy in zip(node.outputs, dys)]
+
+    def branch(sub):
+        def backward():
+            outs = inline(sub, captures)
+            local = [convert_to_tensor(c) for c in captures]
+            grads = gradients(outs, local, dys)
+            return tuple((g if g is not None else _zeros(c)) if w else None
+                         for g, c, w in zip(grads, local, wanted))
+        return backward
+
+    grads = cond(pred, branch(node.attrs["then_branch"]), branch(node.attrs["else_branch"]))
+    return [None, *grads]
+
+
+# --- While ------------------------------------------------------------------------------
+
+def _while_grad(node, *dys):
+    cond_g, body_g = node.attrs["cond"], node.attrs["body"]
+    if any(n.op in ("StackPop", "StackSize") for g in (cond_g, body_g) for n in g.walk()):
+        stack_ops.POP.grad(node)  # a backward loop: second order through While is not supported
+    n = len(body_g.outputs)
+    captures = list(node.inputs[n:])
+    inits = list(node.inputs[:n])
+    variant = [k for k in range(n) if body_g.outputs[k] is not body_g.inputs[k]]
+    stack = _record_iterations(node, variant)
+
+    var_idx = [k for k in range(n) if float_dtype(node.outputs[k])]
+    cap_idx = [j for j, c in enumerate(captures) if float_dtype(c)]
+    start = [dys[k] if dys[k] is not None else _zeros(node.outputs[k]) for k in var_idx]
+    start += [_zeros(captures[j]) for j in cap_idx]
+    specs = [(body_g.inputs[k].shape, body_g.inputs[k].dtype) for k in variant]
+
+    def more(*state):
+        return stack_ops.size(stack) > 0
+
+    def step(state):
+        d_vars, d_caps = list(state[:len(var_idx)]), list(state[len(var_idx):])
+        popped = stack_ops.pop(stack, specs)
+        values = list(inits)
+        for k, v in zip(variant, popped):
+            values[k] = v
+        values = [convert_to_tensor(v) for v in values]
+        local_caps = [convert_to_tensor(c) for c in captures]
+        outs = inline(body_g, values + local_caps)
+        xs = [values[k] for k in var_idx] + [local_caps[j] for j in cap_idx]
+        grads = gradients([outs[k] for k in var_idx], xs, d_vars)
+        new_vars = [g if g is not None else _zeros(x) for g, x in zip(grads[:len(var_idx)], xs)]
+        new_caps = [d if g is None else add(d, g) for d, g in zip(d_caps, grads[len(var_idx):])]
+        return tuple(new_vars + new_caps)
+
+    names = [f"d_{body_g.inputs[k].node.name}" for k in var_idx] + [f"d_capture_{j}" for j in cap_idx]
+    result = stage_while(more, step, tuple(start), names, node.location)
+    grads = [None] * len(node.inputs)
+    for k, g in zip(var_idx, result[:len(var_idx)]):
+        grads[k] = g
+    for j, g in zip(cap_idx, result[len(var_idx):]):
+        grads[n + j] = g
+    return grads
+
+
+def _record_iterations(node, variant):
+    """Make `node` push its changing loop variables at the start of every iteration.
+
+    The While gets a fresh stack as an extra loop-invariant input and a copy of its body
+    that pushes; the original body graph is left untouched (other nodes may share it).
+    """
+    graph = node.graph
+    stack = graph.add_node("StackNew", [], {}, [((), stack_ops.HANDLE)], location=node.location).outputs[0]
+    graph.nodes.remove(stack.node)
+    graph.nodes.insert(graph.nodes.index(node), stack.node)
+    body, cond_g = node.attrs["body"], node.attrs["cond"]
+    new_body, new_cond = _with_input(body, stack), _with_input(cond_g, stack)
+    handle = new_body.inputs[-1]
+    push = Node(new_body, "StackPush", f"{node.name}_push", [handle] + [new_body.inputs[k] for k in variant],
+                {}, node.location)
+    new_body.nodes.insert(0, push)
+    node.inputs = tuple(node.inputs) + (stack,)
+    node.attrs = dict(node.attrs, body=new_body, cond=new_cond)
+    return stack
+
+
+def _with_input(sub, stack):
+    """A copy of graph `sub` (same nodes) with one more input placeholder for `stack`."""
+    copy = Graph(sub.name, parent=sub.parent)
+    copy.nodes, copy.outputs = list(sub.nodes), list(sub.outputs)
+    copy.captures = list(sub.captures)
+    handle = copy.placeholder((), stack_ops.HANDLE, name="stack")
+    copy.inputs = list(sub.inputs) + [handle]
+    return copy
+
+
+# --- public API -------------------------------------------------------------------------
+
+def value_and_grad(fn, argnums=0):
+    """A function returning `(fn(*args), gradient of fn with respect to args[argnums])`.
+
+    `fn` must return a float scalar. `argnums` is an int or a tuple of ints (then the
+    gradients come as a tuple). Arguments may be arrays, Python floats or nested
+    lists/tuples/dicts of them; gradients have the same structure. Works on arrays
+    (traced and compiled once per signature) and inside @ag.function.
+
+        loss_and_grads = ag.value_and_grad(loss, argnums=(0, 1))
+        loss, (dw, db) = loss_and_grads(w, b, x, y)
+    """
+    single = isinstance(argnums, numbers.Integral)
+    positions = (argnums,) if single else tuple(argnums)
+
+    def symbolic(*args):
+        from ..operators import call
+        from ..runtime.graph import current_graph as _current
+        graph = _current()
+        args = list(args)
+        for p in positions:
+            args[p] = nest.pack(args[p], [convert_to_tensor(v, graph) for v in nest.flatten(args[p])])
+        value = call(fn)(*args)
+        if not isinstance(value, Tensor):
+            value = convert_to_tensor(value, graph)
+        if value.shape != () or not float_dtype(value):
+            raise TypeError(f"ag.grad needs {getattr(fn, '__name__', 'fn')} to return a float scalar, got "
+                            f"{value!r} (at {user_location()})")
+        xs = [x for p in positions for x in nest.flatten(args[p])]
+        grads = gradients([value], xs, [np.ones((), value.dtype)])
+        grads = [g if g is not None else zeros_like(x) for g, x in zip(grads, xs)]
+        it = iter(grads)
+        structured = tuple(nest.pack(args[p], [next(it) for _ in nest.flatten(args[p])]) for p in positions)
+        return value, (structured[0] if single else structured)
+
+    compiled = {}
+
+    @functools.wraps(fn)
+    def value_and_grad_fn(*args):
+        _check_differentiable(fn, args, positions)
+        args = tuple(_as_float_arrays(a) if i in positions else a for i, a in enumerate(args))
+        if current_graph() is not None:
+            return symbolic(*args)
+        key = len(args)
+        if key not in compiled:
+            from ..function import Function
+            compiled[key] = Function(_positional(symbolic, key), autograph=False)
+        return compiled[key](*args)
+
+    return value_and_grad_fn
+
+
+def _positional(fn, count):
+    """`fn` with exactly `count` positional parameters (so the cache keys each argument)."""
+    names = [f"arg{i}" for i in range(count)]
+    namespace = {"fn": fn}
+    exec(f"def positional({', '.join(names)}):\n    return fn({', '.join(names)})\n", namespace)
+    return namespace["positional"]
+
+
+def grad(fn, argnums=0):
+    """A function returning the gradient of scalar `fn` with respect to `args[argnums]`.
+
+        dloss_dw = ag.grad(loss)(w, x, y)
+    """
+    value_and_grad_fn = value_and_grad(fn, argnums)
+
+    @functools.wraps(fn)
+    def grad_fn(*args):
+        return value_and_grad_fn(*args)[1]
+    return grad_fn
+
+
+def _check_differentiable(fn, args, positions):
+    import inspect
+    try:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        names = []
+    for p in positions:
+        if p >= len(args):
+            raise TypeError(f"argnums {p} is out of range: {getattr(fn, '__name__', 'fn')} was called "
+                            f"with {len(args)} arguments")
+        for leaf in nest.flatten(args[p]):
+            dtype = leaf.dtype if hasattr(leaf, "dtype") else np.asarray(leaf).dtype
+            if not (np.issubdtype(dtype, np.floating) or np.issubdtype(dtype, np.complexfloating)):
+                name = names[p] if p < len(names) else f"argument {p}"
+                raise TypeError(f"cannot differentiate {getattr(fn, '__name__', 'fn')} with respect to "
+                                f"'{name}': it is {dtype} ({leaf!r}), not a float; pass a float array "
+                                f"or leave it out of argnums (at {user_location()})")
+
+
+def _as_float_arrays(value):
+    """Python floats become float64 arrays, so they are traced as inputs, not constants."""
+    return nest.pack(value, [np.asarray(v) if isinstance(v, float) else v for v in nest.flatten(value)])
