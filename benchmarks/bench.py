@@ -54,10 +54,14 @@ def main():
     for name, (numpy_fn, ag_fn, make_inputs) in WORKLOADS.items():
         args = make_inputs()
         compiled = ag.function(ag_fn)
-        eager_out, compiled_out = ag_fn(*args), compiled(*args)
+        eager_out, compiled_out, numpy_out = ag_fn(*args), compiled(*args), numpy_fn(*args)
         for e, c in zip(ag.nest.flatten(eager_out), ag.nest.flatten(compiled_out)):
             if np.asarray(e).dtype != np.asarray(c).dtype or not np.allclose(e, c, rtol=1e-5, atol=1e-6):
                 print(f"MISMATCH in {name}: compiled result differs from eager", file=sys.stderr)
+                failed = True
+        for e, n in zip(ag.nest.flatten(eager_out), ag.nest.flatten(numpy_out)):
+            if not np.allclose(e, n, rtol=1e-4, atol=1e-5):
+                print(f"MISMATCH in {name}: the numpy reference differs from the ag version", file=sys.stderr)
                 failed = True
         t = interleaved_medians({"numpy": numpy_fn, "eager": ag_fn, "compiled": compiled}, args, opts.repeats)
         first = first_call_seconds(lambda: ag.function(ag_fn), args)

@@ -1,8 +1,28 @@
 """The workloads of shared/BENCHMARKS.md, each as handwritten numpy and as a user's ag code."""
 import numpy as np
 
-from examples.models import (collatz, collatz_inputs, lstm_cell, lstm_inputs, tanh_loop,
-                             tanh_loop_inputs)
+from examples.models import (collatz, collatz_inputs, lstm_cell, lstm_inputs, mlp_step,
+                             mlp_step_inputs, rnn, rnn_inputs, tanh_loop, tanh_loop_inputs)
+
+
+def rnn_numpy(inputs, seq_len, w_in, w_state, b, w_out, b_out):
+    state = np.zeros((inputs.shape[1], w_state.shape[0]), inputs.dtype)
+    for i in range(inputs.shape[0]):
+        updated = np.tanh(inputs[i] @ w_in + state @ w_state + b)
+        state = np.where(i >= seq_len[:, None], state, updated)
+    return state @ w_out + b_out
+
+
+def mlp_step_numpy(w1, b1, w2, b2, x, y, lr):
+    pre = x @ w1 + b1
+    hidden = np.maximum(pre, 0)
+    err = hidden @ w2 + b2 - y
+    loss = np.mean(err ** 2)
+    d_out = 2 * err / err.size
+    dw2, db2 = hidden.T @ d_out, d_out.sum(0)
+    d_hidden = (d_out @ w2.T) * (pre > 0)
+    dw1, db1 = x.T @ d_hidden, d_hidden.sum(0)
+    return loss, w1 - lr * dw1, b1 - lr * db1, w2 - lr * dw2, b2 - lr * db2
 
 
 def tanh_loop_numpy(x):
@@ -30,6 +50,8 @@ def lstm_cell_numpy(x, h, c, w_x, w_h, b):
 # id -> (handwritten numpy, ag function, inputs)
 WORKLOADS = {
     "W1 tanh_loop": (tanh_loop_numpy, tanh_loop, tanh_loop_inputs),
+    "W2 rnn": (rnn_numpy, rnn, rnn_inputs),
     "W3 lstm_cell": (lstm_cell_numpy, lstm_cell, lstm_inputs),
+    "W5 mlp_step": (mlp_step_numpy, mlp_step, mlp_step_inputs),
     "W6 collatz": (collatz_numpy, collatz, collatz_inputs),
 }

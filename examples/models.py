@@ -92,7 +92,7 @@ def rnn_loss(w_in, w_state, b, w_out, b_out, inputs, seq_len, targets):
 def rnn_inputs(seed=0, steps=50, batch=32, n_in=16, units=64, n_out=8, dtype=np.float32):
     rng = np.random.default_rng(seed)
     r = lambda *shape, scale=1.0: (rng.standard_normal(shape) * scale).astype(dtype)  # noqa: E731
-    return (r(steps, batch, n_in), rng.integers(10, steps + 1, batch).astype(np.int64),
+    return (r(steps, batch, n_in), rng.integers(min(10, steps), steps + 1, batch).astype(np.int64),
             r(n_in, units, scale=0.3), r(units, units, scale=0.1), np.zeros(units, dtype),
             r(units, n_out, scale=0.3), np.zeros(n_out, dtype))
 
