@@ -22,6 +22,7 @@ from .ops.core import constant_node
 from .runtime import devices
 from .runtime.graph import Tensor, building, current_graph, Graph
 from .runtime.lowering import Plan
+from .runtime.passes import optimize
 
 logger = logging.getLogger("autograph_lite")
 
@@ -186,19 +187,29 @@ class ConcreteFunction:
     def __init__(self, function, graph, input_specs, output_template, output_slots, device):
         self._function, self.graph, self.input_specs = function, graph, input_specs
         self._template, self._slots, self.device = output_template, output_slots, device
-        self._plan, self._lock = None, threading.Lock()
+        self._plan, self._optimized, self._lock = None, None, threading.Lock()
         # fast paths for the common output shapes: one tensor, or a flat tuple of them
         self._single = output_slots == [0] and output_template is _OUTPUT
         self._flat_tuple = type(output_template) is tuple and all(t is _OUTPUT for t in output_template) \
             and output_slots == list(range(len(output_template)))
 
     @property
+    def optimized_graph(self):
+        """The graph after the optimization passes (what the plan runs); printable like `graph`."""
+        if self._optimized is None:
+            with self._lock:
+                if self._optimized is None:
+                    self._optimized = optimize(self.graph)
+        return self._optimized
+
+    @property
     def plan(self):
-        """The graph lowered to generated Python for its device (built on first use)."""
+        """The optimized graph lowered to generated Python for its device (built on first use)."""
         if self._plan is None:
+            graph = self.optimized_graph
             with self._lock:
                 if self._plan is None:
-                    self._plan = Plan(self.graph, self.device)
+                    self._plan = Plan(graph, self.device)
         return self._plan
 
     @property

@@ -70,11 +70,17 @@ def test_to_dot_has_clusters_for_subgraphs():
     assert dot.startswith('digraph "<lambda>"') and "cluster_Cond" in dot and '"Neg' in dot
 
 
-def test_plan_is_straight_line_python():
-    cf = trace(lambda x, y: ag.tanh(x @ y) + 1.0, np.ones((2, 2)), np.ones((2, 2)))
-    source = cf.plan.source
+def test_plan_is_straight_line_python(monkeypatch):
+    fn = lambda x, y: ag.tanh(x @ y) + 1.0  # noqa: E731
+    monkeypatch.setenv("AG_DISABLE_PASSES", "all")
+    source = trace(fn, np.ones((2, 2)), np.ones((2, 2))).plan.source
     assert "def plan(a0, a1):" in source and "while" not in source
     assert source.count(" = k") == 3  # MatMul, Tanh, Add: one bare kernel call each
+    monkeypatch.delenv("AG_DISABLE_PASSES")
+    big = np.ones((300, 300))
+    cf = trace(fn, big, big)
+    assert cf.plan.source.count(" = k") == 2  # MatMul, then Tanh+Add fused (large arrays)
+    assert "FusedElementwise" in str(cf.optimized_graph) and "Tanh(" in str(cf.graph)
 
 
 def test_leaked_tensor_is_a_clear_error():

@@ -198,3 +198,32 @@ def building(graph):
         yield graph
     finally:
         stack.pop()
+
+
+def copy_graph(graph, parent=None, outer=None):
+    """A deep copy of `graph` (new nodes and tensors, sub-graphs copied too) for passes to rewrite.
+
+    `outer` maps ids of the parent graph's tensors to their copies (for captures).
+    """
+    new = Graph(graph.name, parent=parent)
+    new._name_counts = graph._name_counts
+    values = {}
+    for t in graph.inputs:
+        values[id(t)] = Tensor(None, t.index, t.shape, t.dtype, t.weak)
+    for old_t in graph.inputs:
+        node = Node(new, "Placeholder", old_t.node.name, (), dict(old_t.node.attrs), old_t.node.location)
+        t = values[id(old_t)]
+        t.node = node
+        node.outputs = [t]
+    new.inputs = [values[id(t)] for t in graph.inputs]
+    for node in graph.nodes:
+        attrs = {k: copy_graph(v, new, values) if isinstance(v, Graph) else v for k, v in node.attrs.items()}
+        copy = Node(new, node.op, node.name, [values[id(i)] for i in node.inputs], attrs, node.location)
+        copy.outputs = [Tensor(copy, o.index, o.shape, o.dtype, o.weak) for o in node.outputs]
+        for o, c in zip(node.outputs, copy.outputs):
+            values[id(o)] = c
+        new.nodes.append(copy)
+    new.outputs = [values[id(t)] for t in graph.outputs]
+    if outer is not None:
+        new.captures = [(outer.get(id(o), o), values.get(id(i), i)) for o, i in graph.captures]
+    return new

@@ -35,28 +35,6 @@ class Plan:
         return node
 
 
-def has_effects(node):
-    """True if running `node` does more than compute its outputs (random draws, prints, asserts)."""
-    if node.op in ("Const", "Placeholder"):
-        return False
-    if node.op in ("Cond", "While"):
-        return any(has_effects(n) for sub in node.subgraphs() for n in sub.nodes)
-    return lookup(node.op).stateful
-
-
-def _live_nodes(graph):
-    """ids of the nodes an output or a side effect of `graph` depends on; others are not emitted."""
-    members = {id(n) for n in graph.nodes}
-    live, stack = set(), [t.node for t in graph.outputs]
-    stack += [n for n in graph.nodes if has_effects(n)]
-    while stack:
-        node = stack.pop()
-        if id(node) not in live and id(node) in members:
-            live.add(id(node))
-            stack.extend(t.node for t in node.inputs)
-    return live
-
-
 class _Lowering:
     def __init__(self, device):
         self.device, self.xp = device, device.xp
@@ -103,10 +81,8 @@ class _Lowering:
         self.lines.append("    " * indent + text)
 
     def body(self, graph, indent):
-        live = _live_nodes(graph)
         for node in graph.nodes:
-            if id(node) in live:
-                self.node(node, indent)
+            self.node(node, indent)
         return [self.names[id(t)] for t in graph.outputs]
 
     def alias(self, placeholders, values):

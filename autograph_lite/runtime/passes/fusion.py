@@ -1,0 +1,239 @@
+"""Elementwise fusion: a chain of elementwise nodes becomes one FusedElementwise node.
+
+The fused node holds a small program (steps over its inputs and earlier steps). On the
+CPU a large result is computed in cache-sized blocks: each block runs the whole chain
+through scratch buffers (`out=`), so memory is read and written once instead of once
+per op, and the blocks are shared among threads (numpy releases the GIL in ufunc
+loops). Small results, broadcasting inputs and other devices evaluate the steps on
+whole arrays.
+"""
+import concurrent.futures
+import os
+import threading
+
+import numpy as np
+
+from ..graph import Node, Tensor
+from ..opdef import OpDef, lookup, register
+from .util import rewire, subgraphs_first
+
+BLOCK = 8192               # elements per block: a chain's scratch buffers stay in cache
+BLOCKED_MIN_SIZE = 1 << 16  # below this, whole-array evaluation is cheaper
+THREADS = max(1, min(8, os.cpu_count() or 1))
+
+# graph op -> numpy ufunc name (all take out=)
+UFUNCS = {
+    "Add": "add", "Sub": "subtract", "Mul": "multiply", "RealDiv": "true_divide",
+    "FloorDiv": "floor_divide", "FloorMod": "remainder", "Pow": "power", "Maximum": "maximum",
+    "Minimum": "minimum", "Equal": "equal", "NotEqual": "not_equal", "Less": "less",
+    "LessEqual": "less_equal", "Greater": "greater", "GreaterEqual": "greater_equal",
+    "LogicalAnd": "logical_and", "LogicalOr": "logical_or", "LogicalNot": "logical_not",
+    "Neg": "negative", "Tanh": "tanh", "Exp": "exp", "Log": "log", "Sqrt": "sqrt",
+    "Square": "square", "Abs": "absolute",
+}
+# composite ops, as (ufunc, operands) steps over x; "y" is the running value
+EXPANSIONS = {
+    "Relu": [("maximum", ("x", 0))],
+    "Sigmoid": [("multiply", ("x", 0.5)), ("tanh", ("y",)), ("multiply", ("y", 0.5)), ("add", ("y", 0.5))],
+}
+
+
+def _fusible(node):
+    """An elementwise node whose result is large, or of a size known only at run time:
+    for small arrays a fused kernel saves nothing over calling the ops one by one."""
+    if len(node.outputs) != 1 or not (node.op in UFUNCS or node.op in EXPANSIONS):
+        return False
+    shape = node.outputs[0].shape
+    return None in shape or int(np.prod(shape)) >= BLOCKED_MIN_SIZE
+
+
+def _users(graph):
+    users = {}
+    for node in graph.nodes:
+        for t in node.inputs:
+            users.setdefault(id(t), []).append(node)
+    return users
+
+
+def _fuse(graph):
+    users = _users(graph)
+    escaping = {id(t) for t in graph.outputs}
+    group_of, groups = {}, []
+    for node in reversed(graph.nodes):
+        if not _fusible(node):
+            continue
+        out = node.outputs[0]
+        uses = users.get(id(out), [])
+        if len(uses) == 1 and id(uses[0]) in group_of and id(out) not in escaping:
+            group = group_of[id(uses[0])]
+            group.append(node)
+        else:
+            group = [node]
+            groups.append(group)
+        group_of[id(node)] = group
+    fused = {id(g[0]): g for g in groups if len(g) > 1}
+    if not fused:
+        return
+    members = {id(n) for g in fused.values() for n in g}
+    replacements, nodes = {}, []
+    for node in graph.nodes:
+        if id(node) in fused:
+            new = _fused_node(graph, list(reversed(fused[id(node)])))
+            nodes.append(new)
+            replacements[id(node.outputs[0])] = new.outputs[0]
+        elif id(node) not in members:
+            nodes.append(node)
+    graph.nodes = nodes
+    rewire(graph, replacements)
+
+
+def _fused_node(graph, group):
+    """One node computing `group` (in graph order; the last node's output is the result)."""
+    inputs, slot, steps, exprs = [], {}, [], {}
+    for node in group:
+        args = []
+        for t in node.inputs:
+            if id(t) in slot:
+                args.append(slot[id(t)])
+            else:
+                slot[id(t)] = ("in", len(inputs))
+                exprs[id(t)] = f"${len(inputs)}"
+                inputs.append(t)
+                args.append(slot[id(t)])
+        out = node.outputs[0]
+        steps.append((node.op, tuple(args), out.dtype))
+        slot[id(out)] = ("t", len(steps) - 1)
+        exprs[id(out)] = f"{node.op}({', '.join(exprs[id(t)] for t in node.inputs)})"
+    root = group[-1].outputs[0]
+    fused = Node(graph, "FusedElementwise", graph.unique_name("Fused"), inputs,
+                 {"steps": tuple(steps), "expr": exprs[id(root)]}, group[-1].location)
+    fused.outputs = [Tensor(fused, 0, root.shape, root.dtype, root.weak)]
+    return fused
+
+
+def run(graph):
+    subgraphs_first(graph, _fuse)
+
+
+# --- the kernel -----------------------------------------------------------------------
+
+def _fused_kernel(xp, steps, expr):
+    whole = _whole_array_evaluator(xp, steps)
+    if xp is not np:
+        return whole
+    block = _block_evaluator(steps)
+    out_dtype = steps[-1][2]
+
+    def fused(*inputs):
+        size = _blockable_size(inputs)
+        if size < BLOCKED_MIN_SIZE:
+            return whole(*inputs)
+        shape = next(a.shape for a in inputs if isinstance(a, np.ndarray) and a.ndim)
+        out = np.empty(shape, out_dtype)
+        flat_out = out.reshape(-1)
+        flat_in = [a.reshape(-1) if isinstance(a, np.ndarray) and a.ndim else a for a in inputs]
+        chunks = _chunks(size)
+        if len(chunks) == 1:
+            _run_blocks(block, flat_out, flat_in, *chunks[0])
+        else:
+            list(_pool().map(lambda c: _run_blocks(block, flat_out, flat_in, *c), chunks))
+        return out
+    return fused
+
+
+def _blockable_size(inputs):
+    """The common size if every array input is C-contiguous with one shape (others scalar), else 0."""
+    shape = None
+    for a in inputs:
+        if isinstance(a, np.ndarray) and a.ndim:
+            if not a.flags.c_contiguous or (shape is not None and a.shape != shape):
+                return 0
+            shape = a.shape
+        elif not (np.isscalar(a) or isinstance(a, np.ndarray)):
+            return 0
+    return 0 if shape is None else int(np.prod(shape))
+
+
+def _chunks(size):
+    parts = THREADS if size >= BLOCKED_MIN_SIZE * THREADS else 1
+    step = -(-size // parts)
+    step = -(-step // BLOCK) * BLOCK
+    return [(start, min(size, start + step)) for start in range(0, size, step)]
+
+
+_scratch = threading.local()
+_executor = None
+_executor_lock = threading.Lock()
+
+
+def _pool():
+    global _executor
+    with _executor_lock:
+        if _executor is None:
+            _executor = concurrent.futures.ThreadPoolExecutor(THREADS, thread_name_prefix="ag-fused")
+        return _executor
+
+
+def _run_blocks(block, out, inputs, start, stop):
+    for lo in range(start, stop, BLOCK):
+        hi = min(stop, lo + BLOCK)
+        block(out[lo:hi], [a[lo:hi] if isinstance(a, np.ndarray) and a.ndim else a for a in inputs], hi - lo)
+
+
+def _block_evaluator(steps):
+    """fn(out_block, input_blocks, n): the chain on one block, through per-thread scratch buffers."""
+    program = []
+    for op, args, dtype in steps:
+        if op in EXPANSIONS:
+            program.append(("expand", op, args, dtype))
+        else:
+            program.append(("ufunc", getattr(np, UFUNCS[op]), args, dtype))
+
+    def run_block(out, inputs, n):
+        buffers = _scratch.__dict__.setdefault("buffers", {})
+        values = []
+        last = len(program) - 1
+
+        def value(arg):
+            return inputs[arg[1]] if arg[0] == "in" else values[arg[1]]
+        for j, (kind, fn, args, dtype) in enumerate(program):
+            target = out if j == last else _buffer(buffers, j, dtype, n)
+            if kind == "ufunc":
+                fn(*[value(a) for a in args], out=target)
+            else:
+                x = value(args[0])
+                for name, operands in EXPANSIONS[fn]:
+                    ops = [x if o == "x" else target if o == "y" else o for o in operands]
+                    getattr(np, name)(*ops, out=target)
+            values.append(target)
+    return run_block
+
+
+def _buffer(buffers, j, dtype, n):
+    key = (j, dtype)
+    buf = buffers.get(key)
+    if buf is None or buf.size < n:
+        buf = buffers[key] = np.empty(BLOCK, dtype)
+    return buf[:n]
+
+
+def _whole_array_evaluator(xp, steps):
+    """fn(*inputs): the chain on whole arrays with the ops' own kernels (any device),
+    generated as straight-line code."""
+    n_inputs = 1 + max((a[1] for _, args, _ in steps for a in args if a[0] == "in"), default=-1)
+    params = [f"a{i}" for i in range(n_inputs)]
+    lines = [f"def evaluate({', '.join(params)}):"]
+    for j, (_, args, _) in enumerate(steps):
+        operands = ", ".join(f"a{a[1]}" if a[0] == "in" else f"t{a[1]}" for a in args)
+        lines.append(f"    t{j} = k{j}({operands})")
+    lines.append(f"    return t{len(steps) - 1}")
+    namespace = {f"k{j}": lookup(op).kernel(xp) for j, (op, _, _) in enumerate(steps)}
+    exec("\n".join(lines), namespace)
+    return namespace["evaluate"]
+
+
+def _no_infer(*args, **kwargs):
+    raise TypeError("FusedElementwise nodes are made by the fusion pass, not traced")
+
+
+register(OpDef("FusedElementwise", _fused_kernel, _no_infer, elementwise=True))
