@@ -1,11 +1,15 @@
-"""Time each workload as handwritten numpy, ag eager and ag compiled, interleaved, in one run.
+"""Time the workloads of shared/BENCHMARKS.md: handwritten numpy, ag eager, ag compiled.
 
-    python benchmarks/bench.py [--repeats 15]
+    python benchmarks/bench.py [--repeats 15] [--only W3,W4] [--out benchmarks/results]
 
-Prints median per-call times, ratios to numpy and the first-call time; exits non-zero if a
-compiled result differs from the eager one.
+One process, rounds interleaved so machine noise hits every way alike; medians per
+call, ratios to numpy, the first call split into convert / trace / optimize / lower /
+run, and the overhead of a compiled identity function. Writes results.json and (with
+matplotlib, the `bench` extra) results.png. Exits non-zero if a compiled result differs
+from the eager one.
 """
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -16,8 +20,9 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import autograph_lite as ag  # noqa: E402
+from autograph_lite import loader, operators  # noqa: E402
 from benchmarks.workloads import WORKLOADS  # noqa: E402
-from examples.timing import first_call_seconds, fmt_time  # noqa: E402
+from examples.timing import fmt_time  # noqa: E402
 
 
 def calls_per_round(fn, args, target=0.02):
@@ -44,32 +49,103 @@ def interleaved_medians(ways, args, repeats):
     return {name: statistics.median(s) for name, s in samples.items()}
 
 
+def first_call_split(fn, args):
+    """Seconds for each stage of a first call, on a function never converted before."""
+    loader._cache.pop(fn, None)
+    f = ag.function(fn)
+    t0 = time.perf_counter()
+    operators.call(fn)                     # convert (cached for the trace below)
+    t1 = time.perf_counter()
+    concrete = f.get_concrete_function(*args)
+    t2 = time.perf_counter()
+    concrete.optimized_graph
+    t3 = time.perf_counter()
+    concrete.plan
+    t4 = time.perf_counter()
+    f(*args)
+    t5 = time.perf_counter()
+    return {"convert": t1 - t0, "trace": t2 - t1, "optimize": t3 - t2, "lower": t4 - t3,
+            "run": t5 - t4, "total": t5 - t0}
+
+
+def identity_overhead(repeats):
+    def identity(x):
+        return x
+    compiled = ag.function(identity)
+    x = np.ones(3)
+    t = interleaved_medians({"python": identity, "compiled": compiled}, (x,), repeats)
+    return t["compiled"] - t["python"]
+
+
+def same(a, b, rtol=1e-5, atol=1e-6):
+    a, b = ag.nest.flatten(a), ag.nest.flatten(b)
+    return len(a) == len(b) and all(
+        np.asarray(x).dtype == np.asarray(y).dtype and np.allclose(x, y, rtol=rtol, atol=atol) for x, y in zip(a, b))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--only", default="", help="comma-separated workload ids, e.g. W3,W4")
+    parser.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
     opts = parser.parse_args()
-    failed = False
-    print(f"{'workload':<16} {'numpy':>10} {'ag eager':>10} {'compiled':>10} {'eager/np':>9} "
-          f"{'compiled/np':>12} {'eager/compiled':>15} {'first call':>11}")
+    wanted = [w.strip() for w in opts.only.split(",") if w.strip()]
+    failed, rows = False, []
+    print(f"{'workload':<22} {'numpy':>9} {'ag eager':>9} {'compiled':>9} {'eager/np':>9} "
+          f"{'compiled/np':>12} {'first call':>11}  (convert/trace/optimize/lower/run)")
     for name, (numpy_fn, ag_fn, make_inputs) in WORKLOADS.items():
+        if wanted and name.split()[0] not in wanted:
+            continue
         args = make_inputs()
         compiled = ag.function(ag_fn)
         eager_out, compiled_out, numpy_out = ag_fn(*args), compiled(*args), numpy_fn(*args)
-        for e, c in zip(ag.nest.flatten(eager_out), ag.nest.flatten(compiled_out)):
-            if np.asarray(e).dtype != np.asarray(c).dtype or not np.allclose(e, c, rtol=1e-5, atol=1e-6):
-                print(f"MISMATCH in {name}: compiled result differs from eager", file=sys.stderr)
-                failed = True
-        for e, n in zip(ag.nest.flatten(eager_out), ag.nest.flatten(numpy_out)):
-            if not np.allclose(e, n, rtol=1e-4, atol=1e-5):
-                print(f"MISMATCH in {name}: the numpy reference differs from the ag version", file=sys.stderr)
-                failed = True
+        if not same(eager_out, compiled_out):
+            print(f"MISMATCH in {name}: compiled result differs from eager", file=sys.stderr)
+            failed = True
+        if not all(np.allclose(e, n, rtol=1e-4, atol=1e-5) for e, n in
+                   zip(ag.nest.flatten(eager_out), ag.nest.flatten(numpy_out))):
+            print(f"MISMATCH in {name}: the numpy reference differs from the ag version", file=sys.stderr)
+            failed = True
         t = interleaved_medians({"numpy": numpy_fn, "eager": ag_fn, "compiled": compiled}, args, opts.repeats)
-        first = first_call_seconds(lambda: ag.function(ag_fn), args)
-        print(f"{name:<16} {fmt_time(t['numpy']):>10} {fmt_time(t['eager']):>10} {fmt_time(t['compiled']):>10} "
+        split = first_call_split(ag_fn, args)
+        rows.append({"workload": name, "seconds": t, "first_call": split,
+                     "ratio_to_numpy": {k: v / t["numpy"] for k, v in t.items()}})
+        stages = "/".join(f"{split[k] * 1e3:.1f}" for k in ("convert", "trace", "optimize", "lower", "run"))
+        print(f"{name:<22} {fmt_time(t['numpy']):>9} {fmt_time(t['eager']):>9} {fmt_time(t['compiled']):>9} "
               f"{t['eager'] / t['numpy']:>9.2f} {t['compiled'] / t['numpy']:>12.2f} "
-              f"{t['eager'] / t['compiled']:>14.2f}x {fmt_time(first):>11}")
-    print(f"\nmedians of {opts.repeats} interleaved rounds; ratios < 1 mean faster than numpy")
+              f"{fmt_time(split['total']):>11}  ({stages} ms)")
+    overhead = identity_overhead(opts.repeats)
+    print(f"\ncompiled identity function: {overhead * 1e6:.2f} µs over the plain Python call")
+    print(f"medians of {opts.repeats} interleaved rounds; ratios < 1 mean faster than numpy")
+    os.makedirs(opts.out, exist_ok=True)
+    with open(os.path.join(opts.out, "results.json"), "w") as f:
+        json.dump({"workloads": rows, "identity_overhead_seconds": overhead, "repeats": opts.repeats}, f, indent=2)
+    _chart(rows, os.path.join(opts.out, "results.png"))
     return 1 if failed else 0
+
+
+def _chart(rows, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print('no chart: matplotlib is missing (pip install "autograph_lite[bench]")')
+        return
+    ways = ["numpy", "eager", "compiled"]
+    fig, ax = plt.subplots(figsize=(9, 4))
+    width = 0.8 / len(ways)
+    for i, way in enumerate(ways):
+        ax.bar([r + i * width for r in range(len(rows))], [row["ratio_to_numpy"][way] for row in rows],
+               width, label=way)
+    ax.axhline(1.0, color="grey", linewidth=0.8)
+    ax.set_xticks([r + width for r in range(len(rows))], [row["workload"] for row in rows], rotation=15)
+    ax.set_ylabel("time relative to numpy (lower is better)")
+    ax.set_yscale("log")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"chart: {path}")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,13 @@
 """The workloads of shared/BENCHMARKS.md, each as handwritten numpy and as a user's ag code."""
 import numpy as np
 
-from examples.models import (collatz, collatz_inputs, lstm_cell, lstm_inputs, mlp_step,
-                             mlp_step_inputs, rnn, rnn_inputs, tanh_loop, tanh_loop_inputs)
+from examples.models import (collatz, collatz_inputs, elementwise_chain, elementwise_inputs,
+                             lstm_cell, lstm_inputs, mlp_step, mlp_step_inputs, rnn, rnn_inputs,
+                             tanh_loop, tanh_loop_inputs)
+
+
+def elementwise_chain_numpy(x):
+    return np.tanh(x * 1.5 + 0.5) * (1 / (1 + np.exp(-x))) - 0.25 * x * x
 
 
 def rnn_numpy(inputs, seq_len, w_in, w_state, b, w_out, b_out):
@@ -52,6 +57,7 @@ WORKLOADS = {
     "W1 tanh_loop": (tanh_loop_numpy, tanh_loop, tanh_loop_inputs),
     "W2 rnn": (rnn_numpy, rnn, rnn_inputs),
     "W3 lstm_cell": (lstm_cell_numpy, lstm_cell, lstm_inputs),
+    "W4 elementwise_chain": (elementwise_chain_numpy, elementwise_chain, elementwise_inputs),
     "W5 mlp_step": (mlp_step_numpy, mlp_step, mlp_step_inputs),
     "W6 collatz": (collatz_numpy, collatz, collatz_inputs),
 }

@@ -117,6 +117,15 @@ def mlp_step_inputs(seed=0, n=64, d=1000, h=100, out=10):
             np.zeros(out), x, np.tanh(x @ true_w), 0.05)
 
 
+def elementwise_chain(x):
+    """W4: six elementwise passes over memory that fusion turns into one."""
+    return ag.tanh(x * 1.5 + 0.5) * ag.nn.sigmoid(x) - 0.25 * x * x
+
+
+def elementwise_inputs(seed=0, n=4_000_000):
+    return (np.random.default_rng(seed).standard_normal(n).astype(np.float32),)
+
+
 EXAMPLES = [
     ("W3 lstm_cell", lstm_cell, lstm_inputs),
     ("mlp_predict", mlp_predict, mlp_inputs),
@@ -125,4 +134,5 @@ EXAMPLES = [
     ("newton_sqrt", newton_sqrt, newton_inputs),
     ("W2 rnn (for over ag.range)", rnn, rnn_inputs),
     ("W5 mlp_step (forward + grad)", mlp_step, mlp_step_inputs),
+    ("W4 elementwise_chain (4M, fused)", elementwise_chain, elementwise_inputs),
 ]

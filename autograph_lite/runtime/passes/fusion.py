@@ -17,7 +17,7 @@ from ..graph import Node, Tensor
 from ..opdef import OpDef, lookup, register
 from .util import rewire, subgraphs_first
 
-BLOCK = 8192               # elements per block: a chain's scratch buffers stay in cache
+BLOCK = 1 << 16            # elements per block: few Python steps per element, buffers near cache
 BLOCKED_MIN_SIZE = 1 << 16  # below this, whole-array evaluation is cheaper
 THREADS = max(1, min(8, os.cpu_count() or 1))
 
@@ -180,6 +180,27 @@ def _run_blocks(block, out, inputs, start, stop):
         block(out[lo:hi], [a[lo:hi] if isinstance(a, np.ndarray) and a.ndim else a for a in inputs], hi - lo)
 
 
+def _scratch_slots(steps):
+    """A scratch-buffer number per step, reusing the buffer of a value no later step reads."""
+    last_use = {}
+    for j, (_, args, _) in enumerate(steps):
+        for a in args:
+            if a[0] == "t":
+                last_use[a[1]] = j
+    slots, free, next_slot = [], {}, 0
+    for j, (_, args, dtype) in enumerate(steps):
+        pool = free.setdefault(dtype, [])
+        if pool:
+            slot = pool.pop()
+        else:
+            slot, next_slot = next_slot, next_slot + 1
+        slots.append(slot)
+        for a in args:  # values last read here can be overwritten from the next step on
+            if a[0] == "t" and last_use.get(a[1]) == j:
+                free.setdefault(steps[a[1]][2], []).append(slots[a[1]])
+    return slots
+
+
 def _block_evaluator(steps):
     """fn(out_block, input_blocks, n): the chain on one block, through per-thread scratch buffers."""
     program = []
@@ -188,6 +209,7 @@ def _block_evaluator(steps):
             program.append(("expand", op, args, dtype))
         else:
             program.append(("ufunc", getattr(np, UFUNCS[op]), args, dtype))
+    slots = _scratch_slots(steps)
 
     def run_block(out, inputs, n):
         buffers = _scratch.__dict__.setdefault("buffers", {})
@@ -197,7 +219,7 @@ def _block_evaluator(steps):
         def value(arg):
             return inputs[arg[1]] if arg[0] == "in" else values[arg[1]]
         for j, (kind, fn, args, dtype) in enumerate(program):
-            target = out if j == last else _buffer(buffers, j, dtype, n)
+            target = out if j == last else _buffer(buffers, slots[j], dtype, n)
             if kind == "ufunc":
                 fn(*[value(a) for a in args], out=target)
             else:
