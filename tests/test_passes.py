@@ -1,0 +1,144 @@
+"""Each optimization pass on small graphs: what it changes in the graph, and that results
+stay those of the eager run."""
+import numpy as np
+import pytest
+
+import autograph_lite as ag
+from helpers import assert_same
+
+
+def optimized(fn, *args):
+    """(ops of the optimized graph and its sub-graphs, compiled result) for `fn(*args)`."""
+    f = ag.function(fn)
+    assert_same(fn(*args), f(*args))
+    graph = f.get_concrete_function(*args).optimized_graph
+    return [n.op for n in graph.walk()], graph
+
+
+def ops_of(graph):
+    return [n.op for n in graph.nodes]
+
+
+def test_constant_folding():
+    ops, _ = optimized(lambda x: x + ag.reduce_sum(np.arange(4.0) * 2.0) + ag.shape(x)[0], np.ones(3))
+    assert "Sum" not in ops and "Shape" not in ops and ops.count("Add") <= 2
+
+
+def test_common_subexpressions_are_merged():
+    ops, _ = optimized(lambda x: ag.tanh(x) * ag.tanh(x) + ag.exp(x) - ag.exp(x), np.ones(3))
+    assert ops.count("Tanh") == 1 and ops.count("Exp") == 1
+
+
+def test_dead_code_is_removed_but_side_effects_stay():
+    def fn(x):
+        ag.tanh(x) * 2.0            # unused
+        ag.random.uniform([2])      # unused, but it draws: stays
+        return x + 1.0
+    ops, _ = optimized(fn, np.ones(3))
+    assert "Tanh" not in ops and "RandomUniform" in ops
+
+
+@pytest.mark.parametrize("fn, gone", [
+    (lambda x: x * 1 + 0, ["Mul", "Add"]),
+    (lambda x: -(-x), ["Neg"]),
+    (lambda x: ag.transpose(ag.transpose(x)), ["Transpose"]),
+    (lambda x: ag.cast(x, np.float64) / 1, ["Cast", "RealDiv"]),
+])
+def test_algebraic_simplification(fn, gone):
+    ops, _ = optimized(fn, np.ones((2, 3)))
+    assert not set(gone) & set(ops)
+
+
+def test_simplification_never_changes_dtype_or_shape():
+    ops, _ = optimized(lambda x: x * 1.0, np.ones(3, np.int32))  # int * 1.0 -> float64: must stay
+    assert "Mul" in ops
+    ops, _ = optimized(lambda x, y: x + 0 * y, np.ones(3), np.ones((2, 3)))  # broadcasting
+    assert "Add" in ops
+
+
+def loop_with_invariant(x, w, n):
+    i = 0
+    while i < n:
+        x = ag.tanh(x @ (w * 2.0))   # w * 2.0 does not change between iterations
+        i += 1
+    return x
+
+
+def test_loop_invariant_code_is_hoisted():
+    args = (np.ones((2, 2)), np.eye(2) * 0.5, np.int64(3))
+    _, graph = optimized(loop_with_invariant, *args)
+    loop = next(n for n in graph.nodes if n.op == "While")
+    assert "Mul" in ops_of(graph) and "Mul" not in ops_of(loop.attrs["body"])
+    assert "MatMul" in ops_of(loop.attrs["body"])
+    for n in (np.int64(0), np.int64(5)):
+        assert_same(loop_with_invariant(args[0], args[1], n), ag.function(loop_with_invariant)(args[0], args[1], n))
+
+
+def test_loop_hoisting_skips_ops_that_can_fail():
+    def fn(x, k, n):
+        i = 0
+        while i < n:
+            x = x * x[k]     # loop-invariant, but would raise if hoisted and the loop never ran
+            i += 1
+        return x
+    f = ag.function(fn)
+    assert_same(fn(np.ones(3), np.int64(5), np.int64(0)), f(np.ones(3), np.int64(5), np.int64(0)))
+    body = next(n for n in f.get_concrete_function(np.ones(3), np.int64(5), np.int64(0)).optimized_graph.nodes
+                if n.op == "While").attrs["body"]
+    assert "StridedSlice" in ops_of(body)
+
+
+def chain(x, y):
+    return ag.tanh(x * 1.5 + 0.5) * ag.nn.sigmoid(x) - 0.25 * x * y
+
+
+def test_large_elementwise_chain_becomes_one_node():
+    x = np.linspace(-3, 3, 200_000).astype(np.float32)
+    _, graph = optimized(chain, x, x[::-1].copy())
+    assert ops_of(graph).count("FusedElementwise") == 1
+    assert not {"Tanh", "Sigmoid", "Mul"} & set(ops_of(graph))
+    assert "Sigmoid(" in str(graph)  # the fused node shows what it computes
+
+
+def test_small_chains_are_left_alone():
+    ops, _ = optimized(chain, np.ones(10, np.float32), np.ones(10, np.float32))
+    assert "FusedElementwise" not in ops
+
+
+def test_fused_kernel_with_unknown_dims_broadcasting_and_small_inputs():
+    f = ag.function(chain, input_signature=[ag.TensorSpec([None]), ag.TensorSpec([None])])
+    assert "FusedElementwise" in str(f.get_concrete_function().optimized_graph)
+    for n in (7, 100_003):  # whole-array and blocked paths
+        x = np.linspace(-2, 2, n).astype(np.float32)
+        assert_same(chain(x, x[::-1].copy()), f(x, x[::-1].copy()))
+    g = ag.function(chain, input_signature=[ag.TensorSpec([None, 1]), ag.TensorSpec([None])])
+    x, y = np.ones((3, 1), np.float32), np.linspace(0, 1, 70_000).astype(np.float32)
+    assert_same(chain(x, y), g(x, y))  # broadcasting: evaluated on whole arrays
+
+
+def test_fused_kernel_on_non_contiguous_input():
+    x = np.linspace(-3, 3, 300_000).astype(np.float32)
+    f = ag.function(chain)
+    f(x[:150_000], x[:150_000])
+    assert_same(chain(x[::2], x[::2]), f(x[::2], x[::2]))
+
+
+def test_passes_can_be_turned_off(monkeypatch):
+    fn = lambda x: ag.tanh(x) + ag.tanh(x)  # noqa: E731
+    monkeypatch.setenv("AG_DISABLE_PASSES", "cse")
+    ops, _ = optimized(fn, np.ones(3))
+    assert ops.count("Tanh") == 2
+    monkeypatch.setenv("AG_DISABLE_PASSES", "all")
+    f = ag.function(lambda x: x * 1 + 0)
+    assert "Mul" in ops_of(f.get_concrete_function(np.ones(2)).optimized_graph)
+    monkeypatch.setenv("AG_DISABLE_PASSES", "fusoin")
+    with pytest.raises(ValueError, match=r"unknown passes \['fusoin'\]"):
+        ag.function(lambda x: x)(np.ones(2))
+
+
+def test_traced_graph_is_not_changed_by_optimization():
+    f = ag.function(lambda x: x * 1 + ag.tanh(x) * ag.tanh(x))
+    cf = f.get_concrete_function(np.ones(2))
+    before = str(cf.graph)
+    cf.optimized_graph
+    assert str(cf.graph) == before and before.count("= Tanh(") == 2
