@@ -79,14 +79,15 @@ def exemplar(t):
 
 @functools.lru_cache(maxsize=4096)
 def _dtype_by_example(fn, key):
-    args = [k if not isinstance(k, np.dtype) else np.ones((), k) for k in key]
+    # key holds dtypes and Python types (for weak scalars): 1 and 1.0 must not share an entry
+    args = [np.ones((), k) if isinstance(k, np.dtype) else k(1) for k in key]
     with np.errstate(all="ignore"):
         return np.asarray(fn(*args)).dtype
 
 
 def result_dtype(fn, tensors):
     """The dtype numpy gives for `fn` applied to values like `tensors` (NEP 50 aware)."""
-    key = tuple(exemplar(t) if t.weak else t.dtype for t in tensors)
+    key = tuple(type(exemplar(t)) if t.weak else t.dtype for t in tensors)
     return _dtype_by_example(fn, key)
 
 
