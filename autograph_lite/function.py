@@ -70,6 +70,14 @@ class TensorSpec:
         return None
 
 
+class _NotAllArrays(Exception):
+    pass
+
+
+def _not_array():
+    raise _NotAllArrays
+
+
 def _is_array(value):
     t = type(value)
     return t is np.ndarray or isinstance(value, np.generic) or devices.is_gpu_array(value)
@@ -282,6 +290,16 @@ class Function:
     def __call__(self, *args, **kwargs):
         if current_graph() is not None:  # called while tracing another function: inline it
             return self._traced_function()(*args, **kwargs)
+        if not kwargs and len(args) == self._n_simple and self._input_signature is None:
+            # fast path: positional arrays only, the key built inline (the common hot call)
+            try:
+                key = (devices.current(), tuple([(np.ndarray, a.shape, a.dtype) for a in args
+                                                 if type(a) is np.ndarray or _not_array()]))
+                concrete = self._cache.get(key)
+                if concrete is not None:
+                    return concrete._run(args)
+            except _NotAllArrays:
+                pass
         values = args if len(args) == self._n_simple and not kwargs else self._canonicalize(args, kwargs)
         arrays = []
         key = (devices.current(), tuple([_key(v, arrays) for v in values]))

@@ -142,3 +142,30 @@ def test_traced_graph_is_not_changed_by_optimization():
     before = str(cf.graph)
     cf.optimized_graph
     assert str(cf.graph) == before and before.count("= Tanh(") == 2
+
+
+def cell(x, h, w):
+    g = x @ w + h            # MatMul result reused by the add
+    return ag.tanh(g) * 2.0 - h, h + 1.0
+
+
+def test_buffer_reuse_writes_only_into_dead_intermediates():
+    x, h, w = np.ones((4, 3)), np.full((4, 3), 0.5), np.eye(3)
+    copies = [a.copy() for a in (x, h, w)]
+    f = ag.function(cell)
+    cf = f.get_concrete_function(x, h, w)
+    assert "+=" in cf.plan.source or "out=" in cf.plan.source
+    for _ in range(2):
+        assert_same(cell(x, h, w), f(x, h, w))
+    for a, c in zip((x, h, w), copies):  # inputs are never written
+        np.testing.assert_array_equal(a, c)
+
+
+def test_buffer_reuse_never_targets_views_or_outputs():
+    def fn(x):
+        y = x[1:] * 2.0      # a fresh array
+        z = y + 1.0          # may reuse y
+        return z, y[0] * 1.0 + ag.reshape(z, (-1,))[0]
+    x = np.arange(4.0)
+    assert_same(fn(x), ag.function(fn)(x))
+    np.testing.assert_array_equal(x, np.arange(4.0))

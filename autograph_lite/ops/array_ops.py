@@ -372,6 +372,15 @@ def _getitem_infer(x, *values, index):
 OPS["getitem"] = define("StridedSlice", _getitem_kernel, _getitem_infer)
 
 
+def _getitem_inline(xp, a, bind, index):
+    if len(a) > 1:  # tensor parts of the index: use the kernel
+        return None
+    return f"{a[0]}[{bind(index if len(index) != 1 else index[0])}]"
+
+
+OPS["getitem"].inline = _getitem_inline
+
+
 def getitem(x, index):
     """`x[index]`: ints, slices (bounds may be Tensors), None, Ellipsis, one array index."""
     index = index if isinstance(index, tuple) else (index,)

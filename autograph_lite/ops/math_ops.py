@@ -59,13 +59,26 @@ _UNARY = [
     ("logical_not", "LogicalNot", lambda xp: xp.logical_not, "Elementwise logical not."),
 ]
 
+# ops the plan writes as Python operators: the same numpy semantics without a call
+_PY_OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "floordiv": "//",
+                 "mod": "%", "pow": "**", "equal": "==", "not_equal": "!=", "less": "<",
+                 "less_equal": "<=", "greater": ">", "greater_equal": ">="}
+
+
+def _infix(symbol):
+    return lambda xp, a, bind: f"({a[0]} {symbol} {a[1]})"
+
+
 OPS = {}  # public name -> OpDef, for overloads and tests
 for _name, _op, _kernel, _doc in _BINARY:
     OPS[_name] = elementwise(_op, _kernel)
+    if _name in _PY_OPERATORS:
+        OPS[_name].inline = _infix(_PY_OPERATORS[_name])
     globals()[_name] = _binary(OPS[_name], _doc)
 for _name, _op, _kernel, _doc in _UNARY:
     OPS[_name] = elementwise(_op, _kernel)
     globals()[_name] = _unary(OPS[_name], _doc)
+OPS["negative"].inline = lambda xp, a, bind: f"(-{a[0]})"
 for _name in OPS:
     globals()[_name].__name__ = globals()[_name].__qualname__ = _name
 

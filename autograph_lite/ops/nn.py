@@ -8,6 +8,10 @@ OPS["relu"] = elementwise("Relu", lambda xp: lambda x: xp.maximum(x, 0))
 OPS["sigmoid"] = elementwise("Sigmoid", lambda xp: lambda x: 0.5 * xp.tanh(0.5 * x) + 0.5)
 
 
+OPS["relu"].inline = lambda xp, a, bind: f"{bind(xp.maximum)}({a[0]}, 0)"
+OPS["sigmoid"].inline = lambda xp, a, bind: f"({bind(xp.tanh)}({a[0]} * 0.5) * 0.5 + 0.5)"
+
+
 def relu(x):
     """max(x, 0), elementwise."""
     return apply(OPS["relu"], (x,))

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..errors import short_location
 from .opdef import lookup
+from .passes.buffer_reuse import IN_PLACE
 
 _plan_ids = itertools.count()
 
@@ -62,8 +63,8 @@ class _Lowering:
         return source, fn, line_nodes
 
     def _is_const_array(self, name):
-        return isinstance(self.env.get(name), (np.ndarray,)) or (
-            name in self.env and type(self.env[name]).__module__.startswith("cupy"))
+        value = self.env.get(name)
+        return name.startswith("c") and (isinstance(value, np.ndarray) or type(value).__module__.startswith("cupy"))
 
     def fresh(self, tensor, prefix="v"):
         name = f"{prefix}{next(self.counter)}"
@@ -81,8 +82,10 @@ class _Lowering:
         self.lines.append("    " * indent + text)
 
     def body(self, graph, indent):
+        outer, self.reuse = getattr(self, "reuse", {}), getattr(graph, "reuse", {})
         for node in graph.nodes:
             self.node(node, indent)
+        self.reuse = outer
         return [self.names[id(t)] for t in graph.outputs]
 
     def alias(self, placeholders, values):
@@ -93,6 +96,9 @@ class _Lowering:
         ins = [self.names[id(t)] for t in node.inputs]
         if node.op == "Const":
             value = node.attrs["value"]
+            if type(value) in (int, float, bool) and repr(value) not in ("nan", "inf", "-inf"):
+                self.names[id(node.outputs[0])] = repr(value)  # a Python scalar: written as a literal
+                return
             if isinstance(value, np.ndarray):
                 value = self.device.put(value)
             self.names[id(node.outputs[0])] = self.bind("c", value)
@@ -100,11 +106,27 @@ class _Lowering:
             self.cond(node, ins, indent)
         elif node.op == "While":
             self.while_(node, ins, indent)
+        elif id(node) in self.reuse:
+            self.in_place(node, ins, indent)
         else:
-            kernel = self.bind("k", lookup(node.op).kernel(self.xp, **node.attrs))
+            opdef = lookup(node.op)
+            expr = opdef.inline(self.xp, ins, lambda v: self.bind("k", v), **node.attrs) if opdef.inline else None
+            if expr is not None:
+                self.emit(f"{self.fresh(node.outputs[0])} = {expr}", indent, node)
+                return
+            kernel = self.bind("k", opdef.kernel(self.xp, **node.attrs))
             outs = [self.fresh(t) for t in node.outputs]
             target = f"{', '.join(outs)} = " if outs else ""
             self.emit(f"{target}{kernel}({', '.join(ins)})", indent, node)
+
+    def in_place(self, node, ins, indent):
+        """The node's result written into its first input's buffer (see passes/buffer_reuse.py)."""
+        how = IN_PLACE[node.op]
+        if how.endswith("="):
+            self.emit(f"{ins[0]} {how} {ins[1]}", indent, node)
+        else:
+            self.emit(f"{self.bind('k', getattr(self.xp, how))}({ins[0]}, out={ins[0]})", indent, node)
+        self.names[id(node.outputs[0])] = ins[0]
 
     def assign(self, targets, values, indent, node=None):
         if targets:

@@ -18,6 +18,9 @@ class OpDef:
     elementwise: bool = False       # output[i] depends only on inputs[i] (fusion candidate)
     stateful: bool = False          # draws random numbers: never folded, merged or dropped
     weak_result: bool = False       # result of all-weak inputs stays weak (NEP 50 arithmetic)
+    # inline(xp, operand_exprs, bind, **attrs) -> a Python expression the plan can use instead of
+    # a kernel call (e.g. "v1 + v2"); bind(value) names a value for the expression to use
+    inline: Optional[Callable] = None
     _eager: dict = dataclasses.field(default_factory=dict, repr=False)
 
     def eager_kernel(self, xp):

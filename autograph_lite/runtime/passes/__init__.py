@@ -7,7 +7,7 @@ Turn passes off with `AG_DISABLE_PASSES=fusion,cse` (names as in ORDER, or `all`
 import os
 
 from ..graph import copy_graph
-from . import (algebraic, constant_folding, cse, dce, fusion, loop_invariant)
+from . import (algebraic, buffer_reuse, constant_folding, cse, dce, fusion, loop_invariant)
 
 ORDER = (
     ("constant_folding", constant_folding),  # ops on constants -> constants
@@ -16,6 +16,7 @@ ORDER = (
     ("loop_invariant", loop_invariant),      # hoist what a While body recomputes unchanged
     ("dce", dce),                            # drop what no output or side effect needs
     ("fusion", fusion),                      # elementwise chains -> one blocked kernel
+    ("buffer_reuse", buffer_reuse),          # ops write into a dead input's buffer
 )
 
 
