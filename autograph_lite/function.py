@@ -238,10 +238,13 @@ class ConcreteFunction:
         try:
             results = plan.fn(*arrays)
         except Exception as e:
-            node = plan.failing_node(e)
-            if node is not None:
-                _add_note(e, f"while running {node.op} node '{node.name}' of "
-                             f"{self._function.__name__}, created at {node.location}")
+            nodes = plan.failing_nodes(e)
+            if len(nodes) == 1:
+                _add_note(e, f"while running {nodes[0].op} node '{nodes[0].name}' of "
+                             f"{self._function.__name__}, created at {nodes[0].location}")
+            elif nodes:
+                _add_note(e, f"while running one of these nodes of {self._function.__name__}: " + "; ".join(
+                    f"{n.op} '{n.name}' created at {n.location}" for n in nodes))
             raise
         if self._single:
             return results[0]

@@ -26,21 +26,41 @@ class Plan:
         self.filename = lowering.filename
         self.graph, self.device = graph, device
 
-    def failing_node(self, exc):
-        """The node whose step raised `exc`, or None if the failure came from elsewhere."""
-        tb, node = exc.__traceback__, None
+    def failing_nodes(self, exc):
+        """The nodes computed on the plan line that raised `exc` (empty if it came from elsewhere)."""
+        tb, nodes = exc.__traceback__, []
         while tb is not None:
             if tb.tb_frame.f_code.co_filename == self.filename:
-                node = self._line_nodes.get(tb.tb_lineno, node)
+                nodes = self._line_nodes.get(tb.tb_lineno, nodes)
             tb = tb.tb_next
-        return node
+        return nodes
+
+
+def _single_use(graph):
+    """ids of tensors read exactly once, by a plain node or as an output of `graph`.
+
+    Their expression can be written at the use. Values read by a Cond or While are not
+    (a branch or loop body may read them many times), nor buffers written in place.
+    """
+    uses, pinned, reuse = {}, set(), getattr(graph, "reuse", {})
+    for node in graph.nodes:
+        for t in node.inputs:
+            uses[id(t)] = uses.get(id(t), 0) + 1
+            if node.op in ("Cond", "While"):
+                pinned.add(id(t))
+        if id(node) in reuse:  # written in place: must be a variable
+            pinned.add(id(node.inputs[reuse[id(node)]]))
+    for t in graph.outputs:
+        uses[id(t)] = uses.get(id(t), 0) + 1
+    return {k for k, n in uses.items() if n == 1 and k not in pinned}
 
 
 class _Lowering:
     def __init__(self, device):
         self.device, self.xp = device, device.xp
         self.env = {}        # closure name -> kernel or constant
-        self.names = {}      # id(Tensor) -> variable holding its value
+        self.names = {}      # id(Tensor) -> variable (or inlined expression) holding its value
+        self.inlined = {}    # id(Tensor) -> nodes whose expressions its name contains
         self.lines, self.line_nodes = [], {}
         self.counter = itertools.count()
         self.filename = f"<autograph_lite plan {next(_plan_ids)}>"
@@ -50,7 +70,7 @@ class _Lowering:
         self.emit(f"def plan({', '.join(params)}):", 1)
         outs = self.body(graph, 2)
         returned = [f"{o}.copy()" if self._is_const_array(o) else o for o in outs]
-        self.emit(f"return ({', '.join(returned)}{',' if len(returned) == 1 else ''})", 2)
+        self.emit(f"return ({', '.join(returned)}{',' if len(returned) == 1 else ''})", 2, reads=graph.outputs)
         closure = list(self.env)
         header = f"def make_plan({', '.join(closure)}):"
         source = "\n".join([header, *self.lines, "    return plan", ""])
@@ -76,16 +96,20 @@ class _Lowering:
         self.env[name] = value
         return name
 
-    def emit(self, text, indent, node=None):
-        if node is not None:
-            self.line_nodes[len(self.lines)] = node
+    def emit(self, text, indent, node=None, reads=()):
+        nodes = [node] if node is not None else []
+        for t in reads:
+            nodes = self.inlined.get(id(t), []) + nodes
+        if nodes:
+            self.line_nodes[len(self.lines)] = nodes
         self.lines.append("    " * indent + text)
 
     def body(self, graph, indent):
-        outer, self.reuse = getattr(self, "reuse", {}), getattr(graph, "reuse", {})
+        outer = getattr(self, "reuse", {}), getattr(self, "single_use", set())
+        self.reuse, self.single_use = getattr(graph, "reuse", {}), _single_use(graph)
         for node in graph.nodes:
             self.node(node, indent)
-        self.reuse = outer
+        self.reuse, self.single_use = outer
         return [self.names[id(t)] for t in graph.outputs]
 
     def alias(self, placeholders, values):
@@ -112,12 +136,17 @@ class _Lowering:
             opdef = lookup(node.op)
             expr = opdef.inline(self.xp, ins, lambda v: self.bind("k", v), **node.attrs) if opdef.inline else None
             if expr is not None:
-                self.emit(f"{self.fresh(node.outputs[0])} = {expr}", indent, node)
+                out = node.outputs[0]
+                if id(out) in self.single_use:  # written where it is used, saving a store and a load
+                    self.names[id(out)] = expr
+                    self.inlined[id(out)] = [n for t in node.inputs for n in self.inlined.get(id(t), [])] + [node]
+                else:
+                    self.emit(f"{self.fresh(out)} = {expr}", indent, node, reads=node.inputs)
                 return
             kernel = self.bind("k", opdef.kernel(self.xp, **node.attrs))
             outs = [self.fresh(t) for t in node.outputs]
             target = f"{', '.join(outs)} = " if outs else ""
-            self.emit(f"{target}{kernel}({', '.join(ins)})", indent, node)
+            self.emit(f"{target}{kernel}({', '.join(ins)})", indent, node, reads=node.inputs)
 
     def in_place(self, node, ins, indent):
         """The node's result written into its first input's buffer (see passes/buffer_reuse.py)."""
@@ -128,21 +157,21 @@ class _Lowering:
             self.emit(f"{self.bind('k', getattr(self.xp, how))}({ins[0]}, out={ins[0]})", indent, node)
         self.names[id(node.outputs[0])] = ins[0]
 
-    def assign(self, targets, values, indent, node=None):
+    def assign(self, targets, values, indent, node=None, reads=()):
         if targets:
-            self.emit(f"{', '.join(targets)} = {', '.join(values)}", indent, node)
+            self.emit(f"{', '.join(targets)} = {', '.join(values)}", indent, node, reads)
 
     def cond(self, node, ins, indent):
         pred, captured = ins[0], ins[1:]
         outs = [self.fresh(t) for t in node.outputs]
-        self.emit(f"if {pred}:  # {node.name} at {short_location(node.location)}", indent, node)
+        self.emit(f"if {pred}:  # {node.name} at {short_location(node.location)}", indent, node, node.inputs[:1])
         for i, key in enumerate(("then_branch", "else_branch")):
             if i == 1:
                 self.emit("else:", indent, node)
             branch = node.attrs[key]
             self.alias(branch.inputs, captured)
             start = len(self.lines)
-            self.assign(outs, self.body(branch, indent + 1), indent + 1, node)
+            self.assign(outs, self.body(branch, indent + 1), indent + 1, node, branch.outputs)
             if len(self.lines) == start:
                 self.emit("pass", indent + 1)
 
@@ -150,11 +179,11 @@ class _Lowering:
         cond, body = node.attrs["cond"], node.attrs["body"]
         n = len(body.outputs)
         loop_vars = [self.fresh(t, "l") for t in node.outputs]
-        self.assign(loop_vars, ins[:n], indent, node)
+        self.assign(loop_vars, ins[:n], indent, node, node.inputs[:n])
         self.emit(f"while True:  # {node.name} at {short_location(node.location)}", indent, node)
         self.alias(cond.inputs, loop_vars + ins[n:])
         (pred,) = self.body(cond, indent + 1)
-        self.emit(f"if not {pred}:", indent + 1, node)
+        self.emit(f"if not {pred}:", indent + 1, node, cond.outputs)
         self.emit("break", indent + 2, node)
         self.alias(body.inputs, loop_vars + ins[n:])
-        self.assign(loop_vars, self.body(body, indent + 1), indent + 1, node)
+        self.assign(loop_vars, self.body(body, indent + 1), indent + 1, node, body.outputs)
