@@ -296,8 +296,9 @@ class Function:
         if not kwargs and len(args) == self._n_simple and self._input_signature is None:
             # fast path: positional arrays only, the key built inline (the common hot call)
             try:
-                key = (devices.current(), tuple([(np.ndarray, a.shape, a.dtype) for a in args
-                                                 if type(a) is np.ndarray or _not_array()]))
+                key = (devices.current(), tuple([(type(a), a.shape, a.dtype) for a in args
+                                                 if type(a) is np.ndarray or isinstance(a, np.generic)
+                                                 or _not_array()]))
                 concrete = self._cache.get(key)
                 if concrete is not None:
                     return concrete._run(args)

@@ -148,7 +148,14 @@ def _reduction(public, op_name, reducer, dtype_fn, doc):
         shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keepdims or i not in axes)
         return [(shape, result_dtype(dtype_fn, (x,)))]
 
+    def inline(xp, a, bind, axis=None, keepdims=False):
+        ufunc = getattr(xp, _UFUNC_REDUCERS.get(reducer, ""), None)
+        if not isinstance(ufunc, np.ufunc):
+            return None
+        return f"{bind(ufunc.reduce)}({a[0]}, {axis!r}, None, None, {keepdims!r})"
+
     OPS[public] = opdef = define(op_name, kernel, infer)
+    opdef.inline = inline
 
     def op(x, axis=None, keepdims=False):
         return apply(opdef, (x,), {"axis": _axis_attr(axis), "keepdims": bool(keepdims)})
