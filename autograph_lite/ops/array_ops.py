@@ -373,9 +373,23 @@ OPS["getitem"] = define("StridedSlice", _getitem_kernel, _getitem_infer)
 
 
 def _getitem_inline(xp, a, bind, index):
-    if len(a) > 1:  # tensor parts of the index: use the kernel
-        return None
-    return f"{a[0]}[{bind(index if len(index) != 1 else index[0])}]"
+    """`x[...]` written as Python subscript syntax, tensor parts of the index by name."""
+    def part(v):
+        if isinstance(v, Slot):
+            return a[1 + v.k]
+        if v is None or isinstance(v, (int, np.integer)):
+            return repr(None if v is None else int(v))
+        return bind(v)  # arrays, lists: bound as values
+
+    def item(i):
+        if i is Ellipsis:
+            return "..."
+        if isinstance(i, slice):
+            bounds = ["" if b is None else part(b) for b in (i.start, i.stop, i.step)]
+            return ":".join(bounds[:2]) + (f":{bounds[2]}" if bounds[2] else "")
+        return part(i)
+    items = [item(i) for i in index]
+    return f"{a[0]}[{', '.join(items)}{',' if len(items) == 1 and items[0] in ('None', '...') else ''}]"
 
 
 OPS["getitem"].inline = _getitem_inline
