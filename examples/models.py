@@ -134,5 +134,5 @@ EXAMPLES = [
     ("newton_sqrt", newton_sqrt, newton_inputs),
     ("W2 rnn (for over ag.range)", rnn, rnn_inputs),
     ("W5 mlp_step (forward + grad)", mlp_step, mlp_step_inputs),
-    ("W4 elementwise_chain (4M, fused)", elementwise_chain, elementwise_inputs),
+    ("W4 elementwise (4M, fused)", elementwise_chain, elementwise_inputs),
 ]
