@@ -9,6 +9,7 @@ key traces the Python function into a Graph (or, with `input_signature` or
 import functools
 import inspect
 import logging
+import operator
 import os
 import threading
 import types
@@ -20,7 +21,8 @@ from . import nest, operators
 from .errors import traceback_location, user_location
 from .ops.core import constant_node
 from .runtime import devices
-from .runtime.graph import Tensor, building, current_graph, Graph
+from .runtime.devices import _placement
+from .runtime.graph import Graph, Tensor, _tracing, building, current_graph
 from .runtime.lowering import Plan
 from .runtime.passes import optimize
 
@@ -70,12 +72,7 @@ class TensorSpec:
         return None
 
 
-class _NotAllArrays(Exception):
-    pass
-
-
-def _not_array():
-    raise _NotAllArrays
+_shape_dtype = operator.attrgetter("shape", "dtype")
 
 
 def _is_array(value):
@@ -196,6 +193,7 @@ class ConcreteFunction:
         self._function, self.graph, self.input_specs = function, graph, input_specs
         self._template, self._slots, self.device = output_template, output_slots, device
         self._plan, self._optimized, self._lock = None, None, threading.Lock()
+        self._on_gpu = device is not devices.CPU
         # fast paths for the common output shapes: one tensor, or a flat tuple of them
         self._single = output_slots == [0] and output_template is _OUTPUT
         self._flat_tuple = type(output_template) is tuple and all(t is _OUTPUT for t in output_template) \
@@ -233,7 +231,7 @@ class ConcreteFunction:
 
     def _run(self, arrays):
         plan = self._plan or self.plan
-        if self.device is not devices.CPU:
+        if self._on_gpu:
             arrays = [self.device.put(a) for a in arrays]
         try:
             results = plan.fn(*arrays)
@@ -283,6 +281,8 @@ class Function:
         self._reduce_retracing = reduce_retracing
         self._device = None if device is None else devices.get(device)
         self._autograph, self._converted = autograph, None
+        self._fast_path = input_signature is None
+        self._fast_cache = {}       # (device, arg types, (shape, dtype) per arg) -> ConcreteFunction
         self._cache = {}            # full key -> ConcreteFunction
         self._concretes = []        # every trace, oldest first
         self._lock = threading.RLock()
@@ -291,19 +291,17 @@ class Function:
     # --- calling ------------------------------------------------------------------------
 
     def __call__(self, *args, **kwargs):
-        if current_graph() is not None:  # called while tracing another function: inline it
+        if _tracing.stack:  # called while tracing another function: inline it
             return self._traced_function()(*args, **kwargs)
-        if not kwargs and len(args) == self._n_simple and self._input_signature is None:
-            # fast path: positional arrays only, the key built inline (the common hot call)
+        if not kwargs and self._fast_path:
+            # positional arrays only: a key built at C speed, looked up in its own cache
             try:
-                key = (devices.current(), tuple([(type(a), a.shape, a.dtype) for a in args
-                                                 if type(a) is np.ndarray or isinstance(a, np.generic)
-                                                 or _not_array()]))
-                concrete = self._cache.get(key)
-                if concrete is not None:
-                    return concrete._run(args)
-            except _NotAllArrays:
-                pass
+                fast_key = (_placement.device, tuple(map(type, args)), tuple(map(_shape_dtype, args)))
+            except AttributeError:
+                fast_key = None
+            concrete = self._fast_cache.get(fast_key)
+            if concrete is not None:
+                return concrete._run(args)
         values = args if len(args) == self._n_simple and not kwargs else self._canonicalize(args, kwargs)
         arrays = []
         key = (devices.current(), tuple([_key(v, arrays) for v in values]))
@@ -312,6 +310,9 @@ class Function:
             concrete = self._concrete_for(key, values)
         if self._input_signature is not None:
             arrays = self._leaves(concrete.input_specs, values)
+        elif not kwargs and len(args) == self._n_simple and all(
+                type(a) is np.ndarray or isinstance(a, np.generic) for a in args):
+            self._fast_cache[(key[0], tuple(map(type, args)), tuple(map(_shape_dtype, args)))] = concrete
         return concrete._run(arrays)
 
     def __get__(self, instance, owner=None):

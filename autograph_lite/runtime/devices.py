@@ -66,12 +66,16 @@ def array_module(values):
     return np
 
 
-_placement = threading.local()
+class _Placement(threading.local):
+    device = CPU  # a class default: reading it is a plain attribute hit on the hot call path
+
+
+_placement = _Placement()
 
 
 def current():
     """The device chosen by the innermost `with ag.device(...)` block (cpu by default)."""
-    return getattr(_placement, "device", CPU)
+    return _placement.device
 
 
 @contextlib.contextmanager

@@ -181,18 +181,23 @@ def source_arguments(tensor):
 
 # --- the graph being built (one stack per thread) ----------------------------------------
 
-_tracing = threading.local()
+class _Tracing(threading.local):
+    def __init__(self):
+        self.stack = []
+
+
+_tracing = _Tracing()
 
 
 def current_graph():
-    stack = getattr(_tracing, "stack", None)
+    stack = _tracing.stack
     return stack[-1] if stack else None
 
 
 @contextlib.contextmanager
 def building(graph):
     """Ops called inside this block add nodes to `graph` instead of running."""
-    stack = _tracing.__dict__.setdefault("stack", [])
+    stack = _tracing.stack
     stack.append(graph)
     try:
         yield graph

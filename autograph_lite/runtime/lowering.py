@@ -44,9 +44,9 @@ def _single_use(graph):
     """
     uses, pinned, reuse = {}, set(), getattr(graph, "reuse", {})
     for node in graph.nodes:
-        for t in node.inputs:
+        for k, t in enumerate(node.inputs):
             uses[id(t)] = uses.get(id(t), 0) + 1
-            if node.op in ("Cond", "While"):
+            if node.op == "While" or (node.op == "Cond" and k > 0):  # a Cond's predicate is read once
                 pinned.add(id(t))
         if id(node) in reuse:  # written in place: must be a variable
             pinned.add(id(node.inputs[reuse[id(node)]]))
@@ -180,10 +180,27 @@ class _Lowering:
         n = len(body.outputs)
         loop_vars = [self.fresh(t, "l") for t in node.outputs]
         self.assign(loop_vars, ins[:n], indent, node, node.inputs[:n])
-        self.emit(f"while True:  # {node.name} at {short_location(node.location)}", indent, node)
         self.alias(cond.inputs, loop_vars + ins[n:])
+        start = len(self.lines)
         (pred,) = self.body(cond, indent + 1)
-        self.emit(f"if not {pred}:", indent + 1, node, cond.outputs)
-        self.emit("break", indent + 2, node)
+        if len(self.lines) == start:  # the condition is one expression: a plain `while`
+            self.emit(f"while {pred}:  # {node.name} at {short_location(node.location)}", indent, node, cond.outputs)
+        else:
+            cond_lines = self.lines[start:]
+            cond_nodes = {i - start: v for i, v in self.line_nodes.items() if i >= start}
+            del self.lines[start:]
+            for i in list(self.line_nodes):
+                if i >= start:
+                    del self.line_nodes[i]
+            self.emit(f"while True:  # {node.name} at {short_location(node.location)}", indent, node)
+            for i, line in enumerate(cond_lines):
+                if i in cond_nodes:
+                    self.line_nodes[len(self.lines)] = cond_nodes[i]
+                self.lines.append(line)
+            self.emit(f"if not {pred}:", indent + 1, node, cond.outputs)
+            self.emit("break", indent + 2, node)
         self.alias(body.inputs, loop_vars + ins[n:])
+        start = len(self.lines)
         self.assign(loop_vars, self.body(body, indent + 1), indent + 1, node, body.outputs)
+        if len(self.lines) == start:
+            self.emit("pass", indent + 1)

@@ -7,12 +7,14 @@ Turn passes off with `AG_DISABLE_PASSES=fusion,cse` (names as in ORDER, or `all`
 import os
 
 from ..graph import copy_graph
-from . import (algebraic, buffer_reuse, constant_folding, cse, dce, fusion, loop_invariant)
+from . import (algebraic, buffer_reuse, constant_folding, cse, dce, fusion, loop_invariant,
+               sibling_slices)
 
 ORDER = (
     ("constant_folding", constant_folding),  # ops on constants -> constants
     ("algebraic", algebraic),                # x*1, x+0, -(-x), transpose(transpose(x)), ...
     ("cse", cse),                            # one node per distinct computation
+    ("sibling_slices", sibling_slices),      # op(x[:, a:b]), op(x[:, b:c]) -> op(x[:, a:c]) sliced
     ("loop_invariant", loop_invariant),      # hoist what a While body recomputes unchanged
     ("dce", dce),                            # drop what no output or side effect needs
     ("fusion", fusion),                      # elementwise chains -> one blocked kernel
