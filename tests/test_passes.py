@@ -169,3 +169,20 @@ def test_buffer_reuse_never_targets_views_or_outputs():
     x = np.arange(4.0)
     assert_same(fn(x), ag.function(fn)(x))
     np.testing.assert_array_equal(x, np.arange(4.0))
+
+
+def row_loop(xs, w, n):
+    acc = ag.zeros((xs.shape[1], w.shape[1]))
+    for i in ag.range(n):
+        acc = acc + xs[i] @ w
+    return acc
+
+
+def test_row_products_become_one_batched_matmul():
+    xs, w = np.random.default_rng(0).standard_normal((5, 2, 3)), np.ones((3, 4))
+    f = ag.function(row_loop)
+    for n in (np.int64(0), np.int64(3), np.int64(5)):
+        assert_same(row_loop(xs, w, n), f(xs, w, n))
+    graph = f.get_concrete_function(xs, w, np.int64(1)).optimized_graph
+    loop = next(n for n in graph.nodes if n.op == "While")
+    assert "MatMul" in ops_of(graph) and "MatMul" not in ops_of(loop.attrs["body"])

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import user_location
 from ..runtime import devices
-from ..runtime.graph import Tensor, current_graph
+from ..runtime.graph import Slot, Tensor, current_graph  # noqa: F401 (Slot re-exported to ops)
 from ..runtime.opdef import OpDef, register
 
 _PY_SCALARS = (bool, int, float, complex)
@@ -128,17 +128,6 @@ def static_ints(value, what):
     if isinstance(value, Tensor):
         raise TypeError(f"{what} must be a Python int or tuple of ints, not a symbolic {value!r}")
     return value
-
-
-class Slot:
-    """Marks where the k-th input of a node goes inside a structured attr (an index, a print)."""
-    __slots__ = ("k",)
-
-    def __init__(self, k):
-        self.k = k
-
-    def __repr__(self):
-        return f"${self.k}"
 
 
 # --- defining ops -----------------------------------------------------------------------

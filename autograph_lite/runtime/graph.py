@@ -80,6 +80,17 @@ class Tensor:
                            "only when the compiled function runs.")
 
 
+class Slot:
+    """Marks where the k-th input of a node goes inside a structured attr (an index, a print)."""
+    __slots__ = ("k",)
+
+    def __init__(self, k):
+        self.k = k
+
+    def __repr__(self):
+        return f"${self.k}"
+
+
 class Node:
     """One operation: `op` name, input Tensors, attrs, typed outputs, the user's `file:line`."""
 

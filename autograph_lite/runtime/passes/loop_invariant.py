@@ -1,13 +1,14 @@
 """Loop-invariant code motion: nodes of a While body whose inputs do not change between
-iterations are computed once, before the loop, and passed in.
+iterations are computed once, before the loop, and passed in. Row products `X[i] @ W`
+of invariant X and W become one batched `X @ W` before the loop.
 
 Only ops that cannot raise are hoisted (elementwise math, matmul, reductions, casts,
 transposes, slicing with slices/None): hoisted code runs even when the loop runs zero
 times, and must not fail where the eager program would not have.
 """
-from ..graph import Node, Tensor
+from ..graph import Node, Slot, Tensor
 from ..opdef import lookup
-from .util import is_pure
+from .util import is_pure, rewire
 
 _SAFE = {"MatMul", "Sum", "Mean", "Max", "Min", "Prod", "Any", "All", "Cast", "Transpose",
          "ExpandDims", "Shape", "Size", "ZerosLike", "OnesLike", "Softmax"}
@@ -75,6 +76,43 @@ def _hoist_from(loop, graph):
     return hoisted_nodes
 
 
+def _batch_row_products(loop, graph):
+    """`X[i] @ W` in a loop body, X and W loop-invariant: one `X @ W` before the loop, and
+    `(X @ W)[i]` inside it (equal for any i, since matmul broadcasts over leading axes)."""
+    body, cond = loop.attrs["body"], loop.attrs["cond"]
+    n = len(body.outputs)
+    outer_of = {id(ph): loop.inputs[k] for k, ph in enumerate(body.inputs)
+                if k >= n or body.outputs[k] is ph}
+    new_outer, replacements = [], {}
+    for node in body.nodes:
+        if node.op != "MatMul":
+            continue
+        row, w = node.inputs
+        picker = row.node
+        index = picker.attrs.get("index", ())
+        if (picker.op != "StridedSlice" or len(picker.inputs) != 2 or len(index) != 1 or not isinstance(index[0], Slot)
+                or id(picker.inputs[0]) not in outer_of or id(w) not in outer_of):
+            continue
+        x, i = outer_of[id(picker.inputs[0])], picker.inputs[1]
+        if x.ndim < 2 or x.shape[0] is None:
+            continue
+        w_outer = outer_of[id(w)]
+        out = node.outputs[0]
+        batched = Node(graph, "MatMul", node.name + "_batched", [x, w_outer], {}, node.location)
+        batched.outputs = [Tensor(batched, 0, (x.shape[0],) + out.shape, out.dtype, out.weak)]
+        new_outer.append(batched)
+        ph = body.placeholder(batched.outputs[0].shape, out.dtype, name=f"{node.name}_rows")
+        body.inputs.append(ph)
+        cond.inputs.append(cond.placeholder(batched.outputs[0].shape, out.dtype, name=f"{node.name}_rows"))
+        loop.inputs = tuple(loop.inputs) + (batched.outputs[0],)
+        take = Node(body, "StridedSlice", node.name + "_row", [ph, i], {"index": (Slot(0),)}, node.location)
+        take.outputs = [Tensor(take, 0, out.shape, out.dtype, out.weak)]
+        body.nodes[body.nodes.index(node)] = take
+        replacements[id(out)] = take.outputs[0]
+    rewire(body, replacements)
+    return new_outer
+
+
 def _visit(graph):
     nodes = []
     for node in graph.nodes:
@@ -82,6 +120,7 @@ def _visit(graph):
             _visit(sub)
         if node.op == "While":
             nodes.extend(_hoist_from(node, graph))
+            nodes.extend(_batch_row_products(node, graph))
         nodes.append(node)
     graph.nodes = nodes
 
