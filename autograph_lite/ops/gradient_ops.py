@@ -21,7 +21,15 @@ def sum_to(g, like):
     """`g` summed over the axes along which `like` was broadcast, so it has `like`'s shape."""
     if g.shape == like.shape and None not in g.shape:
         return g
-    return apply(SUM_TO, (g, like))
+    if None in g.shape or None in like.shape:
+        return apply(SUM_TO, (g, like))  # axes known only at run time
+    from .array_ops import reshape
+    from .math_ops import reduce_sum
+    lead = len(g.shape) - len(like.shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(like.shape)
+                                      if d == 1 and g.shape[lead + i] != 1)
+    summed = reduce_sum(g, axis=axes) if axes else g
+    return summed if summed.shape == like.shape else reshape(summed, like.shape)
 
 
 def _broadcast_kernel(xp):
