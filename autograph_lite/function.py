@@ -22,7 +22,7 @@ from .errors import traceback_location, user_location
 from .ops.core import constant_node
 from .runtime import devices
 from .runtime.devices import _placement
-from .runtime.graph import Graph, Tensor, _tracing, building, current_graph
+from .runtime.graph import Graph, Tensor, _tracing, building
 from .runtime.lowering import Plan
 from .runtime.passes import optimize
 

@@ -9,8 +9,8 @@ import numbers
 import numpy as np
 
 from ..runtime import devices
-from ..runtime.graph import Tensor
-from .core import (Slot, apply, define, normalize_axes, normalize_axis,
+from ..runtime.graph import Slot, Tensor
+from .core import (apply, define, normalize_axes, normalize_axis,
                    result_dtype, static_ints)
 
 OPS = {}

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import user_location
 from ..runtime import devices
-from ..runtime.graph import Slot, Tensor, current_graph  # noqa: F401 (Slot re-exported to ops)
+from ..runtime.graph import Tensor, current_graph
 from ..runtime.opdef import OpDef, register
 
 _PY_SCALARS = (bool, int, float, complex)

@@ -1,7 +1,8 @@
 """Ops that only gradients create: undo broadcasting, and scatter slices back into place."""
 import numpy as np
 
-from .core import Slot, apply, define, grad_rule
+from ..runtime.graph import Slot
+from .core import apply, define, grad_rule
 
 
 def _sum_to_kernel(xp):

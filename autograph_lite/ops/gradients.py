@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import nest
 from ..errors import user_location
-from ..runtime.graph import Graph, Node, Tensor, building, current_graph
+from ..runtime.graph import Graph, Node, Tensor, current_graph
 from . import stack_ops
 from .core import convert_to_tensor
 from .control_flow import cond, stage_while

@@ -7,7 +7,8 @@ import builtins
 
 from ..errors import user_location
 from ..runtime.graph import Tensor, current_graph
-from .core import Slot, apply, define
+from ..runtime.graph import Slot
+from .core import apply, define
 
 
 def _print_kernel(xp, template, sep, end):

@@ -70,17 +70,26 @@ def _infix(symbol):
 
 
 OPS = {}  # public name -> OpDef, for overloads and tests
-for _name, _op, _kernel, _doc in _BINARY:
-    OPS[_name] = elementwise(_op, _kernel)
-    if _name in _PY_OPERATORS:
-        OPS[_name].inline = _infix(_PY_OPERATORS[_name])
-    globals()[_name] = _binary(OPS[_name], _doc)
-for _name, _op, _kernel, _doc in _UNARY:
-    OPS[_name] = elementwise(_op, _kernel)
-    globals()[_name] = _unary(OPS[_name], _doc)
+
+
+def _define_all(table, wrap):
+    functions = []
+    for name, op, kernel, doc in table:
+        OPS[name] = elementwise(op, kernel)
+        if name in _PY_OPERATORS:
+            OPS[name].inline = _infix(_PY_OPERATORS[name])
+        fn = wrap(OPS[name], doc)
+        fn.__name__ = fn.__qualname__ = name
+        functions.append(fn)
+    return functions
+
+
+(add, subtract, multiply, divide, floordiv, mod, pow, maximum, minimum, equal, not_equal, less,
+ less_equal, greater, greater_equal, logical_and, logical_or) = _define_all(_BINARY, _binary)
+(negative, tanh, exp, log, sqrt, square, abs, logical_not) = _define_all(_UNARY, _unary)
+assert [f.__name__ for f in (add, logical_or, negative, logical_not)] == [
+    _BINARY[0][0], _BINARY[-1][0], _UNARY[0][0], _UNARY[-1][0]], "tables and names out of order"
 OPS["negative"].inline = lambda xp, a, bind: f"(-{a[0]})"
-for _name in OPS:
-    globals()[_name].__name__ = globals()[_name].__qualname__ = _name
 
 
 # --- where, cast --------------------------------------------------------------------------
