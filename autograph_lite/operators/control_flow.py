@@ -44,9 +44,9 @@ def if_stmt(cond, body, orelse, state, names, opts=None):
     location = user_location()
     _check_staging_allowed(opts, "`if`", location)
     graph = current_graph()
-    state = tuple(TensorList.from_list(v) if type(v) is list else v for v in state)
-    then_g, then_out = trace_function(graph, "then", body, state)
-    else_g, else_out = trace_function(graph, "else", orelse, state)
+    # each branch appends to its own copy of a list: one branch's items must not leak into the other
+    then_g, then_out = trace_function(graph, "then", body, _copy_lists(state))
+    else_g, else_out = trace_function(graph, "else", orelse, _copy_lists(state))
     then_out, else_out = list(then_out), list(else_out)
     for i, name in enumerate(names):
         t, e = then_out[i], else_out[i]
@@ -68,10 +68,15 @@ def if_stmt(cond, body, orelse, state, names, opts=None):
     lists = [i for i, v in enumerate(then_out) if isinstance(v, TensorList) or isinstance(else_out[i], TensorList)]
     for i in lists:
         then_out[i], else_out[i] = _list_tensor(then_out[i], names[i], location), _list_tensor(else_out[i], names[i], location)
-    result = list(build_cond(cond, then_g, tuple(then_out), else_g, tuple(else_out), _labels(names, then_out), location))
+    result = list(build_cond(cond, then_g, tuple(then_out), else_g, tuple(else_out), _labels(names, then_out),
+                             location, var_names=names))
     for i in lists:
         result[i] = TensorList(result[i])
     return tuple(result)
+
+
+def _copy_lists(state):
+    return tuple(list(v) if type(v) is list else v for v in state)
 
 
 def _labels(names, values):

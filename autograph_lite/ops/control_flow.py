@@ -82,15 +82,18 @@ def _is_static(value):
         and not type(value).__module__.startswith("cupy")
 
 
-def build_cond(pred, then_g, then_out, else_g, else_out, names, location):
-    """One Cond node from two traced branches. Non-tensor leaves must be the same object in both."""
+def build_cond(pred, then_g, then_out, else_g, else_out, names, location, var_names=None):
+    """One Cond node from two traced branches. Non-tensor leaves must be the same object in both.
+
+    `names` label the leaves in error messages; `var_names` the top-level items (variables).
+    """
     graph = current_graph()
     pred = graph.capture(pred)
     if pred.ndim != 0:
         raise ValueError(f"a tensor condition must be a scalar, got {pred!r} (at {location})")
     if nest.structure_of(then_out) != nest.structure_of(else_out):
         raise ConversionError(f"the branches of a conditional return different structures: "
-                              f"{_describe(then_out)} vs {_describe(else_out)} (at {location})")
+                              f"{_first_difference(then_out, else_out, var_names)} (at {location})")
     then_flat, else_flat = nest.flatten(then_out), nest.flatten(else_out)
     labels = names or nest.paths(then_out, "output")
     results, then_t, else_t = list(then_flat), [], []
@@ -145,8 +148,19 @@ def _unify_pair(then_g, else_g, t, e, label, location, sides):
     return t, e
 
 
+def _first_difference(a, b, var_names=None):
+    """Where two structures first differ, in words."""
+    if var_names is not None and isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
+        for name, x, y in zip(var_names, a, b):
+            if nest.structure_of(x) != nest.structure_of(y):
+                return f"'{name}' is {_describe(x)} in the true branch and {_describe(y)} in the false branch"
+    return f"{_describe(a)} vs {_describe(b)}"
+
+
 def _describe(value):
-    return type(value).__name__ + (f" of {len(value)}" if isinstance(value, (tuple, list, dict)) else "")
+    if isinstance(value, (tuple, list, dict)):
+        return f"a {type(value).__name__} of {len(value)}"
+    return "a tensor" if isinstance(value, Tensor) else f"a {type(value).__name__}"
 
 
 def while_loop(cond_fn, body_fn, loop_vars, *, names=None):

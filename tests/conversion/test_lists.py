@@ -95,3 +95,27 @@ def test_list_grows_as_a_loop_variable():
     graph = f.get_concrete_function(X).graph
     while_node = next(n for n in graph.nodes if n.op == "While")
     assert any(t.shape == (None, 2) for t in while_node.outputs)
+
+
+def lists_assigned_in_branches(x):
+    if x[0] > 0:
+        parts = [x, x[:1]]
+    else:
+        parts = [-x, x[1:2]]
+    return parts[0] + parts[1]
+
+
+def test_lists_assigned_in_tensor_branches_merge_item_by_item():
+    check(lists_assigned_in_branches, (f32(1, 2),), (f32(-1, 2),), traces=1)
+
+
+def append_in_one_branch(x):
+    acc = [x]
+    if x[0] > 0:
+        acc.append(x * 2.0)
+    return acc
+
+
+def test_append_in_one_tensor_branch_is_a_clear_error():
+    with pytest.raises(ag.ConversionError, match="'acc' is a list of 2 in the true branch and a list of 1 in the false"):
+        ag.function(append_in_one_branch)(f32(1, 2))
