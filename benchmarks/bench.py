@@ -99,9 +99,9 @@ def main():
     parser.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
     opts = parser.parse_args()
     wanted = [w.strip() for w in opts.only.split(",") if w.strip()]
-    failed, rows, tf = False, [], _tensorflow()
+    failed, rows = False, []
     print(f"{'workload':<22} {'numpy':>9} {'ag eager':>9} {'compiled':>9} {'eager/np':>9} "
-          f"{'compiled/np':>12} {'tf.function/np':>15} {'first call':>11}  (convert/trace/optimize/lower/run)")
+          f"{'compiled/np':>12} {'first call':>11}  (convert/trace/optimize/lower/run)")
     for name, (numpy_fn, ag_fn, make_inputs) in WORKLOADS.items():
         if wanted and name.split()[0] not in wanted:
             continue
@@ -115,37 +115,52 @@ def main():
                    zip(ag.nest.flatten(eager_out), ag.nest.flatten(numpy_out))):
             print(f"MISMATCH in {name}: the numpy reference differs from the ag version", file=sys.stderr)
             failed = True
-        ways = {"numpy": numpy_fn, "eager": ag_fn, "compiled": compiled}
-        if tf is not None:
-            tf_fn, tf_args = tf.TF_WORKLOADS[name.split()[0]], tf.to_tensors(args)
-            if not all(np.allclose(e, t, rtol=1e-4, atol=1e-5) for e, t in
-                       zip(ag.nest.flatten(eager_out), ag.nest.flatten(tf.to_numpy(tf_fn(*tf_args))))):
-                print(f"MISMATCH in {name}: the TensorFlow version differs from the ag version", file=sys.stderr)
-                failed = True
-            ways["tf.function"] = lambda *_, fn=tf_fn, a=tf_args: fn(*a)
-        t = interleaved_medians(ways, args, opts.repeats)
+        t = interleaved_medians({"numpy": numpy_fn, "eager": ag_fn, "compiled": compiled}, args, opts.repeats)
         split = first_call_split(ag_fn, args)
         rows.append({"workload": name, "seconds": t, "first_call": split,
                      "ratio_to_numpy": {k: v / t["numpy"] for k, v in t.items()}})
         stages = "/".join(f"{split[k] * 1e3:.1f}" for k in ("convert", "trace", "optimize", "lower", "run"))
-        tf_ratio = f"{t['tf.function'] / t['numpy']:.2f}" if "tf.function" in t else "n/a"
         print(f"{name:<22} {fmt_time(t['numpy']):>9} {fmt_time(t['eager']):>9} {fmt_time(t['compiled']):>9} "
-              f"{t['eager'] / t['numpy']:>9.2f} {t['compiled'] / t['numpy']:>12.2f} {tf_ratio:>15} "
+              f"{t['eager'] / t['numpy']:>9.2f} {t['compiled'] / t['numpy']:>12.2f} "
               f"{fmt_time(split['total']):>11}  ({stages} ms)")
     overhead = identity_overhead(opts.repeats)
     print(f"\ncompiled identity function: {overhead * 1e6:.2f} µs over the plain Python call")
     print(f"medians of {opts.repeats} interleaved rounds; ratios < 1 mean faster than numpy")
-    if tf is None:
-        print("tf.function: TensorFlow is not installed (pip install tensorflow-cpu to compare)")
-    else:
-        slower = [r["workload"] for r in rows if r["seconds"]["compiled"] >= r["seconds"]["tf.function"]]
-        print("ag compiled is faster than tf.function on " +
-              ("every workload" if not slower else f"all but {', '.join(slower)}"))
+    failed |= _compare_with_tensorflow(rows, opts.repeats)
     os.makedirs(opts.out, exist_ok=True)
     with open(os.path.join(opts.out, "results.json"), "w") as f:
         json.dump({"workloads": rows, "identity_overhead_seconds": overhead, "repeats": opts.repeats}, f, indent=2)
     _chart(rows, os.path.join(opts.out, "results.png"))
     return 1 if failed else 0
+
+
+def _compare_with_tensorflow(rows, repeats):
+    """Second phase, TensorFlow loaded only now (its threads would disturb the timings above):
+    tf.function against numpy in interleaved rounds. Returns True on a result mismatch."""
+    tf = _tensorflow()
+    if tf is None:
+        print("tf.function: TensorFlow is not installed (pip install tensorflow-cpu to compare)")
+        return False
+    failed = False
+    print(f"\n{'workload':<22} {'numpy':>9} {'tf.function':>12} {'tf/np':>7} {'compiled/np':>12}  (TensorFlow loaded)")
+    for row in rows:
+        name = row["workload"]
+        numpy_fn, ag_fn, make_inputs = WORKLOADS[name]
+        args = make_inputs()
+        tf_fn, tf_args = tf.TF_WORKLOADS[name.split()[0]], tf.to_tensors(args)
+        if not all(np.allclose(e, t, rtol=1e-4, atol=1e-5) for e, t in
+                   zip(ag.nest.flatten(ag_fn(*args)), ag.nest.flatten(tf.to_numpy(tf_fn(*tf_args))))):
+            print(f"MISMATCH in {name}: the TensorFlow version differs from the ag version", file=sys.stderr)
+            failed = True
+        t = interleaved_medians({"numpy": numpy_fn, "tf.function": lambda *_: tf_fn(*tf_args)}, args, repeats)
+        row["tf_seconds"] = t
+        row["ratio_to_numpy"]["tf.function"] = t["tf.function"] / t["numpy"]
+        print(f"{name:<22} {fmt_time(t['numpy']):>9} {fmt_time(t['tf.function']):>12} "
+              f"{t['tf.function'] / t['numpy']:>7.2f} {row['ratio_to_numpy']['compiled']:>12.2f}")
+    slower = [r["workload"] for r in rows if r["ratio_to_numpy"]["compiled"] >= r["ratio_to_numpy"]["tf.function"]]
+    print("ag compiled is faster than tf.function (ratios to numpy) on " +
+          ("every workload" if not slower else f"all but {', '.join(slower)}"))
+    return failed
 
 
 def _chart(rows, path):

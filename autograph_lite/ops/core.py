@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import user_location
 from ..runtime import devices
-from ..runtime.graph import Tensor, current_graph
+from ..runtime.graph import Tensor, _tracing, current_graph
 from ..runtime.opdef import OpDef, register
 
 _PY_SCALARS = (bool, int, float, complex)
@@ -18,12 +18,11 @@ _PY_SCALARS = (bool, int, float, complex)
 
 def apply(op, inputs, attrs=None):
     """Run `op` on `inputs`: eagerly on arrays, as a new graph node if any input is a Tensor."""
-    graph = current_graph()
+    graph = _tracing.stack[-1] if _tracing.stack else None
     if graph is None or not (op.stateful or any(isinstance(x, Tensor) for x in inputs)):
         # creation ops (no array inputs) follow `with ag.device(...)`
         xp = devices.array_module(inputs) if inputs else devices.current().xp
-        kernel = op.kernel(xp, **attrs) if attrs else op.eager_kernel(xp)
-        return kernel(*inputs)
+        return op.eager_kernel(xp, attrs)(*inputs)
     return add_node(graph, op, inputs, attrs or {})
 
 

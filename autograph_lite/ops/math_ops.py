@@ -7,19 +7,31 @@ import operator
 
 import numpy as np
 
+from ..runtime.graph import _tracing
 from .core import (apply, broadcast_shapes, define, elementwise, normalize_axes,
                    normalize_axis, result_dtype)
 
 
+_HOST = (np.ndarray, float, int, bool, np.generic)
+
+
 def _binary(opdef, doc):
+    numpy_kernel = opdef.kernel(np)
+
     def op(x, y):
+        if not _tracing.stack and isinstance(x, _HOST) and isinstance(y, _HOST):
+            return numpy_kernel(x, y)  # eager on host values: the kernel, nothing else
         return apply(opdef, (x, y))
     op.__doc__ = doc
     return op
 
 
 def _unary(opdef, doc):
+    numpy_kernel = opdef.kernel(np)
+
     def op(x):
+        if not _tracing.stack and isinstance(x, _HOST):
+            return numpy_kernel(x)
         return apply(opdef, (x,))
     op.__doc__ = doc
     return op
@@ -166,8 +178,15 @@ def _reduction(public, op_name, reducer, dtype_fn, doc):
     OPS[public] = opdef = define(op_name, kernel, infer)
     opdef.inline = inline
 
+    ufunc = getattr(np, _UFUNC_REDUCERS.get(reducer, ""), None)
+
     def op(x, axis=None, keepdims=False):
-        return apply(opdef, (x,), {"axis": _axis_attr(axis), "keepdims": bool(keepdims)})
+        axis = _axis_attr(axis)
+        if not _tracing.stack and type(x) is np.ndarray:  # eager on a host array: numpy directly
+            if isinstance(ufunc, np.ufunc):
+                return ufunc.reduce(x, axis, None, None, bool(keepdims))
+            return getattr(np, reducer)(x, axis=axis, keepdims=bool(keepdims))
+        return apply(opdef, (x,), {"axis": axis, "keepdims": bool(keepdims)})
     op.__name__ = op.__qualname__ = public
     op.__doc__ = doc + " Over `axis` (int, tuple, or None for all), numpy semantics."
     return op

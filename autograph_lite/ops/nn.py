@@ -1,4 +1,7 @@
 """Neural-network activations: relu, sigmoid, softmax."""
+import numpy as np
+
+from ..runtime.graph import _tracing
 from .core import apply, define, elementwise
 from .math_ops import OPS
 from .core import normalize_axis
@@ -12,13 +15,20 @@ OPS["relu"].inline = lambda xp, a, bind: f"{bind(xp.maximum)}({a[0]}, 0)"
 OPS["sigmoid"].inline = lambda xp, a, bind: f"({bind(xp.tanh)}({a[0]} * 0.5) * 0.5 + 0.5)"
 
 
+_relu_numpy, _sigmoid_numpy = OPS["relu"].kernel(np), OPS["sigmoid"].kernel(np)
+
+
 def relu(x):
     """max(x, 0), elementwise."""
+    if not _tracing.stack and type(x) is np.ndarray:
+        return _relu_numpy(x)
     return apply(OPS["relu"], (x,))
 
 
 def sigmoid(x):
     """1 / (1 + exp(-x)), elementwise, computed without overflow."""
+    if not _tracing.stack and type(x) is np.ndarray:
+        return _sigmoid_numpy(x)
     return apply(OPS["sigmoid"], (x,))
 
 

@@ -58,10 +58,13 @@ def is_gpu_array(value):
     return type(value).__module__.startswith("cupy")
 
 
+_HOST_TYPES = (np.ndarray, float, int, bool, np.float32, np.float64, np.int32, np.int64, np.bool_)
+
+
 def array_module(values):
     """cupy if any of `values` is a cupy array, else numpy."""
     for v in values:
-        if type(v).__module__.startswith("cupy"):
+        if type(v) not in _HOST_TYPES and type(v).__module__.startswith("cupy"):
             return get("gpu").xp
     return np
 

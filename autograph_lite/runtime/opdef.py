@@ -23,11 +23,17 @@ class OpDef:
     inline: Optional[Callable] = None
     _eager: dict = dataclasses.field(default_factory=dict, repr=False)
 
-    def eager_kernel(self, xp):
-        """The attr-less kernel for `xp`, built once."""
-        fn = self._eager.get(xp)
+    def eager_kernel(self, xp, attrs=None):
+        """The kernel for `xp` and `attrs`, built once per distinct (hashable) attrs."""
+        try:
+            key = (xp, tuple(attrs.items())) if attrs else xp
+            fn = self._eager.get(key)
+        except TypeError:  # unhashable attrs (an index holding a list): build it each time
+            return self.kernel(xp, **attrs)
         if fn is None:
-            fn = self._eager[xp] = self.kernel(xp)
+            if len(self._eager) > 256:
+                self._eager.clear()
+            fn = self._eager[key] = self.kernel(xp, **(attrs or {}))
         return fn
 
 
