@@ -246,3 +246,30 @@ def test_every_listed_op_exists():
     assert all(callable(getattr(ag, name)) for name in listed)
     assert all(callable(getattr(ag.nn, n)) for n in ("relu", "sigmoid", "softmax"))
     assert all(callable(getattr(ag.random, n)) for n in ("uniform", "normal", "set_seed"))
+
+
+@pytest.mark.parametrize("name", ELEMENTWISE_BINARY)
+def test_binary_shape_rule_with_none_dims(name, rng):
+    op = ELEMENTWISE_BINARY[name]
+    fn = lambda a, b: op(a, b)  # noqa: E731
+    specs = [ag.TensorSpec([None, 3], F), ag.TensorSpec([None, 1], F)]
+    assert traced_shape(fn, *specs) == (None, 3)
+    a, b = data((4, 3), F, rng), data((4, 1), F, rng, positive=True)
+    assert_same(fn(a, b), ag.function(fn, input_signature=specs)(a, b))
+
+
+@pytest.mark.parametrize("name", ELEMENTWISE_UNARY)
+def test_unary_shape_rule_with_none_dims(name, rng):
+    op, dtypes, positive = ELEMENTWISE_UNARY[name]
+    fn = lambda a: op(a)  # noqa: E731
+    spec = ag.TensorSpec([2, None], dtypes[0])
+    assert traced_shape(fn, spec) == (2, None)
+    a = data((2, 5), dtypes[0], rng, positive)
+    assert_same(fn(a), ag.function(fn, input_signature=[spec])(a))
+
+
+def test_constant_has_a_static_shape_even_beside_none_dims(rng):
+    fn = lambda a: a + ag.constant([1.0, 2.0, 3.0], np.float32)  # noqa: E731
+    assert traced_shape(fn, ag.TensorSpec([None, 3], F)) == (None, 3)
+    a = data((2, 3), F, rng)
+    assert_same(fn(a), ag.function(fn, input_signature=[ag.TensorSpec([None, 3], F)])(a))
