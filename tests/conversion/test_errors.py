@@ -113,7 +113,7 @@ def test_global_rebinding_in_tensor_loop():
 
 
 def test_rank_change_in_loop():
-    with pytest.raises(ag.ConversionError, match=r"loop variable 'x' changes rank"):
+    with pytest.raises(ag.ConversionError, match=rf"loop variable 'x' changes rank.*test_errors.py:{line_of(rank_changes, 'while')}"):
         ag.function(rank_changes)(f32(4))
 
 
