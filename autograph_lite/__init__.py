@@ -19,6 +19,7 @@ from .ops import (abs, add, argmax, cast, concat, cond, constant, divide, equal,
                   reduce_any, reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum,
                   reshape, shape, size, sqrt, square, squeeze, stack, subtract, tanh, transpose,
                   value_and_grad, where, while_loop, zeros, zeros_like)
+from .runtime import devices as _devices  # noqa: F401
 from .runtime.devices import device
 from .runtime.graph import Graph, Node, Tensor
 

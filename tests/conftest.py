@@ -7,6 +7,27 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
+TEST_DEVICE = os.environ.get("AG_TEST_DEVICE", "cpu")
+
+
+@pytest.fixture(autouse=True)
+def default_device():
+    """AG_TEST_DEVICE=gpu runs every test with the GPU as the default device."""
+    if TEST_DEVICE == "cpu":
+        yield
+        return
+    import autograph_lite as ag
+    try:
+        context = ag.device(TEST_DEVICE)
+        context.__enter__()
+    except RuntimeError as e:
+        pytest.skip(f"AG_TEST_DEVICE={TEST_DEVICE}: {e}")
+    try:
+        yield
+    finally:
+        context.__exit__(None, None, None)
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)

@@ -3,8 +3,14 @@ import numpy as np
 import autograph_lite as ag
 
 
+def to_host(value):
+    """numpy view of a value that may live on the GPU (cupy)."""
+    return value.get() if type(value).__module__.startswith("cupy") else value
+
+
 def assert_same(eager, compiled):
     """Compiled output equals the eager oracle: structure, values, dtypes, shapes."""
+    eager, compiled = to_host(eager), to_host(compiled)
     if isinstance(eager, (tuple, list, dict)):
         assert type(compiled) is type(eager), f"structure: {type(compiled)} vs {type(eager)}"
         assert len(compiled) == len(eager)

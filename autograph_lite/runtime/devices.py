@@ -13,7 +13,15 @@ GPU_EXTRA_HINT = 'pip install "autograph_lite[gpu]"'
 class Device:
     def __init__(self, name, xp):
         self.name, self.xp = name, xp
-        self.transfers = 0  # host<->device copies made by the runtime
+        self.transfers = 0        # host<->device copies made by the runtime
+        self.predicate_reads = 0  # of which: a branch or loop condition read by the host
+
+    def read_predicate(self, value):
+        """A device scalar condition as a Python bool (one small device-to-host copy)."""
+        if is_gpu_array(value):
+            self.transfers += 1
+            self.predicate_reads += 1
+        return bool(value)
 
     def put(self, value):
         """`value` as an array of this device, copying across devices when needed."""

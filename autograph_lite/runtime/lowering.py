@@ -161,8 +161,14 @@ class _Lowering:
         if targets:
             self.emit(f"{', '.join(targets)} = {', '.join(values)}", indent, node, reads)
 
+    def host_bool(self, pred):
+        """The condition as the host sees it: on a GPU, read (and counted) by the device layer."""
+        if self.xp is np:
+            return pred
+        return f"{self.bind('k', self.device.read_predicate)}({pred})"
+
     def cond(self, node, ins, indent):
-        pred, captured = ins[0], ins[1:]
+        pred, captured = self.host_bool(ins[0]), ins[1:]
         outs = [self.fresh(t) for t in node.outputs]
         self.emit(f"if {pred}:  # {node.name} at {short_location(node.location)}", indent, node, node.inputs[:1])
         for i, key in enumerate(("then_branch", "else_branch")):
@@ -183,6 +189,7 @@ class _Lowering:
         self.alias(cond.inputs, loop_vars + ins[n:])
         start = len(self.lines)
         (pred,) = self.body(cond, indent + 1)
+        pred = self.host_bool(pred)
         if len(self.lines) == start:  # the condition is one expression: a plain `while`
             self.emit(f"while {pred}:  # {node.name} at {short_location(node.location)}", indent, node, cond.outputs)
         else:
