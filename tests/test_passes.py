@@ -186,3 +186,19 @@ def test_row_products_become_one_batched_matmul():
     graph = f.get_concrete_function(xs, w, np.int64(1)).optimized_graph
     loop = next(n for n in graph.nodes if n.op == "While")
     assert "MatMul" in ops_of(graph) and "MatMul" not in ops_of(loop.attrs["body"])
+
+
+def masked_update(x, state, mask):
+    updated = ag.tanh(x + state)
+    return ag.where(mask, state, updated)
+
+
+def test_where_writes_into_the_dead_branch_value():
+    rng = np.random.default_rng(0)
+    x, state, mask = rng.standard_normal((4, 3)), rng.standard_normal((4, 3)), rng.random((4, 1)) > 0.5
+    copies = [a.copy() for a in (x, state, mask)]
+    f = ag.function(masked_update)
+    assert "where=" in f.get_concrete_function(x, state, mask).plan.source
+    assert_same(masked_update(x, state, mask), f(x, state, mask))
+    for a, c in zip((x, state, mask), copies):
+        np.testing.assert_array_equal(a, c)

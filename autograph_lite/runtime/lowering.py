@@ -149,13 +149,16 @@ class _Lowering:
             self.emit(f"{target}{kernel}({', '.join(ins)})", indent, node, reads=node.inputs)
 
     def in_place(self, node, ins, indent):
-        """The node's result written into its first input's buffer (see passes/buffer_reuse.py)."""
-        how = IN_PLACE[node.op]
+        """The node's result written into a dead input's buffer (see passes/buffer_reuse.py)."""
+        how, target = IN_PLACE[node.op], ins[self.reuse[id(node)]]
         if how.endswith("="):
-            self.emit(f"{ins[0]} {how} {ins[1]}", indent, node)
+            self.emit(f"{target} {how} {ins[1]}", indent, node, node.inputs)
+        elif how == "copyto":  # where(c, x, y) into y's buffer
+            self.emit(f"{self.bind('k', self.xp.copyto)}({target}, {ins[1]}, where={ins[0]})", indent, node,
+                      node.inputs)
         else:
-            self.emit(f"{self.bind('k', getattr(self.xp, how))}({ins[0]}, out={ins[0]})", indent, node)
-        self.names[id(node.outputs[0])] = ins[0]
+            self.emit(f"{self.bind('k', getattr(self.xp, how))}({target}, out={target})", indent, node, node.inputs)
+        self.names[id(node.outputs[0])] = target
 
     def assign(self, targets, values, indent, node=None, reads=()):
         if targets:

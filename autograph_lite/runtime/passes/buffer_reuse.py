@@ -13,7 +13,9 @@ _FRESH = {"Add", "Sub", "Mul", "RealDiv", "Tanh", "Exp", "Log", "Sqrt", "Square"
 # ops the plan can run in place on their first input
 IN_PLACE = {"Add": "+=", "Sub": "-=", "Mul": "*=", "RealDiv": "/=",
             "Tanh": "tanh", "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Square": "square",
-            "Abs": "absolute", "Neg": "negative"}
+            "Abs": "absolute", "Neg": "negative", "Select": "copyto"}
+# which input a node writes into: where(c, x, y) keeps y and copies x in where c holds
+TARGET_INPUT = {"Select": 2}
 
 
 def _mark(graph):
@@ -26,11 +28,12 @@ def _mark(graph):
     for node in graph.nodes:
         if node.op not in IN_PLACE or not node.inputs:
             continue
-        a, out = node.inputs[0], node.outputs[0]
+        k = TARGET_INPUT.get(node.op, 0)
+        a, out = node.inputs[k], node.outputs[0]
         if (a.node.op in _FRESH and a.node in graph.nodes and users.get(id(a)) == [node]
                 and id(a) not in escaping and a.shape == out.shape and None not in a.shape
                 and len(a.shape) >= 1 and a.dtype == out.dtype and not a.weak):
-            reuse[id(node)] = 0
+            reuse[id(node)] = k
     graph.reuse = reuse
 
 
