@@ -81,7 +81,6 @@ def _build(fn):
     converted.__qualname__, converted.__doc__ = fn.__qualname__, fn.__doc__
     converted.__module__ = fn.__module__
     converted.__dict__.update(getattr(fn, "__dict__", {}))
-    converted.__wrapped_original__ = fn
     shown = copy.copy(module_ast.body[0].body[0])
     shown.name = display_name
     inner_source = ast.unparse(shown)

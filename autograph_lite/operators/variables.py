@@ -30,10 +30,6 @@ class Undefined:
     del _op
 
 
-def is_undefined(value):
-    return isinstance(value, Undefined)
-
-
 def return_value(value):
     """What a converted function returns: None if no `return` ran."""
     return None if isinstance(value, Undefined) else value

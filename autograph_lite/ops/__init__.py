@@ -8,7 +8,7 @@ from .array_ops import (concat, constant, expand_dims, fill, gather, getitem, on
                         range, reshape, shape, size, squeeze, stack, transpose, zeros, zeros_like)
 from .control_flow import cond, while_loop
 from .logging_ops import assert_that, print
-from .core import convert_to_tensor, is_symbolic
+from .core import convert_to_tensor
 from .gradients import grad, gradients, value_and_grad
 from .math_ops import (abs, add, argmax, cast, divide, equal, exp, floordiv, greater,
                        greater_equal, less, less_equal, log, logical_and, logical_not,

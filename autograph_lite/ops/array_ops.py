@@ -56,11 +56,6 @@ def _as_shape(s):
     return s if isinstance(s, tuple) else tuple(int(d) for d in s.tolist())
 
 
-def _shape_dims(s):
-    """Shape input Tensor -> the static shape the trace can tell."""
-    return static_shape_of(s)
-
-
 # --- creation -----------------------------------------------------------------------------
 
 def constant(value, dtype=None):
@@ -76,7 +71,7 @@ def _filled(op_name, public, xp_fn):
         fn = getattr(xp, xp_fn)
         return lambda s: fn(_as_shape(s), dtype)
 
-    OPS[public] = opdef = define(op_name, kernel, lambda s, dtype: [(_shape_dims(s), dtype)])
+    OPS[public] = opdef = define(op_name, kernel, lambda s, dtype: [(static_shape_of(s), dtype)])
 
     def op(shape, dtype=np.float64):
         return apply(opdef, (_shape_input(shape),), {"dtype": np.dtype(dtype)})
@@ -92,7 +87,7 @@ ones = _filled("Ones", "ones", "ones")
 def _fill_infer(s, value):
     if value.ndim:
         raise ValueError(f"fill value must be a scalar, got shape {value.shape}")
-    return [(_shape_dims(s), value.dtype)]
+    return [(static_shape_of(s), value.dtype)]
 
 
 OPS["fill"] = define("Fill", lambda xp: lambda s, v: xp.full(_as_shape(s), v), _fill_infer)
@@ -194,7 +189,7 @@ def stack(values, axis=0):
 # --- shape manipulation -------------------------------------------------------------------
 
 def _reshape_infer(x, s):
-    target = list(_shape_dims(s))
+    target = list(static_shape_of(s))
     if target.count(-1) > 1:
         raise ValueError(f"can only infer one dimension (-1) of the new shape {tuple(target)}")
     size = None if None in x.shape else int(np.prod(x.shape, dtype=np.int64))

@@ -60,10 +60,6 @@ def convert_to_tensor(value, graph=None):
     return constant_node(graph, value)
 
 
-def is_symbolic(value):
-    return isinstance(value, Tensor)
-
-
 # --- shape and dtype rules shared by ops ------------------------------------------------
 
 def exemplar(t):

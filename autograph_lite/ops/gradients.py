@@ -29,10 +29,6 @@ from .array_ops import zeros_like
 from ..runtime.opdef import REGISTRY
 
 
-def _zeros(t):
-    return zeros_like(t)
-
-
 def gradients(ys, xs, dys):
     """Cotangents of `xs` given cotangents `dys` of `ys` (None where nothing flows)."""
     graph = current_graph()
@@ -120,14 +116,14 @@ def inline(sub, inputs):
 def _cond_grad(node, *dys):
     pred, captures = node.inputs[0], list(node.inputs[1:])
     wanted = [float_dtype(c) for c in captures]
-    dys = [dy if dy is not None else (_zeros(o) if float_dtype(o) else None) for o, dy in zip(node.outputs, dys)]
+    dys = [dy if dy is not None else (zeros_like(o) if float_dtype(o) else None) for o, dy in zip(node.outputs, dys)]
 
     def branch(sub):
         def backward():
             outs = inline(sub, captures)
             local = [convert_to_tensor(c) for c in captures]
             grads = gradients(outs, local, dys)
-            return tuple((g if g is not None else _zeros(c)) if w else None
+            return tuple((g if g is not None else zeros_like(c)) if w else None
                          for g, c, w in zip(grads, local, wanted))
         return backward
 
@@ -149,8 +145,8 @@ def _while_grad(node, *dys):
 
     var_idx = [k for k in range(n) if float_dtype(node.outputs[k])]
     cap_idx = [j for j, c in enumerate(captures) if float_dtype(c)]
-    start = [dys[k] if dys[k] is not None else _zeros(node.outputs[k]) for k in var_idx]
-    start += [_zeros(captures[j]) for j in cap_idx]
+    start = [dys[k] if dys[k] is not None else zeros_like(node.outputs[k]) for k in var_idx]
+    start += [zeros_like(captures[j]) for j in cap_idx]
     specs = [(body_g.inputs[k].shape, body_g.inputs[k].dtype) for k in variant]
 
     def more(*state):
@@ -167,7 +163,7 @@ def _while_grad(node, *dys):
         outs = inline(body_g, values + local_caps)
         xs = [values[k] for k in var_idx] + [local_caps[j] for j in cap_idx]
         grads = gradients([outs[k] for k in var_idx], xs, d_vars)
-        new_vars = [g if g is not None else _zeros(x) for g, x in zip(grads[:len(var_idx)], xs)]
+        new_vars = [g if g is not None else zeros_like(x) for g, x in zip(grads[:len(var_idx)], xs)]
         new_caps = [d if g is None else add(d, g) for d, g in zip(d_caps, grads[len(var_idx):])]
         return tuple(new_vars + new_caps)
 
@@ -230,8 +226,7 @@ def value_and_grad(fn, argnums=0):
 
     def symbolic(*args):
         from ..operators import call
-        from ..runtime.graph import current_graph as _current
-        graph = _current()
+        graph = current_graph()
         args = list(args)
         for p in positions:
             args[p] = nest.pack(args[p], [convert_to_tensor(v, graph) for v in nest.flatten(args[p])])

@@ -72,7 +72,7 @@ _HOST_TYPES = (np.ndarray, float, int, bool, np.float32, np.float64, np.int32, n
 def array_module(values):
     """cupy if any of `values` is a cupy array, else numpy."""
     for v in values:
-        if type(v) not in _HOST_TYPES and type(v).__module__.startswith("cupy"):
+        if type(v) not in _HOST_TYPES and is_gpu_array(v):
             return get("gpu").xp
     return np
 

@@ -11,6 +11,7 @@ import linecache
 import numpy as np
 
 from ..errors import short_location
+from .devices import is_gpu_array
 from .opdef import lookup
 from .passes.buffer_reuse import IN_PLACE
 
@@ -84,7 +85,7 @@ class _Lowering:
 
     def _is_const_array(self, name):
         value = self.env.get(name)
-        return name.startswith("c") and (isinstance(value, np.ndarray) or type(value).__module__.startswith("cupy"))
+        return name.startswith("c") and (isinstance(value, np.ndarray) or is_gpu_array(value))
 
     def fresh(self, tensor, prefix="v"):
         name = f"{prefix}{next(self.counter)}"
@@ -190,23 +191,15 @@ class _Lowering:
         loop_vars = [self.fresh(t, "l") for t in node.outputs]
         self.assign(loop_vars, ins[:n], indent, node, node.inputs[:n])
         self.alias(cond.inputs, loop_vars + ins[n:])
-        start = len(self.lines)
+        where = f"  # {node.name} at {short_location(node.location)}"
+        header = len(self.lines)
+        self.emit(f"while True:{where}", indent, node)
         (pred,) = self.body(cond, indent + 1)
         pred = self.host_bool(pred)
-        if len(self.lines) == start:  # the condition is one expression: a plain `while`
-            self.emit(f"while {pred}:  # {node.name} at {short_location(node.location)}", indent, node, cond.outputs)
+        if len(self.lines) == header + 1:  # the condition is one expression: a plain `while`
+            del self.lines[header]
+            self.emit(f"while {pred}:{where}", indent, node, cond.outputs)
         else:
-            cond_lines = self.lines[start:]
-            cond_nodes = {i - start: v for i, v in self.line_nodes.items() if i >= start}
-            del self.lines[start:]
-            for i in list(self.line_nodes):
-                if i >= start:
-                    del self.line_nodes[i]
-            self.emit(f"while True:  # {node.name} at {short_location(node.location)}", indent, node)
-            for i, line in enumerate(cond_lines):
-                if i in cond_nodes:
-                    self.line_nodes[len(self.lines)] = cond_nodes[i]
-                self.lines.append(line)
             self.emit(f"if not {pred}:", indent + 1, node, cond.outputs)
             self.emit("break", indent + 2, node)
         self.alias(body.inputs, loop_vars + ins[n:])

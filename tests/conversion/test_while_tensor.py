@@ -3,16 +3,11 @@ import numpy as np
 import pytest
 
 import autograph_lite as ag
+from examples.models import collatz, tanh_loop  # W1 and W6 as the benchmark runs them
 from helpers import check, f32
 
 
-def tanh_loop(x):
-    while ag.reduce_sum(x) > 1:
-        x = ag.tanh(x)
-    return x
-
-
-def collatz(n):
+def collatz_if_statement(n):
     steps = 0
     while n != 1:
         if n % 2 == 0:
@@ -87,8 +82,9 @@ def test_tanh_loop_w1():
     assert "While(" in str(f.get_concrete_function(x).graph)
 
 
-def test_collatz_w6():
-    f = check(collatz, (np.int32(27),), (np.int32(7),), (np.int32(1),), traces=1)
+@pytest.mark.parametrize("fn", [collatz, collatz_if_statement])
+def test_collatz_w6(fn):
+    f = check(fn, (np.int32(27),), (np.int32(7),), (np.int32(1),), traces=1)
     assert int(f(np.int32(27))) == 111
 
 
