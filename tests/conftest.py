@@ -10,6 +10,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 TEST_DEVICE = os.environ.get("AG_TEST_DEVICE", "cpu")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def kernel_cache(tmp_path_factory):
+    """Native kernels built by the tests go to a temporary cache, not the user's."""
+    saved = os.environ.get("AG_CACHE_DIR")
+    os.environ["AG_CACHE_DIR"] = str(tmp_path_factory.mktemp("ag-cache"))
+    yield
+    if saved is None:
+        del os.environ["AG_CACHE_DIR"]
+    else:
+        os.environ["AG_CACHE_DIR"] = saved
+
+
 @pytest.fixture(autouse=True)
 def default_device():
     """AG_TEST_DEVICE=gpu runs every test with the GPU as the default device."""

@@ -21,6 +21,7 @@ class OpDef:
     # inline(xp, operand_exprs, bind, **attrs) -> a Python expression the plan can use instead of
     # a kernel call (e.g. "v1 + v2"); bind(value) names a value for the expression to use
     inline: Optional[Callable] = None
+    printed_attrs: Optional[tuple] = None  # the attrs a printed graph shows (None: all)
     _eager: dict = dataclasses.field(default_factory=dict, repr=False)
 
     def eager_kernel(self, xp, attrs=None):

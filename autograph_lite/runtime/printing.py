@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..errors import short_location
+from .opdef import REGISTRY
 
 
 def type_str(t):
@@ -24,7 +25,9 @@ def _format(graph, indent, lines):
     for node in graph.nodes:
         outs = ", ".join(f"%{t.name}" for t in node.outputs)
         ins = ", ".join(f"%{t.name}" for t in node.inputs)
-        attrs = {k: v for k, v in node.attrs.items() if not hasattr(v, "nodes")}
+        shown = getattr(REGISTRY.get(node.op), "printed_attrs", None)
+        attrs = {k: v for k, v in node.attrs.items()
+                 if not hasattr(v, "nodes") and (shown is None or k in shown)}
         attr_text = " {" + ", ".join(f"{k}={_attr_str(v)}" for k, v in attrs.items()) + "}" if attrs else ""
         types = ", ".join(type_str(t) for t in node.outputs)
         lines.append(f"{pad}  {outs} = {node.op}({ins}){attr_text} : {types}"

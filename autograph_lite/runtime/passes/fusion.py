@@ -1,19 +1,22 @@
 """Elementwise fusion: a chain of elementwise nodes becomes one FusedElementwise node.
 
 The fused node holds a small program (steps over its inputs and earlier steps). On the
-CPU a large result is computed in cache-sized blocks: each block runs the whole chain
-through scratch buffers (`out=`), so memory is read and written once instead of once
-per op, and the blocks are shared among threads (numpy releases the GIL in ufunc
-loops). Small results, broadcasting inputs and other devices evaluate the steps on
-whole arrays.
+CPU a large result is computed by one generated C loop (runtime/native) when a C
+compiler is at hand: every element is read once and written once, the chain runs in
+registers. Otherwise, or for a step C has no translation for, it is computed in
+cache-sized blocks: each block runs the chain through scratch buffers (`out=`). Either
+way the range is split among threads (ctypes and numpy release the GIL). Small results,
+broadcasting or strided inputs and other devices evaluate the steps on whole arrays.
 """
 import concurrent.futures
+import functools
 import os
 import threading
 
 import numpy as np
 
 from ..graph import Node, Tensor
+from ..native import elementwise as native_elementwise
 from ..opdef import OpDef, lookup, register
 from .util import rewire, subgraphs_first
 
@@ -105,8 +108,10 @@ def _fused_node(graph, group):
         slot[id(out)] = ("t", len(steps) - 1)
         exprs[id(out)] = f"{node.op}({', '.join(exprs[id(t)] for t in node.inputs)})"
     root = group[-1].outputs[0]
+    operands = tuple((t.dtype, t.weak, t.shape == ()) for t in inputs)
     fused = Node(graph, "FusedElementwise", graph.unique_name("Fused"), inputs,
-                 {"steps": tuple(steps), "expr": exprs[id(root)]}, group[-1].location)
+                 {"steps": tuple(steps), "expr": exprs[id(root)], "operands": operands},
+                 group[-1].location)
     fused.outputs = [Tensor(fused, 0, root.shape, root.dtype, root.weak)]
     return fused
 
@@ -117,12 +122,15 @@ def run(graph):
 
 # --- the kernel -----------------------------------------------------------------------
 
-def _fused_kernel(xp, steps, expr):
+def _fused_kernel(xp, steps, expr, operands):
     whole = _whole_array_evaluator(xp, steps)
     if xp is not np:
         return whole
-    block = _block_evaluator(steps)
     out_dtype = steps[-1][2]
+    scalar = [s for _, _, s in operands]
+    dtypes = [np.dtype(d) for d, _, _ in operands]
+    on_numpy = functools.partial(_run_blocks, _block_evaluator(steps))
+    compiled = []  # [native.elementwise kernel or None], built at the first large call
 
     def fused(*inputs):
         size = _blockable_size(inputs)
@@ -132,13 +140,30 @@ def _fused_kernel(xp, steps, expr):
         out = np.empty(shape, out_dtype)
         flat_out = out.reshape(-1)
         flat_in = [a.reshape(-1) if isinstance(a, np.ndarray) and a.ndim else a for a in inputs]
+        if not compiled:
+            compiled.append(native_elementwise.cpu_kernel(steps, operands))
+        if compiled[0] is not None and _matches(flat_in, scalar, dtypes):
+            run = compiled[0]
+            flat_in = [a.item() if s and hasattr(a, "item") else a for a, s in zip(flat_in, scalar)]
+        else:
+            run = on_numpy
         chunks = _chunks(size)
         if len(chunks) == 1:
-            _run_blocks(block, flat_out, flat_in, *chunks[0])
+            run(flat_out, flat_in, *chunks[0])
         else:
-            list(_pool().map(lambda c: _run_blocks(block, flat_out, flat_in, *c), chunks))
+            list(_pool().map(lambda c: run(flat_out, flat_in, *c), chunks))
         return out
     return fused
+
+
+def _matches(inputs, scalar, dtypes):
+    """The inputs are what the native kernel was built for: arrays where it reads arrays
+    (flat, of its dtype), scalars where it takes a scalar."""
+    for a, s, dtype in zip(inputs, scalar, dtypes):
+        is_array = isinstance(a, np.ndarray) and a.ndim
+        if s == bool(is_array) or (is_array and a.dtype != dtype):
+            return False
+    return True
 
 
 def _blockable_size(inputs):
@@ -175,6 +200,7 @@ def _pool():
 
 
 def _run_blocks(block, out, inputs, start, stop):
+    """The numpy path: the chain on each BLOCK-sized piece of [start, stop)."""
     for lo in range(start, stop, BLOCK):
         hi = min(stop, lo + BLOCK)
         block(out[lo:hi], [a[lo:hi] if isinstance(a, np.ndarray) and a.ndim else a for a in inputs], hi - lo)
@@ -258,4 +284,5 @@ def _no_infer(*args, **kwargs):
     raise TypeError("FusedElementwise nodes are made by the fusion pass, not traced")
 
 
-register(OpDef("FusedElementwise", _fused_kernel, _no_infer, elementwise=True))
+register(OpDef("FusedElementwise", _fused_kernel, _no_infer, elementwise=True,
+              printed_attrs=("expr",)))

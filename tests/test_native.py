@@ -1,0 +1,195 @@
+"""Native (C) kernels for fused elementwise chains: numpy's results, to the bit where
+numpy's own loops are exact, for every op and dtype the C translation accepts."""
+import warnings
+
+import numpy as np
+import pytest
+
+import autograph_lite as ag
+from autograph_lite.runtime.native import cexpr, compiler, elementwise
+from autograph_lite.runtime.passes import fusion
+from helpers import assert_same
+
+pytestmark = pytest.mark.skipif(compiler.compiler() is None, reason="no C compiler on this machine")
+
+N = fusion.BLOCKED_MIN_SIZE * 4  # large enough to be fused and split across threads
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("AG_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("AG_NATIVE_KERNELS", raising=False)
+    compiler._loaded.clear()  # libraries loaded from another test's cache
+
+
+def native_run(steps, operands, *inputs):
+    """Run the C kernel of `steps` over `inputs` (arrays of N or Python scalars)."""
+    run = elementwise.cpu_kernel(steps, operands)
+    assert run is not None, elementwise.source(steps, operands)
+    out = np.empty(N, steps[-1][2])
+    run(out, list(inputs), 0, N)
+    return out
+
+
+def tile(values, dtype):
+    return np.resize(np.array(values, dtype=dtype), N)
+
+
+FLOATS = [0.0, -0.0, 1.0, -1.5, 2.5, 1e-30, -7.25, 3e5, np.inf, -np.inf, np.nan, 0.3]
+UNARY = {"Neg": np.negative, "Tanh": np.tanh, "Exp": np.exp, "Log": np.log, "Sqrt": np.sqrt,
+         "Square": np.square, "Abs": np.abs, "Relu": lambda x: np.maximum(x, 0),
+         "Sigmoid": lambda x: 0.5 * np.tanh(0.5 * x) + 0.5}
+BINARY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "RealDiv": np.true_divide,
+          "Pow": np.power, "Maximum": np.maximum, "Minimum": np.minimum, "Equal": np.equal,
+          "NotEqual": np.not_equal, "Less": np.less, "LessEqual": np.less_equal,
+          "Greater": np.greater, "GreaterEqual": np.greater_equal}
+
+
+def expect_close(got, want, dtype, atol=0):
+    assert got.dtype == want.dtype
+    if want.dtype.kind == "f":
+        # libm and numpy's SIMD loops differ by a few ulp on transcendental functions
+        np.testing.assert_allclose(got, want, rtol=4 * np.finfo(dtype).eps, atol=atol, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("op", sorted(UNARY))
+def test_unary_float_ops_match_numpy(op, dtype):
+    x = tile(FLOATS, dtype) * tile(np.linspace(0.5, 2, 7), dtype)
+    with np.errstate(all="ignore"):
+        want = UNARY[op](x).astype(dtype)
+        got = native_run([(op, (("in", 0),), np.dtype(dtype))], [(np.dtype(dtype), False, False)], x)
+    # sigmoid = 0.5 * tanh(x / 2) + 0.5: tanh's few ulp near -1 are absolute errors near 0
+    expect_close(got, want, dtype, atol=4 * np.finfo(dtype).eps if op == "Sigmoid" else 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("op", sorted(BINARY))
+def test_binary_float_ops_match_numpy(op, dtype):
+    x = tile(FLOATS, dtype)
+    y = tile(FLOATS[::-1] + [2.0], dtype)  # a different period: every pair meets
+    with np.errstate(all="ignore"):
+        want = BINARY[op](x, y)
+        got = native_run([(op, (("in", 0), ("in", 1)), want.dtype)],
+                         [(np.dtype(dtype), False, False)] * 2, x, y)
+    expect_close(got, want, dtype)
+
+
+INT_VALUES = {np.int8: [0, 1, -1, 7, -7, 127, -128, 3, -3, 100],
+              np.int32: [0, 1, -1, 7, -7, 2**31 - 1, -2**31, 3, -3, 10**6],
+              np.int64: [0, 1, -1, 7, -7, 2**63 - 1, -2**63, 3, -3, 10**12],
+              np.uint8: [0, 1, 255, 7, 128, 3, 200, 2]}
+
+
+@pytest.mark.parametrize("dtype", sorted(INT_VALUES, key=lambda d: np.dtype(d).name))
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "FloorDiv", "FloorMod", "Maximum", "Minimum",
+                                "Less", "Equal", "Neg", "Abs", "Square", "RealDiv"])
+def test_integer_ops_match_numpy_including_overflow_and_zero_divisors(op, dtype):
+    values = INT_VALUES[dtype]
+    x = tile(values, dtype)
+    y = tile(values[::-1] + [values[1]], dtype)
+    fn = {"FloorDiv": np.floor_divide, "FloorMod": np.remainder, "Neg": np.negative,
+          "Abs": np.abs, "Square": np.square, **BINARY}[op]
+    unary = op in ("Neg", "Abs", "Square")
+    with np.errstate(all="ignore"):
+        want = fn(x) if unary else fn(x, y)
+    args = (("in", 0),) if unary else (("in", 0), ("in", 1))
+    got = native_run([(op, args, want.dtype)], [(np.dtype(dtype), False, False)] * len(args),
+                     *([x] if unary else [x, y]))
+    expect_close(got, want, want.dtype)
+
+
+def test_weak_scalars_take_the_array_dtype_and_mixed_dtypes_promote():
+    x = tile([0.1, 0.2, 0.30000001, -1.0], np.float32)
+    i = tile([1, -2, 3, 2**20 + 1], np.int32)
+    steps = [("Greater", (("in", 0), ("in", 1)), np.dtype(bool)),      # x > 0.1 in float32
+             ("Add", (("in", 0), ("in", 2)), np.dtype(np.float64)),     # float32 + int32 -> float64
+             ("Mul", (("t", 1), ("in", 3)), np.dtype(np.float64)),      # * weak int 3
+             ("LogicalNot", (("t", 0),), np.dtype(bool)),
+             ("Less", (("t", 2), ("in", 4)), np.dtype(bool)),           # < float32 scalar (strong)
+             ("LogicalOr", (("t", 3), ("t", 4)), np.dtype(bool))]
+    operands = [(np.dtype(np.float32), False, False), (np.dtype(np.float64), True, True),
+                (np.dtype(np.int32), False, False), (np.dtype(np.int64), True, True),
+                (np.dtype(np.float32), False, True)]
+    got = native_run(steps, operands, x, 0.1, i, 3, np.float32(2.5).item())
+    want = ~(x > 0.1) | ((x + i) * 3 < np.float32(2.5))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_unsupported_ops_and_dtypes_are_refused_not_mistranslated():
+    with pytest.raises(cexpr.Unsupported):
+        elementwise.source([("Pow", (("in", 0), ("in", 0)), np.dtype(np.int32))],
+                           [(np.dtype(np.int32), False, False)])
+    with pytest.raises(cexpr.Unsupported):
+        elementwise.source([("Tanh", (("in", 0),), np.dtype(np.float16))],
+                           [(np.dtype(np.float16), False, False)])
+    assert elementwise.cpu_kernel([("FloorDiv", (("in", 0), ("in", 0)), np.dtype(np.float32))],
+                                  [(np.dtype(np.float32), False, False)]) is None
+
+
+def chain(x, y):
+    return ag.tanh(x * 1.5 + 0.5) * ag.nn.sigmoid(y) - 0.25 * x * x + ag.maximum(x, y) / (1.0 + ag.abs(y))
+
+
+def test_compiled_chain_uses_one_native_kernel_and_matches_eager(tmp_path):
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((2, 3, N // 3), dtype=np.float32)
+    x[0, :4] = [np.nan, np.inf, -np.inf, -0.0]
+    f = ag.function(chain)
+    with np.errstate(invalid="ignore"):  # inf - inf, as numpy computes it
+        assert_same(chain(x, y), f(x, y))
+    graph = f.get_concrete_function(x, y).optimized_graph
+    assert [n.op for n in graph.nodes if n.op != "Const"] == ["FusedElementwise"]
+    assert len(list(tmp_path.glob("kernels/*.so"))) == 1
+
+
+def test_without_native_kernels_the_numpy_path_gives_the_same_results(monkeypatch, tmp_path):
+    x, y = np.random.default_rng(1).standard_normal((2, N), dtype=np.float32)
+    native = ag.function(chain)(x, y)
+    monkeypatch.setenv("AG_NATIVE_KERNELS", "0")
+    assert elementwise.cpu_kernel([("Neg", (("in", 0),), np.dtype(np.float32))],
+                                  [(np.dtype(np.float32), False, False)]) is None
+    on_numpy = ag.function(chain)(x, y)
+    np.testing.assert_allclose(native, on_numpy, rtol=1e-6, atol=1e-6)
+    assert_same(chain(x, y), on_numpy)
+
+
+def test_non_contiguous_and_broadcast_inputs_take_the_numpy_path():
+    x = np.random.default_rng(2).standard_normal((N, 2), dtype=np.float32)
+    f = ag.function(chain)
+    assert_same(chain(x[:, 0], x[:, 1]), f(x[:, 0], x[:, 1]))   # strided views
+    row = x[:3, 1].reshape(3, 1)
+    big = np.resize(x[:, 0], (3, N // 3))
+    assert_same(chain(big, row), f(big, row))                     # broadcasting
+
+
+def test_a_built_kernel_is_loaded_from_the_disk_cache(tmp_path):
+    source = elementwise.source([("Neg", (("in", 0),), np.dtype(np.float64))],
+                                [(np.dtype(np.float64), False, False)])
+    compiler.load(source)
+    [built] = tmp_path.glob("kernels/*.so")
+    stamp = built.stat().st_mtime_ns
+    compiler._loaded.clear()
+    assert compiler.load(source) is not None
+    assert built.stat().st_mtime_ns == stamp and len(list(tmp_path.glob("kernels/*"))) == 1
+
+
+def test_a_rejected_source_warns_with_the_compiler_message_and_falls_back():
+    with pytest.warns(RuntimeWarning, match="rejected a generated kernel"):
+        assert compiler.load("this is not C;") is None
+
+
+def test_without_a_compiler_kernels_stay_on_numpy(monkeypatch):
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    compiler.compiler.cache_clear()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert not compiler.enabled()
+            x = np.linspace(-3, 3, N, dtype=np.float32)
+            assert_same(chain(x, x), ag.function(chain)(x, x))
+    finally:
+        monkeypatch.delenv("CC")
+        compiler.compiler.cache_clear()
