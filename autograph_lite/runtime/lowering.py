@@ -12,6 +12,7 @@ import numpy as np
 
 from ..errors import short_location
 from .devices import is_gpu_array
+from .native.scalar_loop import NativeLoop
 from .opdef import lookup
 from .passes.buffer_reuse import IN_PLACE
 
@@ -24,6 +25,7 @@ class Plan:
     def __init__(self, graph, device):
         lowering = _Lowering(device)
         self.source, self.fn, self._line_nodes = lowering.run(graph)
+        self.native_loops = lowering.native_loops  # While loops that run as C once hot
         self.filename = lowering.filename
         self.graph, self.device = graph, device
 
@@ -63,6 +65,7 @@ class _Lowering:
         self.names = {}      # id(Tensor) -> variable (or inlined expression) holding its value
         self.inlined = {}    # id(Tensor) -> nodes whose expressions its name contains
         self.lines, self.line_nodes = [], {}
+        self.native_loops = []
         self.counter = itertools.count()
         self.filename = f"<autograph_lite plan {next(_plan_ids)}>"
 
@@ -189,6 +192,15 @@ class _Lowering:
         cond, body = node.attrs["cond"], node.attrs["body"]
         n = len(body.outputs)
         loop_vars = [self.fresh(t, "l") for t in node.outputs]
+        native = NativeLoop.for_node(node) if self.xp is np else None
+        if native is not None:  # a loop over scalars: C once it is hot, this Python loop until then
+            self.native_loops.append(native)
+            result = f"r{next(self.counter)}"
+            self.emit(f"{result} = {self.bind('k', native)}({', '.join(ins)})", indent, node, node.inputs)
+            self.emit(f"if {result} is not None:", indent, node)
+            self.emit(f"{', '.join(loop_vars)}, = {result}", indent + 1, node)
+            self.emit("else:", indent, node)
+            indent += 1
         self.assign(loop_vars, ins[:n], indent, node, node.inputs[:n])
         self.alias(cond.inputs, loop_vars + ins[n:])
         where = f"  # {node.name} at {short_location(node.location)}"

@@ -4,5 +4,6 @@ caller keeps its numpy path, and results are the same.
 
 - `cexpr.py`: C expressions for ops with numpy's semantics (shared with CUDA sources);
 - `compiler.py`: find the compiler, build, cache on disk, load;
-- `elementwise.py`: a fused elementwise chain as one C loop.
+- `elementwise.py`: a fused elementwise chain as one C loop;
+- `scalar_loop.py`: a While loop over scalars as one C function.
 """

@@ -58,6 +58,9 @@ def literal(value, dtype):
             text = {"inf": "INFINITY", "-inf": "(-INFINITY)", "nan": "NAN"}[text]
             return text if dtype == np.float32 else f"((double){text})"
         return text + ("f" if dtype == np.float32 else "")
+    info = np.iinfo(dtype) if dtype.kind in "iu" else None
+    if info is not None and not info.min <= int(value) <= info.max:
+        raise Unsupported(f"{value} does not fit {dtype}")  # numpy raises; the Python path will too
     return f"(({c_type(dtype)}){int(value)})"
 
 
@@ -100,6 +103,13 @@ class Emitter:
             return {"LogicalAnd": lambda: f"({a[0]} && {a[1]})",
                     "LogicalOr": lambda: f"({a[0]} || {a[1]})",
                     "LogicalNot": lambda: f"(!{a[0]})"}[name]()
+        if name == "Select":
+            c, x, y = self.cast(operands[0], np.bool_), *(self.cast(v, out_dtype) for v in operands[1:])
+            return f"({c} ? {x} : {y})"
+        if name == "Cast":
+            if operands[0].dtype.kind == "f" and out_dtype.kind in "iu":
+                raise Unsupported("float to integer casts")  # out-of-range values are undefined in C
+            return self.cast(operands[0], out_dtype)
         if out_dtype == np.bool_:
             raise Unsupported(f"{name} on booleans")
         a = [self.cast(v, out_dtype) for v in operands]

@@ -1,0 +1,136 @@
+"""While loops over scalars run as C once hot: the eager run is the oracle, before and
+after the tier-up, including integer wrap-around and nested control flow."""
+import numpy as np
+import pytest
+
+import autograph_lite as ag
+from autograph_lite.runtime.native import compiler, scalar_loop
+from examples.models import collatz
+from helpers import assert_same
+
+pytestmark = pytest.mark.skipif(compiler.compiler() is None, reason="no C compiler on this machine")
+
+
+@pytest.fixture(autouse=True)
+def native_on(monkeypatch):
+    monkeypatch.delenv("AG_NATIVE_KERNELS", raising=False)
+
+
+def gcd(a, b):
+    while b != 0:
+        a, b = b, a % b
+    return a
+
+
+def fib(n):
+    a, b = 0, 1
+    i = 0
+    while i < n:
+        a, b = b, a + b
+        i += 1
+    return a
+
+
+def newton_sqrt(x):
+    guess = x / 2 + 1
+    while abs(guess * guess - x) > 1e-6 * x:
+        guess = 0.5 * (guess + x / guess)
+    return guess
+
+
+def wraps(x):
+    steps = 0
+    while x > 0:  # int32 overflow ends the loop, as in numpy
+        x = x * 3 + 1
+        steps += 1
+    return x, steps
+
+
+def nested(n):
+    total = 0
+    i = 0
+    while i < n:
+        j = 0
+        while j < i:
+            if (i + j) % 3 == 0:
+                total += i * j
+            else:
+                total -= 1
+            j += 1
+        i += 1
+    return total
+
+
+def flags(x, limit):
+    done = False
+    count = 0
+    while not done:
+        x = ag.where(x > 1.0, x * 0.5, x + 0.25)
+        count += 1
+        done = (count >= limit) or (x == 1.0)
+    return x, count, done
+
+
+def mixed(x, k):
+    acc = 0.0
+    i = 0
+    while i < k:
+        acc = acc + ag.tanh(x) * 0.5 + ag.cast(i, np.float32)
+        x = ag.maximum(x - 0.1, -1.0)
+        i += 1
+    return acc, x
+
+
+CASES = [
+    (collatz, (np.int32(27),)), (collatz, (np.int32(97),)),
+    (gcd, (np.int64(1071), np.int64(462))), (gcd, (np.int32(-48), np.int32(18))),
+    (fib, (np.int64(90),)),
+    (newton_sqrt, (np.float64(2.0),)), (newton_sqrt, (np.float32(10.0),)),
+    (wraps, (np.int32(1),)), (wraps, (np.int8(1),)),
+    (nested, (np.int32(12),)),
+    (flags, (np.float32(7.0), np.int32(50))),
+    (mixed, (np.float32(0.3), np.int32(7))),
+]
+
+
+@pytest.mark.parametrize("fn, args", CASES, ids=lambda v: getattr(v, "__name__", None))
+def test_scalar_loops_tier_up_to_c_and_match_eager(fn, args):
+    with np.errstate(over="ignore"):
+        eager = fn(*args)
+        compiled = ag.function(fn)
+        results = [compiled(*args) for _ in range(scalar_loop.TIER_UP_AFTER + 1)]
+    [loop, *_] = compiled.get_concrete_function(*args).plan.native_loops
+    assert loop.fn, "the C loop was not built"
+    for result in results:  # Python loop before the tier-up, C after: the same values
+        assert_same(eager, result)
+
+
+def test_the_python_loop_runs_until_the_loop_is_hot():
+    f = ag.function(collatz)
+    n = np.int32(27)
+    f(n)
+    [loop] = f.get_concrete_function(n).plan.native_loops
+    for _ in range(scalar_loop.TIER_UP_AFTER - 1):
+        assert loop.fn is None
+        f(n)
+    assert loop.fn
+
+
+def test_loops_over_arrays_stay_python():
+    def halve(x):
+        while ag.reduce_sum(x) > 1:
+            x = x / 2
+        return x
+    f = ag.function(halve)
+    x = np.ones(4)
+    assert_same(halve(x), f(x))
+    assert f.get_concrete_function(x).plan.native_loops == []
+
+
+def test_native_loops_off(monkeypatch):
+    monkeypatch.setenv("AG_NATIVE_KERNELS", "0")
+    f = ag.function(collatz)
+    n = np.int32(27)
+    for _ in range(scalar_loop.TIER_UP_AFTER + 1):
+        assert f(n) == 111
+    assert f.get_concrete_function(n).plan.native_loops == []
