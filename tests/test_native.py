@@ -60,7 +60,7 @@ def test_unary_float_ops_match_numpy(op, dtype):
     x = tile(FLOATS, dtype) * tile(np.linspace(0.5, 2, 7), dtype)
     with np.errstate(all="ignore"):
         want = UNARY[op](x).astype(dtype)
-        got = native_run([(op, (("in", 0),), np.dtype(dtype))], [(np.dtype(dtype), False, False)], x)
+        got = native_run([(op, (("in", 0),), np.dtype(dtype))], [(np.dtype(dtype), False, "full")], x)
     # sigmoid = 0.5 * tanh(x / 2) + 0.5: tanh's few ulp near -1 are absolute errors near 0
     expect_close(got, want, dtype, atol=4 * np.finfo(dtype).eps if op == "Sigmoid" else 0)
 
@@ -73,7 +73,7 @@ def test_binary_float_ops_match_numpy(op, dtype):
     with np.errstate(all="ignore"):
         want = BINARY[op](x, y)
         got = native_run([(op, (("in", 0), ("in", 1)), want.dtype)],
-                         [(np.dtype(dtype), False, False)] * 2, x, y)
+                         [(np.dtype(dtype), False, "full")] * 2, x, y)
     expect_close(got, want, dtype)
 
 
@@ -96,7 +96,7 @@ def test_integer_ops_match_numpy_including_overflow_and_zero_divisors(op, dtype)
     with np.errstate(all="ignore"):
         want = fn(x) if unary else fn(x, y)
     args = (("in", 0),) if unary else (("in", 0), ("in", 1))
-    got = native_run([(op, args, want.dtype)], [(np.dtype(dtype), False, False)] * len(args),
+    got = native_run([(op, args, want.dtype)], [(np.dtype(dtype), False, "full")] * len(args),
                      *([x] if unary else [x, y]))
     expect_close(got, want, want.dtype)
 
@@ -110,9 +110,9 @@ def test_weak_scalars_take_the_array_dtype_and_mixed_dtypes_promote():
              ("LogicalNot", (("t", 0),), np.dtype(bool)),
              ("Less", (("t", 2), ("in", 4)), np.dtype(bool)),           # < float32 scalar (strong)
              ("LogicalOr", (("t", 3), ("t", 4)), np.dtype(bool))]
-    operands = [(np.dtype(np.float32), False, False), (np.dtype(np.float64), True, True),
-                (np.dtype(np.int32), False, False), (np.dtype(np.int64), True, True),
-                (np.dtype(np.float32), False, True)]
+    operands = [(np.dtype(np.float32), False, "full"), (np.dtype(np.float64), True, "scalar"),
+                (np.dtype(np.int32), False, "full"), (np.dtype(np.int64), True, "scalar"),
+                (np.dtype(np.float32), False, "scalar")]
     got = native_run(steps, operands, x, 0.1, i, 3, np.float32(2.5).item())
     want = ~(x > 0.1) | ((x + i) * 3 < np.float32(2.5))
     np.testing.assert_array_equal(got, want)
@@ -121,12 +121,12 @@ def test_weak_scalars_take_the_array_dtype_and_mixed_dtypes_promote():
 def test_unsupported_ops_and_dtypes_are_refused_not_mistranslated():
     with pytest.raises(cexpr.Unsupported):
         elementwise.source([("Pow", (("in", 0), ("in", 0)), np.dtype(np.int32))],
-                           [(np.dtype(np.int32), False, False)])
+                           [(np.dtype(np.int32), False, "full")])
     with pytest.raises(cexpr.Unsupported):
         elementwise.source([("Tanh", (("in", 0),), np.dtype(np.float16))],
-                           [(np.dtype(np.float16), False, False)])
+                           [(np.dtype(np.float16), False, "full")])
     assert elementwise.cpu_kernel([("FloorDiv", (("in", 0), ("in", 0)), np.dtype(np.float32))],
-                                  [(np.dtype(np.float32), False, False)]) is None
+                                  [(np.dtype(np.float32), False, "full")]) is None
 
 
 def chain(x, y):
@@ -150,7 +150,7 @@ def test_without_native_kernels_the_numpy_path_gives_the_same_results(monkeypatc
     native = ag.function(chain)(x, y)
     monkeypatch.setenv("AG_NATIVE_KERNELS", "0")
     assert elementwise.cpu_kernel([("Neg", (("in", 0),), np.dtype(np.float32))],
-                                  [(np.dtype(np.float32), False, False)]) is None
+                                  [(np.dtype(np.float32), False, "full")]) is None
     on_numpy = ag.function(chain)(x, y)
     np.testing.assert_allclose(native, on_numpy, rtol=1e-6, atol=1e-6)
     assert_same(chain(x, y), on_numpy)
@@ -167,7 +167,7 @@ def test_non_contiguous_and_broadcast_inputs_take_the_numpy_path():
 
 def test_a_built_kernel_is_loaded_from_the_disk_cache(tmp_path):
     source = elementwise.source([("Neg", (("in", 0),), np.dtype(np.float64))],
-                                [(np.dtype(np.float64), False, False)])
+                                [(np.dtype(np.float64), False, "full")])
     compiler.load(source)
     [built] = tmp_path.glob("kernels/*.so")
     stamp = built.stat().st_mtime_ns
@@ -193,3 +193,23 @@ def test_without_a_compiler_kernels_stay_on_numpy(monkeypatch):
     finally:
         monkeypatch.delenv("CC")
         compiler.compiler.cache_clear()
+
+
+def dense_tanh(x, w, b):
+    return ag.tanh(ag.matmul(x, w) + b) * 0.5 + 0.5 * x
+
+
+def test_a_bias_is_read_as_a_row_and_other_layouts_take_the_numpy_path():
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((N // 64, 64), dtype=np.float32), rng.standard_normal((64, 64), dtype=np.float32)
+    b = rng.standard_normal(64, dtype=np.float32)
+    f = ag.function(dense_tanh)
+    fused = [n for n in f.get_concrete_function(x, w, b).optimized_graph.nodes if n.op == "FusedElementwise"]
+    assert len(fused) == 1 and [k for _, _, k in fused[0].attrs["operands"]].count("row") == 1
+    assert_same(dense_tanh(x, w, b), f(x, w, b))
+    assert len(compiler._loaded) == 1
+    # inputs the kernel was not built for take the numpy path: a (1, 64) bias, a strided x
+    assert_same(dense_tanh(x, w, b[None, :]), f(x, w, b[None, :]))
+    strided = np.repeat(x, 2, axis=1)[:, ::2]
+    assert not strided.flags.c_contiguous
+    assert_same(dense_tanh(strided, w, b), f(strided, w, b))

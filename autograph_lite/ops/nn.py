@@ -6,13 +6,25 @@ from .core import apply, define, elementwise
 from .math_ops import OPS
 from .core import normalize_axis
 
+def _sigmoid_kernel(xp):
+    """0.5 * tanh(x / 2) + 0.5: equals 1 / (1 + exp(-x)) and never overflows; after the
+    first step every step works in place (one allocation instead of three)."""
+    tanh, multiply, add = xp.tanh, xp.multiply, xp.add
+
+    def sigmoid(x):
+        t = x * 0.5
+        if not getattr(t, "ndim", 0):  # a scalar: no buffer to reuse
+            return tanh(t) * 0.5 + 0.5
+        tanh(t, out=t)
+        multiply(t, 0.5, out=t)
+        add(t, 0.5, out=t)
+        return t
+    return sigmoid
+
+
 OPS["relu"] = elementwise("Relu", lambda xp: lambda x: xp.maximum(x, 0))
-# 0.5 * tanh(x / 2) + 0.5 equals 1 / (1 + exp(-x)) and never overflows.
-OPS["sigmoid"] = elementwise("Sigmoid", lambda xp: lambda x: 0.5 * xp.tanh(0.5 * x) + 0.5)
-
-
+OPS["sigmoid"] = elementwise("Sigmoid", _sigmoid_kernel)
 OPS["relu"].inline = lambda xp, a, bind: f"{bind(xp.maximum)}({a[0]}, 0)"
-OPS["sigmoid"].inline = lambda xp, a, bind: f"({bind(xp.tanh)}({a[0]} * 0.5) * 0.5 + 0.5)"
 
 
 _relu_numpy, _sigmoid_numpy = OPS["relu"].kernel(np), OPS["sigmoid"].kernel(np)

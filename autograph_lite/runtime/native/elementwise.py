@@ -1,9 +1,11 @@
 """A fused elementwise chain as one C loop: each element is read once, computed in
 registers through the whole chain, and written once.
 
-`cpu_kernel(steps, operands)` returns `run(out, inputs, start, stop)`, which computes
-`out[start:stop]` from flat C-contiguous array inputs (scalar inputs are passed by
-value), or None when a step has no C translation or no compiler is available. ctypes
+`cpu_kernel(steps, operands)` returns `run(out, inputs, start, stop, inner=0)`, which
+computes the flat range [start, stop) of `out` from C-contiguous inputs read as their
+kind says: "full" (the result's shape), "row" (the result's trailing dims, `inner`
+elements, as a bias is; the range is then whole rows) or "scalar" (passed by value).
+It is None when a step has no C translation or no compiler is available. ctypes
 releases the GIL during the call, so callers may run disjoint ranges on threads.
 """
 import ctypes
@@ -24,28 +26,33 @@ def source(steps, operands, vector_math=frozenset()):
     """C source of `void kernel(n, out, inputs...)` for the fused `steps`.
 
     steps: (op, args, dtype) with args ("in", i) or ("t", j), as the fusion pass makes them;
-    operands: (dtype, weak, scalar) for each input. Raises cexpr.Unsupported.
+    operands: (dtype, weak, kind) for each input, kind "full", "row" or "scalar".
+    Raises cexpr.Unsupported.
     """
     emitter = cexpr.Emitter(vector_math)
     out_type = cexpr.c_type(steps[-1][2])
-    params, inputs = ["int64_t n", f"{out_type}* restrict out"], []
-    for i, (dtype, weak, scalar) in enumerate(operands):
+    nested = any(kind == "row" for _, _, kind in operands)
+    params = ["int64_t n", "int64_t inner", f"{out_type}* restrict out"]
+    inputs = []
+    for i, (dtype, weak, kind) in enumerate(operands):
         t = cexpr.c_type(dtype)
-        params.append(f"{t} s{i}" if scalar else f"const {t}* restrict a{i}")
-        inputs.append(cexpr.Value(f"s{i}" if scalar else f"a{i}[i]", np.dtype(dtype), weak))
+        params.append(f"{t} s{i}" if kind == "scalar" else f"const {t}* restrict a{i}")
+        expr = {"scalar": f"s{i}", "row": f"a{i}[j]", "full": f"a{i}[i]"}[kind]
+        inputs.append(cexpr.Value(expr, np.dtype(dtype), weak))
     body, temps = [], []
     for j, (op, args, dtype) in enumerate(steps):
         values = [inputs[k] if kind == "in" else temps[k] for kind, k in args]
-        body.append(f"        {cexpr.c_type(dtype)} t{j} = {emitter.op(op, values, dtype)};")
+        body.append(f"{cexpr.c_type(dtype)} t{j} = {emitter.op(op, values, dtype)};")
         temps.append(cexpr.Value(f"t{j}", np.dtype(dtype), False))
-    return "\n".join([
-        emitter.prelude(),
-        f"void kernel({', '.join(params)}) {{",
-        "    for (int64_t i = 0; i < n; i++) {",
-        *body,
-        f"        out[i] = t{len(steps) - 1};",
-        "    }",
-        "}", ""])
+    body.append(f"out[i] = t{len(steps) - 1};")
+    if nested:  # rows of `inner` elements; row inputs are read at the column j
+        loop = ["    for (int64_t r = 0; r < n / inner; r++) {",
+                "        for (int64_t j = 0; j < inner; j++) {",
+                "            const int64_t i = r * inner + j;",
+                *("            " + line for line in body), "        }", "    }"]
+    else:
+        loop = ["    for (int64_t i = 0; i < n; i++) {", *("        " + line for line in body), "    }"]
+    return "\n".join([emitter.prelude(), f"void kernel({', '.join(params)}) {{", *loop, "}", ""])
 
 
 def cpu_kernel(steps, operands):
@@ -60,14 +67,15 @@ def cpu_kernel(steps, operands):
         return None
     fn = library.kernel
     fn.restype = None
-    fn.argtypes = [ctypes.c_int64, ctypes.c_void_p] + [
-        _CTYPES_SCALAR[cexpr.c_type(dtype)] if scalar else ctypes.c_void_p
-        for dtype, _, scalar in operands]
-    scalar = [s for _, _, s in operands]
+    fn.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p] + [
+        _CTYPES_SCALAR[cexpr.c_type(dtype)] if kind == "scalar" else ctypes.c_void_p
+        for dtype, _, kind in operands]
     out_size = np.dtype(steps[-1][2]).itemsize
-    sizes = [np.dtype(d).itemsize for d, _, _ in operands]
+    # per input: None (by value), or the byte step of its pointer per element of `start`
+    offsets = [None if kind == "scalar" else 0 if kind == "row" else np.dtype(d).itemsize
+               for d, _, kind in operands]
 
-    def run(out, inputs, start, stop):
-        args = [v if s else v.ctypes.data + start * size for v, s, size in zip(inputs, scalar, sizes)]
-        fn(stop - start, out.ctypes.data + start * out_size, *args)
+    def run(out, inputs, start, stop, inner=0):
+        args = [v if step is None else v.ctypes.data + start * step for v, step in zip(inputs, offsets)]
+        fn(stop - start, inner, out.ctypes.data + start * out_size, *args)
     return run

@@ -10,6 +10,7 @@ broadcasting or strided inputs and other devices evaluate the steps on whole arr
 """
 import concurrent.futures
 import functools
+import math
 import os
 import threading
 
@@ -43,7 +44,8 @@ EXPANSIONS = {
 
 def _fusible(node):
     """An elementwise node whose result is large, or of a size known only at run time:
-    for small arrays a fused kernel saves nothing over calling the ops one by one."""
+    for small arrays a fused kernel saves nothing over calling the ops one by one (a
+    ctypes call with its pointer arguments costs a few microseconds on its own)."""
     if len(node.outputs) != 1 or not (node.op in UFUNCS or node.op in EXPANSIONS):
         return False
     shape = node.outputs[0].shape
@@ -108,12 +110,23 @@ def _fused_node(graph, group):
         slot[id(out)] = ("t", len(steps) - 1)
         exprs[id(out)] = f"{node.op}({', '.join(exprs[id(t)] for t in node.inputs)})"
     root = group[-1].outputs[0]
-    operands = tuple((t.dtype, t.weak, t.shape == ()) for t in inputs)
+    operands = tuple((t.dtype, t.weak, _layout_kind(t, root.shape)) for t in inputs)
     fused = Node(graph, "FusedElementwise", graph.unique_name("Fused"), inputs,
                  {"steps": tuple(steps), "expr": exprs[id(root)], "operands": operands},
                  group[-1].location)
     fused.outputs = [Tensor(fused, 0, root.shape, root.dtype, root.weak)]
     return fused
+
+
+def _layout_kind(t, out_shape):
+    """How the C kernel reads input `t`: "scalar", "row" (its shape is the result's trailing
+    dims, as a bias is) or "full" (the result's shape; checked when the kernel runs)."""
+    if t.shape == ():
+        return "scalar"
+    k = len(t.shape)
+    if k < len(out_shape) and None not in t.shape and tuple(out_shape[-k:]) == tuple(t.shape):
+        return "row"
+    return "full"
 
 
 def run(graph):
@@ -127,43 +140,85 @@ def _fused_kernel(xp, steps, expr, operands):
     if xp is not np:
         return whole
     out_dtype = steps[-1][2]
-    scalar = [s for _, _, s in operands]
-    dtypes = [np.dtype(d) for d, _, _ in operands]
     on_numpy = functools.partial(_run_blocks, _block_evaluator(steps))
-    compiled = []  # [native.elementwise kernel or None], built at the first large call
+    native = _Native(steps, operands)
 
     def fused(*inputs):
+        layout = native.layout(inputs)
+        run = native.kernel() if layout is not None and layout[1] >= BLOCKED_MIN_SIZE else None
+        if run is not None:
+            shape, size, inner = layout
+            out = np.empty(shape, out_dtype)
+            args = [a.item() if scalar and hasattr(a, "item") else a
+                    for a, scalar in zip(inputs, native.scalars)]
+            if inner:  # row-broadcast inputs: one call over whole rows
+                run(out, args, 0, size, inner)
+            else:
+                _in_chunks(run, out, args, size)
+            return out
         size = _blockable_size(inputs)
         if size < BLOCKED_MIN_SIZE:
             return whole(*inputs)
         shape = next(a.shape for a in inputs if isinstance(a, np.ndarray) and a.ndim)
         out = np.empty(shape, out_dtype)
-        flat_out = out.reshape(-1)
         flat_in = [a.reshape(-1) if isinstance(a, np.ndarray) and a.ndim else a for a in inputs]
-        if not compiled:
-            compiled.append(native_elementwise.cpu_kernel(steps, operands))
-        if compiled[0] is not None and _matches(flat_in, scalar, dtypes):
-            run = compiled[0]
-            flat_in = [a.item() if s and hasattr(a, "item") else a for a, s in zip(flat_in, scalar)]
-        else:
-            run = on_numpy
-        chunks = _chunks(size)
-        if len(chunks) == 1:
-            run(flat_out, flat_in, *chunks[0])
-        else:
-            list(_pool().map(lambda c: run(flat_out, flat_in, *c), chunks))
+        _in_chunks(on_numpy, out.reshape(-1), flat_in, size)
         return out
     return fused
 
 
-def _matches(inputs, scalar, dtypes):
-    """The inputs are what the native kernel was built for: arrays where it reads arrays
-    (flat, of its dtype), scalars where it takes a scalar."""
-    for a, s, dtype in zip(inputs, scalar, dtypes):
-        is_array = isinstance(a, np.ndarray) and a.ndim
-        if s == bool(is_array) or (is_array and a.dtype != dtype):
-            return False
-    return True
+def _in_chunks(run, out, inputs, size):
+    chunks = _chunks(size)
+    if len(chunks) == 1:
+        run(out, inputs, *chunks[0])
+    else:
+        list(_pool().map(lambda c: run(out, inputs, *c), chunks))
+
+
+class _Native:
+    """The C kernel of one fused node, built at its first large call."""
+
+    def __init__(self, steps, operands):
+        self.steps, self.operands = steps, operands
+        self.kinds = [kind for _, _, kind in operands]
+        self.dtypes = [np.dtype(d) for d, _, _ in operands]
+        self.scalars = [kind == "scalar" for kind in self.kinds]
+        self.run = None
+
+    def layout(self, inputs):
+        """(shape, size, inner) if `inputs` are what the kernel reads: C-contiguous arrays
+        of its dtypes, all of one shape or (row inputs, whose size is `inner`) of that
+        shape's trailing dims, and scalars where it takes scalars; else None."""
+        shape, rows = None, None
+        for a, kind, dtype in zip(inputs, self.kinds, self.dtypes):
+            if kind == "scalar":
+                if isinstance(a, np.ndarray) and a.ndim:
+                    return None
+            elif type(a) is not np.ndarray or a.dtype != dtype or not a.flags.c_contiguous:
+                return None
+            elif kind == "row":
+                if rows is None:
+                    rows = a.shape
+                elif a.shape != rows:
+                    return None
+            elif shape is None:
+                shape = a.shape
+            elif a.shape != shape:
+                return None
+        if not shape:
+            return None
+        inner = 0
+        if rows is not None:
+            if not 0 < len(rows) < len(shape) or shape[len(shape) - len(rows):] != rows:
+                return None
+            inner = math.prod(rows)
+        return shape, math.prod(shape), inner
+
+    def kernel(self):
+        """The C kernel, or None where there is none (the numpy path runs)."""
+        if self.run is None:
+            self.run = native_elementwise.cpu_kernel(self.steps, self.operands) or False
+        return self.run or None
 
 
 def _blockable_size(inputs):
