@@ -202,3 +202,17 @@ def test_where_writes_into_the_dead_branch_value():
     assert_same(masked_update(x, state, mask), f(x, state, mask))
     for a, c in zip((x, state, mask), copies):
         np.testing.assert_array_equal(a, c)
+
+
+def test_a_commutative_op_writes_into_its_second_operand_when_only_that_one_is_dead():
+    def fn(x, w, b):
+        return b * ((x + (x @ w)) + b)   # x @ w is fresh and dead after the add; x is an input
+    x, w, b = np.arange(6.0).reshape(2, 3), np.eye(3) * 0.5, np.array([1.0, -2.0, 3.0])
+    copies = [a.copy() for a in (x, w, b)]
+    f = ag.function(fn)
+    source = f.get_concrete_function(x, w, b).plan.source
+    assert "+= a0" in source, source
+    for _ in range(2):
+        assert_same(fn(x, w, b), f(x, w, b))
+    for a, c in zip((x, w, b), copies):
+        np.testing.assert_array_equal(a, c)

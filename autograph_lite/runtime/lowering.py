@@ -154,9 +154,10 @@ class _Lowering:
 
     def in_place(self, node, ins, indent):
         """The node's result written into a dead input's buffer (see passes/buffer_reuse.py)."""
-        how, target = IN_PLACE[node.op], ins[self.reuse[id(node)]]
-        if how.endswith("="):
-            self.emit(f"{target} {how} {ins[1]}", indent, node, node.inputs)
+        k = self.reuse[id(node)]
+        how, target = IN_PLACE[node.op], ins[k]
+        if how.endswith("="):  # a binary op; written into operand k (0, or 1 if it commutes)
+            self.emit(f"{target} {how} {ins[1 - k]}", indent, node, node.inputs)
         elif how == "copyto":  # where(c, x, y) into y's buffer
             self.emit(f"{self.bind('k', self.xp.copyto)}({target}, {ins[1]}, where={ins[0]})", indent, node,
                       node.inputs)

@@ -14,8 +14,9 @@ _FRESH = {"Add", "Sub", "Mul", "RealDiv", "Tanh", "Exp", "Log", "Sqrt", "Square"
 IN_PLACE = {"Add": "+=", "Sub": "-=", "Mul": "*=", "RealDiv": "/=",
             "Tanh": "tanh", "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Square": "square",
             "Abs": "absolute", "Neg": "negative", "Select": "copyto"}
-# which input a node writes into: where(c, x, y) keeps y and copies x in where c holds
-TARGET_INPUT = {"Select": 2}
+# which inputs a node may write into, in order of preference: where(c, x, y) keeps y and
+# copies x in where c holds; a commutative op may write into either operand
+TARGET_INPUTS = {"Select": (2,), "Add": (0, 1), "Mul": (0, 1)}
 
 
 def _mark(graph):
@@ -28,12 +29,14 @@ def _mark(graph):
     for node in graph.nodes:
         if node.op not in IN_PLACE or not node.inputs:
             continue
-        k = TARGET_INPUT.get(node.op, 0)
-        a, out = node.inputs[k], node.outputs[0]
-        if (a.node.op in _FRESH and a.node in graph.nodes and users.get(id(a)) == [node]
-                and id(a) not in escaping and a.shape == out.shape and None not in a.shape
-                and len(a.shape) >= 1 and a.dtype == out.dtype and not a.weak):
-            reuse[id(node)] = k
+        out = node.outputs[0]
+        for k in TARGET_INPUTS.get(node.op, (0,)):
+            a = node.inputs[k]
+            if (a.node.op in _FRESH and a.node in graph.nodes and users.get(id(a)) == [node]
+                    and id(a) not in escaping and a.shape == out.shape and None not in a.shape
+                    and len(a.shape) >= 1 and a.dtype == out.dtype and not a.weak):
+                reuse[id(node)] = k
+                break
     graph.reuse = reuse
 
 
