@@ -36,12 +36,8 @@ def tanh_loop_numpy(x):
     return x
 
 
-def collatz_numpy(n):
-    steps = 0
-    while n != 1:
-        n = n // 2 if n % 2 == 0 else 3 * n + 1
-        steps += 1
-    return steps
+# W6 written by hand for numpy is the ag version itself: plain Python on an np.int32
+collatz_numpy = collatz
 
 
 def lstm_cell_numpy(x, h, c, w_x, w_h, b):

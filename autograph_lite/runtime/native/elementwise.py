@@ -22,6 +22,11 @@ _CTYPES_SCALAR = {
 }
 
 
+def as_number(value):
+    """A Python number for a by-value ctypes argument (numpy scalars and 0-d arrays included)."""
+    return value.item() if hasattr(value, "item") else value
+
+
 def source(steps, operands, vector_math=frozenset()):
     """C source of `void kernel(n, out, inputs...)` for the fused `steps`.
 

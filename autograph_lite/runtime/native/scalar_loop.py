@@ -21,7 +21,7 @@ import threading
 import numpy as np
 
 from . import cexpr, compiler
-from .elementwise import _CTYPES_SCALAR
+from .elementwise import _CTYPES_SCALAR, as_number
 
 TIER_UP_AFTER = 3
 
@@ -152,8 +152,8 @@ class NativeLoop:
                 fn = self.fn = self._build() or False
             if fn is False:
                 return None
-        cells = [c(_number(v)) for c, v in zip(self.var_types, args)]
-        fn(*cells, *[_number(v) for v in args[self.n:]])
+        cells = [c(as_number(v)) for c, v in zip(self.var_types, args)]
+        fn(*cells, *[as_number(v) for v in args[self.n:]])
         return tuple(box(c.value) for box, c in zip(self.boxes, cells))
 
     def _build(self):
@@ -163,8 +163,3 @@ class NativeLoop:
         fn = library.loop
         fn.restype, fn.argtypes = None, self.arg_types
         return fn
-
-
-def _number(value):
-    """A Python number for ctypes (numpy scalars and 0-d arrays included)."""
-    return value.item() if hasattr(value, "item") else value

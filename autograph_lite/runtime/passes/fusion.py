@@ -144,12 +144,12 @@ def _fused_kernel(xp, steps, expr, operands):
     native = _Native(steps, operands)
 
     def fused(*inputs):
-        layout = native.layout(inputs)
+        layout = native.layout(inputs) if native.run is not False else None  # False: no C kernel
         run = native.kernel() if layout is not None and layout[1] >= BLOCKED_MIN_SIZE else None
         if run is not None:
             shape, size, inner = layout
             out = np.empty(shape, out_dtype)
-            args = [a.item() if scalar and hasattr(a, "item") else a
+            args = [native_elementwise.as_number(a) if scalar else a
                     for a, scalar in zip(inputs, native.scalars)]
             if inner:  # row-broadcast inputs: one call over whole rows
                 run(out, args, 0, size, inner)
