@@ -65,5 +65,12 @@ def traceback_location(tb):
 
 
 def short_location(location):
-    """'dir/file.py:12' -> 'file.py:12' for compact printing."""
-    return os.path.basename(location) if location else ""
+    """'dir/file.py:12' -> 'file.py:12' for compact printing (control characters escaped)."""
+    return printable(os.path.basename(location)) if location else ""
+
+
+def printable(text):
+    """`text` on one line: newlines and other control characters written as escapes (`\\n`)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

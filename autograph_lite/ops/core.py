@@ -14,6 +14,10 @@ from ..runtime.graph import Tensor, _tracing, current_graph
 from ..runtime.opdef import OpDef, register
 
 _PY_SCALARS = (bool, int, float, complex)
+# a subclass of a Python scalar as its plain value (its own methods, __repr__ included, are
+# the user's code and never run here)
+_BUILTIN_SCALAR = {bool: bool, int: int.__int__, float: float.__float__,
+                   complex: lambda v: complex(float.__float__(v.real), float.__float__(v.imag))}
 
 
 def apply(op, inputs, attrs=None):
@@ -28,6 +32,7 @@ def apply(op, inputs, attrs=None):
 
 def add_node(graph, op, inputs, attrs):
     tensors = [convert_to_tensor(x, graph) for x in inputs]
+    attrs = {k: _plain(v) for k, v in attrs.items()}
     try:
         specs = op.infer(*tensors, **attrs)
     except (ValueError, TypeError, IndexError) as e:
@@ -37,12 +42,34 @@ def add_node(graph, op, inputs, attrs):
     return node.outputs[0] if len(node.outputs) == 1 else tuple(node.outputs)
 
 
+def _plain(value):
+    """An attr as a builtin value: numpy and subclassed ints become `int`, subclassed strs `str`.
+
+    The graph then holds no user type whose `__repr__`/`__eq__` later stages would run,
+    and an `np.int64` axis means what `0` means.
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, int):
+        return int.__int__(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, str):
+        return str.__str__(value)
+    if type(value) is tuple:
+        return tuple(_plain(v) for v in value)
+    return value
+
+
 def constant_node(graph, value):
     """Stage `value` as a Const node; Python scalars become weak constants (NEP 50)."""
-    if isinstance(value, _PY_SCALARS):
+    if type(value) in _PY_SCALARS:
         dtype = np.result_type(type(value))
         return graph.add_node("Const", (), {"value": value}, [((), dtype)],
                               location=user_location(3), weak=True).outputs[0]
+    if isinstance(value, _PY_SCALARS) and not isinstance(value, np.generic):
+        # a subclass of a Python scalar: numpy reads it as its strong default dtype
+        value = np.array(_BUILTIN_SCALAR[next(t for t in _PY_SCALARS if isinstance(value, t))](value))
     array = np.asarray(value)
     if array.dtype == object:
         raise TypeError(f"cannot use {value!r} (a {type(value).__name__}) as a tensor value")

@@ -173,7 +173,7 @@ def _reduction(public, op_name, reducer, dtype_fn, doc):
         ufunc = getattr(xp, _UFUNC_REDUCERS.get(reducer, ""), None)
         if not isinstance(ufunc, np.ufunc):
             return None
-        return f"{bind(ufunc.reduce)}({a[0]}, {axis!r}, None, None, {keepdims!r})"
+        return f"{bind(ufunc.reduce)}({a[0]}, {bind(axis)}, None, None, {bind(keepdims)})"
 
     OPS[public] = opdef = define(op_name, kernel, infer)
     opdef.inline = inline

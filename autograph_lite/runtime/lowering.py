@@ -2,15 +2,17 @@
 
 Kernels and constants are bound as closure variables, so each step of the plan is a
 bare call such as `v3 = k3(v1, v2)`; `Cond` becomes a native `if`, `While` a native
-`while`. A failure while the plan runs is traced back to the node, and so to the
+`while`. No user value is written as text: only exact builtin scalars become literals,
+and comments are escaped onto one line. A failure while the plan runs is traced back to the node, and so to the
 user's `file:line`, through the line map kept here.
 """
 import itertools
 import linecache
+import math
 
 import numpy as np
 
-from ..errors import short_location
+from ..errors import printable, short_location
 from .devices import is_gpu_array
 from .native.scalar_loop import NativeLoop
 from .opdef import lookup
@@ -37,6 +39,26 @@ class Plan:
                 nodes = self._line_nodes.get(tb.tb_lineno, nodes)
             tb = tb.tb_next
         return nodes
+
+
+def literal(value):
+    """`value` as Python source text, when that text can only mean this value; else None.
+
+    Only exact builtin types qualify (a subclass's `__repr__` is the user's code), finite
+    floats (nan and inf have no literal), and ints whose text is short. Negative numbers
+    are parenthesized, so `(-2) ** x` is not read as `-(2 ** x)`.
+    """
+    t = type(value)
+    if value is None or t is bool or t is str:
+        return repr(value)
+    if (t is int and -2 ** 63 <= value < 2 ** 64) or (t is float and math.isfinite(value)):
+        text = repr(value)
+        return f"({text})" if text.startswith("-") else text
+    if t is tuple:
+        parts = [literal(v) for v in value]
+        if None not in parts:
+            return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
+    return None
 
 
 def _single_use(graph):
@@ -100,6 +122,11 @@ class _Lowering:
         self.env[name] = value
         return name
 
+    def value(self, value):
+        """An expression for `value` in the plan: its literal when that is exact, else a closure variable."""
+        text = literal(value)
+        return text if text is not None else self.bind("k", value)
+
     def emit(self, text, indent, node=None, reads=()):
         nodes = [node] if node is not None else []
         for t in reads:
@@ -124,8 +151,9 @@ class _Lowering:
         ins = [self.names[id(t)] for t in node.inputs]
         if node.op == "Const":
             value = node.attrs["value"]
-            if type(value) in (int, float, bool) and repr(value) not in ("nan", "inf", "-inf"):
-                self.names[id(node.outputs[0])] = repr(value)  # a Python scalar: written as a literal
+            text = literal(value) if type(value) in (int, float, bool) else None
+            if text is not None:
+                self.names[id(node.outputs[0])] = text  # a Python scalar: written as a literal
                 return
             if isinstance(value, np.ndarray):
                 value = self.device.put(value)
@@ -138,7 +166,7 @@ class _Lowering:
             self.in_place(node, ins, indent)
         else:
             opdef = lookup(node.op)
-            expr = opdef.inline(self.xp, ins, lambda v: self.bind("k", v), **node.attrs) if opdef.inline else None
+            expr = opdef.inline(self.xp, ins, self.value, **node.attrs) if opdef.inline else None
             if expr is not None:
                 out = node.outputs[0]
                 if id(out) in self.single_use:  # written where it is used, saving a store and a load
@@ -178,7 +206,8 @@ class _Lowering:
     def cond(self, node, ins, indent):
         pred, captured = self.host_bool(ins[0]), ins[1:]
         outs = [self.fresh(t) for t in node.outputs]
-        self.emit(f"if {pred}:  # {node.name} at {short_location(node.location)}", indent, node, node.inputs[:1])
+        self.emit(f"if {pred}:  # {printable(f'{node.name} at {short_location(node.location)}')}", indent, node,
+                  node.inputs[:1])
         for i, key in enumerate(("then_branch", "else_branch")):
             if i == 1:
                 self.emit("else:", indent, node)
@@ -204,7 +233,7 @@ class _Lowering:
             indent += 1
         self.assign(loop_vars, ins[:n], indent, node, node.inputs[:n])
         self.alias(cond.inputs, loop_vars + ins[n:])
-        where = f"  # {node.name} at {short_location(node.location)}"
+        where = f"  # {printable(f'{node.name} at {short_location(node.location)}')}"
         header = len(self.lines)
         self.emit(f"while True:{where}", indent, node)
         (pred,) = self.body(cond, indent + 1)

@@ -19,7 +19,8 @@ class OpDef:
     stateful: bool = False          # draws random numbers: never folded, merged or dropped
     weak_result: bool = False       # result of all-weak inputs stays weak (NEP 50 arithmetic)
     # inline(xp, operand_exprs, bind, **attrs) -> a Python expression the plan can use instead of
-    # a kernel call (e.g. "v1 + v2"); bind(value) names a value for the expression to use
+    # a kernel call (e.g. "v1 + v2"); bind(value) gives the expression for a value it uses (a
+    # literal for exact builtin scalars, else a closure variable): never write a value as text
     inline: Optional[Callable] = None
     printed_attrs: Optional[tuple] = None  # the attrs a printed graph shows (None: all)
     _eager: dict = dataclasses.field(default_factory=dict, repr=False)

@@ -1,7 +1,7 @@
 """Text and DOT renderings of a Graph: every node with op, inputs, attrs, type and line."""
 import numpy as np
 
-from ..errors import short_location
+from ..errors import printable, short_location
 from .opdef import REGISTRY
 
 
@@ -15,13 +15,13 @@ def _attr_str(value):
         return f"array({value.tolist()})" if value.size <= 8 else f"array<{value.dtype}{list(value.shape)}>"
     if isinstance(value, np.dtype):
         return value.name
-    return repr(value)
+    return printable(repr(value))
 
 
 def _format(graph, indent, lines):
     pad = "  " * indent
     args = ", ".join(f"%{t.name}: {type_str(t)}" for t in graph.inputs)
-    lines.append(f"{pad}graph {graph.name}({args}) {{")
+    lines.append(f"{pad}graph {printable(graph.name)}({args}) {{")
     for node in graph.nodes:
         outs = ", ".join(f"%{t.name}" for t in node.outputs)
         ins = ", ".join(f"%{t.name}" for t in node.inputs)
@@ -46,22 +46,31 @@ def format_graph(graph):
     return "\n".join(lines)
 
 
+def _dot_string(text):
+    """`text` as a quoted DOT string: quotes and backslashes escaped, a newline is a DOT line break."""
+    text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{printable(text)}"'
+
+
 def to_dot(graph):
     """Graphviz DOT source; sub-graphs become clusters."""
-    lines = [f'digraph "{graph.name}" {{', "  node [shape=box, fontname=monospace];"]
+    q = _dot_string
+    lines = [f"digraph {q(graph.name)} {{", "  node [shape=box, fontname=monospace];"]
 
     def emit(g, prefix):
         for t in g.inputs:
-            lines.append(f'  "{prefix}{t.name}" [label="{t.name}\\n{type_str(t)}", shape=ellipse];')
+            label = t.name + "\n" + type_str(t)
+            lines.append(f"  {q(prefix + t.name)} [label={q(label)}, shape=ellipse];")
         for node in g.nodes:
             nid = f"{prefix}{node.name}"
-            lines.append(f'  "{nid}" [label="{node.op}\\n{", ".join(type_str(t) for t in node.outputs)}"];')
+            label = node.op + "\n" + ", ".join(type_str(t) for t in node.outputs)
+            lines.append(f"  {q(nid)} [label={q(label)}];")
             for t in node.inputs:
                 src = t.name if t.node.op == "Placeholder" else t.node.name
-                lines.append(f'  "{prefix}{src}" -> "{nid}";')
+                lines.append(f"  {q(prefix + src)} -> {q(nid)};")
             for key, sub in node.attrs.items():
                 if hasattr(sub, "nodes"):
-                    lines.append(f'  subgraph "cluster_{nid}_{key}" {{ label="{node.name}.{key}";')
+                    lines.append(f"  subgraph {q(f'cluster_{nid}_{key}')} {{ label={q(f'{node.name}.{key}')};")
                     emit(sub, f"{nid}.{key}/")
                     lines.append("  }")
 
