@@ -13,9 +13,9 @@ from .loader import to_code, to_graph
 from .operators import do_not_convert
 from .ops import print
 from .ops import (abs, add, argmax, cast, concat, cond, constant, divide, equal, exp, expand_dims,
-                  fill, floordiv, gather, grad, greater, greater_equal, less, less_equal, log,
+                  fill, floordiv, gather, grad, greater, greater_equal, identity, less, less_equal, log,
                   logical_and, logical_not, logical_or, matmul, maximum, minimum, mod, multiply,
-                  negative, nn, not_equal, ones, ones_like, pow, random, range, reduce_all,
+                  negative, nn, not_equal, ones, ones_like, pad, pow, random, range, reduce_all,
                   reduce_any, reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum,
                   reshape, shape, size, sqrt, square, squeeze, stack, subtract, tanh, transpose,
                   value_and_grad, where, while_loop, zeros, zeros_like)

@@ -273,3 +273,48 @@ def test_constant_has_a_static_shape_even_beside_none_dims(rng):
     assert traced_shape(fn, ag.TensorSpec([None, 3], F)) == (None, 3)
     a = data((2, 3), F, rng)
     assert_same(fn(a), ag.function(fn, input_signature=[ag.TensorSpec([None, 3], F)])(a))
+
+
+# --- issue 11: pad, identity, integer random values -----------------------------------------
+
+@pytest.mark.parametrize("dtype", NUMERIC)
+def test_pad_matches_numpy_eagerly_and_compiled(dtype, rng):
+    x = data((2, 3), dtype, rng)
+    eager, _, _ = run_both(lambda x: ag.pad(x, [[1, 0], [0, 2]], 7), x)
+    np.testing.assert_array_equal(eager, np.pad(x, [(1, 0), (0, 2)], constant_values=7))
+    assert ag.function(lambda x: ag.pad(x, [[1, 1], [2, 0]])).get_concrete_function(
+        ag.TensorSpec((None, 3), dtype)).graph.outputs[0].shape == (None, 5)
+
+
+def test_pad_and_identity_gradients():
+    from helpers import check_grad
+    x = np.array([[1.0, -2.0, 3.0], [0.5, 4.0, -1.0]])
+    check_grad(lambda x: ag.reduce_sum(ag.pad(x * x, [[1, 0], [0, 2]], 1.0) * 3.0), x)
+    check_grad(lambda x: ag.reduce_sum(ag.identity(x) * x), x)
+
+
+@pytest.mark.parametrize("dtype", NUMERIC + (np.bool_,))
+def test_identity_is_a_fresh_copy(dtype, rng):
+    x = data((3,), dtype, rng)
+    eager, compiled, _ = run_both(ag.identity, x)
+    assert not np.shares_memory(eager, x) and not np.shares_memory(compiled, x)
+
+
+@pytest.mark.parametrize("dtype", (np.int32, np.int64, np.uint8))
+def test_random_uniform_with_an_integer_dtype_draws_from_minval_to_maxval(dtype):
+    def draw():
+        return ag.random.uniform((50,), 3, 9, dtype=dtype)
+    ag.random.set_seed(5)
+    eager = draw()
+    ag.random.set_seed(5)
+    compiled = ag.function(draw)()
+    assert eager.dtype == dtype and compiled.dtype == dtype
+    np.testing.assert_array_equal(eager, compiled)
+    assert eager.min() >= 3 and eager.max() < 9 and len(set(eager.tolist())) > 1
+
+
+def test_random_uniform_with_an_integer_dtype_needs_maxval():
+    with pytest.raises(ValueError, match="needs maxval"):
+        ag.random.uniform((2,), dtype=np.int32)
+    with pytest.raises(TypeError, match="integer minval and maxval"):
+        ag.random.uniform((2,), 0, 2.5, dtype=np.int32)

@@ -55,4 +55,4 @@ def test_random_node_survives_even_if_unused_value_is_dropped():
 
 def test_bad_random_arguments():
     with pytest.raises(TypeError, match="float32 or float64"):
-        ag.random.uniform([2], dtype=np.int32)
+        ag.random.normal([2], dtype=np.int32)

@@ -1,37 +1,101 @@
 """`and`, `or`, `not` and `a if c else b` as converted code calls them.
 
 Operands come as functions so the right side runs only when Python would run it;
-on a tensor left side the choice is made when the graph runs (a Cond).
+on a tensor left side the choice is made when the graph runs (a Cond), and the
+result is an operand, as in Python: `x and y` is `y` when `x` is true, else `x`.
 """
+import numpy as np
+
 from .. import ops
+from ..errors import ConversionError, user_location
 from ..runtime.graph import Tensor
 
 
-def and_(left, right):
-    """`left() and right()`."""
+def and_(left, right, truth=False):
+    """`left() and right()`; `truth`: only its truth value is used (an `if`/`while` test)."""
     value = left()
     if isinstance(value, Tensor):
-        return ops.cond(value, lambda: _as_bool(right()), lambda: _as_bool(value))
+        return _staged("and", value, right, truth)
     return right() if value else value
 
 
-def or_(left, right):
-    """`left() or right()`."""
+def or_(left, right, truth=False):
+    """`left() or right()`; `truth`: only its truth value is used (an `if`/`while` test)."""
     value = left()
     if isinstance(value, Tensor):
-        return ops.cond(value, lambda: _as_bool(value), lambda: _as_bool(right()))
+        return _staged("or", value, right, truth)
     return value if value else right()
 
 
-def not_(value):
-    """`not value`."""
+def _staged(op, value, right, truth):
+    """A Cond choosing between `value` and `right()`; `right` is traced only in its branch."""
+    location = user_location(3)
+    _check_truth(value, op, location)
+    if truth:
+        left_result = lambda: ops.cast(value, bool)  # noqa: E731
+        evaluate_right = lambda: _truth_of(right(), op, location)  # noqa: E731
+    else:
+        left_result = lambda: value  # noqa: E731
+        evaluate_right = lambda: _like(value, right(), op, location)  # noqa: E731
+    if op == "and":
+        return ops.cond(value, evaluate_right, left_result)
+    return ops.cond(value, left_result, evaluate_right)
+
+
+def _truth_of(value, op, location):
     if isinstance(value, Tensor):
+        _check_truth(value, op, location)
+        return ops.cast(value, bool)
+    return bool(value)
+
+
+def _like(left, right, op, location):
+    """`right` as a result that can merge with tensor `left`: same dtype and shape, or an error
+    (eager's result type would depend on the value of `left`)."""
+    if isinstance(right, (bool, int, float, complex)) and _fits(right, left.dtype):
+        return ops.cast(ops.convert_to_tensor(right), left.dtype)  # a Python scalar is weak
+    if isinstance(right, Tensor) and right.weak and right.shape == left.shape and _same_kind(right.dtype, left.dtype):
+        return ops.cast(right, left.dtype)
+    if isinstance(right, (np.ndarray, np.generic)):
+        right = ops.convert_to_tensor(right)
+    if not isinstance(right, Tensor):
+        raise ConversionError(
+            f"`x {op} y` with a tensor x needs y to be a tensor of the same dtype and shape, got "
+            f"{type(right).__name__} {right!r}; the eager result's type would depend on the value of x "
+            f"(at {location})")
+    if right.dtype != left.dtype or right.shape != left.shape:
+        raise ConversionError(
+            f"`x {op} y` with a tensor x needs both operands to have the same dtype and shape, got "
+            f"{left.dtype.name}{list(left.shape)} and {right.dtype.name}{list(right.shape)}; the eager "
+            f"result's dtype would depend on the value of x: cast one operand (at {location})")
+    return right
+
+
+def _same_kind(a, b):
+    return a.kind == b.kind or {a.kind, b.kind} == {"i", "u"}
+
+
+def _fits(scalar, dtype):
+    if not _same_kind(np.dtype(type(scalar)), dtype):
+        return False
+    if dtype.kind in "iu":
+        return np.iinfo(dtype).min <= scalar <= np.iinfo(dtype).max
+    return True
+
+
+def _check_truth(value, what, location):
+    if value.ndim != 0:
+        raise ValueError(f"`{what}` on a tensor of shape {value.shape}: the truth value of an array with "
+                         f"more than one element is ambiguous; use ag.logical_{what}"
+                         f" (elementwise), ag.reduce_any or ag.reduce_all (at {location})")
+
+
+def not_(value):
+    """`not value`: a bool, as in Python."""
+    if isinstance(value, Tensor):
+        _check_truth(value, "not", user_location(2))
         return ops.logical_not(value)
     return not value
-
-
-def _as_bool(value):
-    return ops.cast(value, bool) if isinstance(value, Tensor) and value.dtype != bool else value
 
 
 def if_exp(cond, if_true, if_false):

@@ -2,18 +2,14 @@
 import builtins
 
 from .. import ops
-from ..runtime.graph import Tensor, current_graph
+from ..runtime.graph import Tensor
 from .lists import TensorList
 
 
 def print_(*args, sep=" ", end="\n", file=None, flush=False):
-    """print: prints each time the graph runs if it has a tensor argument or sits in a branch
-    or loop the graph decides; otherwise (Python values only, top level) prints while tracing."""
-    graph = current_graph()
-    staged = graph is not None and (graph.parent is not None or any(isinstance(a, Tensor) for a in args))
-    if file is not None or not staged:
-        return builtins.print(*args, sep=sep, end=end, file=file, flush=flush)
-    return ops.print(*args, sep=sep, end=end, always=True)
+    """print: inside a trace, a graph node (Python values as constants), so that every call prints
+    what the eager run prints, in the same order, with tensor and Python-only prints interleaved."""
+    return ops.print(*args, sep=sep, end=end, file=file, flush=flush)
 
 
 def range_(*args):

@@ -4,8 +4,8 @@ Called on arrays an op runs its kernel; called on a symbolic Tensor it adds a no
 """
 from . import overloads as _overloads  # noqa: F401  (installs Tensor operators)
 from . import nn, random_ops as random
-from .array_ops import (concat, constant, expand_dims, fill, gather, getitem, ones, ones_like,
-                        range, reshape, shape, size, squeeze, stack, transpose, zeros, zeros_like)
+from .array_ops import (concat, constant, expand_dims, fill, gather, getitem, identity, ones, ones_like,
+                        pad, range, reshape, shape, size, squeeze, stack, transpose, zeros, zeros_like)
 from .control_flow import cond, while_loop
 from .logging_ops import assert_that, print
 from .core import convert_to_tensor

@@ -277,6 +277,50 @@ def squeeze(x, axis=None):
     return apply(OPS["squeeze"], (x,), {"axis": static_ints(axis, "axis")})
 
 
+def _pad_widths(paddings, ndim):
+    paddings = static_ints(paddings, "paddings")
+    widths = tuple(tuple(int(w) for w in pair) for pair in np.asarray(paddings, dtype=object).reshape(-1, 2))
+    if len(widths) != ndim or any(w < 0 for pair in widths for w in pair):
+        raise ValueError(f"paddings must be {ndim} pairs (before, after) of non-negative ints, got {paddings!r}")
+    return widths
+
+
+def _pad_infer(x, c, paddings):
+    shape_ = tuple(None if d is None else d + a + b for d, (a, b) in zip(x.shape, paddings))
+    if c.ndim != 0:
+        raise ValueError(f"constant_values must be a scalar, got shape {c.shape}")
+    return [(shape_, x.dtype)]
+
+
+def _pad_kernel(xp, paddings):
+    return lambda x, c: xp.pad(x, paddings, mode="constant", constant_values=c)
+
+
+OPS["pad"] = define("Pad", _pad_kernel, _pad_infer)
+
+
+def pad(x, paddings, constant_values=0):
+    """`x` with `paddings[i] = (before, after)` elements of `constant_values` added on each side
+    of axis i (numpy.pad in "constant" mode; TensorFlow's tf.pad).
+
+        ag.pad(x, [[1, 1], [0, 2]])
+    """
+    ndim = x.ndim if isinstance(x, Tensor) else np.ndim(x)
+    return apply(OPS["pad"], (x, constant_values), {"paddings": _pad_widths(paddings, ndim)})
+
+
+def _copy_kernel(xp):
+    return lambda x: x.copy() if hasattr(x, "copy") else xp.asarray(x)
+
+
+OPS["identity"] = define("Identity", _copy_kernel, lambda x: [(x.shape, x.dtype)], weak_result=True)
+
+
+def identity(x):
+    """A copy of `x` with the same shape, dtype and values (TensorFlow's tf.identity)."""
+    return apply(OPS["identity"], (x,))
+
+
 # --- gather and indexing ------------------------------------------------------------------
 
 def _gather_infer(params, indices, axis=0):
@@ -485,3 +529,15 @@ def _getitem_grad(node, dy):
     return [_like(scatter_add(dy, x, values, node.attrs["index"]), x)] + [None] * len(values)
 
 
+
+
+@grad_rule(OPS["pad"])
+def _pad_grad(node, dy):
+    x = node.inputs[0]
+    index = tuple(slice(a, None if b == 0 else -b) for a, b in node.attrs["paddings"])
+    return [_like(dy[index], x), None]
+
+
+@grad_rule(OPS["identity"])
+def _identity_grad(node, dy):
+    return [_like(dy, node.inputs[0])]

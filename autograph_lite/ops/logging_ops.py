@@ -11,33 +11,60 @@ from ..runtime.graph import Slot
 from .core import apply, define
 
 
-def _print_kernel(xp, template, sep, end):
+def _print_kernel(xp, template, sep, end, file=None, flush=False):
     def print_values(*values):
-        builtins.print(*[values[a.k] if isinstance(a, Slot) else a for a in template], sep=sep, end=end)
+        builtins.print(*[values[a.k] if isinstance(a, Slot) else a for a in template],
+                       sep=sep, end=end, file=file, flush=flush)
     return print_values
 
 
 PRINT = define("Print", _print_kernel, lambda *inputs, **attrs: [], stateful=True)
 
 
-def print(*args, sep=" ", end="\n", always=False):  # noqa: A001 - ag.print
+def print(*args, sep=" ", end="\n", file=None, flush=False):  # noqa: A001 - ag.print
     """Print `args` when the graph runs (every time, every loop iteration); eagerly, print now.
 
-    Inside a trace, a print of Python values only happens while tracing unless `always`.
+    Inside a trace every print is a graph node, so prints come out in program order on
+    every call; Python values are printed as they were when the print was traced.
     """
-    tensors = [a for a in args if isinstance(a, Tensor)]
-    if current_graph() is None or not (tensors or always):
-        builtins.print(*args, sep=sep, end=end)
+    if current_graph() is None:
+        builtins.print(*args, sep=sep, end=end, file=file, flush=flush)
         return None
-    template, k = [], 0
+    template, tensors = [], []
     for a in args:
         if isinstance(a, Tensor):
-            template.append(Slot(k))
-            k += 1
+            template.append(Slot(len(tensors)))
+            tensors.append(a)
         else:
-            template.append(a)
-    apply(PRINT, tensors, {"template": template, "sep": sep, "end": end})
+            _refuse_nested_tensors(a)
+            template.append(builtins.str(a))  # the value as it is now, as an eager print shows it
+    attrs = {"template": template, "sep": _text(sep, "sep"), "end": _text(end, "end")}
+    if file is not None or flush:
+        attrs.update(file=file, flush=flush)
+    apply(PRINT, tensors, attrs)
     return None
+
+
+def _text(value, what):
+    if value is None:
+        return " " if what == "sep" else "\n"
+    if isinstance(value, Tensor) or not isinstance(value, builtins.str):
+        raise TypeError(f"print's {what} must be None or a string, not {type(value).__name__} "
+                        f"(at {user_location(3)})")
+    return value
+
+
+def _refuse_nested_tensors(value, depth=0):
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
+    if depth > 20:
+        return
+    for item in items:
+        if isinstance(item, Tensor):
+            raise TypeError(
+                f"print of a {type(value).__name__} that holds a symbolic tensor: its text would be "
+                f"Tensor(...), not the value; pass the tensors as separate print arguments "
+                f"(at {user_location(4 + depth)})")
+        _refuse_nested_tensors(item, depth + 1)
 
 
 def _assert_kernel(xp, message, location):

@@ -32,6 +32,11 @@ def _generator(xp):
 
 
 def _uniform_kernel(xp, shape, minval, maxval, dtype):
+    if np.dtype(dtype).kind in "iu":
+        def integers():
+            return _generator(xp).integers(minval, maxval, size=shape, dtype=dtype)
+        return integers
+
     def uniform():
         return _generator(xp).random(shape, dtype=dtype) * (maxval - minval) + minval
     return uniform
@@ -51,20 +56,41 @@ UNIFORM = define("RandomUniform", _uniform_kernel, _random_infer, stateful=True)
 NORMAL = define("RandomNormal", _normal_kernel, _random_infer, stateful=True)
 
 
-def _attrs(shape, a, b, dtype, names):
+def _attrs(shape, a, b, dtype, names, integers=False):
     dtype = np.dtype(dtype)
-    if dtype not in (np.float32, np.float64):
-        raise TypeError(f"random values must be float32 or float64, got {dtype}")
+    if dtype not in (np.float32, np.float64) and not (integers and dtype.kind in "iu"):
+        allowed = "float32, float64 or an integer dtype" if integers else "float32 or float64"
+        raise TypeError(f"random values must be {allowed}, got {dtype}")
     shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(int(d) for d in shape)
     for name, v in zip(names, (a, b)):
         if not isinstance(v, numbers.Real):
             raise TypeError(f"{name} must be a Python number, got {type(v).__name__}")
+    if dtype.kind in "iu":
+        if not all(isinstance(v, numbers.Integral) for v in (a, b)):
+            raise TypeError(f"random {dtype} values need integer minval and maxval, got {a!r} and {b!r}")
+        info = np.iinfo(dtype)
+        if not info.min <= a < b <= info.max + 1:
+            raise ValueError(f"random {dtype} values need {info.min} <= minval < maxval <= {info.max + 1}, "
+                             f"got minval={a} and maxval={b}")
+        return {"shape": shape, names[0]: int(a), names[1]: int(b), "dtype": dtype}
     return {"shape": shape, names[0]: float(a), names[1]: float(b), "dtype": dtype}
 
 
-def uniform(shape, minval=0.0, maxval=1.0, dtype=np.float64):
-    """Uniform samples in [minval, maxval) with a static `shape`."""
-    return apply(UNIFORM, (), _attrs(shape, minval, maxval, dtype, ("minval", "maxval")))
+def uniform(shape, minval=0, maxval=None, dtype=np.float64):
+    """Uniform samples in [minval, maxval) with a static `shape`.
+
+    Float dtypes: maxval defaults to 1.0. Integer dtypes (as TensorFlow): integers drawn
+    uniformly from minval (inclusive) to maxval (exclusive), which must be given, like
+    numpy's `Generator.integers(minval, maxval)`.
+
+        ag.random.uniform((3,), 0, 10, dtype=np.int32)
+    """
+    if maxval is None:
+        if np.dtype(dtype).kind in "iu":
+            raise ValueError(f"ag.random.uniform with dtype {np.dtype(dtype)} needs maxval "
+                             f"(integers are drawn from [minval, maxval))")
+        maxval = 1.0
+    return apply(UNIFORM, (), _attrs(shape, minval, maxval, dtype, ("minval", "maxval"), integers=True))
 
 
 def normal(shape, mean=0.0, stddev=1.0, dtype=np.float64):

@@ -1,0 +1,151 @@
+"""Issue 11, operators: compiled equals eager (values, dtypes, printed output) or a clear error
+naming the construct and the user's line. and/or/not, print, formatting, try/return, list
+methods in staged loops, lists of tensors given to ops."""
+import inspect
+
+import numpy as np
+import pytest
+
+import autograph_lite as ag
+from autograph_lite.errors import ConversionError
+from helpers import assert_same, check
+
+
+def line_of(fn, text):
+    """`file:line` of the first line of `fn`'s source containing `text`."""
+    lines, start = inspect.getsourcelines(fn)
+    offset = next(i for i, line in enumerate(lines) if text in line)
+    return f"{inspect.getsourcefile(fn)}:{start + offset}"
+
+
+def compare_printed(fn, args_list, capsys):
+    """Each call prints (and returns) what the eager run prints, on every call."""
+    compiled = ag.function(fn)
+    for args in args_list:
+        eager = fn(*args)
+        eager_out = capsys.readouterr().out
+        got = compiled(*args)
+        assert capsys.readouterr().out == eager_out
+        assert_same(eager, got)
+
+
+# --- item 3: `and` / `or` return an operand, `not` a bool ------------------------------------
+
+def and_operands(x, y):
+    return x and y
+
+
+def or_operands(x, y):
+    return x or y
+
+
+@pytest.mark.parametrize("fn", [and_operands, or_operands])
+@pytest.mark.parametrize("x, y", [(np.int32(0), np.int32(3)), (np.int32(2), np.int32(3)),
+                                  (np.array(0.0), np.array(2.5)), (np.array(1.5), np.array(0.0)),
+                                  (np.array(True), np.array(False))])
+def test_and_or_return_an_operand_with_its_dtype(fn, x, y):
+    check(fn, (x, y))
+
+
+def test_and_or_with_a_python_scalar_of_the_same_kind():
+    check(lambda x: (x and 3, x or 7), (np.int32(0),), (np.int32(2),))
+
+
+def short_circuit_prints(x):
+    a = x > 0 and print("right of and", x) is None
+    b = x > 0 or print("right of or", x) is None
+    print("done")
+    return a, b
+
+
+def test_and_or_evaluate_the_right_side_only_when_python_would(capsys):
+    compare_printed(short_circuit_prints, [(np.float64(1.0),), (np.float64(-1.0),)], capsys)
+
+
+def mixed_dtypes(x, y):
+    return x and y
+
+
+def test_and_of_different_dtypes_is_an_error_naming_the_line():
+    with pytest.raises(ConversionError, match=r"`x and y`.*int32.*float64") as info:
+        ag.function(mixed_dtypes)(np.int32(1), np.float64(2.0))
+    assert line_of(mixed_dtypes, "return x and y") in str(info.value)
+
+
+def mixed_dtype_tests(x, y):
+    if x > 0 and y:
+        r = 1.0
+    else:
+        r = 2.0
+    return r, (3 if x or y else 4), not (x and y)
+
+
+def test_in_a_test_position_only_the_truth_matters():
+    check(mixed_dtype_tests, *[(np.int32(a), np.float32(b)) for a in (0, 1) for b in (0.0, 2.0)])
+
+
+def not_of_int(x):
+    return not x
+
+
+def test_not_returns_a_bool():
+    check(not_of_int, (np.int32(0),), (np.int32(5),))
+
+
+def not_of_vector(x):
+    return not x
+
+
+def test_not_of_a_vector_is_an_error_as_in_numpy():
+    with pytest.raises(ValueError, match="ambiguous"):
+        not_of_vector(np.array([1, 2]))
+    with pytest.raises(ValueError, match="ambiguous") as info:
+        ag.function(not_of_vector)(np.array([1, 2]))
+    assert line_of(not_of_vector, "return not x") in str(info.value)
+
+
+# --- item 8: print order --------------------------------------------------------------------
+
+def interleaved_prints(x):
+    print("before")
+    print("x is", x)
+    total = x
+    i = 0
+    while i < 2:
+        print("step", i)
+        total = total + x
+        i += 1
+    items = [1, 2]
+    print("items", items, sep=": ", end="!\n")
+    items.append(3)
+    print("after", total)
+    return total
+
+
+def test_python_and_tensor_prints_come_out_in_eager_order_on_every_call(capsys):
+    compare_printed(interleaved_prints, [(np.float64(2.0),), (np.float64(3.0),), (np.float64(4.0),)], capsys)
+
+
+def print_of_list_of_tensors(x):
+    print([x, x])
+    return x
+
+
+def test_print_of_a_list_holding_tensors_is_an_error_naming_the_line():
+    with pytest.raises(TypeError, match="print of a list that holds a symbolic tensor") as info:
+        ag.function(print_of_list_of_tensors)(np.float64(1.0))
+    assert line_of(print_of_list_of_tensors, "print([x, x])") in str(info.value)
+
+
+def test_print_nodes_survive_the_optimization_passes(capsys):
+    def f(x):
+        print("a")
+        print("a")
+        y = x * 2.0
+        i = 0
+        while i < 3:
+            print("in loop", 1)
+            y = y + 1.0
+            i += 1
+        return y
+    compare_printed(f, [(np.float64(1.0),)] * 3, capsys)
