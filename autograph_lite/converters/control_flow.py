@@ -14,7 +14,19 @@ reassigned (or are live after it); its outputs are those it assigns that are liv
 after it (liveness annotations). Variables with no value yet start as
 `ag__.Undefined`. Names declared global/nonlocal are redeclared in the generated
 functions and reported to the operator, which refuses to stage them.
+
+Two kinds of state are not passed as parameters, so that every piece of code keeps
+seeing the binding Python gives it:
+- cell variables (locals a nested function or lambda reads): the generated functions
+  declare them `nonlocal`, and the operator reads and sets them through a getter and a
+  setter (`opts['cells']`) when it stages the statement;
+- items and attributes the statement writes (`d['k'] = ...`, `o.a = ...`), "composite
+  names": the operator carries those with static keys like variables and refuses the
+  others when it stages (`opts['composites']`).
 """
+import ast
+import copy
+
 import gast
 
 from ..pyct import activity, anno, liveness, templates
@@ -26,9 +38,10 @@ def _params(args):
 
 
 class _ControlFlow:
-    def __init__(self, ctx, declared):
+    def __init__(self, ctx, declared, cells):
         self.ctx = ctx
         self.declared = declared  # names declared global/nonlocal in this function
+        self.cells = cells        # locals that nested functions or lambdas see (Python's cell variables)
         self.in_try = None
 
     def block(self, stmts, defined):
@@ -62,24 +75,75 @@ class _ControlFlow:
     # --- helpers ----------------------------------------------------------------------
 
     def _local(self, names):
-        return sorted(n for n in names if n not in self.declared)
+        return sorted(n for n in names if n not in self.declared and n not in self.cells)
 
-    def _opts(self, written):
+    def _opts(self, written, stmts, origin):
+        """(opts dict or None, statements that must come before the call) for a statement that
+        writes names `written` and whose code is `stmts`."""
         rebinds = sorted(written & self.declared)
-        keys, values = [], []
+        cells = sorted(written & self.cells)
+        composites = self._composites(stmts, written)
+        keys, values, pre = [], [], []
         if self.in_try:
             keys.append("in_try")
             values.append(gast.Constant(value=self.in_try, kind=None))
         if rebinds:
             keys.append("nonlocal_writes")
             values.append(templates.strings_tuple(rebinds))
+        if cells:
+            setter = self.ctx.new_name("set_state")
+            pre.extend(at_line(templates.replace(
+                f"def {setter}(values):\n    nonlocal {', '.join(cells)}\n    targets = values",
+                targets=templates.names_tuple(cells, gast.Store())), origin))
+            keys.append("cells")
+            values.append(templates.replace_as_expression(
+                "(names, lambda: state, setter)", names=templates.strings_tuple(cells),
+                state=templates.names_tuple(cells), setter=setter))
+        if composites:
+            keys.append("composites")
+            values.append(gast.Tuple(elts=composites, ctx=gast.Load()))
         if not keys:
-            return None
-        return gast.Dict(keys=[gast.Constant(value=k, kind=None) for k in keys], values=values)
+            return None, pre
+        return gast.Dict(keys=[gast.Constant(value=k, kind=None) for k in keys], values=values), pre
+
+    def _composites(self, stmts, written):
+        """One `(label, kind, lambda: base, lambda: key, static)` per item/attribute target in `stmts`.
+
+        `static`: the target names the same place all through the statement (its root
+        variable is not rebound there and every key is a constant or a name not rebound
+        there).
+        """
+        entries, seen = [], set()
+        for target in activity.composite_writes(stmts):
+            label = ast.unparse(gast.gast_to_ast(copy.deepcopy(target)))
+            if label in seen:
+                continue
+            seen.add(label)
+            static = self._static_place(target, written)
+            kind = "attr" if isinstance(target, gast.Attribute) else "item"
+            key = (gast.Constant(value=target.attr, kind=None) if kind == "attr"
+                   else copy.deepcopy(target.slice) if static else gast.Constant(value=None, kind=None))
+            base = templates.set_context(copy.deepcopy(target.value), gast.Load())
+            for n in gast.walk(base):
+                if hasattr(n, "ctx"):
+                    n.ctx = gast.Load()
+            entries.append(templates.replace_as_expression(
+                "(label, kind, lambda: base, lambda: key, static)", label=gast.Constant(value=label, kind=None),
+                kind=gast.Constant(value=kind, kind=None), base=base, key=key,
+                static=gast.Constant(value=static, kind=None)))
+        return entries
+
+    def _static_place(self, target, written):
+        node = target
+        while isinstance(node, (gast.Attribute, gast.Subscript)):
+            if isinstance(node, gast.Subscript) and not _static_key(node.slice, written):
+                return False
+            node = node.value
+        return isinstance(node, gast.Name) and node.id not in written
 
     def _declarations(self, written):
         """global/nonlocal statements a generated function needs to rebind the same names."""
-        rebinds = sorted(written & self.declared)
+        rebinds = sorted(written & (self.declared | self.cells))
         out = []
         for name in rebinds:
             kind = self.declared_kind.get(name, "nonlocal")
@@ -117,12 +181,12 @@ class _ControlFlow:
         outputs = self._local(written & live_out)
         read_first = liveness._block(node.body, set(live_out)) | liveness._block(node.orelse, set(live_out))
         inputs = outputs + self._local((written & read_first) - set(outputs))
+        opts, pre = self._opts(written, node.body + node.orelse, node)
         body = self.block(node.body, defined | set(inputs))
         orelse = self.block(node.orelse, defined | set(inputs))
         then_name, else_name = self.ctx.new_name("if_body"), self.ctx.new_name("else_body")
-        opts = self._opts(written)
         call = self._with_opts("ag__.if_stmt(test, then_fn, else_fn, state, names)", opts)
-        return (self._undefined(inputs, defined, node)
+        return (self._undefined(inputs, defined, node) + pre
                 + [self._function(then_name, inputs, body, outputs, written, node),
                    self._function(else_name, inputs, orelse, outputs, written, node)]
                 + self._call(call, outputs, node, test=node.test, then_fn=then_name, else_fn=else_name,
@@ -134,13 +198,13 @@ class _ControlFlow:
         live_out = anno.get(node, anno.LIVE_OUT, frozenset())
         written = activity.writes(node.body)
         carried = self._local(written & (head | live_out))
+        opts, pre = self._opts(written, node.body, node)
         body = self.block(node.body, defined | set(carried))
         test_name, body_name = self.ctx.new_name("loop_test"), self.ctx.new_name("loop_body")
         test_fn = at_line(templates.replace("def fn(params):\n    return test", fn=test_name, test=node.test)[0], node)
         test_fn.args.args = [templates.name(p, gast.Param()) for p in carried]
-        opts = self._opts(written)
         call = self._with_opts("ag__.while_stmt(test_fn, body_fn, state, names)", opts)
-        return (self._undefined(carried, defined, node)
+        return (self._undefined(carried, defined, node) + pre
                 + [test_fn, self._function(body_name, carried, body, carried, written, node)]
                 + self._call(call, carried, node, test_fn=test_name, body_fn=body_name,
                              state=templates.names_tuple(carried), names=templates.strings_tuple(carried),
@@ -155,10 +219,10 @@ class _ControlFlow:
         carried = self._local(written & (head | live_out | set(flags)))
         item = self.ctx.new_name("itr")
         assign = templates.replace("target = item", target=node.target, item=item)
+        opts, pre = self._opts(written, assign + node.body, node)
         body = self.block(assign + node.body, defined | set(carried))
         body_name = self.ctx.new_name("loop_body")
         body_fn = self._function(body_name, [item] + carried, body, carried, written, node)
-        pre = []
         extra = gast.Constant(value=None, kind=None)
         if flags:
             test_name = self.ctx.new_name("extra_test")
@@ -166,13 +230,20 @@ class _ControlFlow:
             test_fn.args.args = [templates.name(p, gast.Param()) for p in carried]
             pre.append(at_line(test_fn, node))
             extra = templates.name(test_name)
-        opts = self._opts(written)
         call = self._with_opts("ag__.for_stmt(iterable, extra, body_fn, state, names)", opts)
         return (self._undefined(carried, defined, node) + pre + [body_fn]
                 + self._call(call, carried, node, iterable=node.iter, extra=extra, body_fn=body_name,
                              state=templates.names_tuple(carried), names=templates.strings_tuple(carried),
                              opts=opts)
                 + self.block(node.orelse, defined | set(carried)))
+
+
+def _static_key(key, written):
+    if isinstance(key, gast.Constant):
+        return isinstance(key.value, (int, str)) and not isinstance(key.value, bool)
+    if isinstance(key, gast.UnaryOp) and isinstance(key.op, gast.USub):
+        return isinstance(key.operand, gast.Constant) and type(key.operand.value) is int
+    return isinstance(key, gast.Name) and key.id not in written
 
 
 def _declared(fn):
@@ -193,9 +264,15 @@ def _declared(fn):
 
 def convert_function(fn, ctx):
     kinds = _declared(fn)
-    converter = _ControlFlow(ctx, set(kinds))
+    cells = activity.captured_locals(fn)
+    converter = _ControlFlow(ctx, set(kinds), cells)
     converter.declared_kind = kinds
     fn.body = converter.block(fn.body, _params(fn.args))
+    # generated functions rebind cells with `nonlocal`: the function itself must bind them
+    unbound = sorted(cells - _params(fn.args))
+    if unbound:
+        fn.body = at_line(templates.replace("\n".join(f"{n} = ag__.Undefined('{n}')" for n in unbound)),
+                          fn.body[0]) + fn.body
 
 
 def transform(node, ctx):

@@ -6,6 +6,7 @@ iterable it runs plain Python now; on a symbolic one it builds a Cond or While n
 """
 import logging
 import time
+import types
 
 import numpy as np
 
@@ -35,6 +36,113 @@ def _check_staging_allowed(opts, what, location):
                               f"value instead")
 
 
+class _ExtraState:
+    """What a staged statement carries besides the variables passed to its functions.
+
+    - cell variables (locals that closures see), read and set through the getter and setter
+      the converter generates (`opts['cells']`);
+    - items and attributes it writes (`opts['composites']`) when they name one place all
+      through the statement: `d['k']` or `l[0]` of a plain dict or list, `o.a` of an object
+      with plain attribute storage. Anything else written there is refused.
+    A place with no value yet (a new key) reads as Undefined; setting Undefined removes it.
+    """
+
+    def __init__(self, opts, what, location):
+        opts = opts or {}
+        self.names, self._cell_get, self._cell_set, self._places = (), None, None, []
+        if opts.get("cells"):
+            self.names, self._cell_get, self._cell_set = opts["cells"]
+        for label, kind, base_fn, key_fn, static in opts.get("composites", ()):
+            try:
+                base = base_fn()
+            except Exception:  # noqa: BLE001 - the traced body meets the same error at the user's line
+                continue
+            if isinstance(base, (Tensor, TensorList)):
+                continue  # item assignment on tensors and lists of tensors is their own operators' business
+            key = key_fn() if static else None
+            why = _uncarriable(base, kind, key, static)
+            if why:
+                raise ConversionError(f"`{label}` is written inside a {what} on a tensor (at {location}), but {why}; "
+                                      f"assign the value to a local variable inside the {what} and write "
+                                      f"`{label}` after it")
+            self._places.append((base, kind, int(key) if isinstance(key, np.integer) else key))
+            self.names += (label,)
+
+    def __bool__(self):
+        return bool(self.names)
+
+    @property
+    def composite_names(self):
+        return self.names[len(self.names) - len(self._places):]
+
+    def get(self):
+        values = tuple(self._cell_get()) if self._cell_get else ()
+        for label, (base, kind, key) in zip(self.composite_names, self._places):
+            try:
+                values += (getattr(base, key) if kind == "attr" else base[key],)
+            except (KeyError, IndexError, AttributeError):
+                values += (Undefined(label),)
+        return values
+
+    def set(self, values):
+        cells = len(self.names) - len(self._places)
+        if cells:
+            self._cell_set(tuple(values[:cells]))
+        for value, (base, kind, key) in zip(values[cells:], self._places):
+            if not isinstance(value, Undefined):
+                setattr(base, key, value) if kind == "attr" else base.__setitem__(key, value)
+            elif kind == "attr" and key in getattr(base, "__dict__", {}):
+                delattr(base, key)
+            elif kind == "item" and type(base) is dict and key in base:
+                del base[key]
+
+    def branch(self, fn, start):
+        """`fn` that starts from `start` and also returns this state."""
+        def run(*state):
+            self.set(_copy_lists(start))
+            return tuple(fn(*state)) + self.get()
+        return run
+
+    def loop(self, test, body, count, location):
+        """`test` and `body` over the variables plus this state (the first `count` are variables)."""
+        for name, value in zip(self.composite_names, self.get()[len(self.names) - len(self._places):]):
+            if isinstance(value, Undefined):
+                raise ConversionError(f"`{name}` is first written inside a loop on a tensor (at {location}); "
+                                      f"give it a value before the loop")
+
+        def loop_test(*state):
+            self.set(state[count:])
+            return test(*state[:count])
+
+        def loop_body(*state):
+            self.set(state[count:])
+            return tuple(body(*state[:count])) + self.get()
+        return loop_test, loop_body
+
+
+def _uncarriable(base, kind, key, static):
+    """Why `base[key]` / `base.key` cannot be carried through staged control flow, or None."""
+    if not static:
+        return "its key or index is not the same all through it (only constant keys and names " \
+               "not reassigned there can be carried)"
+    if kind == "item":
+        if type(base) not in (dict, list):
+            return f"items of a {type(base).__name__} cannot be carried (only of a dict or a list)"
+        if isinstance(key, Tensor):
+            return "its key is a tensor"
+        if type(base) is list and not isinstance(key, (int, np.integer)):
+            return "a list index must be an int"
+        return None
+    cls = type(base)
+    if isinstance(base, (type, types.ModuleType)) or cls.__setattr__ is not object.__setattr__ \
+            or cls.__getattribute__ is not object.__getattribute__:
+        return f"attributes of a {cls.__name__} cannot be carried (it is a class or module, or customises " \
+               f"attribute access)"
+    if hasattr(getattr(cls, key, None), "__set__"):
+        return f"'{key}' is a property or descriptor of {cls.__name__}"
+    return None
+
+
 # --- if ---------------------------------------------------------------------------------
 
 def if_stmt(cond, body, orelse, state, names, opts=None):
@@ -43,6 +151,17 @@ def if_stmt(cond, body, orelse, state, names, opts=None):
         return body(*state) if cond else orelse(*state)
     location = user_location()
     _check_staging_allowed(opts, "`if`", location)
+    extra = _ExtraState(opts, "`if`", location)
+    if extra:
+        count, start = len(names), extra.get()
+        body, orelse, names = extra.branch(body, start), extra.branch(orelse, start), (*names, *extra.names)
+        result = _staged_if(cond, body, orelse, state, names, location)
+        extra.set(result[count:])
+        return result[:count]
+    return _staged_if(cond, body, orelse, state, names, location)
+
+
+def _staged_if(cond, body, orelse, state, names, location):
     graph = current_graph()
     # each branch appends to its own copy of a list: one branch's items must not leak into the other
     then_g, then_out = trace_function(graph, "then", body, _copy_lists(state))
@@ -119,7 +238,7 @@ def while_stmt(test, body, state, names, opts=None):
         warned = _warn_long_unroll(iterations, start, "while", warned)
     location = user_location()
     _check_staging_allowed(opts, "`while` loop", location)
-    return _staged_loop(test, body, state, names, location)
+    return _staged_loop(test, body, state, names, location, _ExtraState(opts, "`while` loop", location))
 
 
 def _warn_long_unroll(iterations, start, kind, warned):
@@ -135,9 +254,16 @@ def _warn_long_unroll(iterations, start, kind, warned):
     return True
 
 
-def _staged_loop(test, body, state, names, location):
+def _staged_loop(test, body, state, names, location, extra=None):
     """Stage a loop whose condition is symbolic. Lists become TensorLists; variables with no
-    value yet (Undefined, empty lists) get start values from a first trace of the body."""
+    value yet (Undefined, empty lists) get start values from a first trace of the body.
+    `extra` (an _ExtraState) is carried beside the variables."""
+    if extra:
+        count = len(state)
+        test, body = extra.loop(test, body, count, location)
+        result = _staged_loop(test, body, (*state, *extra.get()), (*names, *extra.names), location)
+        extra.set(result[count:])
+        return result[:count]
     lists = [i for i, v in enumerate(state) if type(v) is list or isinstance(v, TensorList)]
     state = tuple(TensorList.from_list(v) if type(v) is list else v for v in state)
     unknown, offset = {}, 0
@@ -188,9 +314,12 @@ def for_stmt(iterable, extra_test, body, state, names, opts=None):
     if isinstance(iterable, Tensor):
         location = user_location()
         _check_staging_allowed(opts, "`for` loop", location)
-        return _tensor_for(iterable, extra_test, body, tuple(state), names, location)
+        return _tensor_for(iterable, extra_test, body, tuple(state), names, location,
+                           _ExtraState(opts, "`for` loop", location))
     if isinstance(iterable, TensorList):
-        return _tensor_for(iterable.stacked(), extra_test, body, tuple(state), names, user_location())
+        location = user_location()
+        return _tensor_for(iterable.stacked(), extra_test, body, tuple(state), names, location,
+                           _ExtraState(opts, "`for` loop", location))
     state = tuple(state)
     start, iterations, warned = time.perf_counter(), 0, False
     for item in iterable:
@@ -208,7 +337,7 @@ def for_stmt(iterable, extra_test, body, state, names, opts=None):
     return state
 
 
-def _tensor_for(iterable, extra_test, body, state, names, location):
+def _tensor_for(iterable, extra_test, body, state, names, location, extra):
     """A While over the first axis of `iterable` (or over an ag.range without building it)."""
     if iterable.node.op == "Range":
         start, limit, delta = _range_bounds(iterable)
@@ -234,7 +363,7 @@ def _tensor_for(iterable, extra_test, body, state, names, location):
     def step(i, *s):
         return (i + 1, *body(item(i), *s))
 
-    result = _staged_loop(test, step, (np.int64(0), *state), ("<iteration>", *names), location)
+    result = _staged_loop(test, step, (np.int64(0), *state), ("<iteration>", *names), location, extra)
     return result[1:]
 
 

@@ -106,3 +106,63 @@ def declared_nonlocal(node):
     """Names the code declares global/nonlocal and also rebinds."""
     a = of(node)
     return a.writes & a.declared
+
+
+def composite_writes(node):
+    """Item and attribute targets the code writes in this scope (`d['k'] = ...`, `o.a += ...`,
+    `del l[0]`, `for o.a in ...`), outermost first; nested functions and classes are not entered."""
+    found = []
+
+    def targets(target):
+        if isinstance(target, (gast.Tuple, gast.List)):
+            for elt in target.elts:
+                targets(elt)
+        elif isinstance(target, gast.Starred):
+            targets(target.value)
+        elif isinstance(target, (gast.Subscript, gast.Attribute)):
+            found.append(target)
+
+    def walk(n):
+        if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)):
+            return
+        if isinstance(n, (gast.Assign, gast.Delete)):
+            for t in n.targets:
+                targets(t)
+        elif isinstance(n, (gast.AugAssign, gast.AnnAssign, gast.For, gast.AsyncFor)):
+            targets(n.target)
+        elif isinstance(n, gast.withitem) and n.optional_vars is not None:
+            targets(n.optional_vars)
+        for child in gast.iter_child_nodes(n):
+            walk(child)
+    for n in node if isinstance(node, list) else [node]:
+        walk(n)
+    return found
+
+
+_CALLED_AT_ONCE = ("and_", "or_", "if_exp", "assert_stmt")  # ag__ operators that call their lambdas on the spot
+
+
+def captured_locals(fn):
+    """Locals of function `fn` that a nested function or lambda reads or rebinds: Python's cell
+    variables, which every closure sees live. Lambdas that converters pass straight to an
+    operator that calls them at once (`ag__.and_(lambda: a, ...)`) do not count."""
+    body = of(fn.body)
+    local = (body.writes | _param_names(fn.args)) - body.declared
+    free = set()
+
+    def walk(n):
+        if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
+                and isinstance(n.func.value, gast.Name) and n.func.value.id == "ag__" \
+                and n.func.attr in _CALLED_AT_ONCE:
+            for arg in n.args:
+                walk(arg.body if isinstance(arg, gast.Lambda) else arg)
+            return
+        if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda)):
+            inner = of(n)
+            free.update(inner.reads | (inner.writes - {getattr(n, "name", None)}))
+            return
+        for child in gast.iter_child_nodes(n):
+            walk(child)
+    for stmt in fn.body:
+        walk(stmt)
+    return free & local
