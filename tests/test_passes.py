@@ -39,14 +39,93 @@ def test_dead_code_is_removed_but_side_effects_stay():
 
 
 @pytest.mark.parametrize("fn, gone", [
-    (lambda x: x * 1 + 0, ["Mul", "Add"]),
-    (lambda x: -(-x), ["Neg"]),
-    (lambda x: ag.transpose(ag.transpose(x)), ["Transpose"]),
-    (lambda x: ag.cast(x, np.float64) / 1, ["Cast", "RealDiv"]),
+    (lambda x: ag.tanh(x * 1 - 0), ["Mul", "Sub"]),
+    (lambda x: ag.tanh(x + -0.0), ["Add"]),
+    (lambda x: ag.tanh(-(-x)), ["Neg"]),
+    (lambda x: ag.tanh(ag.transpose(ag.transpose(x))), ["Transpose"]),
+    (lambda x: ag.tanh(ag.cast(x, np.float64) / 1), ["Cast", "RealDiv"]),
+    (lambda x: ag.tanh(x ** 1.0), ["Pow"]),
 ])
 def test_algebraic_simplification(fn, gone):
     ops, _ = optimized(fn, np.ones((2, 3)))
     assert not set(gone) & set(ops)
+
+
+SPECIAL = np.array([-0.0, 0.0, np.nan, np.inf, -np.inf, 5e-324, -1.5, 3.0])
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: ag.tanh(x + 0.0), lambda x: ag.tanh(0.0 + x), lambda x: ag.tanh(x + 0),
+    lambda x: ag.tanh(x - -0.0), lambda x: ag.tanh(x - 0.0), lambda x: ag.tanh(x + -0.0),
+    lambda x: ag.tanh(x * 1.0), lambda x: ag.tanh(x / 1), lambda x: ag.tanh(x ** 1),
+    lambda x: ag.tanh(-(-x)), lambda x: x + 0.0, lambda x: x - 0.0, lambda x: x * 1.0,
+])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+def test_simplification_keeps_ieee_values_and_signed_zeros(fn, dtype):
+    x = SPECIAL.astype(dtype)
+    expected, got = fn(x), ag.function(fn)(x)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+    assert (np.signbit(got) == np.signbit(expected))[~np.isnan(expected)].all()
+
+
+def test_adding_a_positive_zero_is_kept_for_floats():
+    ops, _ = optimized(lambda x: ag.tanh(x + 0.0) * 2.0, SPECIAL)
+    assert "Add" in ops
+    ops, _ = optimized(lambda x: ag.tanh(x - -0.0) * 2.0, SPECIAL)
+    assert "Sub" in ops
+
+
+def test_complex_products_by_one_are_kept():
+    x = np.array([1 - 0.0j, complex(2.0, -0.0), complex(-0.0, -0.0)])
+    fn = lambda x: ag.exp(x * 1.0) + x / 1  # noqa: E731
+    ops, _ = optimized(fn, x)
+    assert "Mul" in ops and "RealDiv" in ops
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int64, np.bool_])
+@pytest.mark.parametrize("fn", [
+    lambda x: x * 1, lambda x: x + 0, lambda x: x * 1.0, lambda x: x + 0.0, lambda x: x - 0,
+    lambda x: -(-x) * 2, lambda x: x * True, lambda x: x + False, lambda x: x ** 1, lambda x: x / 1,
+    lambda x: ag.reduce_sum(x * 1) + ag.reduce_sum(x + 0),
+])
+def test_simplification_keeps_integer_and_bool_dtypes(fn, dtype):
+    x = np.array([0, 1, 127, 3], dtype=dtype) if dtype is not np.bool_ else np.array([True, False])
+    try:
+        expected = fn(x)
+    except TypeError:  # numpy refuses (e.g. -bool): so must the compiled function
+        with pytest.raises(TypeError):
+            ag.function(fn)(x)
+        return
+    assert_same(expected, ag.function(fn)(x))
+
+
+def _leaves(result):
+    if isinstance(result, dict):
+        return list(result.values())
+    return list(result) if isinstance(result, tuple) else [result]
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x * 1.0, lambda x: x + -0.0, lambda x: x - 0, lambda x: x / 1, lambda x: x ** 1,
+    lambda x: -(-x), lambda x: ag.cast(x, np.float64), lambda x: ag.transpose(ag.transpose(x)),
+    lambda x: (x * 1.0, x), lambda x: {"a": x * 1}, lambda x: (x * 2.0, x * 2.0), lambda x: (x, x),
+    lambda x: ag.tanh(x) * 1.0 if x[0, 0] > 0 else x + -0.0,
+])
+def test_outputs_share_memory_with_inputs_only_where_eager_does(fn):
+    """Writing into each output changes the input (and the other outputs) as it does eagerly."""
+    base = np.array([[-0.0, 1.5], [2.0, np.nan]])
+    compiled = ag.function(fn)
+    for x0 in (base, -base):
+        x_e, x_c = x0.copy(), x0.copy()
+        eager, got = _leaves(fn(x_e)), _leaves(compiled(x_c))
+        assert [g is x_c for g in got] == [e is x_e for e in eager]
+        for i in range(len(got)):
+            np.testing.assert_array_equal(got[i], eager[i])
+            eager[i][...], got[i][...] = 7.0 + i, 7.0 + i
+            np.testing.assert_array_equal(x_c, x_e)
+            for j in range(len(got)):
+                np.testing.assert_array_equal(got[j], eager[j])
 
 
 def test_simplification_never_changes_dtype_or_shape():

@@ -29,10 +29,11 @@ def _key(node):
 
 def _merge(graph):
     seen, replacements, nodes = {}, {}, []
+    returned = {id(t) for t in graph.outputs}  # eager returns distinct arrays for these: never merged away
     for node in graph.nodes:
         node.inputs = tuple(replacements.get(id(t), t) for t in node.inputs)
         key = _key(node)
-        if key is not None and key in seen:
+        if key is not None and key in seen and not any(id(t) in returned for t in node.outputs):
             for old, new in zip(node.outputs, seen[key].outputs):
                 replacements[id(old)] = new
             continue
