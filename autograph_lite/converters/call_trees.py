@@ -1,7 +1,19 @@
-"""`f(a, b=c)` -> `ag__.call(f)(a, b=c)`: the callee is converted too when it is user code."""
+"""`f(a, b=c)` -> `ag__.call(f)(a, b=c)`: the callee is converted too when it is user code.
+
+Formatting goes through ag__ too, so a symbolic tensor is never formatted as the text
+`Tensor("Sum:0", ...)`:
+
+    print(f"x={x:.2f}")  ->  ag__.call(print)(ag__.fstring(print, 'x=', (x, -1, '.2f')))
+    "%d items" % n       ->  ag__.percent_format('%d items', n)
+
+`ag__.fstring` formats now unless the callee is the builtin print and a value is a
+tensor: then the text is made when the graph runs, as for the print's other arguments.
+"""
 import gast
 
 from ..pyct import templates
+
+_CONVERSIONS = {-1: None, 115: "s", 114: "r", 97: "a"}
 
 
 class _Calls(gast.NodeTransformer):
@@ -12,8 +24,41 @@ class _Calls(gast.NodeTransformer):
             return node  # our own helpers
         if isinstance(func, gast.Name) and func.id in ("super", "locals", "globals", "vars", "eval", "exec"):
             return node  # need the caller's frame: called as they are
+        if isinstance(func, gast.Name) and func.id == "print":
+            node.args = [_deferred_fstring(a, func) if isinstance(a, gast.JoinedStr) else a for a in node.args]
         node.func = templates.replace_as_expression("ag__.call(f)", f=func)
         return node
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, gast.Mod) and _is_text(node.left):
+            return templates.replace_as_expression("ag__.percent_format(text, values)",
+                                                   text=node.left, values=node.right)
+        return node
+
+
+def _is_text(node):
+    return isinstance(node, gast.JoinedStr) or (isinstance(node, gast.Constant) and isinstance(node.value, str))
+
+
+def _deferred_fstring(joined, callee):
+    """`f"a{x:>4}"` -> `ag__.fstring(print, 'a', (x, -1, '>4'))`."""
+    pieces = []
+    for part in joined.values:
+        if isinstance(part, gast.FormattedValue):
+            spec = part.format_spec
+            if spec is None:
+                spec = gast.Constant(value="", kind=None)
+            elif all(isinstance(v, gast.Constant) for v in spec.values):
+                spec = gast.Constant(value="".join(v.value for v in spec.values), kind=None)
+            conversion = gast.Constant(value=_CONVERSIONS.get(part.conversion), kind=None)
+            pieces.append(gast.Tuple(elts=[part.value, conversion, spec], ctx=gast.Load()))
+        else:
+            pieces.append(part)
+    call = templates.replace_as_expression("ag__.fstring(callee)", callee=gast.Name(
+        id=callee.id, ctx=gast.Load(), annotation=None, type_comment=None))
+    call.args.extend(pieces)
+    return call
 
 
 def transform(node, ctx):

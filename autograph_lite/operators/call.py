@@ -17,7 +17,7 @@ from ..errors import ConversionError, user_location
 from . import lists, py_builtins
 
 _REPLACED = {builtins.print: py_builtins.print_, builtins.range: py_builtins.range_,
-             builtins.len: py_builtins.len_, ops.stack: lists.stack, ops.concat: lists.concat}
+             builtins.len: py_builtins.len_, builtins.str: py_builtins.str_, ops.stack: lists.stack, ops.concat: lists.concat}
 
 _LIBRARY_ROOTS = set(getattr(sys, "stdlib_module_names", ())) | {
     "numpy", "scipy", "cupy", "cupyx", "numba", "jax", "jaxlib", "tensorflow", "torch", "gast",

@@ -5,16 +5,43 @@ holding one always runs.
 """
 import builtins
 
-from ..errors import user_location
+from ..errors import SymbolicValueError, user_location
 from ..runtime.graph import Tensor, current_graph
 from ..runtime.graph import Slot
 from .core import apply, define
 
 
+class FormattedText:
+    """An f-string argument of print that holds tensors: `pieces` are text or
+    (value, conversion, format_spec); the text is made when the graph runs."""
+
+    __slots__ = ("pieces",)
+
+    def __init__(self, pieces):
+        self.pieces = tuple(pieces)
+
+    def __str__(self):
+        raise TypeError("an f-string holding a symbolic tensor is only text when the graph runs; "
+                        f"print it directly (at {user_location(2)})")
+
+
+def _format(value, conversion, spec):
+    if conversion is not None:
+        value = {"s": builtins.str, "r": builtins.repr, "a": builtins.ascii}[conversion](value)
+    return builtins.format(value, spec)
+
+
+def _render(entry, values):
+    if isinstance(entry, Slot):
+        return values[entry.k]
+    if isinstance(entry, tuple):  # the pieces of a FormattedText
+        return "".join(p if isinstance(p, builtins.str) else _format(values[p[0].k], p[1], p[2]) for p in entry)
+    return entry
+
+
 def _print_kernel(xp, template, sep, end, file=None, flush=False):
     def print_values(*values):
-        builtins.print(*[values[a.k] if isinstance(a, Slot) else a for a in template],
-                       sep=sep, end=end, file=file, flush=flush)
+        builtins.print(*[_render(a, values) for a in template], sep=sep, end=end, file=file, flush=flush)
     return print_values
 
 
@@ -31,10 +58,16 @@ def print(*args, sep=" ", end="\n", file=None, flush=False):  # noqa: A001 - ag.
         builtins.print(*args, sep=sep, end=end, file=file, flush=flush)
         return None
     template, tensors = [], []
+
+    def slot(tensor):
+        tensors.append(tensor)
+        return Slot(len(tensors) - 1)
+
     for a in args:
         if isinstance(a, Tensor):
-            template.append(Slot(len(tensors)))
-            tensors.append(a)
+            template.append(slot(a))
+        elif isinstance(a, FormattedText):
+            template.append(tuple(_formatted_piece(p, slot) for p in a.pieces))
         else:
             _refuse_nested_tensors(a)
             template.append(builtins.str(a))  # the value as it is now, as an eager print shows it
@@ -43,6 +76,30 @@ def print(*args, sep=" ", end="\n", file=None, flush=False):  # noqa: A001 - ag.
         attrs.update(file=file, flush=flush)
     apply(PRINT, tensors, attrs)
     return None
+
+
+def _formatted_piece(piece, slot):
+    if isinstance(piece, builtins.str):
+        return piece
+    value, conversion, spec = piece
+    if not isinstance(value, Tensor):
+        _refuse_nested_tensors(value)
+        return _format(value, conversion, spec)
+    if conversion in ("r", "a"):
+        raise TypeError(f"`{{x!{conversion}}}` of a symbolic tensor in an f-string: its repr when the graph "
+                        f"runs differs from the eager one; format the value without !{conversion} "
+                        f"(at {user_location(4)})")
+    return (slot(value), conversion, spec)
+
+
+def _refuse_format(tensor, spec):
+    raise SymbolicValueError(
+        f"formatting symbolic {tensor!r} into a string (f-string, str.format, format()) would give the "
+        f"text 'Tensor(...)', not its value, which exists only when the graph runs. Pass the tensor "
+        f"to print(...) or ag.print(...), which print it when the graph runs (at {user_location(2)})")
+
+
+Tensor.__format__ = _refuse_format  # the text of a value needs the value: only print can wait for it
 
 
 def _text(value, what):

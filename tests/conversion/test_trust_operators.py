@@ -149,3 +149,70 @@ def test_print_nodes_survive_the_optimization_passes(capsys):
             i += 1
         return y
     compare_printed(f, [(np.float64(1.0),)] * 3, capsys)
+
+
+# --- item 7: a tensor formatted into a str -----------------------------------------------------
+
+def fstring_of_tensor(x):
+    return f"total {ag.reduce_sum(x)}"
+
+
+def str_format_of_tensor(x):
+    return "total {}".format(x)
+
+
+def percent_of_tensor(x):
+    return "total %s" % (x,)
+
+
+def str_of_list_of_tensors(x):
+    return str([x])
+
+
+@pytest.mark.parametrize("fn, construct, text", [
+    (fstring_of_tensor, "formatting symbolic", 'return f"total'),
+    (str_format_of_tensor, "formatting symbolic", 'return "total {}"'),
+    (percent_of_tensor, "`%` formatting of symbolic", 'return "total %s"'),
+    (str_of_list_of_tensors, r"str\(\) of symbolic", "return str([x])")])
+def test_formatting_a_tensor_into_a_str_is_an_error_naming_the_line(fn, construct, text):
+    fn(np.array([1.0, 2.0]))  # eagerly it is text
+    with pytest.raises(TypeError, match=construct) as info:
+        ag.function(fn)(np.array([1.0, 2.0]))
+    assert line_of(fn, text) in str(info.value)
+
+
+def test_formatting_python_values_still_works():
+    check(lambda x, n: (x * 2.0, f"{n:03d}|{n!r}", "{}-{}".format(n, "a"), "%d%%" % n, str([n])),
+          (np.float32(1.0), 7))
+
+
+def fstrings_in_print(x, n):
+    s = ag.reduce_sum(x)
+    print(f"sum={s:.3f} n={n} {'lit'!r} x={x}")
+    i = 0
+    while i < n:
+        print(f"step {i:>3}: {s * i}", "tail", sep=" | ")
+        i += 1
+    print("%d done" % 2, f"{i:04d}")
+    return s
+
+
+def test_fstrings_of_tensors_in_print_are_formatted_when_the_graph_runs(capsys):
+    compare_printed(fstrings_in_print, [(np.array([1.0, 2.0]), np.int64(3)),
+                                        (np.array([0.5, 2.0]), np.int64(1))], capsys)
+
+
+def repr_of_tensor_in_print(x):
+    print(f"{x!r}")
+
+
+def test_repr_conversion_of_a_tensor_in_a_printed_fstring_is_an_error():
+    with pytest.raises(TypeError, match="!r") as info:
+        ag.function(repr_of_tensor_in_print)(np.array([1.0]))
+    assert line_of(repr_of_tensor_in_print, 'print(f"{x!r}")') in str(info.value)
+
+
+def test_repr_of_a_tensor_while_tracing_stays_the_debugging_text():
+    seen = []
+    ag.function(lambda x: seen.append(repr(x * 2.0)) or x)(np.float64(1.0))
+    assert seen[0].startswith('Tensor("Mul')
