@@ -231,6 +231,7 @@ class ConcreteFunction:
 
     def _run(self, arrays):
         plan = self._plan or self.plan
+        callers = arrays
         if self._on_gpu:
             arrays = [self.device.put(a) for a in arrays]
         try:
@@ -244,11 +245,31 @@ class ConcreteFunction:
                 _add_note(e, f"while running one of these nodes of {self._function.__name__}: " + "; ".join(
                     f"{n.op} '{n.name}' created at {n.location}" for n in nodes))
             raise
+        if self.graph.write_back_outputs:
+            self._write_back(callers, results)
         if self._single:
             return results[0]
         if self._flat_tuple:
             return results
-        return nest.pack(self._template, [results[s] if isinstance(s, int) else s.value for s in self._slots])
+        return nest.pack(self._template, [results[s] if isinstance(s, int) else s.get(callers, results)
+                                          for s in self._slots])
+
+    def _write_back(self, callers, results):
+        """Copy the final value of each argument updated in place into the caller's array."""
+        for i, k in self.graph.write_back_outputs:
+            target = callers[i]
+            if isinstance(target, np.generic) or not hasattr(target, "__setitem__"):
+                continue  # numpy scalars are immutable: `x += 1` rebinds, as eagerly
+            for j, other in enumerate(callers):
+                if j != i and isinstance(other, np.ndarray) and np.may_share_memory(target, other):
+                    name = self.graph.inputs[i].node.attrs.get("argument")
+                    raise ValueError(
+                        f"{self._function.__name__}(): argument '{name}' is updated in place and shares memory "
+                        f"with argument '{self.graph.inputs[j].node.attrs.get('argument')}'; the compiled "
+                        f"function cannot make one see the update of the other: pass a copy "
+                        f"(called at {user_location()})")
+            value = results[k]
+            target[...] = value.get() if devices.is_gpu_array(value) and isinstance(target, np.ndarray) else value
 
     def __repr__(self):
         return f"<ConcreteFunction {self._function.__name__}{self.input_specs}>"
@@ -439,6 +460,22 @@ class Function:
     def __repr__(self):
         return f"<ag.function {self.__name__} ({self.trace_count} traces)>"
 
+    def get(self, arrays, results):
+        return self.value
+
+
+class _UpdatedArgument:
+    """An output leaf that is an argument's array after in-place updates: eagerly the function
+    returns the caller's own array (`x += 1; return x`), so the compiled one does too."""
+    __slots__ = ("input", "output")
+
+    def __init__(self, input_index, output_index):
+        self.input, self.output = input_index, output_index
+
+    def get(self, arrays, results):
+        array = arrays[self.input]
+        return results[self.output] if isinstance(array, np.generic) else array
+
 
 def _python_to_array(spec, value):
     """A Python number passed where a TensorSpec is expected becomes an array of its dtype."""
@@ -465,17 +502,28 @@ def _placeholders(graph, spec, path, argument):
 
 
 def _output_template(graph, outputs):
-    """Record which output leaves are graph outputs; others are returned as they are."""
+    """Record which output leaves are graph outputs; others are returned as they are.
+
+    Arguments updated in place get their final values as extra outputs, written back into
+    the caller's arrays after each call (`graph.write_back_outputs`: (input, output) pairs)."""
     slots, flat = [], nest.flatten(outputs)
+    inputs = {id(t): i for i, t in enumerate(graph.inputs)}
+    write_backs = [(inputs[id(root)], value) for root, value in graph.write_backs.values()]
     for leaf in flat:
         if isinstance(leaf, Tensor) or _is_array(leaf):
+            if isinstance(leaf, Tensor) and leaf.stale is not None:
+                leaf.stale.check_read(graph, f"is returned by {graph.name}")
             tensor = graph.capture(leaf) if isinstance(leaf, Tensor) else constant_node(graph, np.asarray(
                 leaf.get() if devices.is_gpu_array(leaf) else leaf))
-            slots.append(len(graph.outputs))
+            updated = next((i for i, value in write_backs if value is leaf), None)
+            slots.append(len(graph.outputs) if updated is None else _UpdatedArgument(updated, len(graph.outputs)))
             graph.outputs.append(tensor)
         else:
             slots.append(_Literal(leaf))
-    template = nest.pack(outputs, [_OUTPUT if isinstance(s, int) else s.value for s in slots])
+    for i, value in write_backs:
+        graph.write_back_outputs.append((i, len(graph.outputs)))
+        graph.outputs.append(value)
+    template = nest.pack(outputs, [s.value if isinstance(s, _Literal) else _OUTPUT for s in slots])
     return template, slots
 
 

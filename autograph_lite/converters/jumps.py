@@ -18,6 +18,27 @@ def contains(node, jump, into_loops):
     return any(contains(child, jump, into_loops) for child in gast.iter_child_nodes(node))
 
 
+def find(node, jump, into_loops):
+    """The first `jump` statement of the current scope/loop inside `node`, or None."""
+    if isinstance(node, jump):
+        return node
+    if isinstance(node, _SCOPES) or (not into_loops and isinstance(node, _LOOPS)):
+        return None
+    for child in gast.iter_child_nodes(node):
+        found = find(child, jump, into_loops)
+        if found is not None:
+            return found
+    return None
+
+
+def walk_scope(node):
+    """`node` and everything inside it except the bodies of nested functions, classes, lambdas."""
+    yield node
+    for child in gast.iter_child_nodes(node):
+        if not isinstance(child, _SCOPES):
+            yield from walk_scope(child)
+
+
 def rewrite_block(stmts, jump, flag, replace, into_loops, on_loop=None):
     """`stmts` with each `jump` replaced by `replace(stmt)` and the statements after a possible
     jump wrapped in `if not flag:`. `on_loop(loop)` is called for loops a jump escapes."""
@@ -36,10 +57,16 @@ def rewrite_block(stmts, jump, flag, replace, into_loops, on_loop=None):
 def _rewrite_stmt(stmt, jump, flag, replace, into_loops, on_loop):
     if isinstance(stmt, jump):
         return at_line(replace(stmt), stmt)
+    # a `try` body that jumped skips the `else` block, as after a real jump
+    guard_else = isinstance(stmt, gast.Try) and stmt.orelse and any(
+        contains(s, jump, into_loops) for s in stmt.body)
     for field in ("body", "orelse", "finalbody"):
         block = getattr(stmt, field, None)
         if block:
             setattr(stmt, field, rewrite_block(block, jump, flag, replace, into_loops, on_loop))
+    if guard_else:
+        stmt.orelse = at_line(templates.replace("if not flag:\n    rest", flag=flag, rest=stmt.orelse),
+                              stmt.orelse[0])
     for handler in getattr(stmt, "handlers", []):
         handler.body = rewrite_block(handler.body, jump, flag, replace, into_loops, on_loop)
     if isinstance(stmt, _LOOPS) and on_loop is not None:

@@ -16,36 +16,61 @@ Loops that a `return` escapes stop when `do_return` is set. A function whose onl
 """
 import gast
 
+from ..errors import ConversionError
 from ..operators.variables import DO_RETURN, RETURN_VALUE
 from ..pyct import templates
 from . import jumps
 from .base import add_extra_test, at_line, not_flags_expr
 
-_NESTED = (gast.If, gast.While, gast.For, gast.Try, gast.With)
 
-
-def _needs_rewrite(fn):
-    body = fn.body
-    for i, stmt in enumerate(body):
-        if isinstance(stmt, gast.Return):
-            if i != len(body) - 1:
+def _needs_rewrite(stmts):
+    """Whether a `return` sits inside an `if` or a loop (which become functions). A `return`
+    reached through `try`/`with` blocks only stays a native return: Python's own semantics
+    (`finally` runs after it, and may override it) then hold exactly."""
+    for stmt in stmts:
+        if isinstance(stmt, gast.Try):
+            if any(_needs_rewrite(block) for block in
+                   (stmt.body, stmt.orelse, stmt.finalbody, *(h.body for h in stmt.handlers))):
                 return True
-        elif jumps.contains(stmt, gast.Return, into_loops=True):
+        elif isinstance(stmt, gast.With):
+            if _needs_rewrite(stmt.body):
+                return True
+        elif not isinstance(stmt, gast.Return) and jumps.contains(stmt, gast.Return, into_loops=True):
             return True
     return False
+
+
+def _refuse_jumps_in_finally(fn, ctx, returns):
+    """A `return` (flagged, when `returns`), `break` or `continue` leaving a `finally` block would
+    have to cancel an exception in flight, as Python's does: refused, not emulated."""
+    for node in jumps.walk_scope(fn):
+        if not isinstance(node, gast.Try):
+            continue
+        for stmt in node.finalbody:
+            for jump, name in ((gast.Return, "return"), (gast.Break, "break"), (gast.Continue, "continue")):
+                if jump is gast.Return and not returns:
+                    continue
+                found = jumps.find(stmt, jump, into_loops=jump is gast.Return)
+                if found is not None:
+                    raise ConversionError(
+                        f"`{name}` inside `finally` cannot be converted (at {ctx.filename}:{found.lineno}): "
+                        f"it would cancel an exception in flight; move it after the try statement")
 
 
 def _convert_function(fn, ctx):
     for child in fn.body:
         _visit_nested_functions(child, ctx)
-    if not _needs_rewrite(fn):
+    rewrite = _needs_rewrite(fn.body)
+    _refuse_jumps_in_finally(fn, ctx, returns=rewrite)
+    if not rewrite:
         return
     flag, value = DO_RETURN, RETURN_VALUE
 
     def replace(ret):
         if ret.value is None:
             return templates.replace("flag = True\nvalue = None", flag=flag, value=value)
-        return templates.replace("flag = True\nvalue = result", flag=flag, value=value, result=ret.value)
+        # the value first: if computing it raises, no return has happened (an `except` may go on)
+        return templates.replace("value = result\nflag = True", flag=flag, value=value, result=ret.value)
 
     def on_loop(loop):
         if isinstance(loop, gast.While):

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import nest
 from ..errors import user_location
-from ..runtime.graph import Graph, Node, Tensor, current_graph
+from ..runtime.graph import Graph, Node, Tensor, current_graph, internal_reads
 from . import stack_ops
 from .core import convert_to_tensor
 from .control_flow import cond, stage_while
@@ -29,6 +29,7 @@ from .array_ops import zeros_like
 from ..runtime.opdef import REGISTRY
 
 
+@internal_reads()  # the backward pass reads forward values that user code replaced in place
 def gradients(ys, xs, dys):
     """Cotangents of `xs` given cotangents `dys` of `ys` (None where nothing flows)."""
     graph = current_graph()

@@ -1,17 +1,27 @@
 """Python operators and numpy ufuncs on symbolic Tensors, routed to ag ops.
 
 `x + 1`, `a @ b`, `x[1:3]`, `x < y` and `np.tanh(x)` on a Tensor all add graph nodes.
+`x += y` keeps x's dtype and shape as numpy does and replaces x's array (see `_in_place`).
 """
+import dis
+import sys
+
 import numpy as np
 
-from ..runtime.graph import Tensor
+from ..errors import ConversionError, user_location
+from ..runtime.graph import Tensor, supersede
 from . import array_ops, math_ops
+from .core import broadcast_shapes
 
 _BINARY = {
     "add": math_ops.add, "sub": math_ops.subtract, "mul": math_ops.multiply,
     "truediv": math_ops.divide, "floordiv": math_ops.floordiv, "mod": math_ops.mod,
     "pow": math_ops.pow, "matmul": math_ops.matmul,
 }
+_SYMBOLS = {"add": "+=", "sub": "-=", "mul": "*=", "truediv": "/=", "floordiv": "//=", "mod": "%=",
+            "pow": "**=", "matmul": "@="}
+_UFUNC_NAMES = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
+                "floordiv": "floor_divide", "mod": "remainder", "pow": "power", "matmul": "matmul"}
 _COMPARE = {
     "lt": math_ops.less, "le": math_ops.less_equal, "gt": math_ops.greater,
     "ge": math_ops.greater_equal, "eq": math_ops.equal, "ne": math_ops.not_equal,
@@ -28,10 +38,59 @@ def _bool_only(op, symbol):
     return method
 
 
+def _assigned_name(frame):
+    """The name the statement running in `frame` stores into next (`x` in `x += y`), or None."""
+    for ins in dis.get_instructions(frame.f_code):
+        if ins.offset > frame.f_lasti:
+            return ins.argval if ins.opname in ("STORE_FAST", "STORE_NAME", "STORE_DEREF", "STORE_GLOBAL") else None
+    return None
+
+
+def _in_place(name, op):
+    """`x op= y` on a Tensor, as numpy does it on an ndarray: the result keeps x's dtype (an
+    unsafe cast raises TypeError) and x's shape (a broadcast that would grow x raises
+    ValueError). The old Tensor is superseded: reading it later through an alias is an error,
+    and an argument's final value is written back into the caller's array."""
+    symbol = _SYMBOLS[name]
+
+    def method(x, y):
+        if x.weak:  # a Python scalar staged as a tensor: `+=` rebinds, as in Python
+            return op(x, y)
+        target = _assigned_name(sys._getframe(1))
+        label = f"'{target}'" if target else "an array"
+        location = user_location(2)
+        new = op(x, y)
+        if new.dtype != x.dtype:
+            if not np.can_cast(new.dtype, x.dtype, "same_kind"):
+                raise TypeError(f"Cannot cast ufunc '{_UFUNC_NAMES[name]}' output from {new.dtype!r} to "
+                                f"{x.dtype!r} with casting rule 'same_kind': {label} {symbol} keeps "
+                                f"{label}'s dtype (at {location})")
+            new = math_ops.cast(new, x.dtype)
+        if len(new.shape) != len(x.shape) or any(a is not None and b is not None and a != b
+                                                 for a, b in zip(x.shape, new.shape)):
+            raise ValueError(f"non-broadcastable output operand with shape {x.shape} doesn't match the "
+                             f"broadcast shape {new.shape}: {label} {symbol} cannot change {label}'s shape "
+                             f"(at {location})")
+        if new.shape != x.shape:
+            # unknown dims: the result must fit x's run-time shape (reshape raises where it would grow x)
+            new = array_ops.reshape(new, array_ops.shape(x))
+        supersede(x, new, label, symbol, location)
+        return new
+    return method
+
+
+def _setitem(x, index, value):
+    raise ConversionError(
+        f"item assignment on a symbolic tensor (`x[...] = value`) is not supported (at {user_location(2)}); "
+        f"build the new value instead, e.g. with ag.where(mask, value, x) or ag.concat")
+
+
 def _install():
     for name, op in _BINARY.items():
         setattr(Tensor, f"__{name}__", lambda x, y, op=op: op(x, y))
         setattr(Tensor, f"__r{name}__", lambda x, y, op=op: op(y, x))
+        setattr(Tensor, f"__i{name}__", _in_place(name, op))
+    Tensor.__setitem__ = _setitem
     for name, op in _COMPARE.items():
         setattr(Tensor, f"__{name}__", lambda x, y, op=op: op(x, y))
     for name, op, symbol in (("and", math_ops.logical_and, "&"), ("or", math_ops.logical_or, "|")):

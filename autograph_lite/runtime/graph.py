@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 
-from ..errors import SymbolicValueError, user_location
+from ..errors import ConversionError, SymbolicValueError, user_location
 
 
 class Tensor:
@@ -18,10 +18,12 @@ class Tensor:
 
     `shape` is a tuple whose dims may be None; `dtype` a numpy dtype. `weak` marks a
     Python scalar staged as a constant: like numpy (NEP 50) it takes the dtype of the
-    other operand.
+    other operand. An in-place operator (`x += y`) makes a new Tensor whose `previous` is
+    the one it replaces; the replaced one gets `stale` (an `InPlaceUpdate`) and may no
+    longer be read, since compiled code cannot make every alias of the array see the update.
     """
 
-    __slots__ = ("node", "index", "shape", "dtype", "weak")
+    __slots__ = ("node", "index", "shape", "dtype", "weak", "previous", "stale")
     # Make numpy hand `ndarray + Tensor` and `np.tanh(Tensor)` to us (see ops/overloads.py).
     __array_priority__ = 1000
     __hash__ = object.__hash__  # == is elementwise; dict keys must use id()
@@ -29,6 +31,7 @@ class Tensor:
     def __init__(self, node, index, shape, dtype, weak=False):
         self.node, self.index = node, index
         self.shape, self.dtype, self.weak = tuple(shape), np.dtype(dtype), weak
+        self.previous = self.stale = None
 
     @property
     def name(self):
@@ -115,6 +118,9 @@ class Graph:
         self.name, self.parent = name, parent
         self.nodes, self.inputs, self.outputs = [], [], []
         self.captures = []       # [(outer Tensor as the parent sees it, inner placeholder)]
+        self.updated = []        # Tensors this graph's code updated in place (see InPlaceUpdate)
+        self.write_backs = {}    # top graph: id(argument placeholder) -> (placeholder, its final value)
+        self.write_back_outputs = []  # top graph: (input index, output index) to copy after a call
         self._captured = {}      # id(tensor of an enclosing graph) -> (tensor, placeholder)
         # Node names are unique across a graph and all its sub-graphs.
         self._name_counts = parent._name_counts if parent else collections.Counter()
@@ -129,6 +135,8 @@ class Graph:
         node = Node(self, op, self.unique_name(name or op), inputs, attrs, location or user_location(2))
         node.outputs = [Tensor(node, i, shape, dtype, weak) for i, (shape, dtype) in enumerate(out_specs)]
         self.nodes.append(node)
+        if op in ("Cond", "While"):
+            _carry_updates(node)
         return node
 
     def placeholder(self, shape, dtype, name, weak=False, **attrs):
@@ -138,6 +146,11 @@ class Graph:
 
     def capture(self, tensor):
         """The value of `tensor` (from this graph or an enclosing one) as seen inside this graph."""
+        if tensor.stale is not None and not _tracing.internal:
+            tensor.stale.check_read(self)
+        return self._capture(tensor)
+
+    def _capture(self, tensor):
         if tensor.node.graph is self:
             return tensor
         hit = self._captured.get(id(tensor))
@@ -148,7 +161,7 @@ class Graph:
                 f"{tensor!r} belongs to a different trace (another function or an earlier "
                 f"call) and cannot be used here; pass it in as an argument instead. "
                 f"(at {user_location(2)})")
-        outer = self.parent.capture(tensor)
+        outer = self.parent._capture(tensor)
         inner = self.placeholder(tensor.shape, tensor.dtype, name=f"{tensor.node.name}_captured",
                                  weak=tensor.weak)
         self._captured[id(tensor)] = (tensor, inner)
@@ -190,11 +203,134 @@ def source_arguments(tensor):
     return [f"argument '{n}'" for n in names]
 
 
+# --- in-place updates (`x += y`) -----------------------------------------------------------
+
+_LOOP_GRAPHS = ("cond", "body", "probe")  # the sub-graphs of a While (ops/control_flow.stage_while)
+
+
+class InPlaceUpdate:
+    """Why a Tensor may no longer be read: `label` ('x') was updated in place (`symbol`, '+=')
+    at `location` by code of graph `scope`. Reads from `scope`, from inside it or from the
+    graphs around it are refused; a sibling branch (the other side of an `if`) may still read it."""
+
+    __slots__ = ("scope", "label", "symbol", "location")
+
+    def __init__(self, scope, label, symbol, location):
+        self.scope, self.label, self.symbol, self.location = scope, label, symbol, location
+
+    def check_read(self, graph, reading=None):
+        if _within(graph, self.scope) or _within(self.scope, graph):
+            reading = reading or f"is read again at {user_location()}"
+            raise ConversionError(
+                f"{self.label} was updated in place (`{self.symbol}`) at {self.location}, and the array from "
+                f"before that update {reading} through another name (an alias of the same array); "
+                f"compiled code cannot make every alias see an in-place update. Read the updated "
+                f"variable instead, or write `x = x {self.symbol[:-1]} y` to make a new array")
+
+
+def _within(graph, ancestor):
+    while graph is not None:
+        if graph is ancestor:
+            return True
+        graph = graph.parent
+    return False
+
+
+def supersede(old, new, label, symbol, location):
+    """Record that `new` holds the contents of `old`'s array after an in-place update.
+
+    `new` is None where the final contents are not one value (a loop variable rebound to
+    another array after an in-place update). An argument's final value is written back
+    into the caller's array after each call (`Graph.write_backs`)."""
+    graph = current_graph()
+    between = graph
+    while between is not None and between is not old.graph:
+        if between.name in _LOOP_GRAPHS:
+            raise ConversionError(
+                f"{label} is updated in place (`{symbol}`) at {location} inside a loop on a tensor, but its "
+                f"array comes from before the loop under another name (it is not a loop variable); each "
+                f"iteration would have to see the update of the previous one. Write `x = x {symbol[:-1]} y`, "
+                f"or update the variable that the loop carries")
+        between = between.parent
+    if new is not None:
+        new.previous = old
+    old.stale = InPlaceUpdate(graph, label, symbol, location)
+    if not any(t is old for t in graph.updated):
+        graph.updated.append(old)
+    if graph.parent is None:
+        root = old
+        while root.previous is not None:
+            root = root.previous
+        argument = root.node.attrs.get("argument") if root.node.op == "Placeholder" else None
+        if argument is not None:
+            if new is None:
+                raise ConversionError(
+                    f"argument '{argument}' is updated in place (`{symbol}`) at {location} inside a loop on a "
+                    f"tensor that then rebinds the variable to another array, so the caller's array ends with "
+                    f"the value of some iteration the graph does not keep; update it outside the loop or "
+                    f"write `x = x {symbol[:-1]} y`")
+            graph.write_backs[id(root)] = (root, new)
+
+
+def _origin(t):
+    """The tensor that `t` stands for outside its graph, when `t` is a captured placeholder."""
+    while t.node.op == "Placeholder":
+        outer = next((o for o, i in t.node.graph.captures if i is t), None)
+        if outer is None:
+            break
+        t = outer
+    return t
+
+
+def _version_of(value, sub):
+    """The outer tensor whose array `value` (an output of sub-graph `sub`) holds, or None."""
+    while value.previous is not None and value.node.graph is sub:
+        value = value.previous
+    value = _origin(value)
+    return None if _within(value.node.graph, sub) else value
+
+
+def _carry_updates(node):
+    """After a Cond or While is built: an outer array updated in place inside it is updated by
+    the node, when one of the node's outputs holds its final value (else it is only stale)."""
+    graph = node.graph
+    if node.op == "Cond":
+        then_g, else_g = node.attrs["then_branch"], node.attrs["else_branch"]
+        for sub in (then_g, else_g):
+            for old in list(sub.updated):
+                if _within(old.node.graph, sub):
+                    continue  # made inside the branch: nobody outside sees it
+                k = next((k for k, (t, e) in enumerate(zip(then_g.outputs, else_g.outputs))
+                          if _version_of(t, then_g) is old and _version_of(e, else_g) is old), None)
+                info = old.stale
+                supersede(old, None if k is None else node.outputs[k], info.label, info.symbol, info.location)
+        return
+    cond_g, body = node.attrs["cond"], node.attrs["body"]
+    n = len(node.outputs)
+    for sub in (cond_g, body):
+        for old in list(sub.updated):
+            k = next((k for k, t in enumerate(sub.inputs[:n]) if t is old), None)
+            if k is None:
+                continue  # made inside the loop body
+            outer, info = node.inputs[k], old.stale
+            if any(o is outer for o, _ in body.captures + cond_g.captures):
+                raise ConversionError(
+                    f"{info.label} is updated in place (`{info.symbol}`) at {info.location} inside a loop on a "
+                    f"tensor, and the loop also reads the same array under another name; compiled code "
+                    f"cannot make that name see the update. Write `x = x {info.symbol[:-1]} y`")
+            final = body.outputs[k]
+            while final is not body.inputs[k] and final.previous is not None:
+                final = final.previous
+            kept = sub is body and final is body.inputs[k]
+            supersede(outer, node.outputs[k] if kept else None, info.label, info.symbol, info.location)
+
+
 # --- the graph being built (one stack per thread) ----------------------------------------
 
 class _Tracing(threading.local):
     def __init__(self):
         self.stack = []
+        self.internal = False  # True while the library itself reads replaced values (gradients)
 
 
 _tracing = _Tracing()
@@ -214,6 +350,16 @@ def building(graph):
         yield graph
     finally:
         stack.pop()
+
+
+@contextlib.contextmanager
+def internal_reads():
+    """Machinery (the backward pass) may read values that user code replaced in place."""
+    saved, _tracing.internal = _tracing.internal, True
+    try:
+        yield
+    finally:
+        _tracing.internal = saved
 
 
 def copy_graph(graph, parent=None, outer=None):

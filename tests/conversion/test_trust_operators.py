@@ -216,3 +216,100 @@ def test_repr_of_a_tensor_while_tracing_stays_the_debugging_text():
     seen = []
     ag.function(lambda x: seen.append(repr(x * 2.0)) or x)(np.float64(1.0))
     assert seen[0].startswith('Tensor("Mul')
+
+
+# --- item 6: return inside try / except / finally ---------------------------------------------
+
+def finally_overrides_an_exception(x):
+    try:
+        raise ValueError("swallowed by the finally's return")
+    finally:
+        return x * 2.0
+
+
+def try_else_after_return(x):
+    out = []
+    try:
+        out.append(1)
+        return x, out
+    except ValueError:
+        out.append(2)
+    else:
+        out.append(3)
+    return x, out
+
+
+def finally_runs_after_return(x):
+    log = []
+    try:
+        return x + 1.0, log
+    finally:
+        log.append("finally")
+        x = x * 100.0
+
+
+def try_else_with_returns_in_branches(x, n):
+    out = [0]
+    if n > 5:
+        return x, out
+    try:
+        if n > 1:
+            return x * 2.0, out
+        out.append(1)
+    except ValueError:
+        out.append(2)
+    else:
+        out.append(3)
+    return x, out
+
+
+def return_value_that_raises(x, d):
+    if d is None:
+        return x
+    try:
+        return x + d["missing"]
+    except KeyError:
+        pass
+    return x * 3.0
+
+
+@pytest.mark.parametrize("fn, args", [
+    (finally_overrides_an_exception, (np.float64(1.5),)),
+    (try_else_after_return, (np.float64(1.5),)),
+    (finally_runs_after_return, (np.float64(1.5),)),
+    (try_else_with_returns_in_branches, (np.float64(1.5), 0)),
+    (try_else_with_returns_in_branches, (np.float64(1.5), 3)),
+    (try_else_with_returns_in_branches, (np.float64(1.5), 9)),
+    (return_value_that_raises, (np.float64(1.5), {})),
+    (return_value_that_raises, (np.float64(1.5), None))])
+def test_return_in_try_behaves_as_in_python(fn, args):
+    check(fn, args)
+
+
+def continue_in_finally(x):
+    for i in range(3):
+        try:
+            return x + i
+        finally:
+            if i < 2:
+                continue
+    return x
+
+
+def return_in_finally_with_other_returns(x, n):
+    if n > 3:
+        return x
+    try:
+        x = x + 1.0
+    finally:
+        return x * 2.0
+
+
+@pytest.mark.parametrize("fn, args, text", [
+    (continue_in_finally, (np.float64(1.0),), "    continue"),
+    (return_in_finally_with_other_returns, (np.float64(1.0), 1), "return x * 2.0")])
+def test_a_jump_out_of_finally_that_flags_cannot_emulate_is_an_error(fn, args, text):
+    fn(*args)
+    with pytest.raises(ConversionError, match="inside `finally` cannot be converted") as info:
+        ag.function(fn)(*args)
+    assert line_of(fn, text) in str(info.value)

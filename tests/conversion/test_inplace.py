@@ -1,0 +1,330 @@
+"""In-place operators (`x += y`) on arrays: compiled runs update the caller's arrays as eager
+runs do, keep numpy's dtype and shape rules, or raise naming the user's line."""
+import inspect
+
+import numpy as np
+import pytest
+
+import autograph_lite as ag
+from helpers import assert_same
+
+
+def line_of(fn, text):
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+def both(fn, *make_args):
+    """Run `fn` eagerly and compiled (twice) on fresh copies of the arguments; compare the
+    results and the arguments afterwards; return the compiled results and arguments."""
+    eager_args = [a() for a in make_args]
+    eager = fn(*eager_args)
+    compiled_fn = ag.function(fn)
+    for _ in range(2):
+        args = [a() for a in make_args]
+        compiled = compiled_fn(*args)
+        assert_same(eager, compiled)
+        for e, c in zip(eager_args, args):
+            assert_same(e, c)
+    return eager, eager_args, compiled, args
+
+
+def arr(*values, dtype=np.float64):
+    return lambda: np.array(values, dtype=dtype)
+
+
+# --- an argument updated in place is written back into the caller's array ---------------------
+
+def decrement_alias(b):
+    tmp = b
+    tmp -= 1
+    return tmp
+
+
+def test_alias_of_an_argument_updated_in_place_updates_the_callers_array():
+    eager, eager_args, compiled, args = both(decrement_alias, arr(1.0, 2.0))
+    assert eager is eager_args[0]
+    assert compiled is args[0]  # eagerly the function returns the caller's own array
+
+
+def update_then_compute(x, y):
+    x += y
+    x *= 2.0
+    return x.sum()
+
+
+def test_several_updates_of_an_argument_write_back_the_last_value():
+    both(update_then_compute, arr(1.0, 2.0), arr(0.5, 0.25))
+
+
+def test_the_write_back_happens_on_every_call():
+    f = ag.function(decrement_alias)
+    x = np.array([5.0, 6.0])
+    for expected in (4.0, 3.0, 2.0):
+        f(x)
+        assert x[0] == expected
+
+
+def update_in_tensor_loop(x, n):
+    i = 0
+    while i < n:
+        x += 1.0
+        i += 1
+    return i
+
+
+def test_argument_updated_in_a_tensor_loop_is_written_back():
+    both(update_in_tensor_loop, arr(1.0, 2.0), lambda: np.int64(3))
+
+
+def update_in_tensor_for(x):
+    for i in range(ag.shape(x)[0]):
+        x *= 2.0
+    return x
+
+
+def test_argument_updated_in_a_tensor_for_is_written_back_and_returned_as_itself():
+    eager, eager_args, compiled, args = both(update_in_tensor_for, arr(1.0, 3.0))
+    assert compiled is args[0]
+
+
+def update_in_tensor_if(x):
+    if x.sum() > 0:
+        x *= 2.0
+    else:
+        x -= 1.0
+    return x.sum()
+
+
+def test_argument_updated_in_a_tensor_if_is_written_back():
+    both(update_in_tensor_if, arr(1.0, 3.0))
+    both(update_in_tensor_if, arr(-1.0, -3.0))
+
+
+def update_in_one_branch_inside_loop(x, n):
+    i = 0
+    while i < n:
+        if x[0] < 10.0:
+            x += 3.0
+        i += 1
+    return x
+
+
+def test_argument_updated_in_a_branch_inside_a_loop_is_written_back():
+    both(update_in_one_branch_inside_loop, arr(1.0, 2.0), lambda: np.int64(6))
+
+
+def local_accumulator(xs):
+    acc = np.zeros(xs.shape[1])
+    for i in range(ag.shape(xs)[0]):
+        acc += xs[i]
+    return acc
+
+
+def test_accumulating_into_a_fresh_array_in_a_tensor_loop():
+    both(local_accumulator, lambda: np.arange(12.0).reshape(4, 3))
+
+
+def fresh_update_in_branch(x):
+    y = x * 1.0
+    if x[0] > 0:
+        y += 1.0
+    return y, x
+
+
+def test_fresh_array_updated_in_a_tensor_if():
+    both(fresh_update_in_branch, arr(1.0, 2.0))
+    both(fresh_update_in_branch, arr(-1.0, 2.0))
+
+
+def python_number_accumulator(x):
+    acc = 0
+    acc += x.sum()
+    acc += 1
+    return acc
+
+
+def test_python_number_accumulator_rebinds():
+    both(python_number_accumulator, arr(1.0, 2.0))
+
+
+# --- numpy's rules: the left operand keeps its dtype and shape --------------------------------
+
+def add_value(x, y):
+    x += y
+    return x
+
+
+def test_in_place_keeps_the_left_dtype():
+    both(add_value, arr(1.0, 2.0, dtype=np.float32), arr(0.1, 0.2))        # float64 right side
+    both(add_value, arr(1, 2, dtype=np.int32), lambda: np.array([7, 8], dtype=np.int64))
+    both(add_value, arr(1, 2, dtype=np.int8), lambda: 3)
+
+
+def test_unsafe_cast_is_a_type_error_like_numpy():
+    with pytest.raises(TypeError):
+        add_value(np.array([1, 2]), 1.5)
+    with pytest.raises(TypeError, match=rf"Cannot cast ufunc 'add' output.*test_inplace.py:{line_of(add_value, 'x += y')}"):
+        ag.function(add_value)(np.array([1, 2]), 1.5)
+
+
+def divide_int(x):
+    x /= 2
+    return x
+
+
+def test_true_division_of_an_int_array_in_place_is_a_type_error():
+    with pytest.raises(TypeError):
+        divide_int(np.array([2, 4]))
+    with pytest.raises(TypeError, match=rf"'divide'.*test_inplace.py:{line_of(divide_int, 'x /= 2')}"):
+        ag.function(divide_int)(np.array([2, 4]))
+
+
+def test_broadcast_that_would_grow_the_left_operand_is_a_value_error():
+    with pytest.raises(ValueError):
+        add_value(np.ones(3), np.ones((2, 3)))
+    with pytest.raises(ValueError, match=rf"non-broadcastable.*test_inplace.py:{line_of(add_value, 'x += y')}"):
+        ag.function(add_value)(np.ones(3), np.ones((2, 3)))
+
+
+def test_broadcast_into_unknown_dims_is_checked_when_the_graph_runs():
+    f = ag.function(add_value, input_signature=[ag.TensorSpec([None]), ag.TensorSpec([None])])
+    x = np.ones(3, np.float32)
+    f(x, np.full(3, 2.0, np.float32))
+    assert (x == 3.0).all()
+    with pytest.raises(ValueError):
+        f(np.ones(1, np.float32), np.ones(3, np.float32))
+
+
+def test_numpy_scalar_argument_is_not_mutated_and_a_0d_array_is():
+    eager = add_value(np.float64(5.0), 1.0)
+    f = ag.function(add_value)
+    assert_same(eager, f(np.float64(5.0), 1.0))
+    zero_d = np.array(5.0)
+    assert f(zero_d, 1.0) is zero_d and zero_d == 6.0
+    assert_same(eager, f(np.float64(5.0), 1.0))  # same trace, scalar again: nothing to write back
+
+
+def test_the_same_array_passed_twice_is_refused_when_one_is_updated():
+    a = np.ones(2)
+    with pytest.raises(ValueError, match=r"argument 'x' is updated in place and shares memory with argument 'y'"):
+        ag.function(add_value)(a, a)
+
+
+def squared_after_update(w):
+    y = w * 2.0
+    y += 1.0
+    return (y * y).sum()
+
+
+def test_gradient_through_an_in_place_update():
+    w = np.array([0.5, -1.0])
+    expected = 8.0 * w + 4.0
+    np.testing.assert_allclose(ag.grad(squared_after_update)(w), expected)
+    np.testing.assert_allclose(ag.function(lambda w: ag.grad(squared_after_update)(w))(w), expected)
+
+
+# --- what compiled code cannot reproduce is an error at the user's line -----------------------
+
+def read_old_alias(x):
+    tmp = x
+    tmp += 1.0
+    return x * 2.0
+
+
+def test_reading_an_alias_after_an_in_place_update_is_an_error():
+    with pytest.raises(ag.ConversionError,
+                       match=rf"'tmp' was updated in place \(`\+=`\) at .*test_inplace.py:"
+                             rf"{line_of(read_old_alias, 'tmp += 1.0')}.*read again at .*test_inplace.py:"
+                             rf"{line_of(read_old_alias, 'return x')}"):
+        ag.function(read_old_alias)(np.ones(2))
+
+
+def return_old_alias(x):
+    tmp = x * 1.0
+    alias = tmp
+    tmp -= 1.0
+    return alias
+
+
+def test_returning_an_alias_after_an_in_place_update_is_an_error():
+    with pytest.raises(ag.ConversionError,
+                       match=rf"'tmp' was updated in place \(`-=`\) at .*test_inplace.py:"
+                             rf"{line_of(return_old_alias, 'tmp -= 1.0')}.*is returned"):
+        ag.function(return_old_alias)(np.ones(2))
+
+
+def alias_read_after_loop(x, n):
+    acc = x * 1.0
+    before = acc
+    i = 0
+    while i < n:
+        acc += 1.0
+        i += 1
+    return before
+
+
+def test_reading_an_alias_after_a_loop_that_updated_the_array_is_an_error():
+    with pytest.raises(ag.ConversionError,
+                       match=rf"'acc' was updated in place.*test_inplace.py:{line_of(alias_read_after_loop, 'acc += 1.0')}"):
+        ag.function(alias_read_after_loop)(np.ones(2), np.int64(2))
+
+
+def loop_reads_the_updated_array_under_another_name(x, n):
+    acc = x
+    i = 0
+    while i < n:
+        acc += x
+        i += 1
+    return acc
+
+
+def test_a_loop_reading_the_array_it_updates_under_another_name_is_an_error():
+    with pytest.raises(ag.ConversionError,
+                       match=rf"'acc' is updated in place.*test_inplace.py:"
+                             rf"{line_of(loop_reads_the_updated_array_under_another_name, 'acc += x')}.*another name"):
+        ag.function(loop_reads_the_updated_array_under_another_name)(np.ones(2), np.int64(2))
+
+
+def outer_array_updated_in_loop(x, n):
+    i = 0
+    total = 0.0
+    while i < n:
+        y = x
+        y += 1.0
+        total = total + y.sum()
+        i += 1
+    return total
+
+
+def test_updating_an_array_from_before_the_loop_under_a_local_name_is_an_error():
+    with pytest.raises(ag.ConversionError,
+                       match=rf"'y' is updated in place.*test_inplace.py:"
+                             rf"{line_of(outer_array_updated_in_loop, 'y += 1.0')} inside a loop on a tensor"):
+        ag.function(outer_array_updated_in_loop)(np.ones(2), np.int64(2))
+
+
+def argument_rebound_in_loop(x, n):
+    i = 0
+    while i < n:
+        x += 1.0
+        x = x * 2.0
+        i += 1
+    return x
+
+
+def test_argument_updated_then_rebound_in_a_loop_is_an_error():
+    with pytest.raises(ag.ConversionError,
+                       match=rf"argument 'x' is updated in place.*test_inplace.py:{line_of(argument_rebound_in_loop, 'x += 1.0')}"):
+        ag.function(argument_rebound_in_loop)(np.ones(2), np.int64(2))
+
+
+def item_assignment(x):
+    x[0] = 1.0
+    return x
+
+
+def test_item_assignment_on_a_tensor_is_an_error_at_the_users_line():
+    with pytest.raises(ag.ConversionError,
+                       match=rf"item assignment on a symbolic tensor.*test_inplace.py:{line_of(item_assignment, 'x[0] = 1.0')}"):
+        ag.function(item_assignment)(np.zeros(2))
