@@ -8,7 +8,7 @@
 """
 from . import ops as _ops
 from .errors import ConversionError, SymbolicValueError
-from .function import ConcreteFunction, Function, TensorSpec, function
+from .function import ConcreteFunction, Function, RetracingWarning, TensorSpec, function
 from .loader import to_code, to_graph
 from .operators import do_not_convert
 from .ops import print

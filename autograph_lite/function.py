@@ -1,24 +1,30 @@
 """`ag.function`: trace once per input signature, cache the graph, run its lowered plan.
 
 The cache key of a call is built from its arguments: arrays by (type, shape, dtype),
-Python scalars and strings by value, lists/tuples/dicts by structure and contents,
-any other object by identity. A call whose key was seen runs the cached plan; a new
-key traces the Python function into a Graph (or, with `input_signature` or
-`reduce_retracing`, reuses a trace whose specs it fits).
+Python scalars and strings by value (floats by their bits: -0.0 is not 0.0, NaN is NaN),
+lists/tuples/dicts by structure and contents, any other object by identity. A call
+whose key was seen runs the cached plan; a new key looks for a trace it fits through
+indexes (by exact signature, or by structure for traces with None dims), so a lookup
+costs the same with 5 traces as with 500; only then does it trace the Python function
+into a Graph. The traces of a Function are an LRU of at most `max_traces`.
 """
 import functools
 import inspect
+import itertools
 import logging
 import operator
 import os
+import reprlib
+import sys
 import threading
 import types
+import warnings
 import weakref
 
 import numpy as np
 
 from . import nest, operators
-from .errors import traceback_location, user_location
+from .errors import is_internal_file, traceback_location, user_location
 from .ops.core import constant_node
 from .runtime import devices
 from .runtime.devices import _placement
@@ -29,6 +35,34 @@ from .runtime.passes import optimize
 logger = logging.getLogger("autograph_lite")
 
 _VALUE_TYPES = (bool, int, float, complex, str, bytes, type(None))
+
+# A trace holds its graph, optimized graph and plan: about 10 KB for a small function, a
+# few hundred KB for a large one. 256 is far above the handful of signatures a function
+# meets in normal use (a few batch shapes, train/eval flags) and bounds the worst case
+# (a new shape every call) to a few MB per Function.
+DEFAULT_MAX_TRACES = 256
+
+# Traces of one Function before RetracingWarning: well above legitimate variety, well
+# below the LRU bound, so the warning comes before traces start being evicted.
+RETRACE_WARNING_AT = 32
+
+
+class RetracingWarning(UserWarning):
+    """A Function keeps tracing: an argument changes shape, dtype or value from call to call."""
+
+
+def _max_traces(value):
+    """`max_traces` as given, else $AG_MAX_TRACES, else DEFAULT_MAX_TRACES; a positive int."""
+    source = "max_traces"
+    if value is None:
+        value, source = os.environ.get("AG_MAX_TRACES") or DEFAULT_MAX_TRACES, "AG_MAX_TRACES"
+    try:
+        count = operator.index(value) if not isinstance(value, str) else int(value)
+    except (TypeError, ValueError):
+        count = 0
+    if count < 1:
+        raise ValueError(f"{source} must be a positive integer, not {value!r}")
+    return count
 
 
 class TensorSpec:
@@ -57,7 +91,10 @@ class TensorSpec:
         """Why `value` does not fit this spec, in words; None if it fits."""
         if isinstance(value, TensorSpec):
             shape, dtype, what = value.shape, value.dtype, repr(value)
-        elif _is_array(value):
+        elif _is_array_input(value):
+            refused = _subclass_problem(type(value))
+            if refused:
+                return f"got {refused}"
             shape, dtype = value.shape, value.dtype
             what = f"an array of shape {shape} and dtype {dtype}"
         else:
@@ -78,6 +115,52 @@ _shape_dtype = operator.attrgetter("shape", "dtype")
 def _is_array(value):
     t = type(value)
     return t is np.ndarray or isinstance(value, np.generic) or devices.is_gpu_array(value)
+
+
+def _is_array_input(value):
+    """An array argument: an ndarray (subclasses too), a numpy scalar or a GPU array."""
+    return isinstance(value, (np.ndarray, np.generic)) or devices.is_gpu_array(value)
+
+
+# ndarray methods whose override changes what an operation on the array means; a subclass
+# may override the others (construction, printing, pickling, __array_finalize__).
+_NDARRAY_SEMANTICS = frozenset(name for name in dir(np.ndarray) if name.startswith("__")) - {
+    "__array_finalize__", "__array_priority__", "__class__", "__class_getitem__", "__copy__",
+    "__deepcopy__", "__delattr__", "__dir__", "__doc__", "__format__", "__getattribute__",
+    "__getstate__", "__hash__", "__init__", "__init_subclass__", "__new__", "__reduce__",
+    "__reduce_ex__", "__repr__", "__setattr__", "__setstate__", "__sizeof__", "__str__",
+    "__subclasshook__"}
+
+
+def _subclass_problem(t):
+    """Why arrays of type `t` cannot be array inputs, in words; None for ndarray and faithful subclasses.
+
+    A compiled graph computes with ndarray semantics. np.memmap and subclasses that keep
+    ndarray's operators are array inputs (their data read at each call); np.matrix, masked
+    arrays and subclasses that override operators would compute something else than eager.
+    """
+    if t is np.ndarray or not issubclass(t, np.ndarray):
+        return None
+    if issubclass(t, np.matrix):
+        return ("a numpy.matrix, whose operators differ from an ndarray's (`*` is a matrix product, "
+                "results stay 2-D)")
+    if issubclass(t, np.ma.MaskedArray):
+        return "a masked array (numpy.ma), whose mask a compiled graph would ignore"
+    mro = t.__mro__
+    overridden = sorted({name for cls in mro[:mro.index(np.ndarray)] if cls is not np.memmap
+                         for name in vars(cls) if name in _NDARRAY_SEMANTICS})
+    if overridden:
+        return (f"a {t.__name__}, an ndarray subclass overriding {', '.join(overridden)}, whose "
+                f"operations may differ from an ndarray's")
+    return None
+
+
+class _RefusedArray(TypeError):
+    """An array argument of a type compiled code cannot treat as an ndarray (see _subclass_problem)."""
+
+    def __init__(self, value, problem):
+        super().__init__(f"{problem}; pass np.asarray(...) of it, or call the function uncompiled")
+        self.value, self.problem = value, problem
 
 
 class _ByIdentity:
@@ -106,21 +189,70 @@ def _key(value, arrays):
     if t is np.ndarray:
         arrays.append(value)
         return (np.ndarray, value.shape, value.dtype)
+    if t is float:  # by bits, so -0.0 and 0.0 differ and NaN equals NaN
+        return (float, value.hex())
+    if t is complex:
+        return (complex, value.real.hex(), value.imag.hex())
     if t in _VALUE_TYPES:
         return (t, value)
     if t is tuple or t is list or nest._is_namedtuple(value):
         return (t, tuple(_key(v, arrays) for v in value))
     if t is dict:
-        return (dict, tuple((k, _key(v, arrays)) for k, v in value.items()))
+        return (dict, tuple((_dict_key(k), _key(v, arrays)) for k, v in value.items()))
     if isinstance(value, TensorSpec):
         return (np.ndarray, value.shape, value.dtype)
-    if _is_array(value):
+    if _is_array_input(value):
+        problem = _subclass_problem(t)
+        if problem:
+            raise _RefusedArray(value, problem)
         arrays.append(value)
         return (t, value.shape, value.dtype)
     if isinstance(value, Tensor):
         raise TypeError(f"{value!r} from another trace was passed to a compiled function; "
                         f"call it from inside the same @ag.function instead")
     return (_ByIdentity(value),)
+
+
+def _dict_key(k):
+    """A dict key as a cache-key part: floats by bits like values, anything else as it is."""
+    return _key(k, []) if type(k) in (float, complex) else k
+
+
+def _structure_key(specs):
+    """Like `_key` of a spec tree, but arrays only by rank and dtype.
+
+    Traces with the same structure key differ at most in their dims, so this indexes the
+    traces with None dims that a call might fit, and the trace reduce_retracing relaxes.
+    """
+    t = type(specs)
+    if isinstance(specs, TensorSpec):
+        return (TensorSpec, len(specs.shape), specs.dtype)
+    if t is tuple or t is list or nest._is_namedtuple(specs):
+        return (t, tuple(_structure_key(v) for v in specs))
+    if t is dict:
+        return (dict, tuple((_dict_key(k), _structure_key(v)) for k, v in specs.items()))
+    return _key(specs, [])
+
+
+def _has_none_dims(specs):
+    return any(isinstance(s, TensorSpec) and None in s.shape for s in nest.flatten(list(specs)))
+
+
+def _argument_keys(specs):
+    """Per argument: (its structure, the key of each leaf); what `_distance` compares."""
+    return tuple((nest.structure_of(spec), tuple(_key(leaf, []) for leaf in nest.flatten([spec])))
+                 for spec in specs)
+
+
+def _distance(a, b):
+    """How many leaves differ between two `_argument_keys`; a changed structure counts all its leaves."""
+    d = 0
+    for (structure_a, leaves_a), (structure_b, leaves_b) in zip(a, b):
+        if structure_a != structure_b:
+            d += max(len(leaves_a), len(leaves_b), 1)
+        else:
+            d += sum(x != y for x, y in zip(leaves_a, leaves_b))
+    return d
 
 
 def _specs(value):
@@ -132,7 +264,7 @@ def _specs(value):
         return t(*(_specs(v) for v in value))
     if t is dict:
         return {k: _specs(v) for k, v in value.items()}
-    if _is_array(value):
+    if _is_array_input(value):
         return TensorSpec.from_value(value)
     return value
 
@@ -282,6 +414,22 @@ class _Literal:
     def __init__(self, value):
         self.value = value
 
+    def get(self, arrays, results):
+        return self.value
+
+
+class _UpdatedArgument:
+    """An output leaf that is an argument's array after in-place updates: eagerly the function
+    returns the caller's own array (`x += 1; return x`), so the compiled one does too."""
+    __slots__ = ("input", "output")
+
+    def __init__(self, input_index, output_index):
+        self.input, self.output = input_index, output_index
+
+    def get(self, arrays, results):
+        array = arrays[self.input]
+        return results[self.output] if isinstance(array, np.generic) else array
+
 
 _OUTPUT = object()  # template marker for a graph output
 
@@ -290,7 +438,7 @@ class Function:
     """A Python function compiled per input signature. Create with `ag.function`."""
 
     def __init__(self, python_function, input_signature=None, reduce_retracing=False, device=None,
-                 autograph=True):
+                 autograph=True, max_traces=None):
         functools.update_wrapper(self, python_function)
         self.python_function = python_function
         self._signature = inspect.signature(python_function)
@@ -303,11 +451,21 @@ class Function:
         self._device = None if device is None else devices.get(device)
         self._autograph, self._converted = autograph, None
         self._fast_path = input_signature is None
+        self._max_traces = _max_traces(max_traces)
+        # Keys are many-to-one onto traces (relaxed dims, signatures), so both key caches are
+        # bounded too, oldest key first; a dropped key of a live trace is found again by index.
+        self._max_keys = 4 * self._max_traces
         self._fast_cache = {}       # (device, arg types, (shape, dtype) per arg) -> ConcreteFunction
         self._cache = {}            # full key -> ConcreteFunction
-        self._concretes = []        # every trace, oldest first
+        self._traces = {}           # live ConcreteFunction -> (signature, structure, _argument_keys)
+        self._exact = {}            # (device, signature key) -> trace whose specs have no None dims
+        self._relaxed = {}          # (device, structure key) -> traces with None dims, oldest first
+        self._latest = {}           # (device, structure key) -> newest trace (what reduce_retracing relaxes)
+        self._clock = itertools.count(1)  # stamps each trace's last use: the LRU order
         self._lock = threading.RLock()
-        self.trace_count = 0
+        self._warned = False
+        self.trace_count = 0        # traces made, evicted ones included
+        self._evictions = 0
 
     # --- calling ------------------------------------------------------------------------
 
@@ -322,18 +480,22 @@ class Function:
                 fast_key = None
             concrete = self._fast_cache.get(fast_key)
             if concrete is not None:
+                concrete._last_use = next(self._clock)
                 return concrete._run(args)
         values = args if len(args) == self._n_simple and not kwargs else self._canonicalize(args, kwargs)
         arrays = []
-        key = (devices.current(), tuple([_key(v, arrays) for v in values]))
+        key = (devices.current(), self._key_of(values, arrays))
         concrete = self._cache.get(key)
         if concrete is None:
             concrete = self._concrete_for(key, values)
+        else:
+            concrete._last_use = next(self._clock)
         if self._input_signature is not None:
             arrays = self._leaves(concrete.input_specs, values)
         elif not kwargs and len(args) == self._n_simple and all(
-                type(a) is np.ndarray or isinstance(a, np.generic) for a in args):
-            self._fast_cache[(key[0], tuple(map(type, args)), tuple(map(_shape_dtype, args)))] = concrete
+                isinstance(a, (np.ndarray, np.generic)) for a in args):
+            # array types that reach here were accepted by _key, and the fast key holds the type
+            self._remember_fast((key[0], tuple(map(type, args)), tuple(map(_shape_dtype, args))), concrete)
         return concrete._run(arrays)
 
     def __get__(self, instance, owner=None):
@@ -344,8 +506,26 @@ class Function:
         if not args and not kwargs and self._input_signature is not None:
             args = tuple(self._input_signature)
         values = self._canonicalize(args, kwargs)
-        key = (devices.current(), tuple(_key(v, []) for v in values))
+        key = (devices.current(), self._key_of(values, []))
         return self._cache.get(key) or self._concrete_for(key, values)
+
+    def _key_of(self, values, arrays):
+        """The cache key of the arguments `values` (see `_key`); a refused array type names its argument."""
+        try:
+            return tuple([_key(v, arrays) for v in values])
+        except _RefusedArray as e:
+            path = next(p for name, v in zip(self._param_names, values)
+                        for p, leaf in zip(nest.paths(v, name), nest.flatten([v])) if leaf is e.value)
+            raise TypeError(f"{self.__name__}(): argument '{path}' is {e.problem}, so a compiled call "
+                            f"could not match an eager one; pass np.asarray({path}) instead "
+                            f"(called at {user_location()})") from None
+
+    def _remember_fast(self, fast_key, concrete):
+        with self._lock:
+            if concrete in self._traces:  # not evicted meanwhile by another thread
+                self._fast_cache[fast_key] = concrete
+                if len(self._fast_cache) > self._max_keys:
+                    del self._fast_cache[next(iter(self._fast_cache))]
 
     def _canonicalize(self, args, kwargs):
         """Arguments in parameter order, defaults filled in."""
@@ -374,26 +554,36 @@ class Function:
     def _concrete_for(self, key, values):
         with self._lock:
             concrete = self._cache.get(key)
-            if concrete is not None:
-                return concrete
-            if self._input_signature is not None:
-                concrete = self._for_signature(values)
-            else:
-                concrete = next((c for c in reversed(self._concretes)
-                                 if c.device is key[0] and not _spec_mismatch(list(c.input_specs), list(values), "")),
-                                None)
-                if concrete is None:
-                    concrete = self._trace(self._specs_for(values), key[0], values)
-            self._cache[key] = concrete
+            if concrete is None:
+                if self._input_signature is not None:
+                    concrete = self._for_signature(values)
+                else:
+                    concrete = self._find(key[0], values) or self._trace(self._specs_for(key[0], values),
+                                                                         key[0], values)
+                self._cache[key] = concrete
+                if len(self._cache) > self._max_keys:
+                    del self._cache[next(iter(self._cache))]
+            concrete._last_use = next(self._clock)
             return concrete
 
-    def _specs_for(self, values):
+    def _find(self, device, values):
+        """A live trace that `values` fit, found by index: no scan over the traces."""
+        specs = _specs(values)
+        concrete = self._exact.get((device, _key(specs, [])))
+        if concrete is None:
+            # only traces with None dims and the same structure, ranks and dtypes could fit
+            for candidate in reversed(self._relaxed.get((device, _structure_key(specs)), ())):
+                if not _spec_mismatch(list(candidate.input_specs), list(values), ""):
+                    return candidate
+        return concrete
+
+    def _specs_for(self, device, values):
         specs = _specs(values)
         if self._reduce_retracing:
-            for previous in reversed(self._concretes):
-                relaxed = _relax(previous.input_specs, specs)
-                if relaxed is not None:
-                    return relaxed
+            previous = self._latest.get((device, _structure_key(specs)))
+            relaxed = previous and _relax(previous.input_specs, specs)
+            if relaxed is not None:
+                return relaxed
         return specs
 
     def _for_signature(self, values):
@@ -404,9 +594,9 @@ class Function:
         found = _spec_mismatch(signature, [_python_to_array(s, v) for s, v in zip(signature, values)], "")
         if found:
             raise self._signature_error(found, "its input_signature")
-        if not self._concretes:
-            self._trace(tuple(signature), devices.current(), values)
-        return self._concretes[0]
+        if not self._traces:
+            return self._trace(tuple(signature), devices.current(), values)
+        return next(iter(self._traces))
 
     def _signature_error(self, found, against):
         path, spec, problem = found
@@ -433,13 +623,15 @@ class Function:
         return out
 
     def _trace(self, specs, device, values):
+        placement = device  # what the indexes key on: the device of the call
         if device is devices.CPU and self._device is None and any(
                 devices.is_gpu_array(a) for a in nest.flatten(list(values))):
             device = devices.get("gpu")  # cupy arguments place the graph on the GPU
         device = self._device or device
-        if os.environ.get("AG_LOG_RETRACES") and self._concretes:
-            logger.warning("retracing %s (trace %d): %s", self.__name__, self.trace_count + 1,
-                           _describe_change(self._concretes[-1].input_specs, specs, self._param_names))
+        argument_keys = _argument_keys(specs)
+        if os.environ.get("AG_LOG_RETRACES") and self._traces:
+            logger.warning("retracing %s (trace %d) called at %s: %s", self.__name__, self.trace_count + 1,
+                           user_location(), self._why_retrace(specs, argument_keys))
         graph = Graph(self.__name__)
         with building(graph):
             inputs = [_placeholders(graph, spec, name, name) for spec, name in zip(specs, self._param_names)]
@@ -453,28 +645,89 @@ class Function:
                 raise
             template, slots = _output_template(graph, outputs)
         concrete = ConcreteFunction(self, graph, tuple(specs), template, slots, device)
-        self._concretes.append(concrete)
         self.trace_count += 1
+        self._add(concrete, placement, argument_keys)
+        if self.trace_count >= RETRACE_WARNING_AT and not self._warned:
+            self._warned = True
+            _warn_at_caller(self._retracing_message(), RetracingWarning)
         return concrete
+
+    # --- the trace cache: indexes and LRU -----------------------------------------------
+
+    def _add(self, concrete, device, argument_keys):
+        specs = concrete.input_specs
+        signature, structure = (device, _key(specs, [])), (device, _structure_key(specs))
+        concrete._last_use = next(self._clock)
+        self._traces[concrete] = (signature, structure, argument_keys)
+        if _has_none_dims(specs):
+            self._relaxed.setdefault(structure, []).append(concrete)
+        else:
+            self._exact[signature] = concrete
+        self._latest[structure] = concrete
+        if len(self._traces) > self._max_traces:
+            # O(max_traces) once per trace made, far less than the trace itself costs
+            self._evict(min(self._traces, key=operator.attrgetter("_last_use")))
+
+    def _evict(self, concrete):
+        """Forget the least recently used trace: with no reference left, its graph and plan are freed."""
+        signature, structure, _ = self._traces.pop(concrete)
+        if self._exact.get(signature) is concrete:
+            del self._exact[signature]
+        relaxed = self._relaxed.get(structure, [])
+        if concrete in relaxed:
+            relaxed.remove(concrete)
+            if not relaxed:
+                del self._relaxed[structure]
+        if self._latest.get(structure) is concrete:
+            del self._latest[structure]
+        for table in (self._cache, self._fast_cache):
+            for k in [k for k, c in table.items() if c is concrete]:
+                del table[k]
+        self._evictions += 1
+
+    def _why_retrace(self, specs, argument_keys):
+        """What differs between `specs` and the closest live trace (fewest differing leaves), in words."""
+        closest, fewest = None, None
+        for concrete, (_, _, keys) in reversed(self._traces.items()):  # newest first wins ties
+            d = _distance(keys, argument_keys)
+            if fewest is None or d < fewest:
+                closest, fewest = concrete, d
+        changes = _describe_change(closest.input_specs, specs, self._param_names)
+        text = "; ".join(changes) if changes else \
+            f"no argument changed, but the closest trace was made on {closest.device.name}"
+        if self._evictions:
+            text += (f" ({self._evictions} older traces were evicted: at most max_traces="
+                     f"{self._max_traces} are kept)")
+        return text
+
+    def _retracing_message(self):
+        """The RetracingWarning text: which arguments keep changing and how, and what to do."""
+        names, traces = self._param_names, list(self._traces)
+        changing = []
+        for i, name in enumerate(names):
+            distinct = {self._traces[c][2][i] for c in traces}
+            if len(distinct) > 1:
+                kinds = sorted({kind for c in traces[:-1]
+                                for kind in _change_kinds(c.input_specs[i], traces[-1].input_specs[i])})
+                changing.append((len(distinct), name, kinds))
+        changing.sort(key=lambda item: -item[0])
+        what = "; ".join(f"argument '{name}' keeps changing {' and '.join(kinds)} ({count} different)"
+                         for count, name, kinds in changing) or "its arguments keep changing identity"
+        kinds = {kind for _, _, ks in changing for kind in ks}
+        advice = []
+        if kinds & {"shape", "dtype"}:
+            advice.append("pass reduce_retracing=True to trace shapes with None dims, or an input_signature "
+                          "of TensorSpecs to fix one signature")
+        if "value" in kinds or "type" in kinds:
+            advice.append("pass a Python number that changes as a numpy value (e.g. np.float64(lr)) or fix it "
+                          "with input_signature: numbers are keyed by value, arrays by shape and dtype")
+        if kinds - {"shape", "dtype", "value", "type"} or not advice:
+            advice.append("pass the same objects and structures each call, or their data as arrays")
+        return (f"{self.__name__} has traced {self.trace_count} times: {what}. Each new signature traces "
+                f"and compiles again; {'; or '.join(advice)}. Set AG_LOG_RETRACES=1 to log each retrace.")
 
     def __repr__(self):
         return f"<ag.function {self.__name__} ({self.trace_count} traces)>"
-
-    def get(self, arrays, results):
-        return self.value
-
-
-class _UpdatedArgument:
-    """An output leaf that is an argument's array after in-place updates: eagerly the function
-    returns the caller's own array (`x += 1; return x`), so the compiled one does too."""
-    __slots__ = ("input", "output")
-
-    def __init__(self, input_index, output_index):
-        self.input, self.output = input_index, output_index
-
-    def get(self, arrays, results):
-        array = arrays[self.input]
-        return results[self.output] if isinstance(array, np.generic) else array
 
 
 def _python_to_array(spec, value):
@@ -528,22 +781,64 @@ def _output_template(graph, outputs):
 
 
 def _describe_change(old, new, names):
-    old_flat, new_flat = nest.flatten(list(old)), nest.flatten(list(new))
-    paths = []
-    for spec, name in zip(new, names):
-        paths.extend(nest.paths(spec, name))
-    if len(old_flat) != len(new_flat):
-        return "the structure of the arguments changed"
-    for path, a, b in zip(paths, old_flat, new_flat):
-        if a != b or type(a) is not type(b):
-            if isinstance(a, TensorSpec) and isinstance(b, TensorSpec):
-                what = "dtype" if a.dtype != b.dtype else "shape"
-                return f"argument '{path}' changed {what}: {getattr(a, what)} -> {getattr(b, what)}"
-            return f"argument '{path}' changed: {a!r} -> {b!r}"
-    return "an argument's identity changed"
+    """Each argument that differs between the spec trees `old` and `new`, and how, in words."""
+    changes = []
+    for name, a, b in zip(names, old, new):
+        if nest.structure_of(a) != nest.structure_of(b):
+            changes.append(f"argument '{name}' changed structure: {_brief(a)} -> {_brief(b)}")
+            continue
+        for path, x, y in zip(nest.paths(a, name), nest.flatten([a]), nest.flatten([b])):
+            if _key(x, []) != _key(y, []):
+                changes.append(f"argument '{path}' {_leaf_change(x, y)}")
+    return changes
 
 
-def function(func=None, *, input_signature=None, reduce_retracing=False, device=None, autograph=True):
+def _change_kinds(a, b):
+    """How spec tree `b` differs from `a`: a set of 'structure', 'shape', 'dtype', 'value', 'type', 'object'."""
+    if nest.structure_of(a) != nest.structure_of(b):
+        return {"structure"}
+    kinds = set()
+    for x, y in zip(nest.flatten([a]), nest.flatten([b])):
+        if isinstance(x, TensorSpec) and isinstance(y, TensorSpec):
+            kinds |= {"dtype"} if x.dtype != y.dtype else set()
+            kinds |= {"shape"} if x.shape != y.shape else set()
+        elif isinstance(x, TensorSpec) or isinstance(y, TensorSpec):
+            kinds.add("type")
+        elif _key(x, []) != _key(y, []):
+            kinds.add("value" if type(x) is type(y) and type(x) in _VALUE_TYPES else
+                      "type" if type(x) in _VALUE_TYPES and type(y) in _VALUE_TYPES else "object")
+    return kinds
+
+
+def _leaf_change(x, y):
+    if isinstance(x, TensorSpec) and isinstance(y, TensorSpec):
+        parts = [f"{what}: {getattr(x, what)} -> {getattr(y, what)}" for what in ("dtype", "shape")
+                 if getattr(x, what) != getattr(y, what)]
+        return "changed " + ", ".join(parts)
+    kind = _change_kinds(x, y).pop()
+    if kind == "value":
+        return f"changed value: {reprlib.repr(x)} -> {reprlib.repr(y)}"
+    if kind == "object":
+        return f"is a different object: {_brief(x)} -> {_brief(y)} (objects are keyed by identity)"
+    return f"changed type: {_brief(x)} -> {_brief(y)}"
+
+
+def _brief(value):
+    if isinstance(value, TensorSpec):
+        return f"an array {value.dtype}{list(value.shape)}"
+    return f"{type(value).__name__} {reprlib.repr(value)}"
+
+
+def _warn_at_caller(message, category):
+    """warnings.warn attributed to the innermost frame outside this package: the user's call."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and is_internal_file(frame.f_code.co_filename):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
+
+
+def function(func=None, *, input_signature=None, reduce_retracing=False, device=None, autograph=True,
+             max_traces=None):
     """Compile `func` into a graph traced once per input signature.
 
         @ag.function
@@ -554,8 +849,11 @@ def function(func=None, *, input_signature=None, reduce_retracing=False, device=
     `reduce_retracing`: a new shape for a traced signature retraces once with None dims.
     `device`: "cpu" or "gpu"; by default the `with ag.device(...)` block or the inputs decide.
     `autograph`: convert native if/while/for on tensors to graph control flow (default True).
+    `max_traces`: how many traces (graph and plan each) to keep, least recently used dropped
+        first; default $AG_MAX_TRACES, else 256. At 32 traces a RetracingWarning names the
+        argument that keeps changing.
     """
     def wrap(fn):
         return Function(fn, input_signature=input_signature, reduce_retracing=reduce_retracing,
-                        device=device, autograph=autograph)
+                        device=device, autograph=autograph, max_traces=max_traces)
     return wrap if func is None else wrap(func)

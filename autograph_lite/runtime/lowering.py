@@ -9,6 +9,7 @@ user's `file:line`, through the line map kept here.
 import itertools
 import linecache
 import math
+import weakref
 
 import numpy as np
 
@@ -30,6 +31,8 @@ class Plan:
         self.native_loops = lowering.native_loops  # While loops that run as C once hot
         self.filename = lowering.filename
         self.graph, self.device = graph, device
+        # the source stays in linecache (for tracebacks) while the plan lives, not after
+        weakref.finalize(self, linecache.cache.pop, self.filename, None)
 
     def failing_nodes(self, exc):
         """The nodes computed on the plan line that raised `exc` (empty if it came from elsewhere)."""
