@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import user_location
 from ..runtime import devices
-from ..runtime.graph import Tensor, _tracing, current_graph
+from ..runtime.graph import Tensor, _tracing, building, current_graph
 from ..runtime.opdef import OpDef, register
 
 _PY_SCALARS = (bool, int, float, complex)
@@ -23,7 +23,8 @@ _BUILTIN_SCALAR = {bool: bool, int: int.__int__, float: float.__float__,
 def apply(op, inputs, attrs=None):
     """Run `op` on `inputs`: eagerly on arrays, as a new graph node if any input is a Tensor."""
     graph = _tracing.stack[-1] if _tracing.stack else None
-    if graph is None or not (op.stateful or any(isinstance(x, Tensor) for x in inputs)):
+    if graph is None or not (op.stateful or any(isinstance(x, Tensor) or (type(x) is list and holds_tensor(x))
+                                                for x in inputs)):
         # creation ops (no array inputs) follow `with ag.device(...)`
         xp = devices.array_module(inputs) if inputs else devices.current().xp
         return op.eager_kernel(xp, attrs)(*inputs)
@@ -82,9 +83,29 @@ def convert_to_tensor(value, graph=None):
     graph = graph or current_graph()
     if isinstance(value, Tensor):
         return graph.capture(value)
+    if type(value) in (list, tuple) and holds_tensor(value):
+        return _pack(value, graph)
     if devices.is_gpu_array(value):
         value = value.get()
     return constant_node(graph, value)
+
+
+def holds_tensor(value):
+    """Whether list/tuple `value` holds a symbolic Tensor at any depth."""
+    return any(isinstance(v, Tensor) or (type(v) in (list, tuple) and holds_tensor(v)) for v in value)
+
+
+def _pack(items, graph):
+    """A (nested) list holding tensors as one tensor, as numpy's array() and TF's
+    convert_to_tensor make it: items stacked along a new first axis, Python numbers as
+    numpy would type them inside a list."""
+    from .array_ops import stack
+    with building(graph):
+        parts = [convert_to_tensor(v, graph) if isinstance(v, (Tensor, list, tuple))
+                 else constant_node(graph, np.asarray(v)) for v in items]
+        if not parts:
+            raise ValueError("cannot pack an empty list")
+        return stack(parts)
 
 
 # --- shape and dtype rules shared by ops ------------------------------------------------

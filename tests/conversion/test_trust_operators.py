@@ -313,3 +313,20 @@ def test_a_jump_out_of_finally_that_flags_cannot_emulate_is_an_error(fn, args, t
     with pytest.raises(ConversionError, match="inside `finally` cannot be converted") as info:
         ag.function(fn)(*args)
     assert line_of(fn, text) in str(info.value)
+
+
+# --- refused today: lists holding tensors given to ops are packed ------------------------------
+
+@pytest.mark.parametrize("fn, args", [
+    (lambda v, i: ag.concat([v, [i]], 0), (np.array([1.0, 2.0]), np.array(3.0))),
+    (lambda v, i: ag.concat([v, [i, 2]], 0), (np.array([1.0, 2.0], np.float32), np.float32(3.0))),
+    (lambda a, b: ag.stack([a, b]), (np.float32(1.0), np.float32(2.0))),
+    (lambda a, b: ag.reduce_sum([[a, b], [b, 1.0]]), (np.float64(1.0), np.float64(2.0))),
+    (lambda a, b: ag.stack([a, [b, b]], axis=1), (np.array([1, 2], np.int32), np.int32(5)))])
+def test_a_list_holding_tensors_is_packed_as_numpy_packs_it(fn, args):
+    check(fn, args)
+
+
+def test_gradient_flows_through_a_packed_list():
+    from helpers import check_grad
+    check_grad(lambda a: ag.reduce_sum(ag.concat([a, [a[0] * a[1], 2.0]], 0) * 3.0), np.array([1.0, 2.0]))
