@@ -440,6 +440,8 @@ class Function:
     def __init__(self, python_function, input_signature=None, reduce_retracing=False, device=None,
                  autograph=True, max_traces=None):
         functools.update_wrapper(self, python_function)
+        if not hasattr(self, "__name__"):  # a callable instance: named after its class
+            self.__name__ = self.__qualname__ = type(python_function).__name__
         self.python_function = python_function
         self._signature = inspect.signature(python_function)
         params = list(self._signature.parameters.values())

@@ -265,7 +265,8 @@ def _positional(fn, count):
     """`fn` with exactly `count` positional parameters (so the cache keys each argument)."""
     names = [f"arg{i}" for i in range(count)]
     namespace = {"fn": fn}
-    exec(f"def positional({', '.join(names)}):\n    return fn({', '.join(names)})\n", namespace)
+    source = f"def positional({', '.join(names)}):\n    return fn({', '.join(names)})\n"
+    exec(compile(source, "<autograph_lite grad>", "exec"), namespace)  # internal: errors name the user's line
     return namespace["positional"]
 
 

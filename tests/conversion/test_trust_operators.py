@@ -330,3 +330,30 @@ def test_a_list_holding_tensors_is_packed_as_numpy_packs_it(fn, args):
 def test_gradient_flows_through_a_packed_list():
     from helpers import check_grad
     check_grad(lambda a: ag.reduce_sum(ag.concat([a, [a[0] * a[1], 2.0]], 0) * 3.0), np.array([1.0, 2.0]))
+
+
+# --- refused today: ag.function of a callable instance ------------------------------------------
+
+class Scaler:
+    def __init__(self, k):
+        self.k = k
+
+    def __call__(self, x):
+        if x > 0:
+            return x * self.k
+        return x - self.k
+
+
+def test_function_of_a_callable_instance_converts_its_call_method():
+    scaler = Scaler(3.0)
+    compiled = check(scaler, (np.float64(2.0),), (np.float64(-2.0),), traces=1)
+    assert compiled.__name__ == "Scaler"
+    assert "ag__.if_stmt" in ag.to_code(scaler.__call__)
+
+
+def test_grad_of_a_non_scalar_function_names_the_users_line():
+    def vector(x):
+        return x * 2.0
+    with pytest.raises(TypeError, match="float scalar") as info:
+        ag.grad(vector)(np.array([1.0, 2.0]))
+    assert f"{__file__}:{inspect.currentframe().f_lineno - 1}" in str(info.value)
