@@ -434,6 +434,15 @@ class _UpdatedArgument:
 _OUTPUT = object()  # template marker for a graph output
 
 
+class _TraceEntry:
+    """What a Function keeps beside a live trace: its index keys and the cache keys that point at it."""
+    __slots__ = ("signature", "structure", "argument_keys", "keys")
+
+    def __init__(self, signature, structure, argument_keys):
+        self.signature, self.structure, self.argument_keys = signature, structure, argument_keys
+        self.keys = []  # (table, key): where eviction must unlink it (some may have been dropped)
+
+
 class Function:
     """A Python function compiled per input signature. Create with `ag.function`."""
 
@@ -459,7 +468,7 @@ class Function:
         self._max_keys = 4 * self._max_traces
         self._fast_cache = {}       # (device, arg types, (shape, dtype) per arg) -> ConcreteFunction
         self._cache = {}            # full key -> ConcreteFunction
-        self._traces = {}           # live ConcreteFunction -> (signature, structure, _argument_keys)
+        self._traces = {}           # live ConcreteFunction -> its _TraceEntry
         self._exact = {}            # (device, signature key) -> trace whose specs have no None dims
         self._relaxed = {}          # (device, structure key) -> traces with None dims, oldest first
         self._latest = {}           # (device, structure key) -> newest trace (what reduce_retracing relaxes)
@@ -525,9 +534,17 @@ class Function:
     def _remember_fast(self, fast_key, concrete):
         with self._lock:
             if concrete in self._traces:  # not evicted meanwhile by another thread
-                self._fast_cache[fast_key] = concrete
-                if len(self._fast_cache) > self._max_keys:
-                    del self._fast_cache[next(iter(self._fast_cache))]
+                self._point(self._fast_cache, fast_key, concrete)
+
+    def _point(self, table, key, concrete):
+        """`table[key] = concrete` for a live trace; the table keeps its newest max_keys keys."""
+        table[key] = concrete
+        if len(table) > self._max_keys:
+            del table[next(iter(table))]
+        keys = self._traces[concrete].keys
+        keys.append((table, key))
+        if len(keys) > 4 * self._max_keys:  # forget dropped keys; amortized O(1)
+            keys[:] = [(t, k) for t, k in keys if t.get(k) is concrete]
 
     def _canonicalize(self, args, kwargs):
         """Arguments in parameter order, defaults filled in."""
@@ -562,9 +579,7 @@ class Function:
                 else:
                     concrete = self._find(key[0], values) or self._trace(self._specs_for(key[0], values),
                                                                          key[0], values)
-                self._cache[key] = concrete
-                if len(self._cache) > self._max_keys:
-                    del self._cache[next(iter(self._cache))]
+                self._point(self._cache, key, concrete)
             concrete._last_use = next(self._clock)
             return concrete
 
@@ -660,19 +675,20 @@ class Function:
         specs = concrete.input_specs
         signature, structure = (device, _key(specs, [])), (device, _structure_key(specs))
         concrete._last_use = next(self._clock)
-        self._traces[concrete] = (signature, structure, argument_keys)
+        self._traces[concrete] = _TraceEntry(signature, structure, argument_keys)
         if _has_none_dims(specs):
             self._relaxed.setdefault(structure, []).append(concrete)
         else:
             self._exact[signature] = concrete
         self._latest[structure] = concrete
         if len(self._traces) > self._max_traces:
-            # O(max_traces) once per trace made, far less than the trace itself costs
+            # a min over max_traces stamps, once per trace made: far less than tracing costs
             self._evict(min(self._traces, key=operator.attrgetter("_last_use")))
 
     def _evict(self, concrete):
         """Forget the least recently used trace: with no reference left, its graph and plan are freed."""
-        signature, structure, _ = self._traces.pop(concrete)
+        entry = self._traces.pop(concrete)
+        signature, structure = entry.signature, entry.structure
         if self._exact.get(signature) is concrete:
             del self._exact[signature]
         relaxed = self._relaxed.get(structure, [])
@@ -682,16 +698,16 @@ class Function:
                 del self._relaxed[structure]
         if self._latest.get(structure) is concrete:
             del self._latest[structure]
-        for table in (self._cache, self._fast_cache):
-            for k in [k for k, c in table.items() if c is concrete]:
+        for table, k in entry.keys:
+            if table.get(k) is concrete:
                 del table[k]
         self._evictions += 1
 
     def _why_retrace(self, specs, argument_keys):
         """What differs between `specs` and the closest live trace (fewest differing leaves), in words."""
         closest, fewest = None, None
-        for concrete, (_, _, keys) in reversed(self._traces.items()):  # newest first wins ties
-            d = _distance(keys, argument_keys)
+        for concrete, entry in reversed(self._traces.items()):  # newest first wins ties
+            d = _distance(entry.argument_keys, argument_keys)
             if fewest is None or d < fewest:
                 closest, fewest = concrete, d
         changes = _describe_change(closest.input_specs, specs, self._param_names)
@@ -707,7 +723,7 @@ class Function:
         names, traces = self._param_names, list(self._traces)
         changing = []
         for i, name in enumerate(names):
-            distinct = {self._traces[c][2][i] for c in traces}
+            distinct = {self._traces[c].argument_keys[i] for c in traces}
             if len(distinct) > 1:
                 kinds = sorted({kind for c in traces[:-1]
                                 for kind in _change_kinds(c.input_specs[i], traces[-1].input_specs[i])})
