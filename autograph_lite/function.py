@@ -36,10 +36,10 @@ logger = logging.getLogger("autograph_lite")
 
 _VALUE_TYPES = (bool, int, float, complex, str, bytes, type(None))
 
-# A trace holds its graph, optimized graph and plan: about 10 KB for a small function, a
-# few hundred KB for a large one. 256 is far above the handful of signatures a function
-# meets in normal use (a few batch shapes, train/eval flags) and bounds the worst case
-# (a new shape every call) to a few MB per Function.
+# A trace holds its graph, optimized graph and plan: about 12 KB for a three-op function,
+# more for a large one. 256 is far above the handful of signatures a function meets in
+# normal use (a few batch shapes, train/eval flags) and bounds the worst case (a new
+# shape every call) to 256 traces' worth, about 3 MB for a small function.
 DEFAULT_MAX_TRACES = 256
 
 # Traces of one Function before RetracingWarning: well above legitimate variety, well
@@ -736,9 +736,10 @@ class Function:
         if kinds & {"shape", "dtype"}:
             advice.append("pass reduce_retracing=True to trace shapes with None dims, or an input_signature "
                           "of TensorSpecs to fix one signature")
-        if "value" in kinds or "type" in kinds:
-            advice.append("pass a Python number that changes as a numpy value (e.g. np.float64(lr)) or fix it "
-                          "with input_signature: numbers are keyed by value, arrays by shape and dtype")
+        numbers = [name for _, name, ks in changing if {"value", "type"} & set(ks)]
+        if numbers:
+            advice.append(f"pass a Python number that changes as an array (np.asarray({numbers[0]})) or fix it "
+                          f"with input_signature: numbers are keyed by value, arrays by shape and dtype")
         if kinds - {"shape", "dtype", "value", "type"} or not advice:
             advice.append("pass the same objects and structures each call, or their data as arrays")
         return (f"{self.__name__} has traced {self.trace_count} times: {what}. Each new signature traces "
