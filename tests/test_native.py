@@ -20,6 +20,7 @@ def private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("AG_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("AG_NATIVE_KERNELS", raising=False)
     compiler._loaded.clear()  # libraries loaded from another test's cache
+    monkeypatch.setattr(compiler, "_warned", False)  # each test may see the once-per-process warning
 
 
 def native_run(steps, operands, *inputs):
@@ -168,26 +169,31 @@ def test_non_contiguous_and_broadcast_inputs_take_the_numpy_path():
 def test_a_built_kernel_is_loaded_from_the_disk_cache(tmp_path):
     source = elementwise.source([("Neg", (("in", 0),), np.dtype(np.float64))],
                                 [(np.dtype(np.float64), False, "full")])
-    compiler.load(source)
+    assert compiler.load(source, "kernel") is not None
     [built] = tmp_path.glob("kernels/*.so")
+    [manifest] = tmp_path.glob("kernels/*.sha256")
+    assert (tmp_path / "kernels").stat().st_mode & 0o777 == 0o700
     stamp = built.stat().st_mtime_ns
     compiler._loaded.clear()
-    assert compiler.load(source) is not None
-    assert built.stat().st_mtime_ns == stamp and len(list(tmp_path.glob("kernels/*"))) == 1
+    assert compiler.load(source, "kernel") is not None
+    assert built.stat().st_mtime_ns == stamp and len(list(tmp_path.glob("kernels/*"))) == 2
 
 
 def test_a_rejected_source_warns_with_the_compiler_message_and_falls_back():
-    with pytest.warns(RuntimeWarning, match="rejected a generated kernel"):
-        assert compiler.load("this is not C;") is None
+    with pytest.warns(compiler.NativeKernelWarning, match="rejected a generated kernel") as caught:
+        assert compiler.load("this is not C;", "kernel") is None
+    assert "AG_NATIVE_KERNELS=0" in str(caught[0].message)
+    assert caught[0].filename == __file__  # the user's line, not the package's
 
 
-def test_without_a_compiler_kernels_stay_on_numpy(monkeypatch):
+def test_without_a_compiler_kernels_stay_on_numpy_after_one_warning(monkeypatch):
     monkeypatch.setenv("CC", "/nonexistent/cc")
     compiler.compiler.cache_clear()
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
+        with pytest.warns(compiler.NativeKernelWarning, match="CC='/nonexistent/cc' was not found"):
             assert not compiler.enabled()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # once per process
             x = np.linspace(-3, 3, N, dtype=np.float32)
             assert_same(chain(x, x), ag.function(chain)(x, x))
     finally:

@@ -134,3 +134,117 @@ def test_native_loops_off(monkeypatch):
     for _ in range(scalar_loop.TIER_UP_AFTER + 1):
         assert f(n) == 111
     assert f.get_concrete_function(n).plan.native_loops == []
+
+
+# --- exactness: a result never depends on how often the function ran (issue 11, item 13) --------
+
+def powers(k):
+    acc = 1
+    i = 0
+    while i < k:
+        acc = acc * 3   # a Python int: exact beyond int64
+        i += 1
+    return acc
+
+
+def negate_min(k):
+    x = -(2 ** 62)
+    i = 0
+    while i < k:
+        x = x * 2 - 1 if x > -(2 ** 63) + 1 else -x   # reaches -2**63 - 1, then abs overflow
+        i += 1
+    return x
+
+
+def float_power(x, k):
+    y = 1.5
+    i = 0
+    while i < k:
+        y = y ** x   # Python raises OverflowError where C gives inf
+        i += 1
+    return y
+
+
+def divide(d, k):
+    x, y = 7, 1.5
+    i = 0
+    while i < k:
+        x = x % d + x // d
+        y = y / d
+        i += 1
+    return x, y
+
+
+def big_ratio(k):
+    a = 2 ** 60 + 1
+    r = 0.0
+    i = 0
+    while i < k:
+        r = a / 3   # int / int is correctly rounded in Python beyond 2**53
+        i += 1
+    return r
+
+
+def sum_mod(n):
+    acc = 0
+    i = 0
+    while i < n:
+        acc = (acc + i * i) % 1000003
+        i += 1
+    return acc
+
+
+def outcome(fn, *args):
+    try:
+        return fn(*args)
+    except Exception as e:  # the same exception type and message on every call
+        return type(e), str(e)
+
+
+EXACT_CASES = [
+    (powers, (np.int32(50),)), (powers, (np.int32(30),)),
+    (negate_min, (np.int32(3),)),
+    (float_power, (3.0, np.int32(10)),), (float_power, (0.5, np.int32(10))),
+    (divide, (3, np.int32(4))), (divide, (0, np.int32(2))), (divide, (-2, np.int32(5))),
+    (big_ratio, (np.int32(2),)),
+]
+
+
+@pytest.mark.parametrize("fn, args", EXACT_CASES, ids=lambda v: getattr(v, "__name__", None))
+def test_python_scalars_stay_exact_after_the_tier_up(fn, args):
+    expected = outcome(fn, *args)
+    compiled = ag.function(fn)
+    for _ in range(scalar_loop.TIER_UP_AFTER + 2):
+        got = outcome(compiled, *args)
+        assert got == expected and type(got) is type(expected)   # exact Python ints, no wrap
+        if type(got) is tuple:
+            assert [type(v) for v in got] == [type(v) for v in expected]
+
+
+def test_an_exact_result_needs_no_python_fallback():
+    f = ag.function(powers)
+    for _ in range(scalar_loop.TIER_UP_AFTER):
+        assert f(np.int32(20)) == 3 ** 20
+    [loop] = f.get_concrete_function(np.int32(20)).plan.native_loops
+    assert loop.fn and loop(1, 0, 20) == (3 ** 20, 20)      # C finished it exactly
+    assert loop(1, 0, 50) is None                            # C stops: the Python loop runs
+
+
+@pytest.mark.parametrize("fn, n", [(sum_mod, np.int64(3 * scalar_loop.BUDGET + 5)), (nested, np.int32(800))])
+def test_a_loop_longer_than_the_budget_resumes_where_it_paused(fn, n):
+    expected = fn(n)
+    f = ag.function(fn)
+    results = [f(n) for _ in range(scalar_loop.TIER_UP_AFTER + 1)]
+    [loop, *_] = f.get_concrete_function(n).plan.native_loops
+    assert loop.fn
+    assert all(r == expected and type(r) is type(expected) for r in results)
+
+
+def test_a_failed_build_keeps_every_call_on_the_python_loop(monkeypatch):
+    monkeypatch.setattr(compiler, "load", lambda source, symbol: None)
+    f = ag.function(collatz)
+    n = np.int32(27)
+    for _ in range(scalar_loop.TIER_UP_AFTER + 3):
+        assert f(n) == 111
+    [loop] = f.get_concrete_function(n).plan.native_loops
+    assert loop.fn is False

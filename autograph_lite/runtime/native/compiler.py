@@ -2,15 +2,28 @@
 
 The compiler is found once (`$CC`, else `cc`/`gcc`/`clang` on PATH). A library is
 keyed by a hash of its source, the flags, the compiler's version and the CPU model
-(the code is built with `-march=native`), and kept under `$AG_CACHE_DIR` (default
-`~/.cache/autograph_lite/kernels`), so a kernel is compiled once per machine. Writes
-are atomic (build in a temporary file, then rename), so processes may share the cache.
+(the code is built with `-march=native`), and kept under `$AG_CACHE_DIR/kernels`
+(default `$XDG_CACHE_HOME/autograph_lite/kernels`, i.e. `~/.cache/...`), so a kernel is
+compiled once per machine.
 
-`load(source)` returns the `ctypes.CDLL`, or None when native kernels are off
-(`AG_NATIVE_KERNELS=0`), no compiler is found, or the compiler refused the source;
-callers then run their numpy path. A refusal is our bug, so it warns once with the
-compiler's message; a missing compiler is only logged.
+The cache is verified, not trusted:
+- its directories are created with mode 0700; a directory that is not ours, or that
+  group or others can write (or whose parent they can, without the sticky bit), is never
+  read: the process builds in a private temporary directory instead (warned);
+- `k<key>.sha256` names the library `k<key>-<digest>.so` and holds its sha256; a
+  library is loaded only if it is a regular file of ours, not group/other-writable,
+  whose bytes match; a missing, damaged or foreign entry, or a library without the
+  expected symbol, is discarded and rebuilt;
+- writes are atomic (build in a private temporary directory, rename the content-named
+  library, then rename the manifest), so processes and threads may build at once.
+
+`load(source, symbol)` returns the C function `symbol` of the library, or None when
+native kernels are off (`AG_NATIVE_KERNELS=0`) or anything failed (no compiler, a
+failed build, a library that cannot be loaded); callers then run their numpy path, with
+the same results. Every failure warns once per process (`NativeKernelWarning`) with
+what failed, how to fix it and how to silence it; later ones are only logged.
 """
+import atexit
 import ctypes
 import functools
 import hashlib
@@ -18,11 +31,14 @@ import logging
 import os
 import platform
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
 import threading
 import warnings
+
+from ...errors import is_internal_file
 
 log = logging.getLogger("autograph_lite.native")
 
@@ -33,7 +49,38 @@ FLAGS = ["-O3", "-march=native", "-fPIC", "-shared", "-std=c11",
          "-fno-math-errno", "-fno-trapping-math"]
 
 _lock = threading.Lock()
-_loaded = {}
+_loaded = {}          # key -> the loaded C function, or None after a failure
+_usable_dirs = {}     # configured cache directory -> the directory used (it, or a private one)
+_private = None       # this process's private build directory, once one is needed
+_warned = False
+
+_SILENCE = "Set AG_NATIVE_KERNELS=0 to run on numpy without trying (this also silences the warning)."
+_FIX_CC = "Set CC to a working C compiler (gcc or clang)."
+
+
+class NativeKernelWarning(RuntimeWarning):
+    """A native kernel could not be found, built or loaded; the numpy path runs instead,
+    with the same results. Issued once per process."""
+
+
+def _warn(what, fix):
+    """One NativeKernelWarning per process, at the user's line; later problems are only logged."""
+    global _warned
+    log.info("native kernels: %s", what)
+    if _warned:
+        return
+    _warned = True
+    warnings.warn(f"autograph_lite: {what}. {fix} {_SILENCE}", NativeKernelWarning,
+                  stacklevel=_user_stacklevel())
+
+
+def _user_stacklevel():
+    """The `stacklevel` of the innermost caller outside the package (generated plans included)."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and (is_internal_file(frame.f_code.co_filename)
+                                 or frame.f_code.co_filename.startswith("<autograph_lite")):
+        frame, level = frame.f_back, level + 1
+    return level if frame is not None else 2
 
 
 def enabled():
@@ -42,7 +89,7 @@ def enabled():
 
 @functools.lru_cache(maxsize=None)
 def compiler():
-    """(path, version line) of the C compiler, or None."""
+    """(path, version line) of the C compiler, or None (warned)."""
     names = [os.environ["CC"]] if os.environ.get("CC") else ["cc", "gcc", "clang"]
     for name in names:
         path = shutil.which(name)
@@ -54,7 +101,13 @@ def compiler():
         except (OSError, subprocess.SubprocessError):
             continue
         return path, (version or [""])[0]
-    log.info("no C compiler found (tried %s): fused kernels run on numpy", ", ".join(names))
+    if os.environ.get("CC"):
+        _warn(f"the C compiler CC={os.environ['CC']!r} was not found or does not run, so native "
+              f"kernels are off and everything runs on numpy (same results)", _FIX_CC)
+    else:
+        _warn("no C compiler (cc, gcc or clang) was found on PATH, so native kernels are off and "
+              "everything runs on numpy (same results)",
+              "Install gcc or clang, or set CC to a C compiler, for the faster C kernels.")
     return None
 
 
@@ -95,41 +148,172 @@ def _cpu_model():
     return platform.processor()
 
 
-def load(source):
-    """The shared library built from `source` (C11), or None (see the module docstring)."""
+def load(source, symbol):
+    """The C function `symbol` of the library built from `source` (C11), or None (see the
+    module docstring). Its `restype`/`argtypes` are the caller's to set."""
     if not enabled():
         return None
     path, version = compiler()
     libs = ["-lmvec", "-lm"] if vector_math() else ["-lm"]
-    key = hashlib.sha256("\0".join([source, *FLAGS, *libs, version, _cpu_model()]).encode()).hexdigest()[:24]
+    key = hashlib.sha256("\0".join([source, symbol, *FLAGS, *libs, version, _cpu_model()])
+                         .encode()).hexdigest()[:24]
     with _lock:
-        if key in _loaded:
-            return _loaded[key]
-        library = _build(path, source, FLAGS + libs, key)
-        _loaded[key] = library
-        return library
+        if key not in _loaded:
+            _loaded[key] = _load_or_build(path, source, FLAGS + libs, key, symbol)
+        return _loaded[key]
 
 
-def _build(path, source, flags, key):
-    directory = cache_dir()
-    target = os.path.join(directory, f"k{key}.so")
-    if not os.path.exists(target):
-        try:
-            os.makedirs(directory, exist_ok=True)
-            with tempfile.TemporaryDirectory(dir=directory) as tmp:
-                c_file, so_file = os.path.join(tmp, "k.c"), os.path.join(tmp, "k.so")
-                with open(c_file, "w") as f:
-                    f.write(source)
-                # flags after the source file: libraries must follow the objects that use them
-                done = subprocess.run([path, c_file, "-o", so_file, *flags],
-                                      capture_output=True, text=True, timeout=120)
-                if done.returncode != 0:
-                    warnings.warn(f"autograph_lite: the C compiler rejected a generated kernel; "
-                                  f"it runs on numpy instead.\n{done.stderr[-2000:]}",
-                                  RuntimeWarning, stacklevel=2)
-                    return None
-                os.replace(so_file, target)
-        except (OSError, subprocess.SubprocessError) as e:
-            log.info("native kernel build failed (%s): running on numpy", e)
+def _load_or_build(path, source, flags, key, symbol):
+    directory = _usable_dir()
+    fn = _load_cached(directory, key, symbol)
+    if fn is not None:
+        return fn
+    try:
+        return _build(directory, path, source, flags, key, symbol)
+    except (OSError, subprocess.SubprocessError) as e:
+        _warn(f"building a native kernel with {path} failed ({e}); it runs on numpy instead "
+              f"(same results)", f"Check that {path} works and that {directory} is writable.")
+        return None
+
+
+# --- the verified cache ------------------------------------------------------------------
+
+class _Untrusted(Exception):
+    """A cache entry that must not be loaded: not ours, writable by others, or damaged."""
+
+
+def _manifest(directory, key):
+    return os.path.join(directory, f"k{key}.sha256")
+
+
+def _library(directory, key, digest):
+    return os.path.join(directory, f"k{key}-{digest[:16]}.so")
+
+
+def _load_cached(directory, key, symbol):
+    """The function from a verified cache entry, or None (a missing or bad entry is removed)."""
+    manifest, library = _manifest(directory, key), None
+    try:
+        digest = _read_private(manifest).decode("ascii").strip()
+        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+            raise _Untrusted("a malformed manifest")
+        library = _library(directory, key, digest)
+        if hashlib.sha256(_read_private(library)).hexdigest() != digest:
+            raise _Untrusted("a library whose content does not match its sha256")
+        return getattr(ctypes.CDLL(library), symbol)
+    except FileNotFoundError:
+        return None
+    except (_Untrusted, OSError, AttributeError, UnicodeDecodeError) as e:
+        log.info("discarding the damaged kernel cache entry %s (%s); rebuilding", manifest, e)
+        _remove(manifest)
+        if library is not None:
+            _remove(library)
+        return None
+
+
+def _read_private(path):
+    """The bytes of `path` if it is a regular file of ours that group and others cannot write."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or not _private_mode(st):
+            raise _Untrusted(f"{path} is not a private regular file of ours")
+        return f.read()
+
+
+def _private_mode(st):
+    return (not hasattr(os, "getuid") or st.st_uid == os.getuid()) and not st.st_mode & 0o022
+
+
+def _remove(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _build(directory, path, source, flags, key, symbol):
+    with tempfile.TemporaryDirectory(dir=directory) as tmp:  # mode 0700
+        with open(os.path.join(tmp, "k.c"), "w") as f:
+            f.write(source)
+        # flags after the source file: libraries must follow the objects that use them;
+        # relative names, so the library's bytes do not depend on the temporary path
+        done = subprocess.run([path, "k.c", "-o", "k.so", *flags], cwd=tmp,
+                              capture_output=True, text=True, timeout=120)
+        fix = f"Check that {path} is a working C compiler, or set CC to one."
+        if done.returncode != 0:
+            message = (done.stderr or done.stdout).strip()[-2000:]
+            _warn(f"the C compiler {path} rejected a generated kernel (exit status "
+                  f"{done.returncode}); it runs on numpy instead (same results)"
+                  + (f":\n{message}\n" if message else ""),
+                  fix + " If it works, this is a bug in autograph_lite: please report it.")
             return None
-    return ctypes.CDLL(target)
+        try:
+            with open(os.path.join(tmp, "k.so"), "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            _warn(f"the C compiler {path} exited with success but wrote no library; native "
+                  f"kernels run on numpy instead (same results)", fix)
+            return None
+        digest = hashlib.sha256(data).hexdigest()
+        library = _library(directory, key, digest)
+        os.replace(os.path.join(tmp, "k.so"), library)   # content-named: readers never see it change
+        with open(os.path.join(tmp, "manifest"), "w") as f:
+            f.write(digest + "\n")
+        os.replace(os.path.join(tmp, "manifest"), _manifest(directory, key))
+    try:
+        return getattr(ctypes.CDLL(library), symbol)
+    except (OSError, AttributeError) as e:
+        _remove(_manifest(directory, key))
+        _warn(f"the library {path} built for a native kernel cannot be used ({e}); it runs on "
+              f"numpy instead (same results)", fix)
+        return None
+
+
+def _usable_dir():
+    """The configured cache directory if it is private to us, else this process's private one."""
+    configured = cache_dir()
+    if configured not in _usable_dirs:
+        problem = _prepare(configured)
+        if problem is None:
+            _usable_dirs[configured] = configured
+        else:
+            _usable_dirs[configured] = _private_dir()
+            _warn(f"the native kernel cache {configured} {problem}, so it is not used: kernels are "
+                  f"built in a private temporary directory for this process (slower start-up)",
+                  "Point AG_CACHE_DIR at a directory that only you can write "
+                  "(autograph_lite creates it with mode 0700).")
+    return _usable_dirs[configured]
+
+
+def _prepare(directory):
+    """Create `directory` (and its parent) with mode 0700; None if it is safe to use, else why not."""
+    parent = os.path.dirname(directory)
+    try:
+        os.makedirs(parent, mode=0o700, exist_ok=True)
+        try:
+            os.mkdir(directory, 0o700)
+        except FileExistsError:
+            pass
+        st, parent_st = os.stat(directory), os.stat(parent)
+    except OSError as e:
+        return f"cannot be created ({e.strerror or e})"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a directory"
+    if not _private_mode(st):
+        return "is owned by another user or writable by group or others"
+    sticky = parent_st.st_mode & stat.S_ISVTX
+    if hasattr(os, "getuid") and parent_st.st_uid not in (0, os.getuid()) or (
+            parent_st.st_mode & 0o022 and not sticky):
+        return f"is inside {parent}, which another user can change"
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return "is not writable"
+    return None
+
+
+def _private_dir():
+    global _private
+    if _private is None:
+        _private = tempfile.mkdtemp(prefix="autograph_lite-kernels-")
+        atexit.register(shutil.rmtree, _private, True)
+    return _private

@@ -67,10 +67,9 @@ def cpu_kernel(steps, operands):
         text = source(steps, operands, compiler.vector_math())
     except cexpr.Unsupported:
         return None
-    library = compiler.load(text)
-    if library is None:
+    fn = compiler.load(text, "kernel")
+    if fn is None:
         return None
-    fn = library.kernel
     fn.restype = None
     fn.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p] + [
         _CTYPES_SCALAR[cexpr.c_type(dtype)] if kind == "scalar" else ctypes.c_void_p

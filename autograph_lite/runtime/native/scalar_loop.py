@@ -4,15 +4,24 @@ A loop whose every value is a 0-d number (counters, Newton steps, Collatz) spend
 time in the interpreter: each iteration is a handful of numpy scalar operations at
 ~50 ns each. When every node of its condition and body (nested Cond and While
 included) has a C translation (`cexpr`), the loop is written as C: loop variables
-in and out through pointers, captured scalars by value.
+in and out through pointers, captured scalars by value. The graph ops it may contain
+are pure (no printing, randomness or effects), so it may run again from the start.
 
 Tiered: the plan runs the Python loop for the first `TIER_UP_AFTER - 1` runs and
 compiles the C loop at the next one, so a function called once never pays a
-compile. `NativeLoop(...)(*args)` returns the loop's final values, or None while the
-caller should run its Python loop.
+compile. `NativeLoop(...)(*args)` returns the loop's final values, or None when the
+caller should run its Python loop (from the loop's initial values).
 
-Weak (Python) scalars are carried as int64/double, so a weak int that would outgrow
-int64 wraps here where Python's would not.
+The C function returns a status:
+- DONE: the final values are in the pointers;
+- PAUSED: it ran `BUDGET` iterations (those of nested loops counted too) and wrote the
+  loop variables back at the start of an iteration of the outermost loop; it is called
+  again from there. Between the calls the interpreter runs its signal handlers, so
+  Ctrl-C raises KeyboardInterrupt within a few milliseconds, as in the Python loop;
+- INEXACT: weak (Python) scalars are carried as int64/double, and a result that Python
+  would compute differently (an int outgrowing int64, a division by zero that raises, a
+  float power that overflows or turns complex) stops the C loop; the Python loop then
+  runs the whole loop, so a result never depends on how often the function ran.
 """
 import ctypes
 import itertools
@@ -24,23 +33,33 @@ from . import cexpr, compiler
 from .elementwise import _CTYPES_SCALAR, as_number
 
 TIER_UP_AFTER = 3
+BUDGET = 1 << 18   # iterations per C call: about a millisecond of simple scalar work
+DONE, PAUSED, INEXACT = 0, 1, 2
 
 _BOX = {"b": bool, "i": int, "u": int, "f": float}
 
 
 def source(node):
-    """C source of `void loop(T* vars..., C captures...)` for While `node`; raises cexpr.Unsupported."""
+    """C source of `int loop(T* vars..., C captures...)` for While `node`; raises cexpr.Unsupported."""
     writer = _Writer(cexpr.Emitter(compiler.vector_math()))
     n = len(node.attrs["body"].outputs)
     params, values = [], []
     for i, t in enumerate(node.inputs):
         _check_scalar(t)
+        if i < n:  # loop variables are passed in their loop dtype (NativeLoop converts them)
+            if t.dtype != node.outputs[i].dtype and np.dtype(node.outputs[i].dtype) == np.bool_:
+                raise cexpr.Unsupported("a loop variable that becomes a bool")
+            t = node.outputs[i]
         t_c = cexpr.c_type(t.dtype)
         params.append(f"{t_c}* p{i}" if i < n else f"{t_c} c{i}")
         values.append(cexpr.Value(f"(*p{i})" if i < n else f"c{i}", np.dtype(t.dtype), t.weak))
-    outs = writer.while_(node, values, 1)
+    writer.lines.append(f"    int64_t ag_budget = {BUDGET};")
+    outs = writer.while_(node, values, 1, pause=[f"p{i}" for i in range(n)])
     writer.lines += [f"    *p{i} = {v.expr};" for i, v in enumerate(outs)]
-    return "\n".join([writer.emitter.prelude(), f"void loop({', '.join(params)}) {{",
+    writer.lines.append(f"    return {DONE};")
+    if writer.inexact:
+        writer.lines += ["ag_inexact:", f"    return {INEXACT};"]
+    return "\n".join([writer.emitter.prelude(), f"int loop({', '.join(params)}) {{",
                       *writer.lines, "}", ""])
 
 
@@ -52,6 +71,7 @@ def _check_scalar(t):
 class _Writer:
     def __init__(self, emitter):
         self.emitter, self.lines, self.counter = emitter, [], itertools.count()
+        self.inexact = False  # some result may be one Python computes differently: `ag_inexact`
 
     def local(self, t, indent, expr=None):
         """A C local for tensor `t` (declared, and set to `expr` if given)."""
@@ -78,11 +98,46 @@ class _Writer:
                 outs = self.cond(node, ins, indent)
             elif node.op == "While":
                 outs = self.while_(node, ins, indent)
+            elif node.outputs[0].weak:
+                outs = [self.weak_op(node.op, ins, node.outputs[0], indent)]
             else:
                 out = node.outputs[0]
                 outs = [self.local(out, indent, self.emitter.op(node.op, ins, out.dtype))]
             values.update((id(t), v) for t, v in zip(node.outputs, outs))
         return [values[id(t)] for t in graph.outputs]
+
+    def weak_op(self, op, ins, out, indent):
+        """Op `op` on Python scalars: exactly Python's result, or a jump to `ag_inexact`."""
+        kind = out.dtype.kind
+        a = [self.emitter.cast(v, out.dtype) for v in ins]
+        if kind in "iu" and op in _CHECKED_INT:  # Python ints do not wrap
+            value = self.local(out, indent)
+            builtin, x, y = _CHECKED_INT[op]
+            x, y = (a[0] if x else "0"), (a[0] if y == 0 else a[1])
+            self.bail(f"__builtin_{builtin}_overflow({x}, {y}, &{value.expr})", indent)
+            return value
+        if kind in "iu" and op in ("FloorDiv", "FloorMod", "Abs"):
+            # Python raises ZeroDivisionError; MIN // -1 and abs(MIN) outgrow int64
+            test = {"FloorDiv": f"{a[1]} == 0 || ({a[1]} == -1 && {a[0]} == INT64_MIN)",
+                    "FloorMod": f"{a[1]} == 0", "Abs": f"{a[0]} == INT64_MIN"}[op]
+            self.bail(test, indent)
+            return self.local(out, indent, self.emitter.op(op, ins, out.dtype))
+        if op in _EXACT or kind == "b":
+            return self.local(out, indent, self.emitter.op(op, ins, out.dtype))
+        if kind == "f" and op == "RealDiv":  # x / 0 raises; int / int is exact beyond 2**53
+            tests = [f"{a[1]} == 0"] + [f"({v.expr} > 9007199254740992 || {v.expr} < -9007199254740992)"
+                                        for v in ins if v.dtype.kind in "iu"]
+            self.bail(" || ".join(tests), indent)
+            return self.local(out, indent, self.emitter.op(op, ins, out.dtype))
+        if kind == "f" and op in ("Pow", "Square"):  # Python raises on overflow, gives complex for (-x) ** 0.5
+            value = self.local(out, indent, self.emitter.op(op, ins, out.dtype))
+            self.bail(f"!isfinite({value.expr})", indent)
+            return value
+        raise cexpr.Unsupported(f"{op} on Python scalars")
+
+    def bail(self, test, indent):
+        self.inexact = True
+        self.lines.append("    " * indent + f"if ({test}) goto ag_inexact;")
 
     def assign(self, targets, values, indent):
         pad = "    " * indent
@@ -106,30 +161,47 @@ class _Writer:
         self.lines.append(f"{pad}}}")
         return outs
 
-    def while_(self, node, ins, indent):
+    def while_(self, node, ins, indent, pause=None):
+        """The loop; `pause`: the pointers to write its variables to when the budget is spent."""
         cond, body = node.attrs["cond"], node.attrs["body"]
         n = len(body.outputs)
         loop_vars = [self.local(t, indent, self.emitter.cast(v, t.dtype))
                      for t, v in zip(node.outputs, ins[:n])]
         pad = "    " * indent
         self.lines.append(f"{pad}for (;;) {{")
+        if pause:
+            saves = " ".join(f"*{p} = {v.expr};" for p, v in zip(pause, loop_vars))
+            self.lines.append(f"{pad}    if (ag_budget <= 0) {{ {saves} return {PAUSED}; }}")
         (pred,) = self.graph(cond, loop_vars + ins[n:], indent + 1)
         self.lines.append(f"{pad}    if (!{self.emitter.cast(pred, np.bool_)}) break;")
+        self.lines.append(f"{pad}    ag_budget--;")
         self.assign(loop_vars, self.graph(body, loop_vars + ins[n:], indent + 1), indent + 1)
         self.lines.append(f"{pad}}}")
         return loop_vars
+
+
+# ops whose result on Python scalars is Python's (on ints: once the checks above passed)
+_EXACT = {"Select", "Cast", "Maximum", "Minimum", "Relu", "Add", "Sub", "Mul", "Neg", "Abs"}
+_CHECKED_INT = {"Add": ("add", 1, 1), "Sub": ("sub", 1, 1), "Mul": ("mul", 1, 1),
+                "Neg": ("sub", 0, 0), "Square": ("mul", 1, 0)}
 
 
 class NativeLoop:
     """The C version of one While node, built at its TIER_UP_AFTER-th run."""
 
     def __init__(self, node, text):
-        self.text, self.runs, self.fn = text, 0, None
+        self.text, self.runs = text, 0
+        self.fn = None  # the C function once built; False when it could not be (warned)
         self.n = len(node.attrs["body"].outputs)
-        self.var_types = [_CTYPES_SCALAR[cexpr.c_type(t.dtype)] for t in node.inputs[:self.n]]
+        self.var_types = [_CTYPES_SCALAR[cexpr.c_type(t.dtype)] for t in node.outputs]
         self.arg_types = ([ctypes.POINTER(c) for c in self.var_types] +
                           [_CTYPES_SCALAR[cexpr.c_type(t.dtype)] for t in node.inputs[self.n:]])
         self.boxes = [_BOX[t.dtype.kind] if t.weak else t.dtype.type for t in node.outputs]
+        # Python ints may not fit the C type that carries them: (index, min, max + 1)
+        carried = list(node.outputs) + list(node.inputs[self.n:])
+        self.weak_ints = [(i, int(np.iinfo(c.dtype).min), int(np.iinfo(c.dtype).max) + 1)
+                          for i, (t, c) in enumerate(zip(node.inputs, carried))
+                          if t.weak and t.dtype.kind in "iu" and c.dtype.kind in "iu"]
         self._lock = threading.Lock()
 
     @classmethod
@@ -144,22 +216,31 @@ class NativeLoop:
 
     def __call__(self, *args):
         fn = self.fn
-        if fn is None:
-            with self._lock:
-                self.runs += 1
-                if self.runs < TIER_UP_AFTER or self.fn is False:
-                    return None
-                fn = self.fn = self._build() or False
+        if not fn:
             if fn is False:
                 return None
+            with self._lock:
+                if self.fn is None:
+                    self.runs += 1
+                    if self.runs >= TIER_UP_AFTER:
+                        self.fn = self._build() or False
+                fn = self.fn
+            if not fn:
+                return None
+        for i, low, high in self.weak_ints:
+            if not low <= args[i] < high:
+                return None
         cells = [c(as_number(v)) for c, v in zip(self.var_types, args)]
-        fn(*cells, *[as_number(v) for v in args[self.n:]])
+        captures = [as_number(v) for v in args[self.n:]]
+        status = fn(*cells, *captures)
+        while status == PAUSED:  # back in the interpreter: a pending Ctrl-C raises here
+            status = fn(*cells, *captures)
+        if status != DONE:
+            return None  # INEXACT: the Python loop runs from the start
         return tuple(box(c.value) for box, c in zip(self.boxes, cells))
 
     def _build(self):
-        library = compiler.load(self.text)
-        if library is None:
-            return None
-        fn = library.loop
-        fn.restype, fn.argtypes = None, self.arg_types
+        fn = compiler.load(self.text, "loop")
+        if fn is not None:
+            fn.restype, fn.argtypes = ctypes.c_int, self.arg_types
         return fn

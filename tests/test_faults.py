@@ -1,0 +1,334 @@
+"""Faults a real machine has, each in a fresh process with its own kernel cache: broken or
+missing compilers, damaged and foreign cache entries, unusable cache directories,
+concurrent builders, Ctrl-C in a long loop. Each run must give eager's results on every
+call (before and after the tier-up to C), at most one warning, and never load a library
+that is not ours."""
+import hashlib
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from autograph_lite.runtime.native import compiler
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HAS_CC = compiler.compiler() is not None
+needs_cc = pytest.mark.skipif(not HAS_CC, reason="no C compiler on this machine")
+
+# A tiny scalar loop: its third call builds (or loads) the C loop. Prints a JSON report.
+CHILD = r"""
+import json, warnings
+import numpy as np
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    import autograph_lite as ag
+
+    def f(n):
+        acc = 0
+        i = 0
+        while i < n:
+            acc = acc + i * i - (i // 3)
+            i += 1
+        return acc
+
+    g = ag.function(f)
+    n = np.int64(1000)
+    ok = all(g(n) == f(n) and type(g(n)) is type(f(n)) for _ in range(5))
+    loops = g.get_concrete_function(n).plan.native_loops
+print(json.dumps({"ok": ok, "native": bool(loops and loops[0].fn),
+                  "warnings": [f"{w.category.__name__}: {w.message}" for w in caught]}))
+"""
+
+
+def script(code, directory):
+    """`code` as a file (the converter reads a function's source from its file)."""
+    path = directory / f"child{abs(hash(code))}.py"
+    path.write_text(code)
+    return str(path)
+
+
+def run_child(env_changes, code=CHILD, cache=None):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    env.pop("AG_NATIVE_KERNELS", None)
+    if cache is not None:
+        env["AG_CACHE_DIR"] = str(cache)
+    env.update(env_changes)
+    directory = env.get("AG_TEST_SCRIPTS") or os.path.dirname(str(cache))
+    done = subprocess.run([sys.executable, script(code, pathlib.Path(directory))], env=env,
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def assert_report(report, native, warnings=(0, 1), match=None):
+    assert report["ok"], report
+    assert report["native"] == native, report
+    assert warnings[0] <= len(report["warnings"]) <= warnings[1], report
+    if match is not None:
+        assert match in report["warnings"][0], report
+    for w in report["warnings"]:  # what failed, how to fix it, how to silence it
+        assert w.startswith("NativeKernelWarning") and "AG_NATIVE_KERNELS=0" in w, report
+
+
+def fake_compiler(tmp_path, body):
+    script = tmp_path / "fake-cc"
+    script.write_text("#!/bin/sh\n" + body)
+    script.chmod(0o755)
+    return str(script)
+
+
+# --- broken or missing compilers ------------------------------------------------------------
+
+@pytest.mark.parametrize("cc, match", [("/bin/false", "rejected a generated kernel"),
+                                       ("/bin/true", "wrote no library")])
+def test_a_compiler_that_fails_or_writes_nothing(tmp_path, cc, match):
+    assert_report(run_child({"CC": cc}, cache=tmp_path / "cache"), native=False, warnings=(1, 1),
+                  match=match)
+
+
+def test_a_compiler_that_writes_garbage_as_the_library(tmp_path):
+    cc = fake_compiler(tmp_path, 'while [ $# -gt 0 ]; do [ "$1" = -o ] && out="$2"; shift; done\n'
+                                 '[ -n "$out" ] && head -c 4096 /dev/urandom > "$out"\nexit 0\n')
+    assert_report(run_child({"CC": cc}, cache=tmp_path / "cache"), native=False, warnings=(1, 1),
+                  match="cannot be used")
+
+
+@pytest.mark.parametrize("env, match", [({"CC": "no-such-cc-here"}, "was not found"),
+                                        ({"PATH": "/nonexistent"}, "no C compiler")])
+def test_a_missing_compiler(tmp_path, env, match):
+    env = dict(env)
+    if "PATH" in env:
+        env["CC"] = ""
+    assert_report(run_child(env, cache=tmp_path / "cache"), native=False, warnings=(1, 1), match=match)
+
+
+def test_native_kernels_off_is_silent(tmp_path):
+    assert_report(run_child({"AG_NATIVE_KERNELS": "0", "CC": "/bin/false"}, cache=tmp_path),
+                  native=False, warnings=(0, 0))
+
+
+# --- unusable cache directories: a private directory for the process instead -----------------
+
+@needs_cc
+def test_a_cache_path_that_is_a_file(tmp_path):
+    (tmp_path / "file").write_text("not a directory")
+    assert_report(run_child({}, cache=tmp_path / "file"), native=True, warnings=(1, 1),
+                  match="cannot be created")
+
+
+@needs_cc
+def test_a_cache_that_cannot_be_created(tmp_path):
+    assert_report(run_child({"AG_TEST_SCRIPTS": str(tmp_path)}, cache="/proc/autograph-lite-cache"),
+                  native=True, warnings=(1, 1),
+                  match="cannot be created")
+
+
+@needs_cc
+def test_a_read_only_cache(tmp_path):
+    cache = tmp_path / "cache"
+    (cache / "kernels").mkdir(parents=True, mode=0o700)
+    (cache / "kernels").chmod(0o500)
+    try:  # as root the directory is still writable: then it is simply used
+        expected = (0, 0) if os.access(cache / "kernels", os.W_OK) else (1, 1)
+        assert_report(run_child({}, cache=cache), native=True, warnings=expected)
+    finally:
+        (cache / "kernels").chmod(0o700)
+
+
+# --- damaged cache entries: detected, discarded, rebuilt, silently -----------------------------
+
+def populated_cache(tmp_path):
+    cache = tmp_path / "cache"
+    assert_report(run_child({}, cache=cache), native=True, warnings=(0, 0))
+    assert (cache / "kernels").stat().st_mode & 0o777 == 0o700
+    [manifest] = (cache / "kernels").glob("*.sha256")
+    [library] = (cache / "kernels").glob("*.so")
+    return cache, manifest, library
+
+
+def assert_cache_is_sound(manifest):
+    digest = manifest.read_text().strip()
+    [library] = manifest.parent.glob(f"{manifest.stem}-{digest[:16]}.so")
+    assert hashlib.sha256(library.read_bytes()).hexdigest() == digest
+
+
+@needs_cc
+@pytest.mark.parametrize("damage", ["truncated", "empty", "random"])
+def test_a_damaged_library_is_rebuilt(tmp_path, damage):
+    cache, manifest, library = populated_cache(tmp_path)
+    data = library.read_bytes()
+    library.write_bytes({"truncated": data[:len(data) // 2], "empty": b"",
+                         "random": os.urandom(len(data))}[damage])
+    assert_report(run_child({}, cache=cache), native=True, warnings=(0, 0))
+    assert_cache_is_sound(manifest)
+
+
+@needs_cc
+def test_a_damaged_manifest_is_rebuilt(tmp_path):
+    cache, manifest, _ = populated_cache(tmp_path)
+    manifest.write_bytes(os.urandom(64))
+    assert_report(run_child({}, cache=cache), native=True, warnings=(0, 0))
+    assert_cache_is_sound(manifest)
+
+
+def build_library(tmp_path, source, name):
+    (tmp_path / f"{name}.c").write_text(source)
+    path = tmp_path / f"{name}.so"
+    subprocess.run([compiler.compiler()[0], str(tmp_path / f"{name}.c"), "-shared", "-fPIC",
+                    "-o", str(path)], check=True)
+    return path
+
+
+def plant(manifest, library_path, mode=0o644):
+    """Make the cache entry of `manifest` name the library at `library_path` (a matching sha256)."""
+    data = library_path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    target = manifest.parent / f"{manifest.stem}-{digest[:16]}.so"
+    target.write_bytes(data)
+    target.chmod(mode)
+    manifest.write_text(digest + "\n")
+    return target
+
+
+@needs_cc
+def test_a_valid_library_without_the_symbol_is_rebuilt(tmp_path):
+    cache, manifest, _ = populated_cache(tmp_path)
+    plant(manifest, build_library(tmp_path, "int other(void) { return 1; }\n", "other"))
+    assert_report(run_child({}, cache=cache), native=True, warnings=(0, 0))
+    assert_cache_is_sound(manifest)
+
+
+# --- foreign cache entries: never loaded -------------------------------------------------------
+
+def marker_library(tmp_path):
+    marker = tmp_path / "MARKER"
+    source = ('#include <stdio.h>\n__attribute__((constructor)) static void planted(void) {\n'
+              f'    FILE *f = fopen("{marker}", "w"); if (f) fclose(f);\n}}\n'
+              "int loop(void) { return 0; }\n")
+    return build_library(tmp_path, source, "planted"), marker
+
+
+@needs_cc
+@pytest.mark.parametrize("where", ["group-writable kernels dir", "group-writable cache root"])
+def test_a_shared_cache_directory_is_not_loaded_from(tmp_path, where):
+    cache, manifest, _ = populated_cache(tmp_path)
+    library, marker = marker_library(tmp_path)
+    plant(manifest, library)
+    shared = cache / "kernels" if where.endswith("kernels dir") else cache
+    shared.chmod(0o775)
+    assert_report(run_child({}, cache=cache), native=True, warnings=(1, 1),
+                  match="another user")
+    assert not marker.exists(), "a planted library was loaded"
+
+
+@needs_cc
+def test_a_foreign_library_in_our_cache_is_not_loaded(tmp_path):
+    cache, manifest, _ = populated_cache(tmp_path)
+    library, marker = marker_library(tmp_path)
+    planted = plant(manifest, library, mode=0o666)   # writable by others
+    assert_report(run_child({}, cache=cache), native=True, warnings=(0, 0))
+    assert not marker.exists(), "a planted library was loaded"
+    if os.getuid() == 0:  # owned by another user
+        planted = plant(manifest, library)
+        os.chown(planted, 65534, 65534)
+        assert_report(run_child({}, cache=cache), native=True, warnings=(0, 0))
+        assert not marker.exists(), "a planted library was loaded"
+
+
+@needs_cc
+@pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="needs root to chown")
+def test_a_cache_directory_owned_by_another_user_is_not_used(tmp_path):
+    cache, manifest, _ = populated_cache(tmp_path)
+    library, marker = marker_library(tmp_path)
+    plant(manifest, library)
+    os.chown(cache / "kernels", 65534, 65534)
+    assert_report(run_child({}, cache=cache), native=True, warnings=(1, 1), match="another user")
+    assert not marker.exists(), "a planted library was loaded"
+
+
+# --- concurrent builders ---------------------------------------------------------------------
+
+THREADED = CHILD.replace("""    g = ag.function(f)
+    n = np.int64(1000)
+    ok = all(g(n) == f(n) and type(g(n)) is type(f(n)) for _ in range(5))
+    loops = g.get_concrete_function(n).plan.native_loops
+""", """    import threading
+    n = np.int64(1000)
+    fns = [ag.function(f) for _ in range(4)]
+    oks = []
+    def work(g):
+        oks.append(all(g(n) == f(n) and type(g(n)) is type(f(n)) for _ in range(5)))
+    threads = [threading.Thread(target=work, args=(g,)) for g in fns]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    ok = len(oks) == 4 and all(oks)
+    loops = [l for g in fns for l in g.get_concrete_function(n).plan.native_loops if l.fn]
+""")
+
+
+@needs_cc
+def test_concurrent_builders_of_one_kernel(tmp_path):
+    env = dict(os.environ, PYTHONPATH=ROOT, AG_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("AG_NATIVE_KERNELS", None)
+    children = [subprocess.Popen([sys.executable, script(THREADED, tmp_path)], env=env, cwd=ROOT,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for _ in range(4)]
+    for child in children:
+        out, err = child.communicate(timeout=120)
+        assert child.returncode == 0, err
+        assert_report(json.loads(out.strip().splitlines()[-1]), native=True, warnings=(0, 0))
+    [manifest] = (tmp_path / "cache" / "kernels").glob("*.sha256")
+    assert_cache_is_sound(manifest)
+
+
+# --- Ctrl-C ------------------------------------------------------------------------------------
+
+LONG_LOOP = r"""
+import sys
+import numpy as np
+import autograph_lite as ag
+
+def spin(n):
+    acc = 0
+    i = np.int64(0)
+    while i < n:
+        acc = (acc + i) % 1000003
+        i += 1
+    return acc
+
+g = ag.function(spin)
+for _ in range(4):
+    g(np.int64(10))
+loops = g.get_concrete_function(np.int64(10)).plan.native_loops
+print("native" if loops and loops[0].fn else "python", flush=True)
+g(np.int64(10 ** 12))
+print("finished", flush=True)
+"""
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_ctrl_c_stops_a_long_loop(tmp_path, native):
+    if native == "1" and not HAS_CC:
+        pytest.skip("no C compiler on this machine")
+    env = dict(os.environ, PYTHONPATH=ROOT, AG_CACHE_DIR=str(tmp_path), AG_NATIVE_KERNELS=native)
+    child = subprocess.Popen([sys.executable, script(LONG_LOOP, tmp_path)], env=env, cwd=ROOT,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == ("native" if native == "1" else "python")
+        time.sleep(0.3)  # well inside the 10**12 iterations
+        assert child.poll() is None
+        child.send_signal(signal.SIGINT)
+        start = time.monotonic()
+        out, err = child.communicate(timeout=10)
+        elapsed = time.monotonic() - start
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert elapsed < 2, f"Ctrl-C took {elapsed:.2f} s"
+    assert "KeyboardInterrupt" in err and "finished" not in out
+    assert child.returncode != 0
