@@ -201,7 +201,9 @@ class NativeLoop:
         carried = list(node.outputs) + list(node.inputs[self.n:])
         self.weak_ints = [(i, int(np.iinfo(c.dtype).min), int(np.iinfo(c.dtype).max) + 1)
                           for i, (t, c) in enumerate(zip(node.inputs, carried))
-                          if t.weak and t.dtype.kind in "iu" and c.dtype.kind in "iu"]
+                          if t.weak and t.dtype.kind in "iu" and c.dtype.kind in "iu"
+                          and not (t.node is not None and t.node.op == "Const"
+                                   and np.can_cast(t.dtype, c.dtype))]  # a literal was checked
         self._lock = threading.Lock()
 
     @classmethod
@@ -231,10 +233,11 @@ class NativeLoop:
             if not low <= args[i] < high:
                 return None
         cells = [c(as_number(v)) for c, v in zip(self.var_types, args)]
-        captures = [as_number(v) for v in args[self.n:]]
-        status = fn(*cells, *captures)
+        if len(args) > self.n:
+            cells += [as_number(v) for v in args[self.n:]]  # captures, by value
+        status = fn(*cells)
         while status == PAUSED:  # back in the interpreter: a pending Ctrl-C raises here
-            status = fn(*cells, *captures)
+            status = fn(*cells)
         if status != DONE:
             return None  # INEXACT: the Python loop runs from the start
         return tuple(box(c.value) for box, c in zip(self.boxes, cells))
