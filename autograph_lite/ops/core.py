@@ -9,7 +9,7 @@ import numbers
 import numpy as np
 
 from ..errors import user_location
-from ..runtime import devices
+from ..runtime import devices, fp_errors
 from ..runtime.graph import Tensor, _tracing, building, current_graph
 from ..runtime.opdef import OpDef, register
 
@@ -27,6 +27,8 @@ def apply(op, inputs, attrs=None):
                                                 for x in inputs)):
         # creation ops (no array inputs) follow `with ag.device(...)`
         xp = devices.array_module(inputs) if inputs else devices.current().xp
+        if op.float_errors and xp is np:  # numpy's warning names the user's line, not this one
+            return fp_errors.eager_reporter(op.float_errors).call(op.eager_kernel(xp, attrs), *inputs)
         return op.eager_kernel(xp, attrs)(*inputs)
     return add_node(graph, op, inputs, attrs or {})
 

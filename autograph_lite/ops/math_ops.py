@@ -7,6 +7,7 @@ import operator
 
 import numpy as np
 
+from ..runtime.fp_errors import report_eagerly
 from ..runtime.graph import _tracing
 from .core import (apply, broadcast_shapes, define, elementwise, normalize_axes,
                    normalize_axis, result_dtype)
@@ -16,7 +17,7 @@ _HOST = (np.ndarray, float, int, bool, np.generic)
 
 
 def _binary(opdef, doc):
-    numpy_kernel = opdef.kernel(np)
+    numpy_kernel = report_eagerly(opdef, opdef.kernel(np))
 
     def op(x, y):
         if not _tracing.stack and isinstance(x, _HOST) and isinstance(y, _HOST):
@@ -27,7 +28,7 @@ def _binary(opdef, doc):
 
 
 def _unary(opdef, doc):
-    numpy_kernel = opdef.kernel(np)
+    numpy_kernel = report_eagerly(opdef, opdef.kernel(np))
 
     def op(x):
         if not _tracing.stack and isinstance(x, _HOST):
@@ -77,6 +78,12 @@ _PY_OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "f
                  "less_equal": "<=", "greater": ">", "greater_equal": ">="}
 
 
+# ops numpy may report floating-point errors for, by numpy's name in the warning
+_FLOAT_ERRORS = {"add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
+                 "floordiv": "floor_divide", "mod": "remainder", "pow": "power", "exp": "exp",
+                 "log": "log", "sqrt": "sqrt", "square": "square"}
+
+
 def _infix(symbol):
     return lambda xp, a, bind: f"({a[0]} {symbol} {a[1]})"
 
@@ -88,6 +95,7 @@ def _define_all(table, wrap):
     functions = []
     for name, op, kernel, doc in table:
         OPS[name] = elementwise(op, kernel)
+        OPS[name].float_errors = _FLOAT_ERRORS.get(name)
         if name in _PY_OPERATORS:
             OPS[name].inline = _infix(_PY_OPERATORS[name])
         fn = wrap(OPS[name], doc)
@@ -121,7 +129,8 @@ def _cast_kernel(xp, dtype):
     return lambda x: xp.asarray(x).astype(dtype)
 
 
-OPS["cast"] = define("Cast", _cast_kernel, lambda x, dtype: [(x.shape, dtype)], elementwise=True)
+OPS["cast"] = define("Cast", _cast_kernel, lambda x, dtype: [(x.shape, dtype)], elementwise=True,
+                     float_errors="cast")
 
 
 def cast(x, dtype):
@@ -142,7 +151,7 @@ def _matmul_infer(a, b):
     return [(shape, result_dtype(np.multiply, (a, b)))]
 
 
-OPS["matmul"] = define("MatMul", lambda xp: xp.matmul, _matmul_infer)
+OPS["matmul"] = define("MatMul", lambda xp: xp.matmul, _matmul_infer, float_errors="matmul")
 
 
 def matmul(a, b):
@@ -175,17 +184,20 @@ def _reduction(public, op_name, reducer, dtype_fn, doc):
             return None
         return f"{bind(ufunc.reduce)}({a[0]}, {bind(axis)}, None, None, {bind(keepdims)})"
 
-    OPS[public] = opdef = define(op_name, kernel, infer)
+    OPS[public] = opdef = define(op_name, kernel, infer,
+                                 float_errors="reduce" if reducer in ("sum", "mean", "prod") else None)
     opdef.inline = inline
 
     ufunc = getattr(np, _UFUNC_REDUCERS.get(reducer, ""), None)
+    reduce = report_eagerly(opdef, getattr(ufunc, "reduce", None))
+    report = report_eagerly(opdef, lambda f, x, axis, keepdims: f(x, axis=axis, keepdims=keepdims))
 
     def op(x, axis=None, keepdims=False):
         axis = _axis_attr(axis)
         if not _tracing.stack and type(x) is np.ndarray:  # eager on a host array: numpy directly
             if isinstance(ufunc, np.ufunc):
-                return ufunc.reduce(x, axis, None, None, bool(keepdims))
-            return getattr(np, reducer)(x, axis=axis, keepdims=bool(keepdims))
+                return reduce(x, axis, None, None, bool(keepdims))
+            return report(getattr(np, reducer), x, axis, bool(keepdims))
         return apply(opdef, (x,), {"axis": axis, "keepdims": bool(keepdims)})
     op.__name__ = op.__qualname__ = public
     op.__doc__ = doc + " Over `axis` (int, tuple, or None for all), numpy semantics."
@@ -238,9 +250,15 @@ def _to_input(g, x):
 
 
 def _safe(dy, local):
-    """dy * local, but 0 wherever dy is 0, so an infinite or NaN local slope cannot leak."""
-    product = multiply(dy, local)
-    return where(equal(dy, 0), 0.0, product)
+    """dy * local, but 0 wherever dy is 0, so an infinite or NaN local slope cannot leak
+    (masked before the product, so none is computed there and numpy warns of none)."""
+    unused = equal(dy, 0)
+    return where(unused, 0.0, multiply(dy, where(unused, 0.0, local)))
+
+
+def _where_used(dy, t):
+    """`t`, but 1 wherever dy is 0: a slope computed from it is finite where it goes unused."""
+    return where(equal(dy, 0), 1.0, t)
 
 
 @grad_rule(OPS["add"])
@@ -264,8 +282,9 @@ def _mul_grad(node, dy):
 @grad_rule(OPS["divide"])
 def _div_grad(node, dy):
     x, y = node.inputs
+    y = _where_used(dy, y)
     return [_to_input(_safe(dy, divide(1.0, y)), x),
-            _to_input(_safe(dy, negative(divide(node.outputs[0], y))), y)]
+            _to_input(_safe(dy, negative(divide(node.outputs[0], y))), node.inputs[1])]
 
 
 @grad_rule(OPS["floordiv"], OPS["equal"], OPS["not_equal"], OPS["less"], OPS["less_equal"],
@@ -285,7 +304,7 @@ def _mod_grad(node, dy):
 def _pow_grad(node, dy):
     x, y = node.inputs
     out = node.outputs[0]
-    dx = _safe(dy, multiply(y, pow(x, subtract(y, 1))))
+    dx = _safe(dy, multiply(y, pow(_where_used(dy, x), subtract(y, 1))))
     dexp = _safe(dy, multiply(out, log(where(greater(x, 0), x, 1.0))))
     return [_to_input(dx, x), _to_input(dexp, y)]
 
@@ -319,12 +338,12 @@ def _exp_grad(node, dy):
 
 @grad_rule(OPS["log"])
 def _log_grad(node, dy):
-    return [_to_input(_safe(dy, divide(1.0, node.inputs[0])), node.inputs[0])]
+    return [_to_input(_safe(dy, divide(1.0, _where_used(dy, node.inputs[0]))), node.inputs[0])]
 
 
 @grad_rule(OPS["sqrt"])
 def _sqrt_grad(node, dy):
-    return [_to_input(_safe(dy, divide(0.5, node.outputs[0])), node.inputs[0])]
+    return [_to_input(_safe(dy, divide(0.5, _where_used(dy, node.outputs[0]))), node.inputs[0])]
 
 
 @grad_rule(OPS["square"])

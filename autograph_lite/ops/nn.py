@@ -56,7 +56,7 @@ def _softmax_infer(x, axis=-1):
     return [(x.shape, x.dtype)]
 
 
-OPS["softmax"] = define("Softmax", _softmax_kernel, _softmax_infer)
+OPS["softmax"] = define("Softmax", _softmax_kernel, _softmax_infer, float_errors="softmax")
 
 
 def softmax(x, axis=-1):

@@ -6,6 +6,7 @@ bare call such as `v3 = k3(v1, v2)`; `Cond` becomes a native `if`, `While` a nat
 and comments are escaped onto one line. A failure while the plan runs is traced back to the node, and so to the
 user's `file:line`, through the line map kept here.
 """
+import functools
 import itertools
 import linecache
 import math
@@ -14,6 +15,7 @@ import weakref
 import numpy as np
 
 from ..errors import printable, short_location
+from . import fp_errors
 from .devices import is_gpu_array
 from .native.scalar_loop import NativeLoop
 from .opdef import lookup
@@ -28,11 +30,25 @@ class Plan:
     def __init__(self, graph, device):
         lowering = _Lowering(device)
         self.source, self.fn, self._line_nodes = lowering.run(graph)
+        self._spans = lowering.spans  # plan line -> [(node, first column, end column)] of inlined nodes
         self.native_loops = lowering.native_loops  # While loops that run as C once hot
         self.filename = lowering.filename
         self.graph, self.device = graph, device
+        if device.xp is np and fp_errors.may_raise(graph):  # numpy's warnings name the user's line
+            self.fn = functools.partial(fp_errors.plan_reporter(self).call, self.fn)
         # the source stays in linecache (for tracebacks) while the plan lives, not after
         weakref.finalize(self, linecache.cache.pop, self.filename, None)
+
+    def nodes_at(self, lineno, col=None, end_col=None):
+        """The nodes computed on line `lineno` of the plan's source; given the columns of the
+        expression running there, only the innermost node whose expression holds it."""
+        nodes = self._line_nodes.get(lineno, [])
+        if col is not None and end_col is not None and len(nodes) > 1:
+            holding = [(end - start, node) for node, start, end in self._spans.get(lineno, ())
+                       if start <= col and end_col <= end]
+            if holding:
+                return [min(holding, key=lambda h: h[0])[1]]
+        return nodes
 
     def failing_nodes(self, exc):
         """The nodes computed on the plan line that raised `exc` (empty if it came from elsewhere)."""
@@ -89,6 +105,8 @@ class _Lowering:
         self.env = {}        # closure name -> kernel or constant
         self.names = {}      # id(Tensor) -> variable (or inlined expression) holding its value
         self.inlined = {}    # id(Tensor) -> nodes whose expressions its name contains
+        self.exprs = {}      # id(node) -> the expression it was inlined as
+        self.spans = {}      # plan line -> [(inlined node, start, end column)]
         self.lines, self.line_nodes = [], {}
         self.native_loops = []
         self.counter = itertools.count()
@@ -109,6 +127,7 @@ class _Lowering:
         fn = namespace["make_plan"](*self.env.values())
         # line numbers: the header is line 1, self.lines[i] is line i + 2
         line_nodes = {i + 2: node for i, node in self.line_nodes.items()}
+        self.spans = {i + 2: spans for i, spans in self.spans.items()}
         return source, fn, line_nodes
 
     def _is_const_array(self, name):
@@ -134,9 +153,13 @@ class _Lowering:
         nodes = [node] if node is not None else []
         for t in reads:
             nodes = self.inlined.get(id(t), []) + nodes
+        line = "    " * indent + text
         if nodes:
             self.line_nodes[len(self.lines)] = nodes
-        self.lines.append("    " * indent + text)
+            spans = [(n, line.find(self.exprs[id(n)])) for n in nodes if id(n) in self.exprs]
+            self.spans[len(self.lines)] = [(n, i, i + len(self.exprs[id(n)])) for n, i in spans if i >= 0] + \
+                ([(node, 0, len(line))] if node is not None else [])
+        self.lines.append(line)
 
     def body(self, graph, indent):
         outer = getattr(self, "reuse", {}), getattr(self, "single_use", set())
@@ -175,6 +198,7 @@ class _Lowering:
                 if id(out) in self.single_use:  # written where it is used, saving a store and a load
                     self.names[id(out)] = expr
                     self.inlined[id(out)] = [n for t in node.inputs for n in self.inlined.get(id(t), [])] + [node]
+                    self.exprs[id(node)] = expr
                 else:
                     self.emit(f"{self.fresh(out)} = {expr}", indent, node, reads=node.inputs)
                 return
@@ -229,7 +253,8 @@ class _Lowering:
         if native is not None:  # a loop over scalars: C once it is hot, this Python loop until then
             self.native_loops.append(native)
             result = f"r{next(self.counter)}"
-            self.emit(f"{result} = {self.bind('k', native)}({', '.join(ins)})", indent, node, node.inputs)
+            run = fp_errors.flag_checked(native) if fp_errors.may_raise_in(node) else native
+            self.emit(f"{result} = {self.bind('k', run)}({', '.join(ins)})", indent, node, node.inputs)
             self.emit(f"if {result} is not None:", indent, node)
             self.emit(f"{', '.join(loop_vars)}, = {result}", indent + 1, node)
             self.emit("else:", indent, node)

@@ -23,6 +23,9 @@ class OpDef:
     # literal for exact builtin scalars, else a closure variable): never write a value as text
     inline: Optional[Callable] = None
     printed_attrs: Optional[tuple] = None  # the attrs a printed graph shows (None: all)
+    # numpy's name for the op in its floating-point warnings ("divide" in "divide by zero
+    # encountered in divide"); None: the op raises none (see runtime/fp_errors.py)
+    float_errors: Optional[str] = None
     _eager: dict = dataclasses.field(default_factory=dict, repr=False)
 
     def eager_kernel(self, xp, attrs=None):

@@ -1,0 +1,239 @@
+"""numpy floating-point warnings reported at the user's line, once per call site.
+
+numpy reports a floating-point error (divide by zero, overflow, invalid value) from the
+Python frame that called the ufunc: inside this package for an eager `ag.*` op, a line
+of generated plan for a compiled one. Ops whose OpDef names `float_errors` run with
+numpy's 'call' mode in place of 'warn'; the handler warns with `warnings.warn_explicit`
+at the user's `file:line` (a node's own location in a plan), so the default filter shows
+each once per call site, as numpy does. The user's own settings are kept: 'ignore',
+'raise' and 'print' act as numpy's do, and a user's 'call'/'log' handler is left alone.
+"""
+import ctypes
+import ctypes.util
+import functools
+import platform
+import sys
+import warnings
+import weakref
+
+import numpy as np
+
+from .. import errors
+from .opdef import REGISTRY
+
+try:  # numpy >= 2: the error state is a context variable; swapping it costs a few hundred ns
+    from numpy._core._ufunc_config import _extobj_contextvar as _STATE
+except ImportError:  # pragma: no cover - older numpy: np.errstate, about 1.5 us
+    _STATE = None
+
+_CACHE_LIMIT = 64
+
+
+class Reporter:
+    """Runs calls with the user's 'warn' settings turned into a call of `locate`.
+
+    `locate(frame, kind)` gives (op name, user `file:line`, module globals or None) for an
+    error of `kind` ('divide by zero') raised while `frame` (the innermost Python frame) runs.
+    """
+
+    def __init__(self, locate):
+        self.locate = locate
+        self._states = {}  # id(user's error state) -> (that state, ours or None)
+
+    def _handler(self, kind, flag):
+        name, location, module_globals = self.locate(sys._getframe(1), kind)
+        warn_at(f"{kind} encountered in {name}", location, module_globals)
+
+    def _state_for(self, current):
+        hit = self._states.get(id(current))
+        if hit is not None and hit[0] is current:
+            return hit[1]
+        modes = np.geterr()
+        ours = None
+        if "warn" in modes.values() and not {"call", "log"} & set(modes.values()):
+            ours = {k: "call" if v == "warn" else v for k, v in modes.items()}
+            if _STATE is not None:
+                with np.errstate(call=self._handler, **ours):
+                    ours = _STATE.get()
+        if len(self._states) >= _CACHE_LIMIT:
+            self._states.clear()
+        self._states[id(current)] = (current, ours)  # holding `current` keeps its id unique
+        return ours
+
+    def call(self, fn, *args):
+        """`fn(*args)`, its floating-point warnings reported where `locate` says."""
+        current = _STATE.get() if _STATE is not None else tuple(np.geterr().items())
+        ours = self._state_for(current)
+        if ours is None:
+            return fn(*args)
+        if _STATE is None:  # pragma: no cover
+            with np.errstate(call=self._handler, **ours):
+                return fn(*args)
+        token = _STATE.set(ours)
+        try:
+            return fn(*args)
+        finally:
+            _STATE.reset(token)
+
+
+def warn_at(message, location, module_globals=None):
+    """A RuntimeWarning at `location` ('file:line'), filtered and de-duplicated as numpy's are."""
+    filename, _, line = location.rpartition(":")
+    if not line.isdigit():
+        filename, line = location, "0"
+    module_globals = module_globals if module_globals is not None else _module_globals(filename)
+    registry = module_globals.setdefault("__warningregistry__", {})
+    module = module_globals.get("__name__") or filename.removesuffix(".py")
+    warnings.warn_explicit(message, RuntimeWarning, filename, int(line), module=module, registry=registry)
+
+
+_globals_of_file = {}  # file name -> its module's globals (or a registry of our own)
+
+
+def _module_globals(filename):
+    """The globals of the module loaded from `filename`, where a warning there is registered
+    (so eager and compiled runs of one line share numpy's once-per-line)."""
+    found = _globals_of_file.get(filename)
+    if found is None:
+        module = next((m for m in list(sys.modules.values())
+                       if getattr(m, "__file__", None) == filename), None)
+        found = _globals_of_file[filename] = vars(module) if module is not None else {}
+    return found
+
+
+def user_frame_location(frame):
+    """(user 'file:line', the frame's globals or None) of the innermost user frame from `frame`."""
+    while frame is not None:
+        code = frame.f_code
+        mapped = errors.mapped_location(code.co_filename, frame.f_lineno)
+        if mapped:
+            return mapped, frame.f_globals
+        if not errors.is_internal_file(code.co_filename) and "threading.py" not in code.co_filename:
+            return f"{code.co_filename}:{frame.f_lineno}", frame.f_globals
+        frame = frame.f_back
+    return "<unknown>:0", None
+
+
+_eager = {}  # numpy's name for an op -> the Reporter of its eager calls
+
+
+def eager_reporter(name):
+    """The Reporter for eager calls of ops numpy names `name` (e.g. 'divide')."""
+    reporter = _eager.get(name)
+    if reporter is None:
+        reporter = _eager[name] = Reporter(lambda frame, kind: (name, *user_frame_location(frame)))
+    return reporter
+
+
+def report_eagerly(opdef, kernel):
+    """`kernel` wrapped so its floating-point warnings point at the user's line (as is if the op has none)."""
+    if not opdef.float_errors:
+        return kernel
+    call = eager_reporter(opdef.float_errors).call
+
+    def reporting(*args):
+        return call(kernel, *args)
+    reporting.__wrapped__ = kernel
+    return reporting
+
+
+def plan_reporter(plan):
+    """A Reporter for a plan: an error is reported at the location of the node on the plan's line."""
+    plan_ref, filename = weakref.ref(plan), plan.filename  # no cycle: the plan holds the reporter
+
+    def error_name(node):
+        if node.op == "FusedElementwise":  # the first step that can raise one
+            return next(filter(None, (_float_errors(op) for op, _, _ in node.attrs["steps"])), None)
+        return _float_errors(node.op)
+
+    def inner(node, kind):
+        """For a loop run as C (one plan line): the first node inside it that can raise `kind`
+        (the loop body before its condition)."""
+        if node.op not in ("While", "Cond"):
+            return node
+        inside = [n for sub in reversed(node.subgraphs()) for n in sub.walk() if error_name(n)]
+        likely = [n for n in inside if error_name(n) in _LIKELY.get(kind, ())]
+        return (likely or inside or [node])[0]
+
+    def locate(frame, kind):
+        plan_frame = frame
+        while plan_frame is not None and plan_frame.f_code.co_filename != filename:
+            plan_frame = plan_frame.f_back
+        plan = plan_ref()
+        nodes = []
+        if plan_frame is not None and plan is not None:  # the expression running: its columns
+            _, _, col, end_col = _positions(plan_frame.f_code)[plan_frame.f_lasti // 2]
+            nodes = plan.nodes_at(plan_frame.f_lineno, col, end_col)
+        named = [(error_name(n), n) for n in (inner(n, kind) for n in nodes)]
+        name, node = next(((e, n) for e, n in named if e), (None, nodes[0] if nodes else None))
+        if node is None or not node.location:
+            return name or "a compiled function", *user_frame_location(frame)
+        return name or node.op, node.location, None
+    return Reporter(locate)
+
+
+@functools.lru_cache(maxsize=256)
+def _positions(code):
+    return list(code.co_positions())
+
+
+# C code (native loops) sets the CPU's floating-point flags but nobody reads them: read them
+# after it, and report each raised flag through numpy, as a ufunc would have. Not 'invalid':
+# C's ordered comparisons (x < y) raise it for a NaN operand where numpy's do not.
+_FE_BITS = {"x86_64": {"divide": 4, "over": 8}, "AMD64": {"divide": 4, "over": 8},
+            "aarch64": {"divide": 2, "over": 4}, "arm64": {"divide": 2, "over": 4}}.get(platform.machine())
+_TRIGGER = {"divide": lambda: np.divide(np.float64(1.0), np.float64(0.0)),
+            "over": lambda: np.multiply(np.float64(1e308), np.float64(10.0))}
+
+
+@functools.lru_cache(maxsize=1)
+def _libm():
+    for name in (None, ctypes.util.find_library("m")):  # None: the symbols Python already loaded
+        try:
+            libm = ctypes.CDLL(name)
+            libm.fetestexcept.restype = libm.feclearexcept.restype = ctypes.c_int
+            return libm
+        except (OSError, AttributeError, TypeError):
+            continue
+    return None
+
+
+def flag_checked(fn):
+    """`fn` (native code) followed by numpy's report of the floating-point flags it raised."""
+    libm = _libm() if _FE_BITS else None
+    if libm is None:
+        return fn
+    every = sum(_FE_BITS.values())
+
+    def checked(*args):
+        libm.feclearexcept(every)
+        result = fn(*args)
+        raised = libm.fetestexcept(every)
+        if raised:
+            libm.feclearexcept(every)
+            for kind, bit in _FE_BITS.items():
+                if raised & bit:
+                    _TRIGGER[kind]()
+        return result
+    checked.__wrapped__ = fn
+    return checked
+
+
+# which ops most likely raised an error of a kind, when only a whole loop is known to have
+_LIKELY = {"divide by zero": ("divide", "floor_divide", "remainder", "log", "power"),
+           "overflow": ("exp", "multiply", "power", "square", "add", "subtract", "divide", "matmul")}
+
+
+def may_raise(graph):
+    """True if a node of `graph` (or of its sub-graphs) can raise a floating-point error."""
+    return any(_float_errors(n.op) or n.op == "FusedElementwise" for n in graph.walk())
+
+
+def may_raise_in(node):
+    """True if a node inside `node`'s sub-graphs can raise a floating-point error."""
+    return any(may_raise(sub) for sub in node.subgraphs())
+
+
+def _float_errors(op):
+    opdef = REGISTRY.get(op)  # Const, Placeholder, Cond and While have none
+    return opdef.float_errors if opdef is not None else None
