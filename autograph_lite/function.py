@@ -431,6 +431,18 @@ class _UpdatedArgument:
         return results[self.output] if isinstance(array, np.generic) else array
 
 
+class _ListItems:
+    """An output leaf that is a list built in a graph loop (a TensorList): a Python list of the
+    rows of its stacked output, as the eager run returns a list."""
+    __slots__ = ("output",)
+
+    def __init__(self, output_index):
+        self.output = output_index
+
+    def get(self, arrays, results):
+        return [] if self.output is None else list(results[self.output])
+
+
 _OUTPUT = object()  # template marker for a graph output
 
 
@@ -782,7 +794,11 @@ def _output_template(graph, outputs):
     inputs = {id(t): i for i, t in enumerate(graph.inputs)}
     write_backs = [(inputs[id(root)], value) for root, value in graph.write_backs.values()]
     for leaf in flat:
-        if isinstance(leaf, Tensor) or _is_array(leaf):
+        if isinstance(leaf, operators.TensorList):  # a list built in a graph loop: its items
+            slots.append(_ListItems(len(graph.outputs) if leaf.tensor is not None else None))
+            if leaf.tensor is not None:
+                graph.outputs.append(graph.capture(leaf.tensor))
+        elif isinstance(leaf, Tensor) or _is_array(leaf):
             if isinstance(leaf, Tensor) and leaf.stale is not None:
                 leaf.stale.check_read(graph, f"is returned by {graph.name}")
             tensor = graph.capture(leaf) if isinstance(leaf, Tensor) else constant_node(graph, np.asarray(

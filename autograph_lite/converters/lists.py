@@ -1,14 +1,27 @@
-"""`items.append(v)` -> `items = ag__.list_append(items, v)`, so a list built in a loop is a
-loop variable that graph loops can carry."""
+"""List methods on local lists become assignments, so a list changed in a loop is a loop
+variable that graph loops can carry:
+
+    items.append(v)     ->  items = ag__.list_append(items, v)
+    items.extend(vs)    ->  items = ag__.list_extend(items, vs)
+    x = items.pop()     ->  items, x = ag__.list_pop(items)
+    items.pop(0)        ->  items = ag__.list_pop(items, 0)[0]
+    items.insert(i, v)  ->  items = ag__.list_method(items, 'insert', i, v)   (also remove,
+                            clear, reverse, sort)
+
+On a Python list each is the plain (mutating) method; on a list a graph loop carries (a
+TensorList) append, extend and pop are graph ops, the others a ConversionError.
+"""
 import gast
 
 from ..pyct import activity, templates
 from .base import at_line
 
+_OTHER_METHODS = ("insert", "remove", "clear", "reverse", "sort")
+
 
 class _Lists(gast.NodeTransformer):
-    """Only lists held in the function's own local variables are rewritten: appending to a
-    list from an enclosing scope stays a plain (mutating) call."""
+    """Only lists held in the function's own local variables are rewritten: a list from an
+    enclosing scope stays a plain (mutating) call, refused inside graph loops at run time."""
 
     def __init__(self, local_names):
         self.local_names = local_names
@@ -21,14 +34,40 @@ class _Lists(gast.NodeTransformer):
         self.local_names = outer
         return node
 
-    def visit_Expr(self, node):
-        call = node.value
+    def _method_call(self, call):
+        """(list name, method, call) if `call` is `<local name>.<method>(...)` without keywords."""
         if (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
-                and call.func.attr == "append" and isinstance(call.func.value, gast.Name)
-                and call.func.value.id in self.local_names and len(call.args) == 1 and not call.keywords):
-            target = call.func.value.id
-            return at_line(templates.replace("target = ag__.list_append(target, value)",
-                                             target=target, value=call.args[0]), node)
+                and isinstance(call.func.value, gast.Name) and call.func.value.id in self.local_names
+                and not call.keywords and not any(isinstance(a, gast.Starred) for a in call.args)):
+            return call.func.value.id, call.func.attr
+        return None, None
+
+    def visit_Expr(self, node):
+        target, method = self._method_call(node.value)
+        args = node.value.args if target else []
+        if method == "append" and len(args) == 1:
+            new = templates.replace("target = ag__.list_append(target, value)", target=target, value=args[0])
+        elif method == "extend" and len(args) == 1:
+            new = templates.replace("target = ag__.list_extend(target, values)", target=target, values=args[0])
+        elif method == "pop" and len(args) <= 1:
+            new = templates.replace("target = ag__.list_pop(target, index)[0]", target=target,
+                                    index=args[0] if args else gast.Constant(value=None, kind=None))
+        elif method in _OTHER_METHODS:
+            new = templates.replace(f"target = ag__.list_method(target, '{method}')", target=target)
+            new[0].value.args.extend(args)
+        else:
+            return node
+        return at_line(new, node)
+
+    def visit_Assign(self, node):
+        target, method = self._method_call(node.value)
+        if (method == "pop" and len(node.value.args) <= 1 and len(node.targets) == 1
+                and isinstance(node.targets[0], gast.Name) and node.targets[0].id != target):
+            args = node.value.args
+            new = templates.replace("target, result = ag__.list_pop(target, index)", target=target,
+                                    result=node.targets[0].id,
+                                    index=args[0] if args else gast.Constant(value=None, kind=None))
+            return at_line(new, node)
         return node
 
 

@@ -14,6 +14,7 @@ import types
 
 from .. import ops
 from ..errors import ConversionError, user_location
+from ..runtime.graph import current_graph
 from . import lists, py_builtins
 
 _REPLACED = {builtins.print: py_builtins.print_, builtins.range: py_builtins.range_,
@@ -54,6 +55,8 @@ def call(f):
         replaced = None
     if replaced is not None:
         return replaced
+    if isinstance(f, types.BuiltinMethodType) and type(f.__self__) in _CONTAINERS:
+        return _container_method(f)
     if isinstance(f, types.MethodType):
         converted = _convert(f.__func__)
         return f if converted is f.__func__ else types.MethodType(converted, f.__self__)
@@ -64,6 +67,28 @@ def call(f):
         converted = _convert(call_method)
         return f if converted is call_method else types.MethodType(converted, f)
     return f
+
+
+_CONTAINERS = {list: {"append", "extend", "insert", "pop", "remove", "clear", "reverse", "sort"},
+               dict: {"update", "pop", "popitem", "setdefault", "clear"},
+               set: {"add", "update", "discard", "remove", "pop", "clear", "difference_update",
+                     "intersection_update", "symmetric_difference_update"}}
+
+
+def _container_method(method):
+    """A mutating list/dict/set method called inside a branch or loop body the graph decides
+    runs once, while tracing: refused there (the converter rewrites those it can carry)."""
+    if method.__name__ not in _CONTAINERS[type(method.__self__)]:
+        return method
+    graph = current_graph()
+    if graph is None or graph.parent is None:
+        return method
+    kind = type(method.__self__).__name__
+    raise ConversionError(
+        f"{kind}.{method.__name__}() inside an `if`/`while`/`for` on a tensor (at {user_location(2)}) would change "
+        f"the {kind} once, while tracing, not each time the graph runs the block. Keep the {kind} in a local "
+        f"variable of the function (lists: append, extend, pop() or pop(0) as a statement), or change it "
+        f"outside the block")
 
 
 def _convert(fn):

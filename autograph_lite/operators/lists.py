@@ -7,6 +7,7 @@ TensorList: one tensor whose first axis holds the items.
 import numpy as np
 
 from .. import ops
+from ..errors import ConversionError, user_location
 from ..runtime.graph import Tensor
 
 
@@ -25,6 +26,36 @@ class TensorList:
     def append(self, value):
         item = ops.expand_dims(value if isinstance(value, Tensor) else ops.convert_to_tensor(value), 0)
         return TensorList(item if self.tensor is None else ops.concat([self.tensor, item], 0))
+
+    def extend(self, values):
+        if isinstance(values, TensorList):
+            if values.tensor is None:
+                return self
+            return values if self.tensor is None else TensorList(ops.concat([self.tensor, values.tensor], 0))
+        if isinstance(values, Tensor):
+            if values.ndim == 0:
+                raise TypeError(f"cannot extend a list with a scalar {values!r} (at {user_location(3)})")
+            return TensorList(values if self.tensor is None else ops.concat([self.tensor, values], 0))
+        result = self
+        for value in values:
+            result = result.append(value)
+        return result
+
+    def pop(self, index):
+        """(the list without item `index`, that item); `index` a Python int (default last)."""
+        if self.tensor is None:
+            raise IndexError(f"pop from empty list (at {user_location(3)})")
+        index = -1 if index is None else index
+        if isinstance(index, Tensor) or not isinstance(index, int):
+            raise ConversionError(f"list.pop(i) on a list carried by a graph loop needs a Python int i, got "
+                                  f"{index!r} (at {user_location(3)})")
+        t = self.tensor
+        if index == -1:
+            return TensorList(t[:-1]), t[-1]
+        if index == 0:
+            return TensorList(t[1:]), t[0]
+        raise ConversionError(f"list.pop({index}) on a list carried by a graph loop: only pop() and pop(0) "
+                              f"are supported (at {user_location(3)})")
 
     def empty_like(self):
         """An empty list of the same item type (the start of a loop that appends)."""
@@ -54,6 +85,35 @@ def list_append(target, value):
     if isinstance(target, TensorList):
         return target.append(value)
     target.append(value)
+    return target
+
+
+def list_extend(target, values):
+    """`target.extend(values)`, returning the list (a new TensorList when `target` is one)."""
+    if isinstance(target, TensorList):
+        return target.extend(values)
+    target.extend(values)
+    return target
+
+
+def list_pop(target, index=None):
+    """`target.pop(index)` as `(target, item)` (a new TensorList when `target` is one)."""
+    if isinstance(target, TensorList):
+        return target.pop(index)
+    return target, (target.pop() if index is None else target.pop(index))
+
+
+def list_method(target, method, *args):
+    """`target.<method>(*args)` for list methods with no graph form; refused on a TensorList."""
+    if isinstance(target, TensorList):
+        raise ConversionError(
+            f"list.{method}() on a list that a graph loop carries is not supported (at {user_location(2)}); "
+            f"only append, extend, pop() and pop(0) are: build the list with those, or outside the loop")
+    if method in ("sort", "remove") and any(isinstance(v, Tensor) for v in list(target) + list(args)):
+        raise ConversionError(
+            f"list.{method}() of a list holding tensors compares values known only when the graph runs "
+            f"(at {user_location(2)}); use ag ops (e.g. ag.where, ag.argmax) on a stacked tensor")
+    getattr(target, method)(*args)
     return target
 
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import autograph_lite as ag
+from autograph_lite.errors import ConversionError
 from helpers import check, f32
 
 
@@ -93,8 +94,9 @@ def test_python_flag_and_tensor():
     check(mixed_python_and_tensor, (f32(1), False))
 
 
-def test_or_traces_right_side_once_as_a_branch():
-    f = ag.function(or_with_side_effect_order)
-    result, calls = f(f32(1, -1))
-    assert bool(result) and calls == 1  # traced once into the Cond's false branch
-    assert "Cond(" in str(f.get_concrete_function(f32(1, -1)).graph)
+def test_python_side_effect_in_the_right_side_of_a_tensor_or_is_an_error():
+    # traced once into the Cond's false branch, the append would run whatever x holds
+    assert or_with_side_effect_order(f32(1, -1))[1] == 0
+    with pytest.raises(ConversionError, match=r"list.append\(\) inside an `if`/`while`/`for` on a tensor") as info:
+        ag.function(or_with_side_effect_order)(f32(1, -1))
+    assert f"{__file__}:{or_with_side_effect_order.__code__.co_firstlineno + 4}" in str(info.value)

@@ -357,3 +357,121 @@ def test_grad_of_a_non_scalar_function_names_the_users_line():
     with pytest.raises(TypeError, match="float scalar") as info:
         ag.grad(vector)(np.array([1.0, 2.0]))
     assert f"{__file__}:{inspect.currentframe().f_lineno - 1}" in str(info.value)
+
+
+# --- item 9: list methods in tensor loops ----------------------------------------------------
+
+def pop_in_loop(n):
+    items = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    total = 0.0
+    i = 0
+    while i < n:
+        items.pop()
+        last = items.pop(0)
+        total = total + last
+        i += 1
+    return total, ag.stack(items)
+
+
+def extend_in_loop(n):
+    items = [1.0]
+    i = 0
+    while i < n:
+        items.extend([i * 2.0, i * 3.0])
+        items.append(-1.0)
+        i += 1
+    return items
+
+
+def python_list_methods(x):
+    items = [3, 1, 2]
+    items.sort()
+    items.insert(0, 9)
+    items.remove(1)
+    first = items.pop(0)
+    items.extend([7, 8])
+    items.reverse()
+    return items, first, x
+
+
+def pop_in_tensor_if(x):
+    items = [1.0, 2.0]
+    if x > 0:
+        items.append(3.0)
+        items.pop(0)
+    else:
+        items.append(4.0)
+        items.pop()
+    return items
+
+
+@pytest.mark.parametrize("fn, inputs", [
+    (pop_in_loop, [(np.int64(0),), (np.int64(1),), (np.int64(2),)]),
+    (extend_in_loop, [(np.int64(1),), (np.int64(3),)]),
+    (python_list_methods, [(np.float64(1.0),)]),
+    (pop_in_tensor_if, [(np.float64(1.0),), (np.float64(-1.0),)])])
+def test_list_methods_match_eager_in_every_loop_and_branch(fn, inputs):
+    check(fn, *inputs, traces=1)
+
+
+GLOBAL_LIST = []
+
+
+def append_to_global_in_loop(n):
+    i = 0
+    while i < n:
+        GLOBAL_LIST.append(i)
+        i += 1
+    return i
+
+
+class Holder:
+    def __init__(self):
+        self.items = []
+
+
+def append_to_attribute_in_loop(n):
+    holder = Holder()
+    i = 0
+    while i < n:
+        holder.items.append(i)
+        i += 1
+    return i
+
+
+def dict_update_in_tensor_if(x):
+    d = {"a": 1}
+    if x > 0:
+        d.update(b=2)
+    return x
+
+
+def pop_inside_expression_in_loop(n):
+    items = [1.0, 2.0, 3.0]
+    total = 0.0
+    i = 0
+    while i < n:
+        total = total + items.pop()
+        i += 1
+    return total
+
+
+def insert_into_carried_list(n):
+    items = [1.0]
+    i = 0
+    while i < n:
+        items.insert(0, 5.0)
+        i += 1
+    return items
+
+
+@pytest.mark.parametrize("fn, match, text", [
+    (append_to_global_in_loop, r"list.append\(\) inside", "GLOBAL_LIST.append(i)"),
+    (append_to_attribute_in_loop, r"list.append\(\) inside", "holder.items.append(i)"),
+    (dict_update_in_tensor_if, r"dict.update\(\) inside", "d.update(b=2)"),
+    (pop_inside_expression_in_loop, r"list.pop\(\) inside", "items.pop()"),
+    (insert_into_carried_list, r"list.insert\(\) on a list that a graph loop carries", "items.insert(0, 5.0)")])
+def test_container_changes_a_graph_block_cannot_carry_are_errors_naming_the_line(fn, match, text):
+    with pytest.raises(ConversionError, match=match) as info:
+        ag.function(fn)(np.int64(2) if fn is not dict_update_in_tensor_if else np.float64(1.0))
+    assert line_of(fn, text) in str(info.value)
