@@ -2,7 +2,7 @@
 
     a and b  ->  ag__.and_(lambda: a, lambda: b)
     not a    ->  ag__.not_(a)
-    a < b < c -> ag__.and_(lambda: a < b, lambda: b < c)
+    a < b < c -> ag__.compare(a, ('Lt', lambda: b), ('Lt', lambda: c))   (b evaluated once)
 
 Where only the truth of the result is used (the test of an `if`, `while`, ternary or
 `assert`, the operand of `not`), the call gets `truth=True`: on tensors it may then
@@ -62,11 +62,16 @@ class _Logical(gast.NodeTransformer):
         self.generic_visit(node)
         if len(node.ops) == 1:
             return node
-        parts, left = [], node.left
-        for op, right in zip(node.ops, node.comparators):
-            parts.append(gast.Compare(left=left, ops=[op], comparators=[right]))
-            left = right
-        return self.visit_BoolOp(gast.BoolOp(op=gast.And(), values=parts), truth=truth)
+        # each operand evaluated once, left to right, as Python does
+        steps = [gast.Tuple(elts=[gast.Constant(value=type(op).__name__, kind=None),
+                                  templates.replace_as_expression("lambda: operand", operand=right)],
+                            ctx=gast.Load())
+                 for op, right in zip(node.ops, node.comparators)]
+        call = templates.replace_as_expression("ag__.compare(left)", left=node.left)
+        call.args.extend(steps)
+        if truth:
+            call.keywords.append(gast.keyword(arg="truth", value=gast.Constant(value=True, kind=None)))
+        return call
 
 
 def transform(node, ctx):

@@ -4,6 +4,8 @@ Operands come as functions so the right side runs only when Python would run it;
 on a tensor left side the choice is made when the graph runs (a Cond), and the
 result is an operand, as in Python: `x and y` is `y` when `x` is true, else `x`.
 """
+import operator
+
 import numpy as np
 
 from .. import ops
@@ -88,6 +90,22 @@ def _check_truth(value, what, location):
         raise ValueError(f"`{what}` on a tensor of shape {value.shape}: the truth value of an array with "
                          f"more than one element is ambiguous; use ag.logical_{what}"
                          f" (elementwise), ag.reduce_any or ag.reduce_all (at {location})")
+
+
+_COMPARISONS = {"Eq": operator.eq, "NotEq": operator.ne, "Lt": operator.lt, "LtE": operator.le,
+                "Gt": operator.gt, "GtE": operator.ge, "Is": operator.is_, "IsNot": operator.is_not,
+                "In": lambda a, b: a in b, "NotIn": lambda a, b: a not in b}
+
+
+def compare(left, *steps, truth=False):
+    """`left op1 b op2 c ...` with steps `(op name, lambda: b)`: each operand evaluated once, the
+    chain stopping at the first false comparison (`a < b < c` is `a < b and b < c`)."""
+    (name, operand), rest = steps[0], steps[1:]
+    right = operand()
+    result = _COMPARISONS[name](left, right)
+    if not rest:
+        return result
+    return and_(lambda: result, lambda: compare(right, *rest, truth=truth), truth=truth)
 
 
 def not_(value):

@@ -475,3 +475,23 @@ def test_container_changes_a_graph_block_cannot_carry_are_errors_naming_the_line
     with pytest.raises(ConversionError, match=match) as info:
         ag.function(fn)(np.int64(2) if fn is not dict_update_in_tensor_if else np.float64(1.0))
     assert line_of(fn, text) in str(info.value)
+
+
+def middle(x):
+    print("middle evaluated")
+    return x
+
+
+def chained_comparison(a, x, c):
+    r = a < middle(x) <= c
+    if 0 < middle(x) < c:
+        s = 1
+    else:
+        s = 2
+    return r, s
+
+
+def test_a_chained_comparison_evaluates_each_operand_once(capsys):
+    compare_printed(chained_comparison, [(np.float64(0), np.float64(1), np.float64(2)),
+                                         (np.float64(3), np.float64(1), np.float64(2)),
+                                         (np.float64(0), np.float64(3), np.float64(2))], capsys)
