@@ -117,5 +117,36 @@ def not_(value):
 
 
 def if_exp(cond, if_true, if_false):
-    """`if_true() if cond else if_false()`."""
-    return ops.cond(cond, if_true, if_false)
+    """`if_true() if cond else if_false()`. On a tensor `cond`, a Python number on one side must
+    be representable in the other side's dtype kind (eager would return either type)."""
+    if not isinstance(cond, Tensor):
+        return if_true() if cond else if_false()
+    location = user_location(2)
+    results = {}
+
+    def record(side, fn):
+        results[side] = fn()
+        return results[side]
+
+    merged = ops.cond(cond, lambda: record("true", if_true), lambda: record("false", if_false))
+    _check_ternary_leaves(results["true"], results["false"], location)
+    return merged
+
+
+def _check_ternary_leaves(a, b, location):
+    scalars = (bool, int, float, complex)
+    problem = None
+    if isinstance(a, scalars) and isinstance(b, scalars):
+        if type(a) is not type(b):
+            problem = f"a Python {type(a).__name__} and a Python {type(b).__name__}"
+    elif isinstance(a, scalars) or isinstance(b, scalars):
+        scalar, tensor = (a, b) if isinstance(a, scalars) else (b, a)
+        if isinstance(tensor, Tensor) and not tensor.weak and not _fits(scalar, tensor.dtype):
+            problem = f"{tensor.dtype.name} and the Python {type(scalar).__name__} {scalar!r}"
+    elif isinstance(a, Tensor) and isinstance(b, Tensor) and a.weak != b.weak:
+        if not _same_kind(a.dtype, b.dtype):
+            problem = f"{a.dtype.name} and {b.dtype.name}"
+    if problem:
+        raise ConversionError(
+            f"`a if c else b` with a tensor c has {problem} on its two sides; the eager result's type "
+            f"would depend on the value of c: make both sides the same type (at {location})")

@@ -495,3 +495,25 @@ def test_a_chained_comparison_evaluates_each_operand_once(capsys):
     compare_printed(chained_comparison, [(np.float64(0), np.float64(1), np.float64(2)),
                                          (np.float64(3), np.float64(1), np.float64(2)),
                                          (np.float64(0), np.float64(3), np.float64(2))], capsys)
+
+
+def ternary_float_or_int(x, c):
+    return x if c > 0 else 1
+
+
+def ternary_int8_or_big(x, c):
+    return x if c > 0 else 300
+
+
+@pytest.mark.parametrize("fn, args, types", [
+    (ternary_float_or_int, (np.float32(2.0), np.float32(-1.0)), "float32 and the Python int 1"),
+    (ternary_int8_or_big, (np.int8(2), np.float32(-1.0)), "int8 and the Python int 300")])
+def test_a_ternary_whose_result_type_depends_on_a_tensor_is_an_error(fn, args, types):
+    with pytest.raises(ConversionError, match=types) as info:
+        ag.function(fn)(*args)
+    assert line_of(fn, "return x if c > 0") in str(info.value)
+
+
+def test_a_ternary_with_a_python_number_of_the_tensors_kind_matches_eager():
+    check(lambda x, c: (x if c > 0 else 1, x * 2.0 if c > 0 else 0.5),
+          (np.int32(2), np.float32(-1.0)), (np.int32(2), np.float32(1.0)))
