@@ -53,3 +53,24 @@ def not_flags_expr(flags):
     for test in reversed(tests[:-1]):
         result = templates.replace_as_expression("ag__.and_(lambda: a, lambda: b)", a=test, b=result)
     return result
+
+
+def always_returns(stmts):
+    """Whether every path through `stmts` ends in `return` or `raise` (as far as the syntax shows)."""
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, (gast.Return, gast.Raise)):
+        return True
+    if isinstance(last, gast.If):
+        return always_returns(last.body) and always_returns(last.orelse)
+    if isinstance(last, gast.While):  # `while True:` without a break leaves only by return or raise
+        from . import jumps
+        forever = isinstance(last.test, gast.Constant) and last.test.value is True
+        return forever and not any(jumps.contains(s, gast.Break, into_loops=False) for s in last.body)
+    if isinstance(last, (gast.With, gast.AsyncWith)):
+        return always_returns(last.body)
+    if isinstance(last, gast.Try):
+        return (always_returns(last.finalbody) or
+                (always_returns(last.orelse or last.body) and all(always_returns(h.body) for h in last.handlers)))
+    return False

@@ -43,6 +43,7 @@ class _ControlFlow:
         self.declared = declared  # names declared global/nonlocal in this function
         self.cells = cells        # locals that nested functions or lambdas see (Python's cell variables)
         self.in_try = None
+        self.contexts = []        # names holding the context managers of the enclosing `with` statements
 
     def block(self, stmts, defined):
         out, defined = [], set(defined)
@@ -61,8 +62,10 @@ class _ControlFlow:
         if isinstance(node, gast.FunctionDef):
             convert_function(node, self.ctx)
             return [node]
-        if isinstance(node, (gast.Try, gast.With)):
-            outer, self.in_try = self.in_try, "try" if isinstance(node, gast.Try) else "with"
+        if isinstance(node, gast.With):
+            return self.with_(node, defined)
+        if isinstance(node, gast.Try):
+            outer, self.in_try = self.in_try, "try"
             for field in ("body", "orelse", "finalbody"):
                 if getattr(node, field, None):
                     setattr(node, field, self.block(getattr(node, field), defined))
@@ -71,6 +74,46 @@ class _ControlFlow:
             self.in_try = outer
             return [node]
         return [node]
+
+    def _walrus_setters(self, loop):
+        """Replace each `(v := e)` of a while test by `set_v(e)`, a function that rebinds cell `v`:
+        the test runs in a function of its own, and for a staged loop again in the body."""
+        setters = {}
+
+        class Rewrite(gast.NodeTransformer):
+            def visit_NamedExpr(inner, node):
+                inner.generic_visit(node)
+                name = node.target.id
+                if name not in setters:
+                    setters[name] = self.ctx.new_name(f"set_{name}")
+                return templates.replace_as_expression("setter(value)", setter=setters[name], value=node.value)
+
+            def visit_Lambda(inner, node):
+                return inner.generic_visit(node) if _called_at_once(node, loop.test) else node
+        loop.test = Rewrite().visit(loop.test)
+        out = []
+        for name, setter in setters.items():
+            out.extend(templates.replace(f"def {setter}(value):\n    nonlocal {name}\n    {name} = value\n"
+                                         f"    return value"))
+        return at_line(out, loop)
+
+    def with_(self, node, defined):
+        """`with a as x, b:` -> `context = a` / `with context as x:` / `context_1 = b` / ...
+
+        The statements inside learn the context managers they run under (`opts['contexts']`):
+        the operator stages control flow only under ones that do nothing the graph would
+        have to repeat when it runs.
+        """
+        item, rest = node.items[0], node.items[1:]
+        name = self.ctx.new_name("context")
+        inner = [gast.With(items=rest, body=node.body, type_comment=None)] if rest else node.body
+        defined = defined | {name} | activity.writes(item.optional_vars or [])
+        self.contexts.append(name)
+        body = self.block(inner, defined)
+        self.contexts.pop()
+        hoisted = at_line(templates.replace("name = manager", name=name, manager=item.context_expr), node)
+        item.context_expr = templates.name(name)
+        return hoisted + [at_line(gast.With(items=[item], body=body, type_comment=None), node)]
 
     # --- helpers ----------------------------------------------------------------------
 
@@ -87,6 +130,9 @@ class _ControlFlow:
         if self.in_try:
             keys.append("in_try")
             values.append(gast.Constant(value=self.in_try, kind=None))
+        if self.contexts:
+            keys.append("contexts")
+            values.append(templates.names_tuple(self.contexts))
         if rebinds:
             keys.append("nonlocal_writes")
             values.append(templates.strings_tuple(rebinds))
@@ -196,9 +242,15 @@ class _ControlFlow:
     def while_(self, node, defined):
         head = anno.get(node, anno.LIVE_IN, frozenset())
         live_out = anno.get(node, anno.LIVE_OUT, frozenset())
-        written = activity.writes(node.body)
+        bound_by_test = set(_walrus_targets(node.test))  # cells (see convert_function)
+        written = activity.writes(node.body) | bound_by_test
         carried = self._local(written & (head | live_out))
         opts, pre = self._opts(written, node.body, node)
+        if bound_by_test:
+            pre = self._walrus_setters(node) + pre
+            opts = opts or gast.Dict(keys=[], values=[])
+            opts.keys.append(gast.Constant(value="test_binds", kind=None))
+            opts.values.append(gast.Constant(value=True, kind=None))
         body = self.block(node.body, defined | set(carried))
         test_name, body_name = self.ctx.new_name("loop_test"), self.ctx.new_name("loop_body")
         test_fn = at_line(templates.replace("def fn(params):\n    return test", fn=test_name, test=node.test)[0], node)
@@ -238,12 +290,53 @@ class _ControlFlow:
                 + self.block(node.orelse, defined | set(carried)))
 
 
+def _walrus_targets(test):
+    """Names that `:=` binds in a while condition (lambdas the converters made are part of it)."""
+    names = []
+
+    def walk(n):
+        if isinstance(n, gast.NamedExpr):
+            names.append(n.target.id)
+        if isinstance(n, (gast.FunctionDef, gast.ClassDef)) or (isinstance(n, gast.Lambda)
+                                                                 and not _called_at_once(n, test)):
+            return
+        for child in gast.iter_child_nodes(n):
+            walk(child)
+    walk(test)
+    return names
+
+
+def _called_at_once(lam, root):
+    """Whether lambda `lam` is an argument of an ag__ operator that calls it on the spot."""
+    for n in gast.walk(root):
+        if isinstance(n, gast.Call) and lam in n.args and isinstance(n.func, gast.Attribute) \
+                and isinstance(n.func.value, gast.Name) and n.func.value.id == "ag__" \
+                and n.func.attr in activity._CALLED_AT_ONCE:
+            return True
+    return False
+
+
 def _static_key(key, written):
     if isinstance(key, gast.Constant):
         return isinstance(key.value, (int, str)) and not isinstance(key.value, bool)
     if isinstance(key, gast.UnaryOp) and isinstance(key.op, gast.USub):
         return isinstance(key.operand, gast.Constant) and type(key.operand.value) is int
     return isinstance(key, gast.Name) and key.id not in written
+
+
+def _own_nodes(fn, kind):
+    """Nodes of type `kind` in the body of `fn` (not in nested functions or classes)."""
+    found = []
+
+    def walk(n):
+        if isinstance(n, kind):
+            found.append(n)
+        for child in gast.iter_child_nodes(n):
+            if not isinstance(child, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef, gast.Lambda)):
+                walk(child)
+    for stmt in fn.body:
+        walk(stmt)
+    return found
 
 
 def _declared(fn):
@@ -264,7 +357,8 @@ def _declared(fn):
 
 def convert_function(fn, ctx):
     kinds = _declared(fn)
-    cells = activity.captured_locals(fn)
+    cells = activity.captured_locals(fn) | {name for loop in _own_nodes(fn, gast.While)
+                                            for name in _walrus_targets(loop.test)}
     converter = _ControlFlow(ctx, set(kinds), cells)
     converter.declared_kind = kinds
     fn.body = converter.block(fn.body, _params(fn.args))

@@ -20,7 +20,7 @@ from ..errors import ConversionError
 from ..operators.variables import DO_RETURN, RETURN_VALUE
 from ..pyct import templates
 from . import jumps
-from .base import add_extra_test, at_line, not_flags_expr
+from .base import add_extra_test, always_returns, at_line, not_flags_expr
 
 
 def _needs_rewrite(stmts):
@@ -78,9 +78,11 @@ def _convert_function(fn, ctx):
         else:
             add_extra_test(loop, flag)
 
+    ends_in_return = always_returns(fn.body)  # else a tensor may choose between a value and None
     body = jumps.rewrite_block(fn.body, gast.Return, flag, replace, into_loops=True, on_loop=on_loop)
     prologue = templates.replace(f"flag = False\nvalue = ag__.Undefined('{value}')", flag=flag, value=value)
-    epilogue = templates.replace("return ag__.return_value(value)", value=value)
+    epilogue = templates.replace("return ag__.return_value(value)" if ends_in_return
+                                 else "return ag__.return_value(value, flag)", value=value, flag=flag)
     fn.body = at_line(prologue, fn.body[0]) + body + at_line(epilogue, fn.body[-1])
 
 

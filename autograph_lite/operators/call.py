@@ -15,10 +15,11 @@ import types
 from .. import ops
 from ..errors import ConversionError, user_location
 from ..runtime.graph import current_graph
-from . import lists, py_builtins
+from . import control_flow, lists, py_builtins
 
 _REPLACED = {builtins.print: py_builtins.print_, builtins.range: py_builtins.range_,
-             builtins.len: py_builtins.len_, builtins.str: py_builtins.str_, ops.stack: lists.stack, ops.concat: lists.concat}
+             builtins.len: py_builtins.len_, builtins.str: py_builtins.str_, ops.stack: lists.stack, ops.concat: lists.concat,
+             builtins.enumerate: control_flow.enumerate_, builtins.zip: control_flow.zip_}
 
 _LIBRARY_ROOTS = set(getattr(sys, "stdlib_module_names", ())) | {
     "numpy", "scipy", "cupy", "cupyx", "numba", "jax", "jaxlib", "tensorflow", "torch", "gast",

@@ -4,6 +4,8 @@ Each takes the statement's parts as functions of the variables it reads and writ
 (`state`) and returns the new values of those variables. On a Python condition or
 iterable it runs plain Python now; on a symbolic one it builds a Cond or While node.
 """
+import builtins
+import contextlib
 import logging
 import time
 import types
@@ -12,6 +14,9 @@ import numpy as np
 
 from .. import nest, ops
 from ..errors import ConversionError, user_location
+from ..ops.array_ops import constant_value
+from ..ops.core import apply
+from ..ops.logging_ops import ASSERT
 from ..ops.control_flow import build_cond, stage_while, trace_function, zero_like
 from ..runtime.graph import Tensor, building, current_graph
 from .lists import TensorList
@@ -24,6 +29,13 @@ UNROLL_WARNING_SECONDS = 1.0
 
 
 def _check_staging_allowed(opts, what, location):
+    for manager in (opts or {}).get("contexts", ()):
+        why = _context_needs_running(manager)
+        if why:
+            raise ConversionError(f"a {what} on a tensor inside `with {type(manager).__name__}(...)` is not "
+                                  f"supported (at {location}): {why}; the `with` runs once, while tracing, not "
+                                  f"when the graph runs. Move the `with` outside the function or make the "
+                                  f"condition a Python value")
     if opts and opts.get("in_try"):
         raise ConversionError(f"a {what} on a tensor inside a `{opts['in_try']}` block is not supported "
                               f"(at {location}): the graph cannot run Python exception handling or "
@@ -143,6 +155,22 @@ def _uncarriable(base, kind, key, static):
     return None
 
 
+def _context_needs_running(manager):
+    """Why the graph would have to run context manager `manager` around its control flow, or None
+    when entering it once while tracing is all it does: contextlib.nullcontext, and np.errstate
+    that only ignores or warns (warnings of the graph's run are not reproduced)."""
+    if isinstance(manager, contextlib.nullcontext):
+        return None
+    if isinstance(manager, np.errstate):
+        modes = [getattr(manager, f"_{k}", None) for k in ("all", "divide", "over", "under", "invalid")]
+        call = getattr(manager, "_call", None)
+        handler = call is not None and type(call).__name__ != "_unspecified"
+        if handler or any(m in ("raise", "call", "log") for m in modes):
+            return "an np.errstate that raises or calls a handler would have to apply when the graph runs"
+        return None
+    return f"a {type(manager).__name__} context manager may act around what it encloses"
+
+
 # --- if ---------------------------------------------------------------------------------
 
 def if_stmt(cond, body, orelse, state, names, opts=None):
@@ -238,6 +266,15 @@ def while_stmt(test, body, state, names, opts=None):
         warned = _warn_long_unroll(iterations, start, "while", warned)
     location = user_location()
     _check_staging_allowed(opts, "`while` loop", location)
+    if opts and opts.get("test_binds"):
+        # `:=` in the condition: the body sees what this iteration's test bound, and after the
+        # loop the names hold what the last (failing) test bound
+        def body_after_test(*s, body=body):
+            test(*s)
+            return body(*s)
+        result = _staged_loop(test, body_after_test, state, names, location, _ExtraState(opts, "`while` loop", location))
+        test(*result)
+        return result
     return _staged_loop(test, body, state, names, location, _ExtraState(opts, "`while` loop", location))
 
 
@@ -290,7 +327,7 @@ def _staged_loop(test, body, state, names, location, extra=None):
         return tuple(values)
 
     result = stage_while(lambda *s: test(*wrap(s)), lambda s: unwrap(body(*wrap(s))), unwrap_lists(state, lists),
-                         _labels(names, state), location, unknown=unknown)
+                         _labels(names, state), location, unknown=unknown, var_names=names)
     return tuple(wrap(result))
 
 
@@ -311,14 +348,10 @@ def for_stmt(iterable, extra_test, body, state, names, opts=None):
     `body(item, *state)` assigns the target and runs the loop body. `extra_test(*state)`,
     if given, must hold for another iteration to start (it carries `break` and `return`).
     """
-    if isinstance(iterable, Tensor):
+    if isinstance(iterable, (Tensor, TensorList, StagedSequence)):
         location = user_location()
         _check_staging_allowed(opts, "`for` loop", location)
-        return _tensor_for(iterable, extra_test, body, tuple(state), names, location,
-                           _ExtraState(opts, "`for` loop", location))
-    if isinstance(iterable, TensorList):
-        location = user_location()
-        return _tensor_for(iterable.stacked(), extra_test, body, tuple(state), names, location,
+        return _tensor_for(_sequence(iterable, location), extra_test, body, tuple(state), names, location,
                            _ExtraState(opts, "`for` loop", location))
     state = tuple(state)
     start, iterations, warned = time.perf_counter(), 0, False
@@ -337,21 +370,74 @@ def for_stmt(iterable, extra_test, body, state, names, opts=None):
     return state
 
 
-def _tensor_for(iterable, extra_test, body, state, names, location, extra):
-    """A While over the first axis of `iterable` (or over an ag.range without building it)."""
+class StagedSequence:
+    """What `enumerate` and `zip` give over tensors: `count` items, item `i` being `item(i)`
+    (both may be symbolic). Only a `for` loop can go through it, as one graph loop."""
+
+    def __init__(self, what, count, item):
+        self.what, self.count, self.item = what, count, item
+
+    def __iter__(self):
+        raise TypeError(f"{self.what} over a tensor can only be iterated by a `for` loop in converted code "
+                        f"(at {user_location()})")
+
+
+def enumerate_(iterable, start=0):
+    """enumerate: over a tensor, a StagedSequence a `for` turns into one graph loop."""
+    if not isinstance(iterable, (Tensor, TensorList, StagedSequence)):
+        return builtins.enumerate(iterable, start)
+    count, item = _sequence(iterable, user_location())
+    return StagedSequence("enumerate()", count, lambda i: (start + i, item(i)))
+
+
+def zip_(*iterables, strict=False):
+    """zip: when one of the iterables is a tensor, a StagedSequence over the shortest."""
+    if not any(isinstance(it, (Tensor, TensorList, StagedSequence)) for it in iterables):
+        return builtins.zip(*iterables, strict=strict)
+    location = user_location()
+    if strict:
+        raise ConversionError(f"zip(..., strict=True) over a tensor is not supported (at {location}): the "
+                              f"lengths are known only when the graph runs")
+    parts = [_sequence(it, location) for it in iterables]
+    count = parts[0][0]
+    for other, _ in parts[1:]:
+        count = ops.minimum(count, other)
+    return StagedSequence("zip()", count, lambda i: tuple(item(i) for _, item in parts))
+
+
+def _sequence(iterable, location):
+    """(count, item) of what a staged `for` goes through: the first axis of a tensor, an
+    ag.range (without building it), a list of tensors, a StagedSequence, or (beside a
+    tensor in zip) a Python range, list or tuple of numbers."""
+    if isinstance(iterable, StagedSequence):
+        return iterable.count, iterable.item
+    if isinstance(iterable, TensorList):
+        iterable = iterable.stacked()
+    if isinstance(iterable, np.ndarray):
+        iterable = ops.convert_to_tensor(iterable)
+    elif isinstance(iterable, builtins.range):
+        iterable = ops.range(iterable.start, iterable.stop, iterable.step)
+    elif isinstance(iterable, (list, tuple)):
+        # Python numbers would be weak (NEP 50) items: no graph value keeps that, so they are refused
+        if not all(isinstance(v, (np.ndarray, np.generic)) for v in iterable):
+            raise ConversionError(f"a {type(iterable).__name__} zipped with a tensor must hold numpy arrays "
+                                  f"or scalars of one shape (at {location}); wrap it in np.array(...)")
+        iterable = ops.convert_to_tensor(np.stack(iterable)) if iterable else ops.convert_to_tensor(np.zeros(0))
+    elif not isinstance(iterable, Tensor):
+        raise ConversionError(f"a {type(iterable).__name__} cannot be zipped with a tensor (at {location}); "
+                              f"convert it to an array first")
     if iterable.node.op == "Range":
-        start, limit, delta = _range_bounds(iterable)
+        start, limit, delta = _range_bounds(iterable, location)
         count = ops.maximum(ops.cast(-((start - limit) // delta), np.int64), 0)
+        return count, lambda i: ops.cast(start + i * delta, iterable.dtype)
+    if iterable.ndim == 0:
+        raise TypeError(f"cannot iterate over a scalar {iterable!r} (at {location})")
+    return ops.shape(iterable)[0], lambda i: iterable[i]
 
-        def item(i):
-            return ops.cast(start + i * delta, iterable.dtype)
-    else:
-        if iterable.ndim == 0:
-            raise TypeError(f"cannot iterate over a scalar {iterable!r} (at {location})")
-        count = ops.shape(iterable)[0]
 
-        def item(i):
-            return iterable[i]
+def _tensor_for(sequence, extra_test, body, state, names, location, extra):
+    """A While over the items of `sequence`, a (count, item) pair (see _sequence)."""
+    count, item = sequence
 
     def test(i, *s):
         more = i < count
@@ -367,10 +453,19 @@ def _tensor_for(iterable, extra_test, body, state, names, location, extra):
     return result[1:]
 
 
-def _range_bounds(r):
+def _range_bounds(r, location):
+    """start, limit, delta of an ag.range; a zero step is the ValueError Python's range raises
+    (now if the trace knows it, else when the graph runs)."""
     inputs = r.node.inputs
     if len(inputs) == 1:
         return 0, inputs[0], 1
     if len(inputs) == 2:
         return inputs[0], inputs[1], 1
-    return tuple(inputs)
+    start, limit, delta = inputs
+    known = constant_value(delta)
+    if known is not None and np.all(np.asarray(known) == 0):
+        raise ValueError(f"range() arg 3 must not be zero (at {location})")
+    if known is None:
+        apply(ASSERT, (ops.not_equal(delta, 0),), {"message": "range() arg 3 must not be zero",
+                                                    "location": location, "error": "ValueError"})
+    return start, limit, delta

@@ -30,6 +30,22 @@ class Undefined:
     del _op
 
 
-def return_value(value):
-    """What a converted function returns: None if no `return` ran."""
+def return_value(value, returned=True):
+    """What a converted function returns: None if no `return` ran.
+
+    `returned` is the `do_return` flag of a function that may end without `return`. If a
+    tensor decides it, some runs return `value` and others fall off the end (None), which
+    a graph cannot return: that is an error.
+    """
+    from ..runtime.graph import Tensor
+    if isinstance(returned, Tensor) and value is not None and not isinstance(value, Undefined):
+        from ..errors import ConversionError, user_location
+        raise ConversionError(f"{_function_name()} returns a value on some paths and ends without `return` "
+                              f"(None) on others, chosen by a tensor condition (at {user_location()}); add a "
+                              f"`return` at the end so every path returns a value of the same kind")
     return None if isinstance(value, Undefined) else value
+
+
+def _function_name():
+    import sys
+    return f"'{sys._getframe(2).f_code.co_name.removeprefix('ag__converted_')}'"

@@ -157,6 +157,29 @@ def _first_difference(a, b, var_names=None):
     return f"{_describe(a)} vs {_describe(b)}"
 
 
+def _structure_change(before, after, var_names):
+    """Where the structure of loop variables `after` an iteration first differs from `before`, in words."""
+    if isinstance(before, (tuple, list)) and isinstance(after, (tuple, list)) and len(before) == len(after):
+        names = var_names or [f"loop_vars[{i}]" for i in range(len(before))]
+        for name, a, b in zip(names, before, after):
+            found = _differ_at(a, b, name)
+            if found:
+                return (f"loop variable '{found[0]}' is {_describe(found[1])} before the loop body and "
+                        f"{_describe(found[2])} after it")
+    return f"the loop body returns {_describe(after)} but the loop carries {_describe(before)}"
+
+
+def _differ_at(a, b, name):
+    """(path, a part, b part) where structures `a` and `b` first differ, or None."""
+    if nest.structure_of(a) == nest.structure_of(b):
+        return None
+    if type(a) is type(b) and isinstance(a, (tuple, list)) and len(a) == len(b):
+        return next(found for i, (x, y) in enumerate(zip(a, b)) if (found := _differ_at(x, y, f"{name}[{i}]")))
+    if type(a) is dict and type(b) is dict and a.keys() == b.keys():
+        return next(found for k in a if (found := _differ_at(a[k], b[k], f"{name}[{k!r}]")))
+    return name, a, b
+
+
 def _describe(value):
     if isinstance(value, (tuple, list, dict)):
         return f"a {type(value).__name__} of {len(value)}"
@@ -193,7 +216,7 @@ def while_loop(cond_fn, body_fn, loop_vars, *, names=None):
     return result[0] if single else result
 
 
-def stage_while(cond_fn, step, loop_vars, names, location, unknown=()):
+def stage_while(cond_fn, step, loop_vars, names, location, unknown=(), var_names=None):
     """One While node looping `loop_vars = step(loop_vars)` while `cond_fn(*loop_vars)`.
 
     Leaves that cannot be tensors (None, strings, objects) are held as they are: the body
@@ -201,14 +224,15 @@ def stage_while(cond_fn, step, loop_vars, names, location, unknown=()):
     the dtype the body gives it, and shapes that change become None dims (body retraced).
     Leaves at flat positions `unknown` ({position: "value" or "list"}) have no value yet: a
     first trace of the body finds what it assigns them, and they start at zeros of that
-    type ("list": an empty stack of such items).
+    type ("list": an empty stack of such items). `var_names` name the items of `loop_vars`
+    in error messages.
     """
     graph = current_graph()
     flat = nest.flatten(loop_vars)
     labels = names or nest.paths(loop_vars, "loop_vars")
     if unknown:
-        flat = _discover_start_values(step, loop_vars, flat, dict(unknown), labels, graph)
-        loop_vars = nest.pack(loop_vars, flat)
+        loop_vars, labels = _discover_start_values(step, loop_vars, flat, dict(unknown), labels, graph)
+        flat = nest.flatten(loop_vars)
     carried = [i for i, v in enumerate(flat) if not _is_static(v)]
     init = [convert_to_tensor(flat[i], graph) for i in carried]
     specs = [(t.shape, t.dtype, t.weak) for t in init]
@@ -230,8 +254,8 @@ def stage_while(cond_fn, step, loop_vars, names, location, unknown=()):
         with building(body_g):
             out = step(with_values(body_in))
             if nest.structure_of(tuple(out)) != nest.structure_of(tuple(loop_vars)):
-                raise ConversionError(f"the loop body returns {_describe(out)} but the loop carries "
-                                      f"{_describe(loop_vars)} (at {location})")
+                raise ConversionError(f"{_structure_change(loop_vars, out, var_names)}; a graph loop carries the "
+                                      f"same structure on every iteration (at {location})")
             out_flat = nest.flatten(out)
             for i, v in enumerate(out_flat):
                 if i not in carried and v is not flat[i]:
@@ -272,7 +296,11 @@ def stage_while(cond_fn, step, loop_vars, names, location, unknown=()):
 
 
 def _discover_start_values(step, loop_vars, flat, unknown, labels, graph):
-    """Trace the body once (throwaway) to learn the types of variables it first assigns."""
+    """Trace the body once (throwaway) to learn the types of variables it first assigns.
+
+    Returns the loop variables with start values for those (zeros of the type, or of each
+    leaf when the body assigns a structure, e.g. a returned pair) and their leaf labels.
+    """
     probe = Graph("probe", parent=graph)
     args = list(flat)
     for i, v in enumerate(flat):
@@ -280,15 +308,21 @@ def _discover_start_values(step, loop_vars, flat, unknown, labels, graph):
             t = convert_to_tensor(v, graph)
             args[i] = probe.placeholder(t.shape, t.dtype, name=_ph_name(labels[i]), weak=t.weak)
     with building(probe):
-        out = nest.flatten(step(nest.pack(loop_vars, args)))
-    flat = list(flat)
-    for i, kind in unknown.items():
-        o = out[i]
-        if isinstance(o, Tensor) and kind == "list":
-            flat[i] = np.zeros((0,) + tuple(d or 0 for d in o.shape[1:]), o.dtype)
-        elif isinstance(o, (Tensor, bool, int, float, complex)):
-            flat[i] = zero_like(o)
-    return flat
+        out = step(nest.pack(loop_vars, args))
+    # an unknown leaf is a whole variable (Undefined or an empty list): map it to the body's value of it
+    values, new_labels, offset = [], [], 0
+    for var, result in zip(loop_vars, out):
+        width = len(nest.flatten(var))
+        kind = unknown.get(offset) if width == 1 else None
+        if kind == "list" and isinstance(result, Tensor):
+            values.append(np.zeros((0,) + tuple(d or 0 for d in result.shape[1:]), result.dtype))
+        elif kind == "value" and all(isinstance(o, (Tensor, bool, int, float, complex)) for o in nest.flatten(result)):
+            values.append(nest.pack(result, [zero_like(o) for o in nest.flatten(result)]))
+        else:
+            values.append(var)
+        new_labels.extend(nest.paths(values[-1], labels[offset]) if values[-1] is not var else labels[offset:offset + width])
+        offset += width
+    return tuple(values), new_labels
 
 
 def zero_like(value):

@@ -124,9 +124,11 @@ def _refuse_nested_tensors(value, depth=0):
         _refuse_nested_tensors(item, depth + 1)
 
 
-def _assert_kernel(xp, message, location):
+def _assert_kernel(xp, message, location, error=None):
     def check(condition):
         if not bool(xp.all(condition)):
+            if error == "ValueError":  # a check Python itself makes (e.g. range's step), not an `assert`
+                raise ValueError(f"{message} (at {location})")
             raise AssertionError(f"{message} (assert at {location})" if message else f"assertion failed at {location}")
     return check
 

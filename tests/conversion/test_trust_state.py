@@ -4,6 +4,7 @@ Closures see the live binding of the variables a loop or branch writes (cell
 variables); items and attributes written inside a tensor `if`/`while`/`for` are carried
 like variables, or refused with an error naming the target and the user's line.
 """
+import contextlib
 import inspect
 
 import numpy as np
@@ -221,3 +222,257 @@ def test_places_that_cannot_be_carried_are_refused(fn, arg, target, message):
     assert label in text
     stmt = {"dynamic_index_in_tensor_loop": "while i < ag.size(x):"}.get(fn.__name__, target)
     assert f"{__file__}:{line_of(fn, stmt)}" in text
+
+
+# --- item 4: a tensor chooses between a returned value and falling off the end ---------------
+
+def returns_on_one_path(x):
+    if x > 0:
+        return x
+
+
+def returns_in_loop_or_falls_off(x):
+    for i in ag.range(ag.size(x)):
+        if x[i] > 2:
+            return x[i]
+    print("no value")
+
+
+@pytest.mark.parametrize("fn, arg, last", [
+    (returns_on_one_path, np.float32(-1.0), "if x > 0:"),
+    (returns_in_loop_or_falls_off, f32(1.0, 3.0), "print(\"no value\")"),
+])
+def test_value_or_implicit_none_is_refused(fn, arg, last):
+    with pytest.raises(ConversionError) as err:
+        ag.function(fn)(arg)
+    text = str(err.value)
+    assert f"'{fn.__name__}' returns a value on some paths and ends without `return`" in text
+    assert f"{__file__}:{line_of(fn, last)}" in text
+
+
+def returns_in_every_branch(x):
+    if x > 0:
+        return x
+    elif x < -5:
+        return x * 2.0
+    else:
+        return -x
+
+
+def returns_none_or_falls_off(x):
+    if x > 0:
+        return None
+    x = x + 1
+
+
+def test_every_path_returning_or_none_on_both_is_fine():
+    check(returns_in_every_branch, (np.float32(2.0),), (np.float32(-2.0),))
+    check(returns_none_or_falls_off, (np.float32(2.0),), (np.float32(-2.0),))
+
+
+# --- item 5: range steps, enumerate and zip over tensors -------------------------------------
+
+def range_with_step(n, step):
+    out = 0
+    for i in range(n, 0, step):
+        out = out * 10 + i
+    return out
+
+
+def test_tensor_range_with_a_negative_step():
+    check(range_with_step, (np.int64(7), -2), (np.int64(1), -1), (np.int64(0), -3))
+
+
+def test_tensor_range_with_a_zero_step_is_a_value_error():
+    with pytest.raises(ValueError, match="range\\(\\) arg 3 must not be zero") as err:
+        ag.function(range_with_step)(np.int64(3), 0)
+    assert f"{__file__}:{line_of(range_with_step, 'for i in range(n, 0, step)')}" in str(err.value)
+
+
+def test_tensor_range_with_a_tensor_zero_step_is_a_value_error_when_it_runs():
+    compiled = ag.function(range_with_step)
+    assert compiled(np.int64(7), np.int64(-2)) == 7531
+    with pytest.raises(ValueError, match="range\\(\\) arg 3 must not be zero") as err:
+        compiled(np.int64(3), np.int64(0))
+    assert f"{__file__}:{line_of(range_with_step, 'for i in range(n, 0, step)')}" in str(err.value)
+
+
+def enumerate_tensor(x):
+    s, t = x[0] * 0.0, 0
+    for i, v in enumerate(x):
+        s = s + v * ag.cast(i + 1, np.float32)
+        t = t + i
+    return s, t
+
+
+def enumerate_range(n):
+    s = 0
+    for i, v in enumerate(range(n), 2):
+        s = s + i * v
+    return s
+
+
+def zip_tensors(x, y):
+    s = x[0] * 0.0
+    for a, b in zip(x, y):
+        s = s + a * b
+    return s
+
+
+def zip_range_and_tensor(n, x):
+    s = x[0] * 0.0
+    for i, a in zip(range(n), x):
+        s = s + a * ag.cast(10 ** i, np.float32)
+    return s
+
+
+def zip_list_enumerate(x):
+    s = x[0] * 0.0
+    for w, (i, a) in zip(np.array([1.0, 2.0, 3.0, 4.0], np.float32), enumerate(x)):
+        s = s + w * a
+    return s
+
+
+def test_enumerate_and_zip_over_tensors_are_graph_loops():
+    check(enumerate_tensor, (f32(1.0, 2.0, 3.0),), (f32(4.0),))
+    check(enumerate_range, (np.int64(4),), (np.int64(0),))
+    check(zip_tensors, (f32(1.0, 2.0, 3.0), f32(4.0, 5.0, 6.0)), (f32(1.0, 2.0), f32(3.0, 4.0, 5.0)))
+    check(zip_range_and_tensor, (np.int64(2), f32(4.0, 5.0, 6.0)), (np.int64(5), f32(4.0, 5.0)))
+    check(zip_list_enumerate, (f32(1.0, 2.0, 3.0),), (f32(1.0, 2.0, 3.0, 4.0, 5.0),))
+
+
+def zip_python_numbers(x):
+    s = x[0] * 0.0
+    for w, a in zip([1.0, 2.0], x):
+        s = s + w * a
+    return s
+
+
+def test_zip_of_python_numbers_with_a_tensor_is_refused():
+    with pytest.raises(ConversionError, match="zipped with a tensor must hold numpy arrays") as err:
+        ag.function(zip_python_numbers)(f32(1.0, 2.0))
+    assert f"{__file__}:{line_of(zip_python_numbers, 'for w, a in zip')}" in str(err.value)
+
+
+# --- item 16: loop-variable contract ---------------------------------------------------------
+
+def return_pair_from_tensor_for(x, n):
+    acc = x[0] * 0.0
+    for i in ag.range(n):
+        acc = acc + x[i]
+        if acc > 3:
+            return acc, x[i]
+    return acc, acc * 0.0
+
+
+def test_a_pair_returned_inside_a_tensor_for_or_after_it():
+    check(return_pair_from_tensor_for, (f32(1.0, 2.0, 6.0), np.int64(3)), (f32(1.0, 1.0, 1.0), np.int64(3)),
+          (f32(1.0), np.int64(0)))
+
+
+def structure_grows_in_loop(n):
+    pair = (1.0, 2.0)
+    for i in ag.range(n):
+        pair = (pair[0], (pair[1], 1.0))
+    return pair
+
+
+def dtype_changes_in_range_loop(n):
+    a = np.int32(0)
+    for i in ag.range(n):
+        a = a + i
+    return a
+
+
+@pytest.mark.parametrize("fn, message, where", [
+    (structure_grows_in_loop, "loop variable 'pair[1]' is a float before the loop body and a tuple of 2 after it",
+     "for i in ag.range(n):"),
+    (dtype_changes_in_range_loop, "loop variable 'a' changes dtype from int32 to int64", "for i in ag.range(n):"),
+])
+def test_loop_variable_changes_name_the_variable(fn, message, where):
+    with pytest.raises(ConversionError) as err:
+        ag.function(fn)(np.int64(3))
+    assert message in str(err.value)
+    assert f"{__file__}:{line_of(fn, where)}" in str(err.value)
+
+
+# --- refused today: `with` of a Python context manager around tensor control flow ------------
+
+def if_under_nullcontext(x):
+    with contextlib.nullcontext(x * 2.0) as doubled:
+        if ag.reduce_sum(x) > 0:
+            y = doubled
+        else:
+            y = -x
+    return y
+
+
+def loop_under_errstate(x):
+    total = x[0] * 0.0
+    with np.errstate(divide="ignore", invalid="ignore"), contextlib.nullcontext():
+        for v in x:
+            total = total + v
+    return total
+
+
+def if_under_raising_errstate(x):
+    with np.errstate(divide="raise"):
+        if x > 0:
+            x = 1.0 / x
+    return x
+
+
+def test_tensor_control_flow_under_a_python_context_manager():
+    check(if_under_nullcontext, (f32(1.0, 2.0),), (f32(-1.0, -2.0),))
+    check(loop_under_errstate, (f32(1.0, 2.0, 3.0),))
+
+
+def test_errstate_that_raises_around_a_tensor_if_is_refused():
+    with pytest.raises(ConversionError, match="np.errstate that raises") as err:
+        ag.function(if_under_raising_errstate)(np.float32(0.0))
+    assert f"{__file__}:{line_of(if_under_raising_errstate, 'if x > 0:')}" in str(err.value)
+
+
+# --- refused today: `:=` in a while condition -----------------------------------------------
+
+def walrus_in_while(x):
+    i, s = 0, x[0] * 0.0
+    while (v := x[i]) > 0:
+        s = s + v
+        i += 1
+    return s, i, v
+
+
+def walrus_in_tensor_and(x):
+    i, s = 0, x[0] * 0.0
+    while i < ag.size(x) and (v := x[i]) > 0:
+        s = s + v
+        i += 1
+    return s
+
+
+def walrus_value_after_loop(x):
+    i = 0
+    while (v := x[i] * 2.0) < 5.0:
+        i += 1
+    return v, i
+
+
+def walrus_in_python_while(items):
+    out = []
+    while (item := items.pop()) != 0:
+        out.append(item * 2)
+    return out, item
+
+
+def test_walrus_in_while_condition():
+    check(walrus_in_while, (f32(1.0, 2.0, -1.0, 4.0),), (f32(-1.0),))
+    check(walrus_value_after_loop, (f32(1.0, 2.0, 3.0),), (f32(7.0),))
+    assert_same(walrus_in_python_while([0, 3, 2, 1]), ag.function(walrus_in_python_while)([0, 3, 2, 1]))
+
+
+def test_walrus_evaluated_only_on_some_runs_is_refused():
+    # the right side of a tensor `and` runs in a graph branch: what it binds cannot leave it
+    with pytest.raises(ConversionError) as err:
+        ag.function(walrus_in_tensor_and)(f32(1.0, -1.0))
+    assert f"{__file__}:{line_of(walrus_in_tensor_and, 'while i < ag.size(x)')}" in str(err.value)
