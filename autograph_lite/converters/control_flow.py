@@ -75,6 +75,17 @@ class _ControlFlow:
             return [node]
         return [node]
 
+    def _unbound_after(self, opts, carried, defined, live_out):
+        """Add `opts['unbound_after']`: variables a loop first assigns that may be read after it
+        (Python raises UnboundLocalError there when the loop ran zero times)."""
+        names = [n for n in carried if n not in defined and n in live_out]
+        if not names:
+            return opts
+        opts = opts or gast.Dict(keys=[], values=[])
+        opts.keys.append(gast.Constant(value="unbound_after", kind=None))
+        opts.values.append(templates.strings_tuple(names))
+        return opts
+
     def _walrus_setters(self, loop):
         """Replace each `(v := e)` of a while test by `set_v(e)`, a function that rebinds cell `v`:
         the test runs in a function of its own, and for a staged loop again in the body."""
@@ -246,6 +257,7 @@ class _ControlFlow:
         written = activity.writes(node.body) | bound_by_test
         carried = self._local(written & (head | live_out))
         opts, pre = self._opts(written, node.body, node)
+        opts = self._unbound_after(opts, carried, defined, live_out)
         if bound_by_test:
             pre = self._walrus_setters(node) + pre
             opts = opts or gast.Dict(keys=[], values=[])
@@ -272,6 +284,7 @@ class _ControlFlow:
         item = self.ctx.new_name("itr")
         assign = templates.replace("target = item", target=node.target, item=item)
         opts, pre = self._opts(written, assign + node.body, node)
+        opts = self._unbound_after(opts, carried, defined, live_out)
         body = self.block(assign + node.body, defined | set(carried))
         body_name = self.ctx.new_name("loop_body")
         body_fn = self._function(body_name, [item] + carried, body, carried, written, node)

@@ -266,6 +266,7 @@ def while_stmt(test, body, state, names, opts=None):
         warned = _warn_long_unroll(iterations, start, "while", warned)
     location = user_location()
     _check_staging_allowed(opts, "`while` loop", location)
+    _check_runs_once(pred, opts, state, names, "while", location)
     if opts and opts.get("test_binds"):
         # `:=` in the condition: the body sees what this iteration's test bound, and after the
         # loop the names hold what the last (failing) test bound
@@ -276,6 +277,22 @@ def while_stmt(test, body, state, names, opts=None):
         test(*result)
         return result
     return _staged_loop(test, body, state, names, location, _ExtraState(opts, "`while` loop", location))
+
+
+def _check_runs_once(runs, opts, state, names, kind, location):
+    """When the graph runs: UnboundLocalError, as Python gives, if a loop whose first test is
+    `runs` runs zero times while a variable it first assigns is read after it."""
+    unset = [n for n, v in zip(names, state)
+             if n in (opts or {}).get("unbound_after", ()) and isinstance(v, Undefined)]
+    if not unset:
+        return
+    message = (f"local variable {', '.join(repr(n) for n in unset)} is read after a `{kind}` loop that ran "
+               f"zero times, so it has no value")
+    if not isinstance(runs, Tensor):
+        if not runs:
+            raise UnboundLocalError(f"{message} (at {location})")
+        return
+    apply(ASSERT, (runs,), {"message": message, "location": location, "error": "UnboundLocalError"})
 
 
 def _warn_long_unroll(iterations, start, kind, warned):
@@ -351,7 +368,9 @@ def for_stmt(iterable, extra_test, body, state, names, opts=None):
     if isinstance(iterable, (Tensor, TensorList, StagedSequence)):
         location = user_location()
         _check_staging_allowed(opts, "`for` loop", location)
-        return _tensor_for(_sequence(iterable, location), extra_test, body, tuple(state), names, location,
+        sequence = _sequence(iterable, location)
+        _check_runs_once(sequence[0] > 0, opts, state, names, "for", location)
+        return _tensor_for(sequence, extra_test, body, tuple(state), names, location,
                            _ExtraState(opts, "`for` loop", location))
     state = tuple(state)
     start, iterations, warned = time.perf_counter(), 0, False

@@ -476,3 +476,45 @@ def test_walrus_evaluated_only_on_some_runs_is_refused():
     with pytest.raises(ConversionError) as err:
         ag.function(walrus_in_tensor_and)(f32(1.0, -1.0))
     assert f"{__file__}:{line_of(walrus_in_tensor_and, 'while i < ag.size(x)')}" in str(err.value)
+
+
+# --- a variable first assigned in a tensor loop and read after it -----------------------------
+
+def first_assigned_in_for(n):
+    for i in ag.range(n):
+        y = i * 2
+    return y
+
+
+def first_assigned_in_while(x):
+    i = 0
+    while i < ag.size(x):
+        last = x[i]
+        i += 1
+    return last
+
+
+@pytest.mark.parametrize("fn, good, empty, where", [
+    (first_assigned_in_for, np.int64(3), np.int64(0), "for i in ag.range(n):"),
+    (first_assigned_in_while, f32(1.0, 2.0), np.zeros(0, np.float32), "while i < ag.size(x):"),
+])
+def test_reading_a_variable_a_loop_never_assigned_is_unbound_local_error(fn, good, empty, where):
+    compiled = ag.function(fn)
+    assert_same(fn(good), compiled(good))
+    with pytest.raises(UnboundLocalError):
+        fn(empty)
+    with pytest.raises(UnboundLocalError, match="read after a .* loop that ran zero times") as err:
+        compiled(empty)
+    assert f"{__file__}:{line_of(fn, where)}" in str(err.value)
+
+
+def zeros_shaped_by_the_loop(x, n):
+    i = 0
+    while i < n:
+        m = ag.zeros((2, i + 1)) + x
+        i += 1
+    return m
+
+
+def test_array_first_created_in_a_tensor_while_takes_its_shape_from_the_loop():
+    check(zeros_shaped_by_the_loop, (np.float32(1.0), np.int64(3)), (np.float32(2.0), np.int64(1)))
