@@ -135,7 +135,8 @@ class _ControlFlow:
         """(opts dict or None, statements that must come before the call) for a statement that
         writes names `written` and whose code is `stmts`."""
         rebinds = sorted(written & self.declared)
-        cells = sorted(written & self.cells)
+        # a call in the block may run a nested function that rebinds a cell: carry those too
+        cells = sorted((written | self.rebound_cells) & self.cells)
         composites = self._composites(stmts, written)
         keys, values, pre = [], [], []
         if self.in_try:
@@ -374,6 +375,7 @@ def convert_function(fn, ctx):
                                             for name in _walrus_targets(loop.test)}
     converter = _ControlFlow(ctx, set(kinds), cells)
     converter.declared_kind = kinds
+    converter.rebound_cells = activity.captured_locals(fn, rebound_only=True)
     fn.body = converter.block(fn.body, _params(fn.args))
     # generated functions rebind cells with `nonlocal`: the function itself must bind them
     unbound = sorted(cells - _params(fn.args))

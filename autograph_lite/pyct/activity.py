@@ -142,12 +142,15 @@ def composite_writes(node):
 _CALLED_AT_ONCE = ("and_", "or_", "if_exp", "assert_stmt")  # ag__ operators that call their lambdas on the spot
 
 
-def captured_locals(fn):
+def captured_locals(fn, rebound_only=False):
     """Locals of function `fn` that a nested function or lambda reads or rebinds: Python's cell
-    variables, which every closure sees live. Lambdas that converters pass straight to an
-    operator that calls them at once (`ag__.and_(lambda: a, ...)`) do not count."""
+    variables, which every closure sees live (with `rebound_only`, those a nested function
+    rebinds with `nonlocal`). Lambdas that converters pass straight to an operator that calls
+    them at once (`ag__.and_(lambda: a, ...)`) do not count."""
     body = of(fn.body)
-    local = (body.writes | _param_names(fn.args)) - body.declared
+    own_declared = {name for n in _own_statements(fn) if isinstance(n, (gast.Global, gast.Nonlocal))
+                    for name in n.names}
+    local = (body.writes | _param_names(fn.args)) - own_declared
     free = set()
 
     def walk(n):
@@ -159,10 +162,21 @@ def captured_locals(fn):
             return
         if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda)):
             inner = of(n)
-            free.update(inner.reads | (inner.writes - {getattr(n, "name", None)}))
+            free.update((set() if rebound_only else inner.reads) | (inner.writes - {getattr(n, "name", None)}))
             return
         for child in gast.iter_child_nodes(n):
             walk(child)
     for stmt in fn.body:
         walk(stmt)
     return free & local
+
+
+def _own_statements(fn):
+    """All nodes in the body of `fn`, not inside nested functions, lambdas or classes."""
+    out, stack = [], list(fn.body)
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        if not isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)):
+            stack.extend(gast.iter_child_nodes(n))
+    return out

@@ -95,6 +95,22 @@ def test_nested_function_rebinding_a_local_in_a_python_loop():
     check(closure_counter, (f32(1.0),))
 
 
+def closure_accumulates(x):
+    total = 0.0
+
+    def add(v):
+        nonlocal total
+        total = total + v
+    for v in x:
+        if v > 1:
+            add(v)
+    return total
+
+
+def test_nested_function_rebinding_a_local_from_a_tensor_loop():
+    check(closure_accumulates, (f32(1.0, 2.0, 3.0),), (f32(0.5),))
+
+
 # --- item 2: items and attributes written in staged blocks ---------------------------------
 
 def dict_item_in_if(x):
