@@ -6,8 +6,8 @@ Formatting goes through ag__ too, so a symbolic tensor is never formatted as the
     print(f"x={x:.2f}")  ->  ag__.call(print)(ag__.fstring(print, 'x=', (x, -1, '.2f')))
     "%d items" % n       ->  ag__.percent_format('%d items', n)
 
-`ag__.fstring` formats now unless the callee is the builtin print and a value is a
-tensor: then the text is made when the graph runs, as for the print's other arguments.
+`ag__.fstring` formats now unless the callee is the builtin print (or the message of an
+`assert`) and a value is a tensor: then the text is made when the graph runs.
 """
 import gast
 
@@ -25,7 +25,8 @@ class _Calls(gast.NodeTransformer):
         if isinstance(func, gast.Name) and func.id in ("super", "locals", "globals", "vars", "eval", "exec"):
             return node  # need the caller's frame: called as they are
         if isinstance(func, gast.Name) and func.id == "print":
-            node.args = [_deferred_fstring(a, func) if isinstance(a, gast.JoinedStr) else a for a in node.args]
+            callee = gast.Name(id=func.id, ctx=gast.Load(), annotation=None, type_comment=None)
+            node.args = [deferred_fstring(a, callee) if isinstance(a, gast.JoinedStr) else a for a in node.args]
         node.func = templates.replace_as_expression("ag__.call(f)", f=func)
         return node
 
@@ -41,8 +42,8 @@ def _is_text(node):
     return isinstance(node, gast.JoinedStr) or (isinstance(node, gast.Constant) and isinstance(node.value, str))
 
 
-def _deferred_fstring(joined, callee):
-    """`f"a{x:>4}"` -> `ag__.fstring(print, 'a', (x, -1, '>4'))`."""
+def deferred_fstring(joined, callee):
+    """`f"a{x:>4}"` -> `ag__.fstring(callee, 'a', (x, None, '>4'))` (`callee`: print or assert)."""
     pieces = []
     for part in joined.values:
         if isinstance(part, gast.FormattedValue):
@@ -55,8 +56,7 @@ def _deferred_fstring(joined, callee):
             pieces.append(gast.Tuple(elts=[part.value, conversion, spec], ctx=gast.Load()))
         else:
             pieces.append(part)
-    call = templates.replace_as_expression("ag__.fstring(callee)", callee=gast.Name(
-        id=callee.id, ctx=gast.Load(), annotation=None, type_comment=None))
+    call = templates.replace_as_expression("ag__.fstring(callee)", callee=callee)
     call.args.extend(pieces)
     return call
 

@@ -79,6 +79,13 @@ class TensorList:
     def __repr__(self):
         return f"TensorList({self.tensor!r})"
 
+    def __str__(self):
+        raise TypeError(f"the text of a list built in a graph loop exists only when the graph runs; print "
+                        f"ag.stack(items) instead (at {user_location(2)})")
+
+    def __format__(self, spec):
+        return self.__str__()
+
 
 def list_append(target, value):
     """`target.append(value)`, returning the list (a new TensorList when `target` is one)."""

@@ -5,6 +5,7 @@ from .. import ops
 from ..errors import user_location
 from ..ops.logging_ops import FormattedText
 from ..runtime.graph import Tensor
+from .exceptions import assert_stmt
 from .lists import TensorList
 
 
@@ -15,9 +16,10 @@ def print_(*args, sep=" ", end="\n", file=None, flush=False):
 
 
 def fstring(callee, *pieces):
-    """An f-string: the text now, or, as an argument of the builtin print that holds tensors,
-    the pieces print formats when the graph runs."""
-    if callee is builtins.print and any(isinstance(p, tuple) and isinstance(p[0], Tensor) for p in pieces):
+    """An f-string: the text now, or, as an argument of the builtin print (or an assert's message)
+    that holds tensors, the pieces formatted when the graph runs."""
+    if (callee is builtins.print or callee is assert_stmt) and any(
+            isinstance(p, tuple) and isinstance(p[0], Tensor) for p in pieces):
         return FormattedText(pieces)
     return "".join(p if isinstance(p, str) else _format_now(*p) for p in pieces)
 

@@ -125,22 +125,40 @@ def _refuse_nested_tensors(value, depth=0):
 
 
 def _assert_kernel(xp, message, location, error=None):
-    def check(condition):
+    def check(condition, *values):
         if not bool(xp.all(condition)):
-            if error == "ValueError":  # a check Python itself makes (e.g. range's step), not an `assert`
-                raise ValueError(f"{message} (at {location})")
-            raise AssertionError(f"{message} (assert at {location})" if message else f"assertion failed at {location}")
+            text = _render(message, values) if isinstance(message, tuple) else message
+            if error in ("ValueError", "UnboundLocalError"):  # a check Python itself makes, not an `assert`
+                raise {"ValueError": ValueError, "UnboundLocalError": UnboundLocalError}[error](
+                    f"{text} (at {location})")
+            raise AssertionError(f"{text} (assert at {location})" if text else f"assertion failed at {location}")
     return check
 
 
-ASSERT = define("Assert", _assert_kernel, lambda cond, **attrs: [], stateful=True)
+ASSERT = define("Assert", _assert_kernel, lambda cond, *values, **attrs: [], stateful=True)
 
 
 def assert_that(condition, message=""):
-    """Fail with AssertionError(message) when the graph runs if any element of `condition` is false."""
+    """Fail with AssertionError(message) when the graph runs if any element of `condition` is false.
+
+    `message` may be a tensor or an f-string holding tensors: its text is made when it fails.
+    """
     if not isinstance(condition, Tensor):
         if not condition:
             raise AssertionError(message)
         return None
-    apply(ASSERT, (condition,), {"message": str(message), "location": user_location(2)})
+    tensors = []
+
+    def slot(tensor):
+        tensors.append(tensor)
+        return Slot(len(tensors) - 1)
+
+    if isinstance(message, Tensor):
+        message = ((slot(message), None, ""),)
+    elif isinstance(message, FormattedText):
+        message = tuple(_formatted_piece(p, slot) for p in message.pieces)
+    else:
+        _refuse_nested_tensors(message)
+        message = builtins.str(message)
+    apply(ASSERT, (condition, *tensors), {"message": message, "location": user_location(2)})
     return None

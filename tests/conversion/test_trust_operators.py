@@ -517,3 +517,36 @@ def test_a_ternary_whose_result_type_depends_on_a_tensor_is_an_error(fn, args, t
 def test_a_ternary_with_a_python_number_of_the_tensors_kind_matches_eager():
     check(lambda x, c: (x if c > 0 else 1, x * 2.0 if c > 0 else 0.5),
           (np.int32(2), np.float32(-1.0)), (np.int32(2), np.float32(1.0)))
+
+
+def print_list_built_in_loop(n):
+    items = [0.0]
+    i = 0
+    while i < n:
+        items.append(i * 1.0)
+        print(items)
+        i += 1
+    return items
+
+
+def test_printing_a_list_a_graph_loop_carries_is_an_error_naming_the_line():
+    with pytest.raises(TypeError, match="list built in a graph loop") as info:
+        ag.function(print_list_built_in_loop)(np.int64(2))
+    assert line_of(print_list_built_in_loop, "print(items)") in str(info.value)
+
+
+def assert_with_formatted_message(x, n):
+    assert ag.reduce_min(x) >= 0, f"x must be non-negative, got {ag.reduce_min(x):.1f} (n={n})"
+    assert x[0] < 100, x
+    return x * 2.0
+
+
+@pytest.mark.parametrize("x, text", [(np.array([-1.0, 2.0]), "x must be non-negative, got -1.0 (n=3)"),
+                                     (np.array([101.0, 2.0]), str(np.array([101.0, 2.0])))])
+def test_an_assert_message_holding_tensors_is_formatted_when_it_fails(x, text):
+    # (pytest rewrites asserts in this module, so the eager message is spelled out)
+    compiled = ag.function(assert_with_formatted_message)
+    assert_same(assert_with_formatted_message(np.array([1.0, 2.0]), 3), compiled(np.array([1.0, 2.0]), 3))
+    with pytest.raises(AssertionError) as got:
+        compiled(x, 3)
+    assert str(got.value).startswith(text + " (assert at ")
