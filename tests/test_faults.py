@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import pathlib
+import select
 import signal
 import subprocess
 import sys
@@ -304,21 +305,35 @@ def spin(n):
 g = ag.function(spin)
 for _ in range(4):
     g(np.int64(10))
-loops = g.get_concrete_function(np.int64(10)).plan.native_loops
+loops = g.get_concrete_function(np.int64(1)).plan.native_loops
 print("native" if loops and loops[0].fn else "python", flush=True)
 g(np.int64(10 ** 12))
 print("finished", flush=True)
 """
 
 
-@pytest.mark.parametrize("native", ["1", "0"])
-def test_ctrl_c_stops_a_long_loop(tmp_path, native):
+NESTED_LOOP = LONG_LOOP.replace("""    while i < n:
+        acc = (acc + i) % 1000003
+        i += 1
+""", """    while i < n:
+        j = np.int64(0)
+        while j < ag.minimum(n, 20000):   # nested iterations count toward the pause too
+            acc = (acc + j) % 1000003
+            j += 1
+        i += 1
+""").replace("g(np.int64(10))", "g(np.int64(1))")
+
+
+@pytest.mark.parametrize("code, native", [(LONG_LOOP, "1"), (NESTED_LOOP, "1"), (LONG_LOOP, "0")],
+                         ids=["C loop", "nested C loops", "AG_NATIVE_KERNELS=0"])
+def test_ctrl_c_stops_a_long_loop(tmp_path, code, native):
     if native == "1" and not HAS_CC:
         pytest.skip("no C compiler on this machine")
     env = dict(os.environ, PYTHONPATH=ROOT, AG_CACHE_DIR=str(tmp_path), AG_NATIVE_KERNELS=native)
-    child = subprocess.Popen([sys.executable, script(LONG_LOOP, tmp_path)], env=env, cwd=ROOT,
+    child = subprocess.Popen([sys.executable, script(code, tmp_path)], env=env, cwd=ROOT,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
+        assert select.select([child.stdout], [], [], 60)[0], "the child did not start its loop"
         assert child.stdout.readline().strip() == ("native" if native == "1" else "python")
         time.sleep(0.3)  # well inside the 10**12 iterations
         assert child.poll() is None

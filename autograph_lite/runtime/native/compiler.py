@@ -164,15 +164,15 @@ def load(source, symbol):
 
 
 def _load_or_build(path, source, flags, key, symbol):
-    directory = _usable_dir()
-    fn = _load_cached(directory, key, symbol)
-    if fn is not None:
-        return fn
+    directory = None
     try:
-        return _build(directory, path, source, flags, key, symbol)
+        directory = _usable_dir()
+        return (_load_cached(directory, key, symbol)
+                or _build(directory, path, source, flags, key, symbol))
     except (OSError, subprocess.SubprocessError) as e:
         _warn(f"building a native kernel with {path} failed ({e}); it runs on numpy instead "
-              f"(same results)", f"Check that {path} works and that {directory} is writable.")
+              f"(same results)", f"Check that {path} works and that "
+              f"{directory or 'a temporary directory'} is writable.")
         return None
 
 
