@@ -185,6 +185,18 @@ def big_ratio(k):
     return r
 
 
+def int_float_compare(k):
+    a = 2 ** 53
+    count = 0
+    i = 0
+    while i < k:
+        a = a + 1
+        if a > 2.0 ** 53:   # exact in Python; a double comparison says False
+            count += 1
+        i += 1
+    return count
+
+
 def sum_mod(n):
     acc = 0
     i = 0
@@ -206,7 +218,7 @@ EXACT_CASES = [
     (negate_min, (np.int32(3),)),
     (float_power, (3.0, np.int32(10)),), (float_power, (0.5, np.int32(10))),
     (divide, (3, np.int32(4))), (divide, (0, np.int32(2))), (divide, (-2, np.int32(5))),
-    (big_ratio, (np.int32(2),)),
+    (big_ratio, (np.int32(2),)), (int_float_compare, (np.int32(3),)),
 ]
 
 

@@ -122,10 +122,15 @@ class _Writer:
                     "FloorMod": f"{a[1]} == 0", "Abs": f"{a[0]} == INT64_MIN"}[op]
             self.bail(test, indent)
             return self.local(out, indent, self.emitter.op(op, ins, out.dtype))
+        kinds = {v.dtype.kind for v in ins}
+        if op in cexpr._COMPARE and "f" in kinds and kinds & {"i", "u"}:
+            # Python compares an int with a float exactly; C rounds the int to a double
+            self.bail(" || ".join(f"({v.expr} > {_EXACT_DOUBLE} || {v.expr} < -{_EXACT_DOUBLE})"
+                                  for v in ins if v.dtype.kind in "iu"), indent)
         if op in _EXACT or kind == "b":
             return self.local(out, indent, self.emitter.op(op, ins, out.dtype))
         if kind == "f" and op == "RealDiv":  # x / 0 raises; int / int is exact beyond 2**53
-            tests = [f"{a[1]} == 0"] + [f"({v.expr} > 9007199254740992 || {v.expr} < -9007199254740992)"
+            tests = [f"{a[1]} == 0"] + [f"({v.expr} > {_EXACT_DOUBLE} || {v.expr} < -{_EXACT_DOUBLE})"
                                         for v in ins if v.dtype.kind in "iu"]
             self.bail(" || ".join(tests), indent)
             return self.local(out, indent, self.emitter.op(op, ins, out.dtype))
@@ -182,6 +187,7 @@ class _Writer:
 
 # ops whose result on Python scalars is Python's (on ints: once the checks above passed)
 _EXACT = {"Select", "Cast", "Maximum", "Minimum", "Relu", "Add", "Sub", "Mul", "Neg", "Abs"}
+_EXACT_DOUBLE = "9007199254740992"   # 2**53: ints up to it are exact as doubles
 _CHECKED_INT = {"Add": ("add", 1, 1), "Sub": ("sub", 1, 1), "Mul": ("mul", 1, 1),
                 "Neg": ("sub", 0, 0), "Square": ("mul", 1, 0)}
 
