@@ -7,6 +7,7 @@ variable that graph loops can carry:
     items.pop(0)        ->  items = ag__.list_pop(items, 0)[0]
     items.insert(i, v)  ->  items = ag__.list_method(items, 'insert', i, v)   (also remove,
                             clear, reverse, sort)
+    del items[i]        ->  items = ag__.list_del(items, i)
 
 On a Python list each is the plain (mutating) method; on a list a graph loop carries (a
 TensorList) append, extend and pop are graph ops, the others a ConversionError.
@@ -59,6 +60,15 @@ class _Lists(gast.NodeTransformer):
             return node
         return at_line(new, node)
 
+    def visit_Delete(self, node):
+        target = node.targets[0] if len(node.targets) == 1 else None
+        if (isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name)
+                and target.value.id in self.local_names):
+            new = templates.replace("name = ag__.list_del(name, index)", name=target.value.id,
+                                    index=_as_expression(target.slice))
+            return at_line(new, node)
+        return node
+
     def visit_Assign(self, node):
         target, method = self._method_call(node.value)
         if (method == "pop" and len(node.value.args) <= 1 and len(node.targets) == 1
@@ -69,6 +79,17 @@ class _Lists(gast.NodeTransformer):
                                     index=args[0] if args else gast.Constant(value=None, kind=None))
             return at_line(new, node)
         return node
+
+
+def _as_expression(index):
+    """A subscript's index as a value: `a:b` -> `slice(a, b, None)`."""
+    if isinstance(index, gast.Slice):
+        none = gast.Constant(value=None, kind=None)
+        parts = [p if p is not None else none for p in (index.lower, index.upper, index.step)]
+        return templates.replace_as_expression("slice(a, b, c)", a=parts[0], b=parts[1], c=parts[2])
+    if isinstance(index, gast.Tuple):
+        return gast.Tuple(elts=[_as_expression(e) for e in index.elts], ctx=gast.Load())
+    return index
 
 
 def transform(node, ctx):

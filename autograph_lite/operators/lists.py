@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import ops
 from ..errors import ConversionError, user_location
-from ..runtime.graph import Tensor
+from ..runtime.graph import Tensor, current_graph
 
 
 class TensorList:
@@ -79,6 +79,25 @@ class TensorList:
     def __repr__(self):
         return f"TensorList({self.tensor!r})"
 
+    def __add__(self, other):
+        if not isinstance(other, (list, tuple, TensorList)):
+            return NotImplemented
+        return self.extend(other)
+
+    def __radd__(self, other):
+        if not isinstance(other, (list, tuple)):
+            return NotImplemented
+        return TensorList.from_list(list(other)).extend(self)
+
+    def __setitem__(self, index, value):
+        raise ConversionError(f"item assignment to a list that a graph loop carries is not supported "
+                              f"(at {user_location(2)}); build the new list with append, or use a tensor and "
+                              f"ag.where")
+
+    def __delitem__(self, index):
+        raise ConversionError(f"`del items[i]` on a list that a graph loop carries is not supported "
+                              f"(at {user_location(2)}); only pop() and pop(0) are")
+
     def __str__(self):
         raise TypeError(f"the text of a list built in a graph loop exists only when the graph runs; print "
                         f"ag.stack(items) instead (at {user_location(2)})")
@@ -108,6 +127,24 @@ def list_pop(target, index=None):
     if isinstance(target, TensorList):
         return target.pop(index)
     return target, (target.pop() if index is None else target.pop(index))
+
+
+def list_del(target, index):
+    """`del target[index]`, returning the container (a new TensorList when `target` is one)."""
+    if isinstance(target, TensorList):
+        if type(index) is int and index in (0, -1):
+            return target.pop(index)[0]
+        raise ConversionError(f"`del items[{index!r}]` on a list that a graph loop carries is not supported "
+                              f"(at {user_location(2)}); only del items[0] and del items[-1] (or pop) are")
+    if type(target) is not list:
+        graph = current_graph()
+        if graph is not None and graph.parent is not None:
+            raise ConversionError(
+                f"`del x[...]` on a {type(target).__name__} inside an `if`/`while`/`for` on a tensor (at "
+                f"{user_location(2)}) would change it once, while tracing, not each time the graph runs "
+                f"the block")
+    del target[index]
+    return target
 
 
 def list_method(target, method, *args):

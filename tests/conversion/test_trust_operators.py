@@ -550,3 +550,45 @@ def test_an_assert_message_holding_tensors_is_formatted_when_it_fails(x, text):
     with pytest.raises(AssertionError) as got:
         compiled(x, 3)
     assert str(got.value).startswith(text + " (assert at ")
+
+
+def concatenation_and_del_in_loop(n):
+    items = [1.0, 2.0, 3.0, 4.0, 5.0]
+    i = 0
+    while i < n:
+        items = items + [i * 2.0]
+        items = [0.5] + items
+        del items[0]
+        del items[-1]
+        del items[0]
+        i += 1
+    return items
+
+
+def del_of_python_list_items(x):
+    items = [1, 2, 3, 4]
+    del items[1]
+    del items[1:]
+    d = {"a": 1, "b": 2}
+    del d["a"]
+    return items, d, x
+
+
+def test_concatenation_and_del_on_lists_match_eager():
+    check(concatenation_and_del_in_loop, (np.int64(0),), (np.int64(2),), traces=1)
+    check(del_of_python_list_items, (np.float64(1.0),))
+
+
+def del_middle_item_in_loop(n):
+    items = [1.0, 2.0, 3.0]
+    i = 0
+    while i < n:
+        del items[1]
+        i += 1
+    return items
+
+
+def test_del_of_an_item_a_graph_loop_cannot_remove_is_an_error():
+    with pytest.raises(ConversionError, match=r"del items\[1\]") as info:
+        ag.function(del_middle_item_in_loop)(np.int64(1))
+    assert line_of(del_middle_item_in_loop, "del items[1]") in str(info.value)
