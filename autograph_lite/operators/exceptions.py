@@ -1,8 +1,8 @@
-"""`assert` as converted code calls it."""
+"""`assert` and `raise` as converted code calls them."""
 from .. import ops
-from ..errors import user_location
+from ..errors import ConversionError, user_location
 from ..ops.logging_ops import FormattedText
-from ..runtime.graph import Tensor
+from ..runtime.graph import Tensor, current_graph
 
 
 def assert_stmt(condition, message=None):
@@ -16,3 +16,16 @@ def assert_stmt(condition, message=None):
             raise AssertionError(f"assertion failed at {user_location(2)} (its message formats tensors, "
                                  f"whose values exist only when the graph runs)")
         raise AssertionError(text) if message is not None else AssertionError()
+
+
+def raise_stmt(exception):
+    """`raise exception`: refused while tracing a branch or loop body of a tensor `if`/`while`/`for`,
+    where Python raises only on the runs that take that path but a trace would raise on every call."""
+    graph = current_graph()
+    if graph is not None and graph.parent is not None:
+        name = exception.__name__ if isinstance(exception, type) else type(exception).__name__
+        raise ConversionError(
+            f"`raise {name}` inside an `if`/`while`/`for` on a tensor is not supported (at {user_location()}): "
+            f"whether it runs is known only when the graph runs. Check the condition with `assert`, "
+            f"which the graph checks on every call")
+    return exception

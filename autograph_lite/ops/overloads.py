@@ -19,9 +19,10 @@ _BINARY = {
     "pow": math_ops.pow, "matmul": math_ops.matmul,
 }
 _SYMBOLS = {"add": "+=", "sub": "-=", "mul": "*=", "truediv": "/=", "floordiv": "//=", "mod": "%=",
-            "pow": "**=", "matmul": "@="}
+            "pow": "**=", "matmul": "@=", "and": "&=", "or": "|="}
 _UFUNC_NAMES = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
-                "floordiv": "floor_divide", "mod": "remainder", "pow": "power", "matmul": "matmul"}
+                "floordiv": "floor_divide", "mod": "remainder", "pow": "power", "matmul": "matmul",
+                "and": "logical_and", "or": "logical_or"}
 _COMPARE = {
     "lt": math_ops.less, "le": math_ops.less_equal, "gt": math_ops.greater,
     "ge": math_ops.greater_equal, "eq": math_ops.equal, "ne": math_ops.not_equal,
@@ -85,18 +86,33 @@ def _setitem(x, index, value):
         f"build the new value instead, e.g. with ag.where(mask, value, x) or ag.concat")
 
 
+def _iter(x):
+    """Iterating a tensor whose first dim is known yields its rows, as iterating an ndarray does
+    (`a, b = x`, `for row in x` in Python code, comprehensions, zip)."""
+    if x.ndim == 0:
+        raise TypeError(f"iteration over a 0-d tensor {x!r} (at {user_location(2)})")
+    if x.shape[0] is None:
+        raise x._misuse("iterated over, with a length known only when the graph runs,",
+                        "Loop with `for i in range(ag.shape(x)[0])` (a graph loop) instead of a "
+                        "comprehension or unpacking.")
+    return iter([array_ops.getitem(x, i) for i in range(x.shape[0])])
+
+
 def _install():
     for name, op in _BINARY.items():
         setattr(Tensor, f"__{name}__", lambda x, y, op=op: op(x, y))
         setattr(Tensor, f"__r{name}__", lambda x, y, op=op: op(y, x))
         setattr(Tensor, f"__i{name}__", _in_place(name, op))
     Tensor.__setitem__ = _setitem
+    Tensor.__iter__ = _iter
+    Tensor.copy = lambda x: array_ops.identity(x)
     for name, op in _COMPARE.items():
         setattr(Tensor, f"__{name}__", lambda x, y, op=op: op(x, y))
     for name, op, symbol in (("and", math_ops.logical_and, "&"), ("or", math_ops.logical_or, "|")):
         method = _bool_only(op, symbol)
         setattr(Tensor, f"__{name}__", method)
         setattr(Tensor, f"__r{name}__", lambda x, y, m=method: m(y, x))
+        setattr(Tensor, f"__i{name}__", _in_place(name, method))
     Tensor.__neg__ = lambda x: math_ops.negative(x)
     Tensor.__pos__ = lambda x: x
     Tensor.__abs__ = lambda x: math_ops.abs(x)
@@ -127,8 +143,17 @@ _UFUNCS = {
 }
 
 
+_OPERATOR_SYMBOLS = {np.add: "+", np.subtract: "-", np.multiply: "*", np.true_divide: "/",
+                     np.floor_divide: "//", np.remainder: "%", np.power: "**", np.matmul: "@"}
+
+
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     op = _UFUNCS.get(ufunc)
+    if method == "__call__" and isinstance(kwargs.get("out"), tuple) and isinstance(kwargs["out"][0], np.ndarray):
+        symbol = _OPERATOR_SYMBOLS.get(ufunc, f"np.{ufunc.__name__}(..., out=a)")
+        raise TypeError(f"a numpy array cannot be updated in place with a symbolic tensor (`a {symbol}= t`, at "
+                        f"{user_location(2)}): compiled code cannot change a numpy array the function "
+                        f"holds, and others may hold it too. Write `a = a {symbol} t` to make a new value")
     if op is None or method != "__call__" or kwargs:
         raise TypeError(f"numpy.{ufunc.__name__}{'' if method == '__call__' else '.' + method} "
                         f"{'with ' + ', '.join(kwargs) + ' ' if kwargs else ''}has no autograph_lite "

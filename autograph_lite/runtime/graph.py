@@ -121,6 +121,7 @@ class Graph:
         self.updated = []        # Tensors this graph's code updated in place (see InPlaceUpdate)
         self.write_backs = {}    # top graph: id(argument placeholder) -> (placeholder, its final value)
         self.write_back_outputs = []  # top graph: (input index, output index) to copy after a call
+        self.views = {}          # id(tensor) -> tensors that numpy would give as views of its array
         self._captured = {}      # id(tensor of an enclosing graph) -> (tensor, placeholder)
         # Node names are unique across a graph and all its sub-graphs.
         self._name_counts = parent._name_counts if parent else collections.Counter()
@@ -137,6 +138,8 @@ class Graph:
         self.nodes.append(node)
         if op in ("Cond", "While"):
             _carry_updates(node)
+        elif _is_view(node):
+            self.views.setdefault(id(node.inputs[0]), []).append(node.outputs[0])
         return node
 
     def placeholder(self, shape, dtype, name, weak=False, **attrs):
@@ -157,6 +160,13 @@ class Graph:
         if hit is not None:
             return hit[1]
         if self.parent is None:
+            if _root(tensor.node.graph) is self:
+                raise ConversionError(
+                    f"{tensor!r} was computed inside a branch or loop body on a tensor (at "
+                    f"{tensor.node.location}) and is read outside it at {user_location(2)}; a value leaves "
+                    f"a tensor `if`/`while`/`for` only through a local variable the block assigns, not through "
+                    f"global or nonlocal variables, objects or containers the converter does not carry. "
+                    f"Assign it to a local variable in the block and use that variable after it")
             raise ValueError(
                 f"{tensor!r} belongs to a different trace (another function or an earlier "
                 f"call) and cannot be used here; pass it in as an argument instead. "
@@ -228,12 +238,37 @@ class InPlaceUpdate:
                 f"variable instead, or write `x = x {self.symbol[:-1]} y` to make a new array")
 
 
+def _root(graph):
+    while graph.parent is not None:
+        graph = graph.parent
+    return graph
+
+
 def _within(graph, ancestor):
     while graph is not None:
         if graph is ancestor:
             return True
         graph = graph.parent
     return False
+
+
+_VIEW_OPS = ("StridedSlice", "Transpose", "Reshape", "Squeeze", "ExpandDims")
+
+
+def _is_view(node):
+    """Whether numpy gives this op's result as a view of its first input (basic slicing with
+    scalar indices, transpose, reshape, squeeze, expand_dims): then updating one updates both."""
+    if node.op not in _VIEW_OPS or not node.outputs or not node.outputs[0].shape:
+        return False
+    return node.op != "StridedSlice" or all(t.ndim == 0 and t.dtype != np.bool_ for t in node.inputs[1:])
+
+
+def _mark_views(graph, old, scope, label, symbol, location):
+    """Views of `old` (and views of those) read the updated array eagerly: they may not be read."""
+    for view in graph.views.get(id(old), ()):
+        if view.stale is None:
+            view.stale = InPlaceUpdate(scope, f"{label} (this value is a slice or view of it)", symbol, location)
+            _mark_views(graph, view, scope, label, symbol, location)
 
 
 def supersede(old, new, label, symbol, location):
@@ -255,6 +290,25 @@ def supersede(old, new, label, symbol, location):
     if new is not None:
         new.previous = old
     old.stale = InPlaceUpdate(graph, label, symbol, location)
+    _mark_views(old.node.graph, old, graph, label, symbol, location)
+    base = old
+    while _is_view(base.node) and base.node.graph is old.node.graph:
+        # updating a view updates the array it views: that array and its other views are stale too
+        base = base.node.inputs[0]
+        if base.stale is None:
+            base.stale = InPlaceUpdate(graph, f"{label} (a slice or view of this value)", symbol, location)
+            _mark_views(base.node.graph, base, graph, label, symbol, location)
+        root = _origin(base)
+        while root.previous is not None:
+            root = root.previous
+        if root.node.op == "Placeholder" and "argument" in root.node.attrs:
+            raise ConversionError(
+                f"{label} is a slice or view of argument '{root.node.attrs['argument']}' and is updated in place "
+                f"(`{symbol}`) at {location}; the compiled function cannot update part of the caller's "
+                f"array. Update a copy (`{label.strip(chr(39))} = {label.strip(chr(39))}.copy()` first), or build "
+                f"the whole new value with ag.where / ag.concat")
+    if base is not old and _origin(base) is not base:
+        supersede(_origin(base), None, label, symbol, location)  # a view of a value from outside this block
     if not any(t is old for t in graph.updated):
         graph.updated.append(old)
     if graph.parent is None:
@@ -265,10 +319,10 @@ def supersede(old, new, label, symbol, location):
         if argument is not None:
             if new is None:
                 raise ConversionError(
-                    f"argument '{argument}' is updated in place (`{symbol}`) at {location} inside a loop on a "
-                    f"tensor that then rebinds the variable to another array, so the caller's array ends with "
-                    f"the value of some iteration the graph does not keep; update it outside the loop or "
-                    f"write `x = x {symbol[:-1]} y`")
+                    f"argument '{argument}' is updated in place (`{symbol}`) at {location} in a way whose final "
+                    f"value the graph does not keep (in a tensor loop that then rebinds the variable to another "
+                    f"array, or in a tensor `if` whose result the variable does not hold); update it outside "
+                    f"the block or write `x = x {symbol[:-1]} y`")
             graph.write_backs[id(root)] = (root, new)
 
 

@@ -328,3 +328,102 @@ def test_item_assignment_on_a_tensor_is_an_error_at_the_users_line():
     with pytest.raises(ag.ConversionError,
                        match=rf"item assignment on a symbolic tensor.*test_inplace.py:{line_of(item_assignment, 'x[0] = 1.0')}"):
         ag.function(item_assignment)(np.zeros(2))
+
+
+# --- views: numpy slices, transposes and reshapes share the array they view -----------------
+
+def view_then_update_base(x):
+    y = x * 1.0
+    row = y[0]
+    y += 1.0
+    return row
+
+
+def test_reading_a_view_after_its_array_was_updated_is_an_error():
+    with pytest.raises(ag.ConversionError,
+                       match=rf"'y' \(this value is a slice or view of it\) was updated in place.*test_inplace.py:"
+                             rf"{line_of(view_then_update_base, 'y += 1.0')}"):
+        ag.function(view_then_update_base)(np.ones((2, 2)))
+
+
+def update_view_then_read_base(x):
+    y = x.T * 1.0
+    col = y.T
+    col += 1.0
+    return y
+
+
+def test_reading_an_array_after_one_of_its_views_was_updated_is_an_error():
+    with pytest.raises(ag.ConversionError,
+                       match=rf"'col' \(a slice or view of this value\).*test_inplace.py:"
+                             rf"{line_of(update_view_then_read_base, 'col += 1.0')}"):
+        ag.function(update_view_then_read_base)(np.ones((2, 2)))
+
+
+def update_view_only(x):
+    y = x * 2.0
+    element = y[1, 0]  # an element is a copy, not a view
+    row = y[1]
+    row += 1.0
+    return row, element
+
+
+def test_updating_a_view_that_alone_is_read_again_and_elements_are_copies():
+    both(update_view_only, lambda: np.arange(4.0).reshape(2, 2))
+
+
+def update_slice_of_argument(x):
+    row = x[0]
+    row += 1.0
+    return row
+
+
+def test_updating_a_slice_of_an_argument_is_an_error():
+    with pytest.raises(ag.ConversionError,
+                       match=rf"'row' is a slice or view of argument 'x'.*test_inplace.py:"
+                             rf"{line_of(update_slice_of_argument, 'row += 1.0')}"):
+        ag.function(update_slice_of_argument)(np.ones((2, 2)))
+
+
+def view_updated_in_loop(x, n):
+    y = x * 1.0
+    total = 0.0
+    i = 0
+    while i < n:
+        r = y[0]
+        r += 1.0
+        total = total + r.sum()
+        i += 1
+    return total
+
+
+def test_updating_a_view_of_an_array_from_before_a_tensor_loop_is_an_error():
+    with pytest.raises(ag.ConversionError,
+                       match=rf"'r' is updated in place.*test_inplace.py:{line_of(view_updated_in_loop, 'r += 1.0')} "
+                             rf"inside a loop on a tensor"):
+        ag.function(view_updated_in_loop)(np.ones((2, 2)), np.int64(3))
+
+
+def view_updated_in_branch(x):
+    y = x * 1.0
+    if x.sum() > 0:
+        r = y[0]
+        r += 1.0
+    return y
+
+
+def test_reading_an_array_after_a_view_of_it_was_updated_in_a_tensor_if_is_an_error():
+    with pytest.raises(ag.ConversionError,
+                       match=rf"'r' was updated in place.*test_inplace.py:{line_of(view_updated_in_branch, 'r += 1.0')}"):
+        ag.function(view_updated_in_branch)(np.ones((2, 2)))
+
+
+def or_in_place(mask, other):
+    m = mask
+    m |= other
+    m &= ~other | m
+    return m.sum()
+
+
+def test_bool_in_place_operators_update_the_callers_array():
+    both(or_in_place, lambda: np.array([True, False, False]), lambda: np.array([False, False, True]))
