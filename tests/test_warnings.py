@@ -189,3 +189,17 @@ def test_warnings_of_a_scalar_loop_do_not_depend_on_how_often_it_ran(monkeypatch
         assert caught == [("divide by zero encountered in divide", __file__, line_of(scalar_loop, 3))]
         result, caught = recorded(fn, np.float64(np.nan), np.int64(3))
         assert np.isnan(result) and caught == []
+
+
+def log_of_a_folded_zero(x):
+    z = ag.cast(ag.shape(x)[0] - 3, np.float64)
+    return x + ag.log(z)  # +2: constant folding must not swallow this warning
+
+
+def test_constant_folding_leaves_warning_ops_to_run_and_warn():
+    fn = ag.function(log_of_a_folded_zero)
+    for _ in range(2):
+        result, caught = recorded(fn, np.ones(3))
+        assert caught == [("divide by zero encountered in log", __file__, line_of(log_of_a_folded_zero, 2))]
+        with np.errstate(divide="ignore"):
+            np.testing.assert_array_equal(result, log_of_a_folded_zero(np.ones(3)))

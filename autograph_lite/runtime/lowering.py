@@ -6,7 +6,6 @@ bare call such as `v3 = k3(v1, v2)`; `Cond` becomes a native `if`, `While` a nat
 and comments are escaped onto one line. A failure while the plan runs is traced back to the node, and so to the
 user's `file:line`, through the line map kept here.
 """
-import functools
 import itertools
 import linecache
 import math
@@ -35,7 +34,7 @@ class Plan:
         self.filename = lowering.filename
         self.graph, self.device = graph, device
         if device.xp is np and fp_errors.may_raise(graph):  # numpy's warnings name the user's line
-            self.fn = functools.partial(fp_errors.plan_reporter(self).call, self.fn)
+            self.fn = fp_errors.plan_reporter(self).wrap(self.fn)
         # the source stays in linecache (for tracebacks) while the plan lives, not after
         weakref.finalize(self, linecache.cache.pop, self.filename, None)
 

@@ -41,8 +41,8 @@ def _try_fold(node):
         return None
     if any(None in o.shape or int(np.prod(o.shape)) > MAX_FOLDED_ELEMENTS for o in node.outputs):
         return None
-    try:
-        with np.errstate(all="ignore"):
+    try:  # an op that would warn (log(0)) is left to warn when the graph runs, at the user's line
+        with np.errstate(divide="raise", over="raise", invalid="raise", under="ignore"):
             result = lookup(node.op).kernel(np, **node.attrs)(*[i.node.attrs["value"] for i in node.inputs])
     except Exception:  # leave it: the error surfaces when the graph runs, with the user's line
         return None
