@@ -81,15 +81,16 @@ class Reporter:
         if _STATE is None:  # pragma: no cover
             return functools.partial(self.call, fn)
         get, set_, reset, state_for = _STATE.get, _STATE.set, _STATE.reset, self._state_for
-        last = [None, None]  # the user's state seen last, and ours for it
+        last = [(None, None)]  # (the user's state seen last, ours for it): one item, for threads
 
         def reporting(*args):
             current = get()
-            if current is last[0]:
-                ours = last[1]
+            seen = last[0]
+            if current is seen[0]:
+                ours = seen[1]
             else:
                 ours = state_for(current)
-                last[:] = current, ours
+                last[0] = current, ours
             if ours is None:
                 return fn(*args)
             token = set_(ours)
