@@ -24,6 +24,7 @@ import weakref
 import numpy as np
 
 from . import nest, operators
+from .operators.variables import check_defined
 from .errors import is_internal_file, traceback_location, user_location
 from .ops.core import constant_node
 from .runtime import devices
@@ -667,6 +668,7 @@ class Function:
             graph.inputs = [t for t in nest.flatten(inputs) if isinstance(t, Tensor)]
             try:
                 outputs = self._call_python(self._traced_function(), inputs)
+                check_defined(outputs)
             except Exception as e:
                 where = traceback_location(e.__traceback__)
                 if where and where not in str(e):

@@ -84,6 +84,10 @@ class _ExtraState:
         return bool(self.names)
 
     @property
+    def cell_names(self):
+        return self.names[:len(self.names) - len(self._places)]
+
+    @property
     def composite_names(self):
         return self.names[len(self.names) - len(self._places):]
 
@@ -126,9 +130,16 @@ class _ExtraState:
             self.set(state[count:])
             return test(*state[:count])
 
+        cells = len(self.cell_names)
+
         def loop_body(*state):
             self.set(state[count:])
-            return tuple(body(*state[:count])) + self.get()
+            out = tuple(body(*state[:count])) + self.get()
+            # a cell with no value before the loop that the body assigns on some runs only keeps
+            # having none (an error if used after the loop)
+            return out[:count] + tuple(s if isinstance(s, Undefined) and isinstance(o, Undefined) else o
+                                       for s, o in zip(state[count:count + cells], out[count:count + cells])) \
+                + out[count + cells:]
         return loop_test, loop_body
 
 
@@ -183,13 +194,13 @@ def if_stmt(cond, body, orelse, state, names, opts=None):
     if extra:
         count, start = len(names), extra.get()
         body, orelse, names = extra.branch(body, start), extra.branch(orelse, start), (*names, *extra.names)
-        result = _staged_if(cond, body, orelse, state, names, location)
+        result = _staged_if(cond, body, orelse, state, names, location, extra.cell_names)
         extra.set(result[count:])
         return result[:count]
     return _staged_if(cond, body, orelse, state, names, location)
 
 
-def _staged_if(cond, body, orelse, state, names, location):
+def _staged_if(cond, body, orelse, state, names, location, soft=()):
     graph = current_graph()
     # each branch appends to its own copy of a list: one branch's items must not leak into the other
     then_g, then_out = trace_function(graph, "then", body, _copy_lists(state))
@@ -201,11 +212,15 @@ def _staged_if(cond, body, orelse, state, names, location):
             else_out[i] = t
         elif isinstance(t, Undefined) or isinstance(e, Undefined):
             side, other, sub = ("false", t, else_g) if isinstance(e, Undefined) else ("true", e, then_g)
+            message = (f"'{name}' is assigned in only the {'true' if side == 'false' else 'false'} branch of "
+                       f"an `if` on a tensor (at {location}) but used after it; give '{name}' a value "
+                       f"before the `if` or in the {side} branch too")
+            if name in soft:
+                # a cell carried whether or not it is read later: an error only if it is used
+                then_out[i] = else_out[i] = Undefined(name, message)
+                continue
             if name != RETURN_VALUE:
-                raise ConversionError(
-                    f"'{name}' is assigned in only the {'true' if side == 'false' else 'false'} branch of "
-                    f"an `if` on a tensor (at {location}) but used after it; give '{name}' a value "
-                    f"before the `if` or in the {side} branch too")
+                raise ConversionError(message)
             # the return value of a branch that did not return: never read, so any value will do
             filler = _zeros_like(sub, other)
             if side == "false":

@@ -10,15 +10,19 @@ class Undefined:
     Any use of it raises UnboundLocalError naming the variable, as Python would.
     """
 
-    __slots__ = ("name",)
+    __slots__ = ("name", "why")
 
-    def __init__(self, name):
+    def __init__(self, name, why=None):
         self.name = name
+        self.why = why  # a ConversionError message: a value exists on some runs only
 
     def __repr__(self):
         return f"<undefined {self.name}>"
 
     def _fail(self, *args, **kwargs):
+        if self.why:
+            from ..errors import ConversionError
+            raise ConversionError(self.why)
         raise UnboundLocalError(f"local variable '{self.name}' is used before a value was assigned to it")
 
     __getattr__ = _fail
@@ -49,3 +53,11 @@ def return_value(value, returned=True):
 def _function_name():
     import sys
     return f"'{sys._getframe(2).f_code.co_name.removeprefix('ag__converted_')}'"
+
+
+def check_defined(outputs):
+    """Raise, as reading it would, if a function's result holds a variable that has no value."""
+    from .. import nest
+    for leaf in nest.flatten(outputs):
+        if isinstance(leaf, Undefined):
+            leaf._fail()

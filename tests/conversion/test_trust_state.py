@@ -534,3 +534,40 @@ def zeros_shaped_by_the_loop(x, n):
 
 def test_array_first_created_in_a_tensor_while_takes_its_shape_from_the_loop():
     check(zeros_shaped_by_the_loop, (np.float32(1.0), np.int64(3)), (np.float32(2.0), np.int64(1)))
+
+
+# --- a cell assigned on one side of a tensor `if` only ----------------------------------------
+
+def cell_set_in_one_branch(x):
+    if ag.reduce_sum(x) > 0:
+        k = x * 2.0
+        get = lambda: k  # noqa: E731
+        x = get()
+    return x
+
+
+def cell_set_in_one_branch_and_read(x):
+    if ag.reduce_sum(x) > 0:
+        k = x * 2.0
+    get = lambda: k  # noqa: E731
+    return get()
+
+
+def test_a_cell_assigned_in_one_branch_is_an_error_only_when_used():
+    check(cell_set_in_one_branch, (f32(1.0),), (f32(-1.0),))
+    with pytest.raises(ConversionError, match="'k' is assigned in only the true branch") as err:
+        ag.function(cell_set_in_one_branch_and_read)(f32(1.0))
+    assert f"{__file__}:{line_of(cell_set_in_one_branch_and_read, 'if ag.reduce_sum')}" in str(err.value)
+
+
+def returns_a_variable_never_assigned(x):
+    if x.shape[0] > 5:
+        y = 1
+    return y
+
+
+def test_returning_a_variable_with_no_value_is_unbound_local_error():
+    with pytest.raises(UnboundLocalError):
+        returns_a_variable_never_assigned(np.zeros(3))
+    with pytest.raises(UnboundLocalError, match="'y'"):
+        ag.function(returns_a_variable_never_assigned)(np.zeros(3))
