@@ -62,6 +62,20 @@ def test_del_of_a_variable_assigned_again_in_a_tensor_if():
     check(del_then_assign, (f32(1, 2),), (f32(-1, -2),))
 
 
+def del_in_tensor_loop(x):
+    s = x.sum()
+    t = 1.0
+    while s < 10.0:
+        s = s + t
+        del t
+        t = 2.0
+    return s, t
+
+
+def test_del_of_a_loop_carried_variable_assigned_again_in_the_body():
+    check(del_in_tensor_loop, (f32(1, 2),), (f32(20),))
+
+
 def unpacking(x):
     a, *rest = x
     b, c = rest
