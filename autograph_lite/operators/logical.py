@@ -56,7 +56,8 @@ def _like(left, right, op, location):
     (eager's result type would depend on the value of `left`)."""
     if isinstance(right, (bool, int, float, complex)) and _fits(right, left.dtype):
         return ops.cast(ops.convert_to_tensor(right), left.dtype)  # a Python scalar is weak
-    if isinstance(right, Tensor) and right.weak and right.shape == left.shape and _same_kind(right.dtype, left.dtype):
+    if (isinstance(right, Tensor) and right.weak and right.shape == left.shape
+            and _same_kind(right.dtype, left.dtype)):
         return ops.cast(right, left.dtype)
     if isinstance(right, (np.ndarray, np.generic)):
         right = ops.convert_to_tensor(right)
