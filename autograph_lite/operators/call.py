@@ -87,9 +87,9 @@ def _container_method(method):
     kind = type(method.__self__).__name__
     raise ConversionError(
         f"{kind}.{method.__name__}() inside an `if`/`while`/`for` on a tensor (at {user_location(2)}) would "
-        f"change the {kind} once, while tracing, not each time the graph runs the block. Keep the {kind} in a local "
-        f"variable of the function (lists: append, extend, pop() or pop(0) as a statement), or change it "
-        f"outside the block")
+        f"change the {kind} once, while tracing, not each time the graph runs the block. Keep the {kind} "
+        f"in a local variable of the function (lists: append, extend, pop() or pop(0) as a statement), "
+        f"or change it outside the block")
 
 
 def _convert(fn):
