@@ -238,7 +238,9 @@ def _staged_if(cond, body, orelse, state, names, location, soft=()):
 
 
 def _copy_lists(state):
-    return tuple(list(v) if type(v) is list else v for v in state)
+    """`state` with its lists and numpy arrays copied: a branch that appends to one or updates
+    it in place (`a += 1` on a concrete array) must not change what the other branch sees."""
+    return tuple(list(v) if type(v) is list else v.copy() if type(v) is np.ndarray else v for v in state)
 
 
 def _labels(names, values):

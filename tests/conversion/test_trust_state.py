@@ -571,3 +571,17 @@ def test_returning_a_variable_with_no_value_is_unbound_local_error():
         returns_a_variable_never_assigned(np.zeros(3))
     with pytest.raises(UnboundLocalError, match="'y'"):
         ag.function(returns_a_variable_never_assigned)(np.zeros(3))
+
+
+def in_place_on_a_concrete_array_in_one_branch(x):
+    total = ag.cast(-1, np.int64)
+    if x[-1]:
+        pass
+    else:
+        total += 2
+    return total
+
+
+def test_in_place_update_in_one_branch_does_not_leak_into_the_other():
+    check(in_place_on_a_concrete_array_in_one_branch, (np.array([1, -2], np.int64),),
+          (np.array([1, 0], np.int64),))
