@@ -1,0 +1,114 @@
+"""Differential fuzzing in the suite: random programs compiled vs eager, a fixed-seed slice.
+
+`test_hypothesis_slice` draws programs with Hypothesis (derandomized, no example database),
+so a divergence is reported as a shrunk, minimal program. `test_seeded_slice` runs the
+plain seeded generator that the long run uses. Constructs in grammar.KNOWN_DIVERGENT
+(divergent on main when the fuzzer was written) are left out of both; the long run covers
+them: `python -m tests.fuzz --programs 20000 --seed 1` (see tests/fuzz/__main__.py;
+`--flags ci` runs the CI set, the default `all` includes the known-divergent ones).
+"""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from . import grammar, runner
+
+CI_FLAGS = grammar.ALL_FLAGS - grammar.KNOWN_DIVERGENT
+
+
+@settings(max_examples=150, derandomize=True, deadline=None, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_hypothesis_slice(data):
+    program = grammar.generate(grammar.HypothesisChoices(data), CI_FLAGS)
+    outcome = runner.run_program(program)
+    assert outcome.status != "diverged", f"\n{program}\n--- {outcome.detail}"
+
+
+def test_seeded_slice():
+    statuses = []
+    for seed in range(300):
+        program = grammar.generate(grammar.RandomChoices(seed), CI_FLAGS)
+        outcome = runner.run_program(program)
+        assert outcome.status != "diverged", f"seed {seed}:\n{program}\n--- {outcome.detail}"
+        statuses.append((outcome.status, outcome.detail[:100]))
+    # a fuzzer that only finds refusals proves little: most programs must compile and run
+    ok = sum(status == "ok" for status, _ in statuses)
+    assert ok >= 0.6 * len(statuses), sorted(d for s, d in statuses if s == "refused")
+
+
+# The comparator itself: each difference the contract names is caught.
+@pytest.mark.parametrize("eager, compiled", [
+    (np.float32(1.0), np.float64(1.0)),                   # dtype
+    (np.array([1, 2], np.int8), np.array([1, 3], np.int8)),  # value
+    (np.array([-0.0]), np.array([0.0])),                   # sign of zero
+    ((1, 2), [1, 2]),                                      # structure
+    ({"a": 1}, {"b": 1}),                                  # keys
+    (1, np.float64(1.0)),                                  # Python int vs a float
+    (None, 0),                                             # implicit None vs a value
+    (np.array(np.nan, np.float32), np.array(1.0, np.float32)),
+])
+def test_comparator_catches(eager, compiled):
+    assert runner.compare(eager, compiled, inexact=False) is not None
+
+
+@pytest.mark.parametrize("eager, compiled", [
+    (3, np.int64(3)),                                      # weak Python int as a 0-d int
+    (True, np.bool_(True)),
+    (np.array(np.nan), np.array(np.nan)),
+    ((np.float32(1.5), [np.int8(2)]), (np.array(1.5, np.float32), [np.array(2, np.int8)])),
+])
+def test_comparator_accepts(eager, compiled):
+    assert runner.compare(eager, compiled, inexact=False) is None
+
+
+SOURCE = """import numpy as np
+import autograph_lite as ag
+
+
+def f(x, y, n, s, lst):
+    print("sum", ag.reduce_sum(x))
+    return x + y, x * 1.0, s
+"""
+
+
+def _program():
+    x = np.array([1.0, -2.0, 3.0, 4.0], np.float32)
+    args = (x, x, np.array(1, np.int32), 1, [])
+    return grammar.Program(SOURCE, ("float32", "float32"), frozenset(), False, [args] * 4)
+
+
+def _wrong(change):
+    """A stand-in for ag.function whose 5th call differs from eager by `change`."""
+    def compile_fn(fn):
+        calls = []
+
+        def run(*args):
+            calls.append(1)
+            result = fn(*args)
+            return change(result, args) if len(calls) == 5 else result
+        return run
+    return compile_fn
+
+
+def _print_extra(result, args):
+    print("extra")
+    return result
+
+
+@pytest.mark.parametrize("change, expected", [
+    (lambda r, a: (r[0].astype(np.float64),) + r[1:], "dtype float64"),
+    (lambda r, a: list(r), "structure list"),
+    (lambda r, a: r[:2] + (r[2] + 1,), "value"),
+    (lambda r, a: r[:2] + (float(r[2]),), "dtype float64 for eager Python int"),
+    (_print_extra, "printed output"),
+    (lambda r, a: (a[4].append(0), r)[1], "argument l after the call"),
+    (lambda r, a: (a[0].__isub__(1), r)[1], "argument x after the call"),
+    (lambda r, a: (r[0], a[0], r[2]), "shares memory"),
+])
+def test_runner_reports_each_difference(change, expected):
+    assert runner.run_program(_program()).status == "ok"
+    outcome = runner.run_program(_program(), compile_fn=_wrong(change))
+    assert outcome.status == "diverged" and expected in outcome.detail, outcome.detail
+    assert "call 5" in outcome.detail
