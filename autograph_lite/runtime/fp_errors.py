@@ -39,10 +39,9 @@ class Reporter:
     def __init__(self, locate):
         self.locate = locate
         self._states = {}  # id(user's error state) -> (that state, ours or None)
-
-    def _handler(self, kind, flag):
-        name, location, module_globals = self.locate(sys._getframe(1), kind)
-        warn_at(f"{kind} encountered in {name}", location, module_globals)
+        # the error states we make hold the handler, and we hold them: a weak reference
+        # back keeps that a chain, not a cycle the collector cannot see through numpy's state
+        self._handler = _handler_for(weakref.ref(self))
 
     def _state_for(self, current):
         hit = self._states.get(id(current))
@@ -100,6 +99,15 @@ class Reporter:
                 reset(token)
         reporting.__wrapped__ = fn
         return reporting
+
+
+def _handler_for(reporter_ref):
+    def handler(kind, flag):
+        reporter = reporter_ref()
+        if reporter is not None:
+            name, location, module_globals = reporter.locate(sys._getframe(1), kind)
+            warn_at(f"{kind} encountered in {name}", location, module_globals)
+    return handler
 
 
 def warn_at(message, location, module_globals=None):
