@@ -22,5 +22,6 @@ from .ops import (abs, add, argmax, cast, concat, cond, constant, divide, equal,
 from .runtime import devices as _devices  # noqa: F401
 from .runtime.devices import device
 from .runtime.graph import Graph, Node, Tensor
+from .runtime.native.compiler import NativeKernelWarning
 
 __version__ = "0.1.0"

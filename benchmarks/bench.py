@@ -1,4 +1,4 @@
-"""Time the workloads of shared/BENCHMARKS.md: handwritten numpy, ag eager, ag compiled.
+"""Time the workloads of benchmarks/workloads.py (W1-W6): handwritten numpy, ag eager, ag compiled.
 
     python benchmarks/bench.py [--repeats 15] [--only W3,W4] [--out benchmarks/results]
 

@@ -1,4 +1,16 @@
-"""The workloads of shared/BENCHMARKS.md, each as handwritten numpy and as a user's ag code."""
+"""The six benchmark workloads, each as handwritten numpy and as a user's ag code.
+
+W1 tanh_loop: `while reduce_sum(x) > 1: x = tanh(x)` on a seeded float32 [10] vector
+   (about 145 data-dependent iterations): per-op and per-iteration overhead.
+W2 rnn: a basic RNN (batch 32, 50 steps, input 16, state 64) with per-example lengths
+   masked by `where`, looping over a tensor range: a realistic recurrent loop.
+W3 lstm_cell: one LSTM cell (units 10, input [10, 10]): dispatch cost of a short graph.
+W4 elementwise_chain: `tanh(x*1.5 + 0.5) * sigmoid(x) - 0.25*x*x` on 4,000,000 float32:
+   memory bandwidth, where fusion makes six passes over memory one.
+W5 mlp_step: one SGD step of a 2-layer ReLU MLP (N 64, D 1000, H 100, 10 outputs) with
+   `ag.grad`: gradients and a training loop.
+W6 collatz: steps of the Collatz sequence from int32 27 (111): an `if` inside a `while`.
+"""
 import numpy as np
 
 from examples.models import (collatz, collatz_inputs, elementwise_chain, elementwise_inputs,

@@ -1,4 +1,4 @@
-"""Every op of DESIGN.md: compiled result == eager result (values, dtype, shape), on two
+"""Every op of the public op list: compiled result == eager result (values, dtype, shape), on two
 dtypes; broadcasting where the op broadcasts; and the shape rule with a None dim."""
 import numpy as np
 import pytest
