@@ -35,6 +35,8 @@ KNOWN_DIVERGENT = frozenset({
     "range_step",        # nested loops over ag.range(start, stop, step): KeyError in copy_graph
     "where_nonbool",     # ag.where(<int/float condition>, a, b): numpy cast error at run time
     "helper_print",      # print in a helper called from `c and helper()` in a while condition
+    "small_int_weak",    # out-of-range Python int with int8/uint8: eager OverflowError, compiled not
+    "ag_unary_on_python",  # ag.abs(<Python int carried by a scalar while>): IndexError in native
 })
 ALL_FLAGS = frozenset({
     "python_print",      # print(...) of Python values only
@@ -59,6 +61,8 @@ ALL_FLAGS = frozenset({
     "range_step",        # ag.range(start, n, step)
     "where_nonbool",     # ag.where with a condition that is not bool
     "helper_print",      # print inside module-level helper functions
+    "small_int_weak",    # Python ints meeting int8/uint8 arrays in arithmetic
+    "ag_unary_on_python",  # ag.abs/square/negative/... of a Python scalar
 })
 
 
@@ -293,7 +297,6 @@ class Generator:
             extra = [n for n in list(self.lists) + list(self.dicts) if n in scope.lookup_all()]
             if extra and self.on("return_list", 30):
                 vals.append(self.ch.pick(extra))
-                self.ret_extra = True
         if self.ret_form == "single":
             return f"return {vals[0]}"
         if self.ret_form == "list":
@@ -390,6 +393,7 @@ class Generator:
         old = targets[name]
         op = self.ch.pick(["+=", "-=", "*="])
         rhs, rv = self.expr(scope, 2)
+        self.weak_small(old, rv)
         env = dict(scope.lookup_all())
         env[name] = copy.deepcopy(old)
         with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -677,6 +681,16 @@ class Generator:
                 return var[0]
         return ch.pick(["1", "2", "0.5", "True", "0", "3", "1.5", "False", "-1"])
 
+    def weak_small(self, *values):
+        """A Python int meeting an int8/uint8 array: eager raises OverflowError when the int
+        is out of the dtype's range (NEP 50); flag `small_int_weak`."""
+        keys = [tkey(v) for v in values]
+        if any(k == ("py", "int") for k in keys) and any(k[0] == "t" and k[1] in ("int8", "uint8")
+                                                         for k in keys):
+            if "small_int_weak" not in self.allowed:
+                raise Reject("python int with a small int dtype")
+            self.used.add("small_int_weak")
+
     def ex_binop(self, visible, depth):
         ops = ["+", "-", "*"]
         if self.on("true_division", 15):
@@ -687,6 +701,7 @@ class Generator:
         a = self._expr(visible, depth - 1)
         b = self._expr(visible, depth - 1)
         va, vb = self.ev(a, visible), self.ev(b, visible)
+        self.weak_small(va, vb)
         if op in ("/", "//", "%") and tkey(va)[0] == "py" and tkey(vb)[0] == "py":
             raise Reject("python division")
         if op == "*" and tkey(va)[0] == "py" and tkey(vb)[0] == "py" and not _small(b):
@@ -709,6 +724,10 @@ class Generator:
             if tkey(self.ev(a, visible))[1] not in ("float32", "float64"):
                 raise Reject("transcendental on non-float")
             self.inexact = True
+        if form.startswith("ag.") and tkey(self.ev(a, visible))[0] == "py":
+            if "ag_unary_on_python" not in self.allowed:
+                raise Reject("ag unary op on a Python scalar")
+            self.used.add("ag_unary_on_python")
         if form == "not {}":
             return f"(not {a})"
         return form.format(a)
@@ -752,13 +771,17 @@ class Generator:
             return f"{name}({self._typed_quick(visible, tkey(param), depth - 1)}, s)" \
                 if "s" in visible else f"{name}({self._typed_quick(visible, tkey(param), depth - 1)}, k)"
         if kind == "op":
-            return f"{what}({self._expr(visible, depth - 1)}, {self._expr(visible, depth - 1)})"
+            a, b = self._expr(visible, depth - 1), self._expr(visible, depth - 1)
+            self.weak_small(self.ev(a, visible), self.ev(b, visible))
+            return f"{what}({a}, {b})"
         c = self._expr(visible, depth - 1, want_bool=True)
         if tkey(self.ev(c, visible))[1] != "bool":
             if "where_nonbool" not in self.allowed:
                 raise Reject("where on a non-bool condition")
             self.used.add("where_nonbool")
-        return f"ag.where({c}, {self._expr(visible, depth - 1)}, {self._expr(visible, depth - 1)})"
+        a, b = self._expr(visible, depth - 1), self._expr(visible, depth - 1)
+        self.weak_small(self.ev(a, visible), self.ev(b, visible))
+        return f"ag.where({c}, {a}, {b})"
 
     def _typed_quick(self, visible, k, depth):
         for _ in range(3):
@@ -813,7 +836,7 @@ class Generator:
         if dicts:
             return f"{self.ch.pick(dicts)}[{self.ch.pick(['a', 'b'])!r}]"
         if "lst" in visible:
-            return "lst[0]" if False else "len(lst)"
+            return "len(lst)"
         raise Reject("no container")
 
 

@@ -4,6 +4,7 @@ Replaying a shorter or smaller choice sequence regenerates a program (missing ch
 as the lowest option, which is always the simplest one). A candidate is kept when it still
 diverges with the same signature and is smaller in shortlex order.
 """
+import ast
 import re
 import time
 
@@ -93,7 +94,6 @@ def _blocks(lines):
 def shrink_source(outcome, seconds=30.0):
     """Delete statements (with their bodies) from the reproducer while it still diverges
     the same way; a deleted block whose parent would be empty becomes `pass`."""
-    import ast
     sig = signature(outcome)
     best = outcome
     deadline = time.time() + seconds
@@ -105,13 +105,9 @@ def shrink_source(outcome, seconds=30.0):
             if time.time() > deadline:
                 break
             for repl in ([], [" " * indent + "pass"]):
-                cand = lines[:start] + repl + lines[end:]
-                if len(cand) >= len(lines) and repl:
-                    cand_src = "\n".join(cand) + "\n"
-                    if lines[start].strip() == "pass":
-                        continue
-                else:
-                    cand_src = "\n".join(cand) + "\n"
+                if repl and lines[start].strip() == "pass":
+                    continue
+                cand_src = "\n".join(lines[:start] + repl + lines[end:]) + "\n"
                 try:
                     ast.parse(cand_src)
                 except SyntaxError:
