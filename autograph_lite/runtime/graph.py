@@ -122,7 +122,7 @@ class Graph:
         self.write_backs = {}    # top graph: id(argument placeholder) -> (placeholder, its final value)
         self.write_back_outputs = []  # top graph: (input index, output index) to copy after a call
         self.views = {}          # id(tensor) -> tensors that numpy would give as views of its array
-        self._captured = {}      # id(tensor of an enclosing graph) -> (tensor, placeholder)
+        self._captured = {}      # id(enclosing tensor, or the parent's placeholder for it) -> (it, placeholder)
         # Node names are unique across a graph and all its sub-graphs.
         self._name_counts = parent._name_counts if parent else collections.Counter()
 
@@ -171,12 +171,18 @@ class Graph:
                 f"{tensor!r} belongs to a different trace (another function or an earlier "
                 f"call) and cannot be used here; pass it in as an argument instead. "
                 f"(at {user_location(2)})")
+        # One placeholder per value the parent passes in: a tensor of an outer graph and the
+        # parent's own placeholder for it are the same value, so they share it (two would give
+        # the owning node two inputs for one outer tensor, and `_close` would keep only one).
         outer = self.parent._capture(tensor)
-        inner = self.placeholder(tensor.shape, tensor.dtype, name=f"{tensor.node.name}_captured",
-                                 weak=tensor.weak)
-        self._captured[id(tensor)] = (tensor, inner)
-        self.captures.append((outer, inner))
-        return inner
+        hit = self._captured.get(id(outer))
+        if hit is None:
+            inner = self.placeholder(tensor.shape, tensor.dtype, name=f"{tensor.node.name}_captured",
+                                     weak=tensor.weak)
+            hit = self._captured[id(outer)] = (outer, inner)
+            self.captures.append((outer, inner))
+        self._captured[id(tensor)] = (tensor, hit[1])
+        return hit[1]
 
     def walk(self):
         """Every node of this graph and of its sub-graphs, parents before children."""
