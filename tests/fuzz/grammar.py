@@ -376,13 +376,14 @@ class Generator:
 
     def may_alias(self, src, val):
         """Whether the value of `src` may be (a view of) an argument array: conservative."""
-        if not isinstance(val, np.ndarray):
-            return False
+        if not isinstance(val, (np.ndarray, np.generic)):
+            return False   # (a numpy-scalar sample may be a 0-d array when the program runs)
         if src in self.alias or any(w in src for w in (" if ", " and ", " or ", "helper")) \
                 or re.search(r"\b[gh]\d+\(", src):
             return True
         params = [v for k, v in self.fn_scope.vars.items() if k in self.params]
-        return any(isinstance(p, np.ndarray) and np.shares_memory(val, p) for p in params)
+        return isinstance(val, np.ndarray) and any(
+            isinstance(p, np.ndarray) and np.shares_memory(val, p) for p in params)
 
     def st_aug(self, scope, indent, depth, in_loop, staged):
         targets = self.assignable(scope, staged)
@@ -405,13 +406,13 @@ class Generator:
                 raise Reject("aug") from e
         if tkey(env[name]) != tkey(old):
             raise Reject("aug changes type")
-        if name in self.alias and isinstance(old, np.ndarray):
+        if name in self.alias and isinstance(old, (np.ndarray, np.generic)):
             # an in-place update of (maybe) the caller's array
             if "alias_mutation" not in self.allowed:
                 raise Reject("alias mutation")
             self.used.add("alias_mutation")
-        if isinstance(old, np.ndarray):
-            # in place: checked again at the end of the function, when every alias is known
+        if isinstance(old, (np.ndarray, np.generic)):
+            # in place (on a 0-d array too): checked again at the end of the function, when every alias is known
             # (an alias made later in a loop body reaches this line on the next iteration)
             self.emit(indent, f"{name} {op} {rhs}  #AUG")
             return
@@ -593,7 +594,7 @@ class Generator:
             out = self.fresh("v")
             self.emit(indent, f"{out} = {name}({arg})")
             scope.vars[out] = val
-            if isinstance(val, np.ndarray):
+            if isinstance(val, (np.ndarray, np.generic)):
                 self.alias.add(out)
 
     # ---------------------------------------------------------------- expressions
