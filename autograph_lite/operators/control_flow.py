@@ -17,7 +17,7 @@ from ..errors import ConversionError, user_location
 from ..ops.array_ops import constant_value
 from ..ops.core import apply
 from ..ops.logging_ops import ASSERT
-from ..ops.control_flow import build_cond, stage_while, trace_function, zero_like
+from ..ops.control_flow import build_cond, python_int, stage_while, trace_function, zero_like
 from ..runtime.graph import Tensor, building, current_graph
 from .lists import TensorList
 from .variables import RETURN_VALUE, Undefined
@@ -423,6 +423,7 @@ def enumerate_(iterable, start=0):
     if not isinstance(iterable, (Tensor, TensorList, StagedSequence)):
         return builtins.enumerate(iterable, start)
     count, item = _sequence(iterable, user_location())
+    start = python_int(start)  # Python's enumerate counts in Python ints (weak), from int(start)
     return StagedSequence("enumerate()", count, lambda i: (start + i, item(i)))
 
 
@@ -452,7 +453,8 @@ def _sequence(iterable, location):
     if isinstance(iterable, np.ndarray):
         iterable = ops.convert_to_tensor(iterable)
     elif isinstance(iterable, builtins.range):
-        iterable = ops.range(iterable.start, iterable.stop, iterable.step)
+        count = builtins.len(iterable)
+        return count, lambda i: iterable.start + i * iterable.step
     elif isinstance(iterable, (list, tuple)):
         # Python numbers would be weak (NEP 50) items: no graph value keeps that, so they are refused
         if not all(isinstance(v, (np.ndarray, np.generic)) for v in iterable):
@@ -465,6 +467,9 @@ def _sequence(iterable, location):
     if iterable.node.op == "Range":
         start, limit, delta = _range_bounds(iterable, location)
         count = ops.maximum(ops.cast(-((start - limit) // delta), np.int64), 0)
+        if id(iterable) in iterable.graph.python_ranges:  # Python's range(): items are Python ints
+            start, delta = python_int(start), python_int(delta)
+            return count, lambda i: start + i * delta
         return count, lambda i: ops.cast(start + i * delta, iterable.dtype)
     if iterable.ndim == 0:
         raise TypeError(f"cannot iterate over a scalar {iterable!r} (at {location})")
@@ -485,7 +490,8 @@ def _tensor_for(sequence, extra_test, body, state, names, location, extra):
     def step(i, *s):
         return (i + 1, *body(item(i), *s))
 
-    result = _staged_loop(test, step, (np.int64(0), *state), ("<iteration>", *names), location, extra)
+    # the counter is a Python int (weak): items computed from it keep the dtypes eager gives
+    result = _staged_loop(test, step, (0, *state), ("<iteration>", *names), location, extra)
     return result[1:]
 
 

@@ -56,9 +56,12 @@ def _refuse_tensors(value, what, depth=0):
 
 
 def range_(*args):
-    """range: with a tensor bound, ag.range (a graph loop when iterated)."""
+    """range: with a tensor bound, ag.range (a graph loop when iterated), marked so that a `for`
+    over it gives Python ints (weak, NEP 50) as Python's range does, not ag.range's int64s."""
     if any(isinstance(a, Tensor) for a in args):
-        return ops.range(*args)
+        r = ops.range(*args)
+        r.graph.python_ranges[id(r)] = r
+        return r
     return builtins.range(*args)
 
 

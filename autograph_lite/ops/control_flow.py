@@ -10,10 +10,33 @@ import numpy as np
 from .. import nest
 from ..errors import ConversionError, user_location
 from ..runtime.graph import Graph, Tensor, building, current_graph
-from .core import convert_to_tensor, exemplar
+from .core import apply, convert_to_tensor, define, exemplar
 from .math_ops import cast
 
 _MAX_RELAXATIONS = 8
+
+
+def _python_int_infer(x):
+    if x.ndim != 0 or x.dtype.kind not in "biu":
+        raise TypeError(f"an integer scalar is needed, got {x!r}")
+    return [((), np.dtype(np.int64))]
+
+
+# A Python int (a weak scalar, NEP 50) from an integer tensor: what Python's range() and
+# enumerate() give when their bounds are numpy integers. At run time a weak value must be a
+# Python number (the plan computes on it with Python's operators), so this is int(x), not a cast.
+PYTHON_INT = define("PythonInt", lambda xp: int, _python_int_infer)
+
+
+def python_int(x):
+    """`x` (an integer scalar, possibly symbolic) as a weak Python int."""
+    if not isinstance(x, Tensor):
+        return x.__index__()
+    if x.weak:
+        return x
+    out = apply(PYTHON_INT, (x,))
+    out.weak = True
+    return out
 
 
 def relax_shape(a, b):

@@ -122,6 +122,7 @@ class Graph:
         self.write_backs = {}    # top graph: id(argument placeholder) -> (placeholder, its final value)
         self.write_back_outputs = []  # top graph: (input index, output index) to copy after a call
         self.views = {}          # id(tensor) -> tensors that numpy would give as views of its array
+        self.python_ranges = {}  # id(Range tensor) -> it, for Python's range() on tensors: ints are weak
         self._captured = {}      # id(enclosing tensor, or the parent's placeholder for it) -> (it, placeholder)
         # Node names are unique across a graph and all its sub-graphs.
         self._name_counts = parent._name_counts if parent else collections.Counter()

@@ -3,7 +3,7 @@ and conditions with walrus evaluated once per iteration (issue 11)."""
 import numpy as np
 
 import autograph_lite as ag
-from tests.helpers import run_both
+from tests.helpers import assert_same, run_both
 
 
 # -- one capture per outer value in nested sub-graphs ------------------------------------------
@@ -48,3 +48,106 @@ def test_nested_tensor_loops_read_outer_value_in_inner_if():
         return total
 
     run_both(f, np.array([1., 2.], np.float32), np.array(3, np.int32))
+
+
+# -- loop indices are Python ints (weak, NEP 50) where eager's are --------------------------------
+
+def _calls(fn, *args, times=4):
+    """Compiled `fn` matches eager on every one of several calls (later ones may run as C)."""
+    compiled = ag.function(fn)
+    eager = fn(*args)
+    for _ in range(times):
+        assert_same(eager, compiled(*args))
+
+
+def test_range_index_times_float32_stays_float32():
+    def f(n, v):
+        out = []
+        for i in range(n):
+            out.append(i * v)
+        return out, i * v, v + i, -i, i // 2
+
+    for n in (np.int32(3), np.array(4, np.int64), np.int8(2)):
+        _calls(f, n, np.float32(1.5))
+        _calls(f, n, np.arange(2, dtype=np.float32))
+
+
+def test_range_with_tensor_start_and_step_gives_python_ints():
+    def f(a, b, s, v):
+        last = v
+        for k in range(a, b, s):
+            last = ag.where(k > a, k, v) + k * v
+        return last, k * v
+
+    _calls(f, np.int32(1), np.int32(8), np.int32(3), np.float32(0.5))
+    _calls(f, np.int64(7), np.int64(-2), np.int8(-2), np.float32(0.5))
+
+
+def test_range_index_with_small_int_dtypes():
+    def f(n, a, b):
+        out = []
+        for i in range(n):
+            out.append(a * i + b - i)
+        return out, a ** i, i ** 2 * a, b // (i + 1), ag.where(b > 1, i, b)
+
+    _calls(f, np.int32(4), np.int8(3), np.uint8(200))
+    _calls(f, np.int32(3), np.arange(3, dtype=np.int8), np.arange(3, dtype=np.uint8))
+
+
+def test_enumerate_counter_is_a_python_int():
+    def f(x, v):
+        out = []
+        total = v
+        for j, e in enumerate(x):
+            out.append(j * v + e)
+            total = total + j * e
+        return out, total, j * v, v - j
+
+    _calls(f, np.arange(3, dtype=np.float32), np.float32(2))
+    _calls(f, np.arange(4, dtype=np.int8), np.int8(2))
+
+
+def test_enumerate_with_tensor_start():
+    def f(x, s, v):
+        for j, e in enumerate(x, s):
+            v = v + j * e
+        return v, j * e
+
+    _calls(f, np.arange(3, dtype=np.float32), np.int32(5), np.float32(1))
+
+
+def test_zip_of_range_and_tensor():
+    def f(n, x, v):
+        out = []
+        for i, e in zip(range(n), x):
+            out.append(i * e)
+        for k, e in zip(range(5), x):
+            v = v + k * e
+        return out, v, k * v
+
+    _calls(f, np.int32(2), np.arange(3, dtype=np.float32), np.float32(1))
+    _calls(f, np.int32(4), np.arange(3, dtype=np.float32), np.float32(1))
+
+
+def test_ag_range_items_stay_numpy_ints():
+    # eager ag.range is np.arange: its items are int64 (strong), so i * float32 is float64
+    def f(n, v):
+        for i in ag.range(n):
+            v = v + ag.cast(i, np.float32)
+        return v, i * v
+
+    _calls(f, np.int32(3), np.float32(1))
+
+
+def test_index_in_nested_loops_and_tensor_if():
+    def f(n, x, v):
+        out = []
+        for i in range(n):
+            for j, e in enumerate(x):
+                if e > i:
+                    out.append(i * j * v)
+                else:
+                    out.append(v - j)
+        return out
+
+    _calls(f, np.int32(3), np.arange(3, dtype=np.float32), np.float32(0.5))
