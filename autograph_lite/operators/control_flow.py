@@ -203,8 +203,10 @@ def if_stmt(cond, body, orelse, state, names, opts=None):
 def _staged_if(cond, body, orelse, state, names, location, soft=()):
     graph = current_graph()
     # each branch appends to its own copy of a list: one branch's items must not leak into the other
-    then_g, then_out = trace_function(graph, "then", body, _copy_lists(state))
-    else_g, else_out = trace_function(graph, "else", orelse, _copy_lists(state))
+    then_in, else_in = _copy_lists(state), _copy_lists(state)
+    then_g, then_out = trace_function(graph, "then", body, then_in)
+    else_g, else_out = trace_function(graph, "else", orelse, else_in)
+    _check_argument_lists(state, "an `if`", location, then_in, else_in)
     then_out, else_out = list(then_out), list(else_out)
     for i, name in enumerate(names):
         t, e = then_out[i], else_out[i]
@@ -235,6 +237,28 @@ def _staged_if(cond, body, orelse, state, names, location, soft=()):
     for i in lists:
         result[i] = TensorList(result[i])
     return tuple(result)
+
+
+def _check_argument_lists(state, block, location, *branch_states):
+    """A list argument of the compiled function that a staged block changes is an error: eagerly
+    the caller's list changes each time the block runs; a graph cannot change a Python list. A loop
+    carries only what it assigns; `branch_states` (the copies an `if`'s branches ran on): a list
+    changes if a branch changed its copy in place."""
+    graph = current_graph()
+    while graph.parent is not None:
+        graph = graph.parent
+    arguments = getattr(graph, "argument_lists", None)  # id -> (list, label), set by ag.function's trace
+    if not arguments:
+        return
+    for i, value in enumerate(state):
+        if id(value) in arguments and arguments[id(value)][0] is value and (not branch_states or any(
+                len(copy[i]) != len(value) or any(a is not b for a, b in zip(copy[i], value))
+                for copy in branch_states)):
+            name = arguments[id(value)][1]
+            raise ConversionError(
+                f"list argument '{name}' is changed inside {block} on a tensor (at {location}); eagerly the "
+                f"caller's list would change each time the block runs, which a compiled function cannot do. "
+                f"Work on a copy (`{name} = list({name})` before it) and return the new list")
 
 
 def _copy_lists(state):
@@ -285,14 +309,16 @@ def while_stmt(test, body, state, names, opts=None):
     _check_staging_allowed(opts, "`while` loop", location)
     _check_runs_once(pred, opts, state, names, "while", location)
     if opts and opts.get("test_binds"):
-        # `:=` in the condition: the body sees what this iteration's test bound, and after the
-        # loop the names hold what the last (failing) test bound
-        def body_after_test(*s, body=body):
-            test(*s)
-            return body(*s)
-        result = _staged_loop(test, body_after_test, state, names, location, _ExtraState(opts, "`while` loop", location))
-        test(*result)
-        return result
+        # `:=` in the condition binds names (cells the loop carries): the condition runs once per
+        # iteration, as in Python, so its effects (a print, a call) happen as often. The test just
+        # traced is the first one; the body runs the next test at its end, and the loop carries
+        # the predicate. After the loop the names hold what the last (failing) test bound.
+        def body_then_test(_, *s):
+            s = tuple(body(*s))
+            return (test(*s), *s)
+        result = _staged_loop(lambda p, *s: p, body_then_test, (pred, *state), ("<condition>", *names),
+                              location, _ExtraState(opts, "`while` loop", location))
+        return result[1:]
     return _staged_loop(test, body, state, names, location, _ExtraState(opts, "`while` loop", location))
 
 
@@ -335,6 +361,7 @@ def _staged_loop(test, body, state, names, location, extra=None):
         result = _staged_loop(test, body, (*state, *extra.get()), (*names, *extra.names), location)
         extra.set(result[count:])
         return result[:count]
+    _check_argument_lists(state, "a loop", location)
     lists = [i for i, v in enumerate(state) if type(v) is list or isinstance(v, TensorList)]
     state = tuple(TensorList.from_list(v) if type(v) is list else v for v in state)
     unknown, offset = {}, 0

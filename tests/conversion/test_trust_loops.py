@@ -151,3 +151,71 @@ def test_index_in_nested_loops_and_tensor_if():
         return out
 
     _calls(f, np.int32(3), np.arange(3, dtype=np.float32), np.float32(0.5))
+
+
+# -- `:=` in a staged while condition runs once per test, as in Python ---------------------------
+
+def _printed_both(capsys, fn, *args):
+    eager = fn(*args)
+    eager_out = capsys.readouterr().out
+    compiled = ag.function(fn)
+    for _ in range(3):
+        assert_same(eager, compiled(*args))
+        assert capsys.readouterr().out == eager_out
+    return eager_out
+
+
+def _check(v):
+    print("check", v)
+    return v
+
+
+def test_walrus_condition_with_print_runs_once_per_test(capsys):
+    def f(x):
+        i = 0
+        while (v := _check(x[i])) < 3.0:
+            i += 1
+        return i, v
+
+    out = _printed_both(capsys, f, np.array([1., 2., 5., 1.], np.float32))
+    assert out.count("check") == 3
+    _printed_both(capsys, f, np.array([4., 2.], np.float32))  # the first test fails
+
+
+def test_walrus_condition_target_read_and_written_in_the_body(capsys):
+    def f(x, n):
+        i = 0
+        total = x[0] * 0
+        while (k := i * 2) < n:
+            print("k", k)
+            total = total + x[k % 3] * k
+            i += 1
+        return total, k, i
+
+    _printed_both(capsys, f, np.arange(3, dtype=np.float32), np.int32(7))
+    _printed_both(capsys, f, np.arange(3, dtype=np.float32), np.int32(0))
+
+
+def test_walrus_condition_rebinds_a_python_start(capsys):
+    def f(x, limit):
+        i = 0
+        total = x[0]
+        while (i := i + 1) < limit:
+            print("at", i)
+            total = total + x[i % 4] * i
+        return i, total
+
+    _printed_both(capsys, f, np.array([1., 2., 5., 1.], np.float32), np.int32(6))
+    _printed_both(capsys, f, np.array([1., 1., 1., 1.], np.float32), np.int32(6))
+
+
+def test_walrus_condition_appends_to_a_list(capsys):
+    def f(x):
+        seen = []
+        i = 0
+        while (v := x[i]) > 0:
+            seen.append(v)
+            i += 1
+        return seen, v
+
+    _printed_both(capsys, f, np.array([3., 2., 0., 1.], np.float32))
