@@ -808,6 +808,9 @@ class _Effects:
         self._seen = set()
         for i, (name, value, view) in enumerate(zip(function._param_names, values, traced)):
             self._walk(value, view, ((i, name),), False)
+        # list arguments a staged if/while/for must not change (operators/control_flow.py checks)
+        graph.argument_lists = {id(view): (view, _label(path)) for path, view, _ in self._copies
+                                if type(view) is list}
 
     # path: a tuple of (step, label); the first step is the argument index, then ("item", key)
     # or ("attr", name); labels make the words of an error message.

@@ -342,3 +342,4 @@ def test_cached_array_calls_keep_the_fast_path():
     f(x)
     concrete = next(iter(f._fast_cache.values()))
     assert not concrete._effects
+
