@@ -128,6 +128,10 @@ def build_cond(pred, then_g, then_out, else_g, else_out, names, location, var_na
                                       f"arrays (at {location})")
             continue
         (t,), (e,) = _to_tensors(then_g, [t]), _to_tensors(else_g, [e])
+        same = _captured_from(then_g, t)
+        if same is not None and same is _captured_from(else_g, e):
+            results[i] = same  # both branches give the same outer value: it is that value (and its aliases)
+            continue
         t, e = _unify_pair(then_g, else_g, t, e, labels[i], location, ("true branch", "false branch"))
         then_t.append(t)
         else_t.append(e)
@@ -146,6 +150,11 @@ def build_cond(pred, then_g, then_out, else_g, else_out, names, location, var_na
 
 
 _GRAPH_OUTPUT = object()  # marks a leaf that becomes an output of the node
+
+
+def _captured_from(sub, t):
+    """The outer tensor (as `sub`'s parent sees it) that placeholder `t` of `sub` captures, or None."""
+    return next((outer for outer, inner in sub.captures if inner is t), None)
 
 
 def _short(value):

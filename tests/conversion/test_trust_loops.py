@@ -219,3 +219,40 @@ def test_walrus_condition_appends_to_a_list(capsys):
         return seen, v
 
     _printed_both(capsys, f, np.array([3., 2., 0., 1.], np.float32))
+
+
+# -- a tensor `if` whose branches both give the same outer value gives that value ------------------
+
+def _effects_both(fn, *args):
+    """Result and the arguments after the call (in-place updates) match eager's."""
+    eager_args = [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
+    compiled_args = [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
+    assert_same(fn(*eager_args), ag.function(fn)(*compiled_args))
+    for e, c in zip(eager_args, compiled_args):
+        assert_same(e, c)
+
+
+def test_if_that_rebinds_to_the_same_argument_keeps_the_alias():
+    # fuzzer seed 5000293: `v1` is `y` on both paths, so `v1 += n` updates the caller's y
+    def f(y, n):
+        v1 = y
+        if n:
+            v1 = y
+        v1 += n
+        return n
+
+    _effects_both(f, np.array([-2.5, 2.5], np.float32), np.array(2, np.int32))
+    _effects_both(f, np.array([-2.5, 2.5], np.float32), np.array(0, np.int32))
+
+
+def test_if_whose_branches_both_give_an_outer_value():
+    def f(x, n):
+        a = x * 2.0
+        if n > 0:
+            b = a
+        else:
+            b = a
+        b += 1.0
+        return b, n
+
+    _effects_both(f, np.array([1.0, 2.0], np.float32), np.int32(1))
