@@ -343,3 +343,69 @@ def test_cached_array_calls_keep_the_fast_path():
     concrete = next(iter(f._fast_cache.values()))
     assert not concrete._effects
 
+
+# --- list arguments changed inside a tensor if/while/for: refused at the block's line -----------
+
+def append_in_tensor_if(x, lst):
+    if x > 0:
+        lst.append(x)
+    return x
+
+
+def append_in_tensor_while(n, lst):
+    i = 0
+    while i < n:
+        lst.append(i)
+        i += 1
+    return n
+
+
+def append_in_tensor_for(x, lst):
+    for v in x:
+        lst.append(v * 2)
+    return x
+
+
+def line_of(fn, text):
+    import inspect
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+@pytest.mark.parametrize("fn, x, block, head", [
+    (append_in_tensor_if, x32(1), "an `if`", "if x > 0"),
+    (append_in_tensor_while, np.int32(2), "a loop", "while i < n"),
+    (append_in_tensor_for, np.arange(3.0), "a loop", "for v in x"),
+])
+def test_list_argument_changed_in_a_tensor_block_is_refused(fn, x, block, head):
+    lst = [x32(0)]
+    with pytest.raises(ConversionError) as info:
+        ag.function(fn)(x, lst)
+    message = str(info.value)
+    assert f"list argument 'lst' is changed inside {block} on a tensor" in message
+    assert f"{__file__}:{line_of(fn, head)}" in message
+    assert "lst = list(lst)" in message
+    assert len(lst) == 1
+
+
+def append_to_a_copy_in_tensor_if(x, lst):
+    lst = list(lst)
+    if x > 0:
+        lst.append(x * 2)
+    else:
+        lst.append(x)
+    return lst
+
+
+def read_list_in_tensor_loop(n, lst):
+    i, total = 0, lst[0]
+    while i < n:
+        total = total + lst[1]
+        i += 1
+    return total
+
+
+def test_list_arguments_only_read_or_copied_in_tensor_blocks_work():
+    calls(append_to_a_copy_in_tensor_if, lambda: (x32(1), [x32(5)]), traces=1)
+    calls(append_to_a_copy_in_tensor_if, lambda: (x32(-1), [x32(5)]), traces=1)
+    calls(read_list_in_tensor_loop, lambda: (np.int32(3), [x32(1), x32(2)]), traces=1)
