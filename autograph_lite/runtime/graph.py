@@ -316,6 +316,19 @@ def supersede(old, new, label, symbol, location):
                 f"the whole new value with ag.where / ag.concat")
     if base is not old and _origin(base) is not base:
         supersede(_origin(base), None, label, symbol, location)  # a view of a value from outside this block
+    for maybe in _maybe_same(old):
+        # eagerly the update changes this array too on the runs where the `if` or loop gave it
+        root = _origin(maybe)
+        while root.previous is not None:
+            root = root.previous
+        if root.node.op == "Placeholder" and "argument" in root.node.attrs:
+            raise ConversionError(
+                f"{label} is updated in place (`{symbol}`) at {location}, and on some runs it is the array of "
+                f"argument '{root.node.attrs['argument']}' (a tensor `if` or loop gave it that array on some "
+                f"paths only), so whether the caller's array changes depends on the data; write "
+                f"`x = x {symbol[:-1]} y` to make a new array, or copy the argument first")
+        if maybe.stale is None:
+            maybe.stale = InPlaceUpdate(graph, f"{label} (on some runs the same array)", symbol, location)
     if not any(t is old for t in graph.updated):
         graph.updated.append(old)
     if graph.parent is None:
@@ -331,6 +344,26 @@ def supersede(old, new, label, symbol, location):
                     f"array, or in a tensor `if` whose result the variable does not hold); update it outside "
                     f"the block or write `x = x {symbol[:-1]} y`")
             graph.write_backs[id(root)] = (root, new)
+
+
+def _maybe_same(t):
+    """Other tensors whose array `t` is on some runs: a Cond output is what a branch passes through
+    from outside, a While output its start value (no iterations) or a value its body passes through."""
+    node, found = t.node, []
+    if node.op == "Cond":
+        passed = [node.attrs["then_branch"], node.attrs["else_branch"]]
+    elif node.op == "While":
+        passed = [node.attrs["body"]]
+        found.append(node.inputs[t.index])
+    else:
+        return found
+    for sub in passed:
+        if t.index < len(sub.outputs):
+            out = sub.outputs[t.index]
+            found += [outer for outer, inner in sub.captures if inner is out]
+    for other in list(found):
+        found += _maybe_same(other)
+    return found
 
 
 def _origin(t):

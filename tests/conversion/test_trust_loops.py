@@ -256,3 +256,68 @@ def test_if_whose_branches_both_give_an_outer_value():
         return b, n
 
     _effects_both(f, np.array([1.0, 2.0], np.float32), np.int32(1))
+
+
+def _raises_at(fn, args, *words):
+    """Compiling `fn` raises ConversionError naming `words` and the user's line of the update."""
+    import inspect
+    import pytest
+    lines, first = inspect.getsourcelines(fn)
+    line = first + next(i for i, text in enumerate(lines) if "+=" in text)
+    with pytest.raises(ag.ConversionError) as info:
+        ag.function(fn)(*args)
+    message = str(info.value)
+    assert f"{__file__}:{line}" in message, message
+    for word in words:
+        assert word in message, message
+
+
+def test_in_place_update_of_an_argument_only_some_if_paths_give_is_refused():
+    def f(y, n):
+        v1 = y
+        if n > 0:
+            v1 = y
+        else:
+            v1 = y * 2
+        v1 += n
+        return v1
+
+    _raises_at(f, (np.array([-2.5, 2.5], np.float32), np.int32(2)), "argument 'y'", "`+=`")
+
+
+def test_in_place_update_of_an_argument_a_tensor_loop_may_not_rebind_is_refused():
+    def f(y, n):
+        acc = y
+        for i in range(n):
+            acc = acc * 2.0
+        acc += 1.0
+        return acc
+
+    _raises_at(f, (np.array([1.0, 2.0], np.float32), np.int32(0)), "argument 'y'", "`+=`")
+
+
+def test_value_an_if_may_alias_is_not_read_after_an_in_place_update():
+    def f(x, n):
+        a = x * 2.0
+        if n > 0:
+            b = a
+        else:
+            b = a * 3.0
+        b += 1.0
+        return b, a
+
+    _raises_at(f, (np.array([1.0, 2.0], np.float32), np.int32(1)), "'b'", "`+=`")
+
+
+def test_value_an_if_may_alias_is_fine_when_not_read_again():
+    def f(x, n):
+        a = x * 2.0
+        if n > 0:
+            b = a
+        else:
+            b = a * 3.0
+        b += 1.0
+        return b
+
+    for n in (1, -1):
+        _effects_both(f, np.array([1.0, 2.0], np.float32), np.int32(n))
