@@ -321,3 +321,12 @@ def test_value_an_if_may_alias_is_fine_when_not_read_again():
 
     for n in (1, -1):
         _effects_both(f, np.array([1.0, 2.0], np.float32), np.int32(n))
+
+
+def test_where_with_a_non_bool_condition_into_a_reused_buffer():
+    # fuzzer seeds 5000057 and 7000219: buffer reuse wrote where(c, x, y) as copyto(y, x, where=c),
+    # which needs a bool c
+    def f(x, y, n):
+        return ag.where(x, (y <= y) * (y <= y), x * n), ag.where(y * 0.5, x + 1, y * 2)
+
+    run_both(f, np.array([-3, 0, 2], np.int32), np.array([1.0, 0.0, 2.5], np.float32), np.int32(2))

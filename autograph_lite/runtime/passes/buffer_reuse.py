@@ -5,6 +5,8 @@ itself (not an input, a constant or a view of either), nothing else reads it, an
 has the result's static shape and dtype. Saves an allocation per op, which matters for
 the small arrays of recurrent cells. Marks are kept in `graph.reuse` for the lowering.
 """
+import numpy as np
+
 from .util import subgraphs_first
 
 # results that are new arrays (never views of their inputs)
@@ -29,6 +31,8 @@ def _mark(graph):
     for node in graph.nodes:
         if node.op not in IN_PLACE or not node.inputs:
             continue
+        if node.op == "Select" and node.inputs[0].dtype != np.bool_:
+            continue  # copyto(where=c) needs a bool mask; where() takes any condition's truth
         out = node.outputs[0]
         for k in TARGET_INPUTS.get(node.op, (0,)):
             a = node.inputs[k]
