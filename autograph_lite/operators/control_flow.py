@@ -492,7 +492,8 @@ def _sequence(iterable, location):
         raise ConversionError(f"a {type(iterable).__name__} cannot be zipped with a tensor (at {location}); "
                               f"convert it to an array first")
     if iterable.node.op == "Range":
-        start, limit, delta = _range_bounds(iterable, location)
+        # in int64: small or unsigned bounds would wrap (0 - uint8(5))
+        start, limit, delta = (_int64(b) for b in _range_bounds(iterable, location))
         count = ops.maximum(ops.cast(-((start - limit) // delta), np.int64), 0)
         if id(iterable) in iterable.graph.python_ranges:  # Python's range(): items are Python ints
             start, delta = python_int(start), python_int(delta)
@@ -520,6 +521,13 @@ def _tensor_for(sequence, extra_test, body, state, names, location, extra):
     # the counter is a Python int (weak): items computed from it keep the dtypes eager gives
     result = _staged_loop(test, step, (0, *state), ("<iteration>", *names), location, extra)
     return result[1:]
+
+
+def _int64(bound):
+    """An integer range bound as int64 (a Python number stays one; floats are ag.range's business)."""
+    if isinstance(bound, Tensor) and bound.dtype.kind in "biu" and bound.dtype != np.int64:
+        return ops.cast(bound, np.int64)
+    return bound
 
 
 def _range_bounds(r, location):

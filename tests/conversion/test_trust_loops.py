@@ -330,3 +330,19 @@ def test_where_with_a_non_bool_condition_into_a_reused_buffer():
         return ag.where(x, (y <= y) * (y <= y), x * n), ag.where(y * 0.5, x + 1, y * 2)
 
     run_both(f, np.array([-3, 0, 2], np.int32), np.array([1.0, 0.0, 2.5], np.float32), np.int32(2))
+
+
+def test_range_over_unsigned_and_small_int_bounds_counts_exactly():
+    # the count was computed in the bounds' dtype: 0 - uint8(5) wrapped
+    def f(n, m, v):
+        out = v
+        for i in range(0, n, 2):
+            out = out + i
+        for j in range(m, -3, -2):
+            out = out - j
+        for k in range(n, m):
+            out = out * 0.5 + k
+        return out
+
+    for n, m in [(np.uint8(5), np.int8(4)), (np.uint8(250), np.int8(127)), (np.uint8(0), np.int8(-128))]:
+        _calls(f, n, m, np.float32(0))
