@@ -19,6 +19,7 @@ from ..ops.core import apply
 from ..ops.logging_ops import ASSERT
 from ..ops.control_flow import build_cond, python_int, stage_while, trace_function, zero_like
 from ..runtime.graph import Tensor, building, current_graph
+from ..runtime.passes.util import has_effects
 from .lists import TensorList
 from .variables import RETURN_VALUE, Undefined
 
@@ -297,6 +298,8 @@ def while_stmt(test, body, state, names, opts=None):
     state = tuple(state)
     start, iterations, warned = time.perf_counter(), 0, False
     while True:
+        graph = current_graph()
+        first = len(graph.nodes)
         pred = test(*state)
         if isinstance(pred, Tensor):
             break
@@ -308,11 +311,11 @@ def while_stmt(test, body, state, names, opts=None):
     location = user_location()
     _check_staging_allowed(opts, "`while` loop", location)
     _check_runs_once(pred, opts, state, names, "while", location)
-    if opts and opts.get("test_binds"):
-        # `:=` in the condition binds names (cells the loop carries): the condition runs once per
-        # iteration, as in Python, so its effects (a print, a call) happen as often. The test just
-        # traced is the first one; the body runs the next test at its end, and the loop carries
-        # the predicate. After the loop the names hold what the last (failing) test bound.
+    if (opts and opts.get("test_binds")) or any(has_effects(n) for n in graph.nodes[first:]):
+        # `:=` in the condition binds names (cells the loop carries), or the condition prints or
+        # asserts: it must run once per test, as in Python, not again in the loop's own condition.
+        # The test just traced is the first one; the body runs the next test at its end, and the
+        # loop carries the predicate. After the loop the names hold what the last (failing) test bound.
         def body_then_test(_, *s):
             s = tuple(body(*s))
             return (test(*s), *s)

@@ -346,3 +346,38 @@ def test_range_over_unsigned_and_small_int_bounds_counts_exactly():
 
     for n, m in [(np.uint8(5), np.int8(4)), (np.uint8(250), np.int8(127)), (np.uint8(0), np.int8(-128))]:
         _calls(f, n, m, np.float32(0))
+
+
+# -- a staged while condition that prints runs once per test ----------------------------------------
+
+def _noisy(a, k):
+    i = 0
+    while i < 2 and k:
+        i += 1
+        print("inner", k)
+    return True
+
+
+def test_while_condition_calling_a_function_that_prints(capsys):
+    # fuzzer seed 12000377: the first test was staged before the loop and again as the loop's
+    # condition, so its prints ran twice
+    def f(x, s):
+        w = 0
+        while w < 3 and (ag.reduce_sum(x) <= _noisy(x, s)):
+            w += 1
+        return w
+
+    out = _printed_both(capsys, f, np.zeros(2, np.float32), np.int32(3))
+    assert out.count("inner") == 6
+    _printed_both(capsys, f, np.ones(2, np.float32), np.int32(3))
+
+
+def test_while_condition_with_a_tensor_print(capsys):
+    def f(x):
+        i = 0
+        while _check(x[i]) < 3.0:
+            i += 1
+        return i
+
+    out = _printed_both(capsys, f, np.array([1., 2., 5., 1.], np.float32))
+    assert out.count("check") == 3
