@@ -16,7 +16,9 @@ import importlib.util
 import io
 import itertools
 import os
+import signal
 import sys
+import threading
 import tempfile
 import traceback
 import warnings
@@ -161,12 +163,29 @@ def clear_refusal(exc, path):
     return f"{base}:" in text or f"{path}:" in text
 
 
-def run_program(program, rounds=2, compile_fn=None):
+class ProgramTimeout(BaseException):
+    """A program that did not finish (its loops are bounded, so eager always does)."""
+
+
+def _alarm(signum, frame):
+    raise ProgramTimeout()
+
+
+def run_program(program, rounds=2, compile_fn=None, timeout_s=60):
     """Outcome of `program` (a grammar.Program); `compile_fn` defaults to ag.function."""
     module, path = load(program.source)
+    use_alarm = hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread()
+    if use_alarm:
+        previous = signal.signal(signal.SIGALRM, _alarm)
+        signal.alarm(timeout_s)
     try:
         return _run(module, path, program, rounds, compile_fn or ag.function)
+    except ProgramTimeout:
+        return Outcome("diverged", f"hang: the program did not finish in {timeout_s} s", program)
     finally:
+        if use_alarm:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, previous)
         unload(module, path)
 
 

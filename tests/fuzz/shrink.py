@@ -18,7 +18,7 @@ def signature(outcome):
     if "compiled raised" in d:
         names = re.findall(r"^([\w.]+(?:Error|Exception|Warning))\b", d, re.M)
         return "compiled raised " + (names[-1] if names else "?")
-    for tag in ("eager raised", "shares memory", "printed output", "argument", "escaped",
+    for tag in ("hang", "eager raised", "shares memory", "printed output", "argument", "escaped",
                 "structure", "length", "keys", "dtype", "shape", "value"):
         if tag in d:
             return tag
