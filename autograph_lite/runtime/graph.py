@@ -416,7 +416,9 @@ def _carry_updates(node):
             while final is not body.inputs[k] and final.previous is not None:
                 final = final.previous
             kept = sub is body and final is body.inputs[k]
-            supersede(outer, node.outputs[k] if kept else None, info.label, info.symbol, info.location)
+            # a loop inside a branch starts from the branch's placeholder for an outer array: that array
+            # is the one updated (so the branch can hand the update on)
+            supersede(_origin(outer), node.outputs[k] if kept else None, info.label, info.symbol, info.location)
 
 
 # --- the graph being built (one stack per thread) ----------------------------------------
