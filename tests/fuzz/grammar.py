@@ -856,7 +856,14 @@ class _Callable:
 
 
 def generate(choices, flags=ALL_FLAGS - KNOWN_DIVERGENT, max_depth=3):
-    return Generator(choices, flags, max_depth).program()
+    # a draw that cannot be finished (no well-typed return value) starts over on the same
+    # choice stream, so a replay of the recorded choices makes the same program
+    for _ in range(8):
+        try:
+            return Generator(choices, flags, max_depth).program()
+        except Reject:
+            continue
+    raise Reject("no program after 8 tries")
 
 
 def _sample_of(k):
