@@ -438,3 +438,20 @@ def test_flat_tuple_result_with_an_argument_updated_in_place():
 
     for _ in range(2):
         _effects_both(f, np.array([2, 2, 4, 0], np.int8), np.int32(3))
+
+
+def test_value_simplified_to_an_argument_and_returned_through_an_if_is_a_fresh_array():
+    # fuzzer seed 12000060: `0 + n` became `n`, which the `if` passed through: the caller's own array
+    def f(x, n, lst):
+        v = len(lst) + n
+        w = x * 1
+        if x[0] > 0:
+            return x[0] + 1, x
+        return v, w
+
+    n, x = np.array(1, np.int32), np.array([-1, 2], np.int32)
+    compiled = ag.function(f)
+    for _ in range(2):
+        out = compiled(x, n, [])
+        assert_same(f(x, n, []), out)
+        assert not np.may_share_memory(out[0], n) and not np.may_share_memory(out[1], x)

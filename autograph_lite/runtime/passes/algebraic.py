@@ -76,7 +76,10 @@ RULES = [
 
 
 def _simplify(graph):
-    replacements, returned = {}, {id(t) for t in graph.outputs}
+    # a value a Cond or While takes in may come out of it as it is (a branch that returns it)
+    returned = {id(t) for t in graph.outputs} | {id(t) for n in graph.nodes if n.op in ("Cond", "While")
+                                                 for t in n.inputs}
+    replacements = {}
     for node in graph.nodes:
         node.inputs = tuple(replacements.get(id(t), t) for t in node.inputs)
         if any(id(t) in returned for t in node.outputs):
