@@ -409,3 +409,36 @@ def test_list_arguments_only_read_or_copied_in_tensor_blocks_work():
     calls(append_to_a_copy_in_tensor_if, lambda: (x32(1), [x32(5)]), traces=1)
     calls(append_to_a_copy_in_tensor_if, lambda: (x32(-1), [x32(5)]), traces=1)
     calls(read_list_in_tensor_loop, lambda: (np.int32(3), [x32(1), x32(2)]), traces=1)
+
+
+# --- objects reached through argument containers, attributes set in a tensor if ----------------
+
+def set_in_tensor_if(x, o):
+    if x > 0:
+        o.state = x * 2
+    else:
+        o.state = -x
+    return x
+
+
+def test_object_attribute_set_in_a_tensor_if_on_every_call():
+    eager_o, compiled_o, f = Cell(), Cell(), ag.function(set_in_tensor_if)
+    for value in (1.0, -3.0, 2.0):
+        set_in_tensor_if(x32(value), eager_o)
+        f(x32(value), compiled_o)
+        assert_same_state(eager_o, compiled_o)
+    assert f.trace_count == 1
+
+
+def set_on_listed_object(x, lst):
+    lst[0].state = x + 1
+    return x
+
+
+def test_object_inside_a_list_argument():
+    eager_o, compiled_o, f = Cell(), Cell(), ag.function(set_on_listed_object)
+    for value in (1.0, 5.0):
+        set_on_listed_object(x32(value), [eager_o])
+        f(x32(value), [compiled_o])
+        assert_same_state(eager_o, compiled_o)
+    assert f.trace_count == 1
