@@ -316,10 +316,14 @@ def while_stmt(test, body, state, names, opts=None):
         # asserts: it must run once per test, as in Python, not again in the loop's own condition.
         # The test just traced is the first one; the body runs the next test at its end, and the
         # loop carries the predicate. After the loop the names hold what the last (failing) test bound.
+        def truth(p):  # the first test and the next may give different dtypes (`0 < i and x`)
+            return ops.cast(p, bool) if isinstance(p, Tensor) and p.dtype != np.bool_ and p.ndim == 0 \
+                else p if isinstance(p, Tensor) else bool(p)
+
         def body_then_test(_, *s):
             s = tuple(body(*s))
-            return (test(*s), *s)
-        result = _staged_loop(lambda p, *s: p, body_then_test, (pred, *state), ("<condition>", *names),
+            return (truth(test(*s)), *s)
+        result = _staged_loop(lambda p, *s: p, body_then_test, (truth(pred), *state), ("<condition>", *names),
                               location, _ExtraState(opts, "`while` loop", location))
         return result[1:]
     return _staged_loop(test, body, state, names, location, _ExtraState(opts, "`while` loop", location))

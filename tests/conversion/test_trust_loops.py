@@ -455,3 +455,14 @@ def test_value_simplified_to_an_argument_and_returned_through_an_if_is_a_fresh_a
         out = compiled(x, n, [])
         assert_same(f(x, n, []), out)
         assert not np.may_share_memory(out[0], n) and not np.may_share_memory(out[1], x)
+
+
+def test_while_condition_that_prints_and_gives_a_float(capsys):
+    def f(x):
+        i = 0
+        while i < 3 and _check(x[i]):
+            i += 1
+        return i
+
+    _printed_both(capsys, f, np.array([1., 2., 0., 1.], np.float32))
+    _printed_both(capsys, f, np.array([1., 2., 3., 1.], np.float32))
