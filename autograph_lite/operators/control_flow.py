@@ -13,7 +13,7 @@ import types
 import numpy as np
 
 from .. import nest, ops
-from ..errors import ConversionError, user_location
+from ..errors import ConversionError, traceback_location, user_location
 from ..ops.array_ops import constant_value
 from ..ops.core import apply
 from ..ops.logging_ops import ASSERT
@@ -205,8 +205,8 @@ def _staged_if(cond, body, orelse, state, names, location, soft=()):
     graph = current_graph()
     # each branch appends to its own copy of a list: one branch's items must not leak into the other
     then_in, else_in = _copy_lists(state), _copy_lists(state)
-    then_g, then_out = trace_function(graph, "then", body, then_in)
-    else_g, else_out = trace_function(graph, "else", orelse, else_in)
+    then_g, then_out = _trace_branch(graph, "then", body, then_in, location)
+    else_g, else_out = _trace_branch(graph, "else", orelse, else_in, location)
     _check_argument_lists(state, "an `if`", location, then_in, else_in)
     then_out, else_out = list(then_out), list(else_out)
     for i, name in enumerate(names):
@@ -238,6 +238,20 @@ def _staged_if(cond, body, orelse, state, names, location, soft=()):
     for i in lists:
         result[i] = TensorList(result[i])
     return tuple(result)
+
+
+def _trace_branch(graph, name, fn, state, location):
+    """trace_function of one branch; a numeric error while tracing it names the `if`: eagerly only
+    the branch that runs meets it, but both are traced."""
+    try:
+        return trace_function(graph, name, fn, state)
+    except (OverflowError, ZeroDivisionError) as e:
+        side = "true" if name == "then" else "false"
+        raise ConversionError(f"the {side} branch of an `if` on a tensor (at {location}) raised "
+                              f"{type(e).__name__} while it was traced ({e}, at "
+                              f"{traceback_location(e.__traceback__) or user_location()}); both "
+                              f"branches are traced, even one that the data never takes. Make the branch "
+                              f"valid for any input (e.g. cast the operands first)") from e
 
 
 def _check_argument_lists(state, block, location, *branch_states):

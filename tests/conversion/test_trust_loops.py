@@ -466,3 +466,24 @@ def test_while_condition_that_prints_and_gives_a_float(capsys):
 
     _printed_both(capsys, f, np.array([1., 2., 0., 1.], np.float32))
     _printed_both(capsys, f, np.array([1., 2., 3., 1.], np.float32))
+
+
+def test_numeric_error_while_tracing_a_branch_names_the_if_and_the_line():
+    # fuzzer seed 13000136: eagerly the branch never runs; compiled traces it (was a bare OverflowError)
+    import inspect
+    import pytest
+
+    def f(y, s):
+        v = ag.cast(y, np.uint8)
+        if ag.reduce_max(y) > 0:
+            pass
+        else:
+            v = v * (ag.cast(True, np.uint8) - -s)
+        return v
+
+    lines, first = inspect.getsourcelines(f)
+    with pytest.raises(ag.ConversionError) as info:
+        ag.function(f)(np.ones(2, np.float32), 1)
+    message = str(info.value)
+    assert f"{__file__}:{first + 2}" in message and f"{__file__}:{first + 5}" in message, message
+    assert "false branch" in message and "OverflowError" in message
