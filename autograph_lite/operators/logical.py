@@ -113,6 +113,8 @@ def not_(value):
     """`not value`: a bool, as in Python."""
     if isinstance(value, Tensor):
         _check_truth(value, "not", user_location(2))
+        if value.weak:  # a Python number: `not v` is a Python bool (weak), as `v == 0` is
+            return ops.equal(value, 0)
         return ops.logical_not(value)
     return not value
 

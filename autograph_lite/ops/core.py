@@ -5,6 +5,7 @@ symbolic Tensor, adds a node to the graph being built and returns its outputs.
 """
 import functools
 import numbers
+import warnings
 
 import numpy as np
 
@@ -40,9 +41,57 @@ def add_node(graph, op, inputs, attrs):
         specs = op.infer(*tensors, **attrs)
     except (ValueError, TypeError, IndexError) as e:
         raise type(e)(f"{op.name}: {e} (at {user_location(3)})") from None
+    failure = _known_failure(op, tensors, attrs)
+    if failure is not None:
+        # the op fails whatever the values (`uint8_array + 300`): fail when the graph runs it, at
+        # its place among the effects (a branch not taken does not fail, dead code still does)
+        error, message = failure
+        graph.add_node(RAISE.name, [t for t in tensors if not _weak_constant(t)] or tensors[:1],
+                       {"error": error, "message": message, "location": user_location(3)}, [],
+                       location=user_location(3))
     weak = op.weak_result and all(t.weak for t in tensors)
     node = graph.add_node(op.name, tensors, attrs, specs, location=user_location(3), weak=weak)
     return node.outputs[0] if len(node.outputs) == 1 else tuple(node.outputs)
+
+
+def _weak_constant(t):
+    return t.weak and t.node is not None and t.node.op == "Const"
+
+
+# what numpy (or Python, on weak scalars) raises for an op whatever the values of its other
+# operands, given a weak constant: `uint8_array + 300` and `np.maximum(-2, uint8_array)`
+# (OverflowError, NEP 50), `int_array ** -1` (ValueError), `w // 0` (ZeroDivisionError)
+_VALUE_FREE_ERRORS = {OverflowError: "OverflowError", ValueError: "ValueError",
+                      ZeroDivisionError: "ZeroDivisionError"}
+
+
+def _known_failure(op, tensors, attrs):
+    """(error type name, message) when elementwise `op` on `tensors` raises for any values of
+    the ones not constant, else None. Comparisons of Python ints are exact (`uint8_x < -1` is
+    False) and give None, as numpy does: the op's own numpy kernel is asked."""
+    if not op.elementwise or not any(_weak_constant(t) for t in tensors):
+        return None
+    key = tuple((type(v), v) if _weak_constant(t) and type(v := t.node.attrs["value"]) in _PY_SCALARS
+                else (type(exemplar(t)), None) if t.weak else t.dtype for t in tensors)
+    try:
+        return _failure_by_example(op.name, key, tuple(sorted(attrs.items())))
+    except TypeError:  # an unhashable attr
+        return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _failure_by_example(name, key, attrs):
+    from ..runtime.opdef import lookup
+    args = [np.ones((), k) if isinstance(k, np.dtype) else k[0](1) if k[1] is None else k[1] for k in key]
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            lookup(name).kernel(np, **dict(attrs))(*args)
+    except tuple(_VALUE_FREE_ERRORS) as e:
+        return _VALUE_FREE_ERRORS[type(e)], str(e)
+    except Exception:  # noqa: BLE001 - anything else is for the op's own checks to report
+        return None
+    return None
 
 
 def _plain(value):
@@ -182,6 +231,20 @@ def define(name, kernel, infer, **flags):
     return register(OpDef(name, kernel, infer, **flags))
 
 
+def _raise_kernel(xp, error, message, location):
+    error_type = {name: e for e, name in _VALUE_FREE_ERRORS.items()}[error]
+
+    def fail(*inputs):
+        e = error_type(message)  # eager's message; the user's line as a note
+        e.add_note(f"at {location}")
+        raise e
+    return fail
+
+
+# an op that fails whenever it runs (see _known_failure); its inputs order it after theirs
+RAISE = define("Raise", _raise_kernel, lambda *inputs, **attrs: [], stateful=True)
+
+
 def grad_rule(*opdefs):
     """Decorator: `rule(node, *output_cotangents) -> [input cotangent or None]` for these ops."""
     def register_rule(rule):
@@ -198,7 +261,11 @@ def elementwise_infer(op_fn_for_numpy):
     return infer
 
 
-def elementwise(name, make_kernel):
-    """An elementwise op whose kernel is `make_kernel(xp)`, e.g. `lambda xp: xp.add`."""
+def elementwise(name, make_kernel, weak_result=False):
+    """An elementwise op whose kernel is `make_kernel(xp)`, e.g. `lambda xp: xp.add`.
+
+    `weak_result`: the kernel gives a Python scalar for Python scalars (an `operator`
+    function: `1 + 2` is `3`), so the op of weak tensors is weak (NEP 50); a ufunc's
+    (`np.sqrt(4)`, `np.maximum(1, 2)`) is a numpy scalar, strong."""
     return define(name, make_kernel, elementwise_infer(make_kernel(np)),
-                  elementwise=True, weak_result=True)
+                  elementwise=True, weak_result=weak_result)

@@ -68,9 +68,15 @@ _UNARY = [
     ("log", "Log", lambda xp: xp.log, "Natural logarithm, elementwise."),
     ("sqrt", "Sqrt", lambda xp: xp.sqrt, "Square root, elementwise."),
     ("square", "Square", lambda xp: xp.square, "x * x, elementwise."),
-    ("abs", "Abs", lambda xp: xp.absolute, "Absolute value, elementwise."),
+    ("abs", "Abs", lambda xp: operator.abs, "Absolute value, elementwise (Python's abs on Python numbers)."),
     ("logical_not", "LogicalNot", lambda xp: xp.logical_not, "Elementwise logical not."),
 ]
+
+# kernels that are Python's operators: on Python numbers they give a Python number, so the
+# op of weak (Python) scalars is weak; a ufunc gives a numpy scalar (`np.sqrt(4)`), strong
+_PYTHON_OPERATORS = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
+                     operator.mod, operator.pow, operator.eq, operator.ne, operator.lt, operator.le,
+                     operator.gt, operator.ge, operator.neg, operator.abs}
 
 # ops the plan writes as Python operators: the same numpy semantics without a call
 _PY_OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "floordiv": "//",
@@ -94,7 +100,7 @@ OPS = {}  # public name -> OpDef, for overloads and tests
 def _define_all(table, wrap):
     functions = []
     for name, op, kernel, doc in table:
-        OPS[name] = elementwise(op, kernel)
+        OPS[name] = elementwise(op, kernel, weak_result=kernel(np) in _PYTHON_OPERATORS)
         OPS[name].float_errors = _FLOAT_ERRORS.get(name)
         if name in _PY_OPERATORS:
             OPS[name].inline = _infix(_PY_OPERATORS[name])

@@ -118,8 +118,10 @@ class _Writer:
             return value
         if kind in "iu" and op in ("FloorDiv", "FloorMod", "Abs"):
             # Python raises ZeroDivisionError; MIN // -1 and abs(MIN) outgrow int64
-            test = {"FloorDiv": f"{a[1]} == 0 || ({a[1]} == -1 && {a[0]} == INT64_MIN)",
-                    "FloorMod": f"{a[1]} == 0", "Abs": f"{a[0]} == INT64_MIN"}[op]
+            if op == "Abs":  # one operand
+                test = f"{a[0]} == INT64_MIN"
+            else:
+                test = f"{a[1]} == 0" + (f" || ({a[1]} == -1 && {a[0]} == INT64_MIN)" if op == "FloorDiv" else "")
             self.bail(test, indent)
             return self.local(out, indent, self.emitter.op(op, ins, out.dtype))
         kinds = {v.dtype.kind for v in ins}

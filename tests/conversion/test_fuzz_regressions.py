@@ -1,0 +1,265 @@
+"""Divergences the differential fuzzer found (tests/fuzz, /work findings F8-F10 and later),
+each as a differential test: the eager run is the oracle, on every call (before and after a
+scalar loop runs as C, from the third call on)."""
+import contextlib
+import io
+import warnings
+
+import numpy as np
+import pytest
+
+import autograph_lite as ag
+from autograph_lite.runtime.native import compiler, scalar_loop
+from helpers import assert_same
+
+CALLS = scalar_loop.TIER_UP_AFTER + 2
+
+
+def outcome(fn, *args):
+    """(result or (error type, message), printed text), for comparing runs exactly."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            result = fn(*args)
+        except Exception as e:  # the same exception type and message as eager
+            result = (type(e), str(e))
+    return result, out.getvalue()
+
+
+def assert_every_call_same(fn, *args, calls=CALLS):
+    expected, printed = outcome(fn, *args)
+    compiled = ag.function(fn)
+    for _ in range(calls):
+        got, got_printed = outcome(compiled, *args)
+        assert got_printed == printed
+        if isinstance(expected, tuple) and expected and isinstance(expected[0], type):
+            assert got == expected
+        elif repr(got) != repr(expected):  # exactly equal (Python scalars stay Python scalars), or:
+            assert_same(expected, got)
+            assert repr(got) == repr(expected)
+    return compiled
+
+
+# --- F8: the right operand of `and`/`or` runs only when Python would run it -----------
+
+def noisy(n):
+    print("called", n)
+    return n
+
+
+def while_and(n):
+    w = 0
+    while w < 1 and noisy(n) > 0:
+        w += 1
+    return w
+
+
+def while_or(n):
+    w = 0
+    while w < 3 and (w > 0 or noisy(n) > 0):
+        w += 1
+    return w
+
+
+def while_tensor_and(n):
+    w = 0
+    while n > w and noisy(n) > 0:
+        w += 1
+    return w
+
+
+def while_tensor_or(n):
+    w = 0
+    while n < w or noisy(n - w) > 0:
+        w += 1
+    return w
+
+
+def while_ternary(n):
+    w = 0
+    while (noisy(n) > 0 if w < 1 else False):
+        w += 1
+    return w
+
+
+def while_tensor_ternary(n):
+    w = 0
+    while (noisy(n) > w if n > w else n < 0):
+        w += 1
+    return w
+
+
+def if_and(n):
+    if n > 0 and noisy(n) > 1:
+        return 1
+    return 0
+
+
+def if_or(n):
+    if n > 0 or noisy(n) > 1:
+        return 1
+    return 0
+
+
+def nested_or_and(n):
+    k = 0
+    while k < 4 and (n > k or (noisy(k) > 2 and k < 3)):
+        k += 1
+    return k
+
+
+@pytest.mark.parametrize("fn, n", [
+    (while_and, 1), (while_or, 1), (while_tensor_and, 2), (while_tensor_or, 2), (while_ternary, 1),
+    (while_tensor_ternary, 3), (if_and, 1), (if_and, -1), (if_or, 1), (if_or, -1),
+    (nested_or_and, 1), (nested_or_and, 5),
+], ids=lambda v: getattr(v, "__name__", str(v)))
+def test_short_circuit_prints_as_often_as_eager(fn, n):
+    assert_every_call_same(fn, np.array(n, np.int32))
+
+
+# --- F9: a Python int that does not fit the array's dtype (NEP 50) --------------------
+
+def unused_overflow(y):
+    v = y[-1]
+    unused = ag.cast(ag.maximum(0 - 2, v), np.float32)  # eager: OverflowError here
+    return y
+
+
+def used_overflow(y):
+    return y + 300
+
+
+def overflow_in_taken_branch(y, n):
+    r = y
+    if n > 0:
+        r = y * 256
+    return r
+
+
+def floordiv_unused(y):
+    q = y // -1   # fits int8: fine
+    r = y % 1000  # does not
+    return q
+
+
+def negative_power_unused(y):
+    p = y ** -1   # integers to negative integer powers: ValueError
+    return y
+
+
+def zero_divisor_unused(n):
+    w = 0
+    i = 0
+    while i < n:
+        w += 3
+        i += 1
+    q = w // 0    # Python ints: ZeroDivisionError
+    return w
+
+
+@pytest.mark.parametrize("fn, args", [
+    (unused_overflow, (np.array([1, 200], np.uint8),)),
+    (used_overflow, (np.array([1, 200], np.uint8),)),
+    (overflow_in_taken_branch, (np.array([1, 2], np.uint8), np.array(1))),
+    (overflow_in_taken_branch, (np.array([1, 2], np.uint8), np.array(-1))),  # not taken: no error
+    (floordiv_unused, (np.array([1, -3], np.int8),)),
+    (negative_power_unused, (np.array([1, 2], np.int16),)),
+    (zero_divisor_unused, (np.array(2),)),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_out_of_range_python_int_fails_as_eager(fn, args):
+    assert_every_call_same(fn, *args)
+
+
+def test_out_of_range_failure_names_the_line():
+    with pytest.raises(OverflowError, match="Python integer -2 out of bounds for uint8") as info:
+        ag.function(unused_overflow)(np.array([1, 200], np.uint8))
+    line = unused_overflow.__code__.co_firstlineno + 2
+    assert any(f"test_fuzz_regressions.py:{line}" in note for note in info.value.__notes__)
+
+
+def compare_out_of_range(u, i8):
+    # numpy 2 compares Python ints exactly: no error, and no wrap-around
+    return (u < -1, u == -1, u != 300, -1 < u, u >= 2 ** 64, i8 == 1000, i8 > -1000,
+            ag.where(u > 0, u, 300), u / 300, ag.logical_and(u, 300))
+
+
+def test_comparisons_with_out_of_range_python_ints_are_exact():
+    assert_every_call_same(compare_out_of_range, np.array([1, 200], np.uint8), np.array([1, -100], np.int8))
+
+
+def counter_meets_uint8(y, k):
+    w = 0
+    while w < k:
+        w += 100
+    return y + w, y < w, y == w, w
+
+
+@pytest.mark.parametrize("k", [50, 150, 250])
+def test_python_int_loop_counter_meets_uint8(k):
+    # the counter is a weak tensor: numpy raises when it does not fit, at run time
+    assert_every_call_same(counter_meets_uint8, np.array([1, 200], np.uint8), np.array(k))
+
+
+# --- F10 and friends: unary ops on Python scalars a scalar while loop carries ---------
+
+def f10(x, y, n, s, lst):
+    w15 = 0
+    while w15 < 3 and ((n - s) * ag.abs(w15)):
+        w15 += 1
+    return [w15, ag.cast((n < True), np.float32)]
+
+
+def test_abs_of_a_python_int_in_a_native_while_condition():
+    args = (np.ones(2, np.float32), np.array([1, 2], np.uint8), np.array(0, np.int32), 2, [])
+    assert_every_call_same(f10, *args)
+
+
+UNARY = {
+    "abs": ag.abs, "negative": ag.negative, "square": ag.square, "sqrt": ag.sqrt, "exp": ag.exp,
+    "log": ag.log, "logical_not": ag.logical_not,
+    "cast_int32": lambda v: ag.cast(v, np.int32), "cast_float32": lambda v: ag.cast(v, np.float32),
+    "cast_uint8": lambda v: ag.cast(v, np.uint8), "cast_bool": lambda v: ag.cast(v, np.bool_),
+    "builtin_abs": abs, "minus": lambda v: -v, "not": lambda v: not v,
+}
+
+
+def unary_loop(op):
+    def loop(n, s):
+        acc = op(s) * 0
+        i = 0
+        while i < n:
+            acc = acc + op(i + s)
+            i += 1
+        return acc, i
+    return loop
+
+
+@pytest.mark.skipif(compiler.compiler() is None, reason="no C compiler on this machine")
+@pytest.mark.parametrize("s", [2, -3, 0.5, 2.5, 1000, 2 ** 62])
+@pytest.mark.parametrize("name", list(UNARY))
+def test_unary_ops_on_python_scalars_in_a_native_loop(name, s, monkeypatch):
+    monkeypatch.delenv("AG_NATIVE_KERNELS", raising=False)
+    if (name in ("sqrt", "log") and s < 0) or (name in ("exp", "square") and s > 100):
+        pytest.skip("a floating-point warning at trace time")
+    fn = unary_loop(UNARY[name])
+    n = np.array(4, np.int32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no floating-point warning on either side
+        compiled = assert_every_call_same(fn, n, s)
+    if not (name.startswith("cast_") and isinstance(s, float) and name != "cast_float32"):
+        [loop] = compiled.get_concrete_function(n, s).plan.native_loops
+        assert loop.fn, f"the C loop was not built: {loop.text}"
+
+
+def weak_unary_results(x, k):
+    w = 3
+    i = 0
+    while i < k:
+        i += 1
+        w = w + 0
+    # Python's abs/-/not of a Python int are Python ints (weak); ag's ufuncs give numpy scalars
+    return x + abs(w), x + ag.abs(w), x + ag.sqrt(w), x + ag.maximum(w, 1), x + (not w), x + ag.square(w)
+
+
+def test_weakness_of_unary_results_follows_eager():
+    assert_every_call_same(weak_unary_results, np.ones(2, np.float32), np.array(2))
