@@ -49,6 +49,11 @@ def add_node(graph, op, inputs, attrs):
         graph.add_node(RAISE.name, [t for t in tensors if not _weak_constant(t)] or tensors[:1],
                        {"error": error, "message": message, "location": user_location(3)}, [],
                        location=user_location(3))
+    for t, dtype in _weak_ints_to_check(op, tensors, attrs):
+        # a Python int known only when the graph runs (a loop counter): checked then, as numpy
+        # does, also where the op is dead code or fused into a kernel that would cast it
+        graph.add_node(CHECK_FITS.name, [t], {"dtype": dtype, "location": user_location(3)}, [],
+                       location=user_location(3))
     weak = op.weak_result and all(t.weak for t in tensors)
     node = graph.add_node(op.name, tensors, attrs, specs, location=user_location(3), weak=weak)
     return node.outputs[0] if len(node.outputs) == 1 else tuple(node.outputs)
@@ -77,6 +82,26 @@ def _known_failure(op, tensors, attrs):
         return _failure_by_example(op.name, key, tuple(sorted(attrs.items())))
     except TypeError:  # an unhashable attr
         return None
+
+
+def _weak_ints_to_check(op, tensors, attrs):
+    """(weak int tensor, dtype) pairs for elementwise `op`: a Python int known only at run time
+    meeting an integer dtype that numpy converts it to, raising OverflowError if it does not fit."""
+    if not op.elementwise:
+        return []
+    dtypes = [t.dtype for t in tensors if not t.weak and t.dtype.kind in "iu" and t.dtype != np.int64]
+    weak = [t for t in tensors if t.weak and t.dtype.kind in "iu" and not _weak_constant(t)]
+    if not dtypes or not weak:
+        return []
+    found = []
+    for dtype in dict.fromkeys(dtypes):
+        # does numpy convert a Python int to `dtype` here? Ask with one that does not fit
+        key = tuple((int, int(np.iinfo(dtype).max) + 1) if any(t is w for w in weak) else (type(exemplar(t)), None)
+                    if t.weak else t.dtype for t in tensors)
+        failure = _failure_by_example(op.name, key, tuple(sorted(attrs.items())))
+        if failure is not None and failure[0] == "OverflowError":
+            found += [(t, dtype) for t in weak]
+    return found
 
 
 @functools.lru_cache(maxsize=4096)
@@ -243,6 +268,21 @@ def _raise_kernel(xp, error, message, location):
 
 # an op that fails whenever it runs (see _known_failure); its inputs order it after theirs
 RAISE = define("Raise", _raise_kernel, lambda *inputs, **attrs: [], stateful=True)
+
+
+def _check_fits_kernel(xp, dtype, location):
+    low, high = int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)
+
+    def check(value):
+        if not low <= value <= high:
+            e = OverflowError(f"Python integer {int(value)} out of bounds for {dtype}")
+            e.add_note(f"at {location}")
+            raise e
+    return check
+
+
+# numpy's NEP 50 check of a Python int known only when the graph runs (see _weak_ints_to_check)
+CHECK_FITS = define("CheckFits", _check_fits_kernel, lambda value, **attrs: [], stateful=True)
 
 
 def grad_rule(*opdefs):

@@ -263,3 +263,54 @@ def weak_unary_results(x, k):
 
 def test_weakness_of_unary_results_follows_eager():
     assert_every_call_same(weak_unary_results, np.ones(2, np.float32), np.array(2))
+
+
+# --- Python ints known only at run time meeting small integer dtypes, in C paths too ---
+
+def counter_into_uint8_scalar(x, n):
+    i = 0
+    acc = x
+    while i < n:
+        acc = acc + i     # i reaches 300: eager OverflowError, C would wrap
+        i += 100
+    return acc, i
+
+
+def counter_compared_with_small_ints(x, n):
+    i = 0
+    c = 0
+    while i < n:
+        if x < i:          # exact, as numpy compares a Python int: no wrap to the small dtype
+            c += 1
+        if x > i - 250:
+            c += 10
+        i += 100
+    return c, i
+
+
+@pytest.mark.skipif(compiler.compiler() is None, reason="no C compiler on this machine")
+@pytest.mark.parametrize("fn, x, n", [
+    (counter_into_uint8_scalar, np.uint8(1), 250), (counter_into_uint8_scalar, np.uint8(1), 500),
+    (counter_compared_with_small_ints, np.uint8(1), 500), (counter_compared_with_small_ints, np.int8(1), 500),
+], ids=lambda v: getattr(v, "__name__", str(v)))
+def test_python_int_counter_with_small_dtypes_in_a_native_loop(fn, x, n, monkeypatch):
+    monkeypatch.delenv("AG_NATIVE_KERNELS", raising=False)
+    compiled = assert_every_call_same(fn, x, np.array(n))
+    [loop] = compiled.get_concrete_function(x, np.array(n)).plan.native_loops
+    assert loop.fn, "the C loop was not built"
+
+
+def counter_into_fused_uint8(x, n):
+    w = 0
+    while w < n:
+        w += 100
+    unused = x - w   # dead code: eager still raises
+    return ((x + w) * 2 - 1) * (x < w), (x < w) & (x > w - 300) & (x != w)
+
+
+@pytest.mark.parametrize("n", [150, 250, 500])
+def test_python_int_counter_with_uint8_arrays_in_fused_kernels(n):
+    x = (np.arange(100_000) % 250).astype(np.uint8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # uint8 wrap-around, on both sides
+        assert_every_call_same(counter_into_fused_uint8, x, np.array(n))

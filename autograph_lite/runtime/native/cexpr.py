@@ -96,6 +96,12 @@ class Emitter:
             c_type(v.dtype)
         if name in _COMPARE:
             dtype = compute_dtype(operands)
+            if any(v.weak and v.dtype.kind in "iu" for v in operands) and dtype.kind in "iu":
+                # numpy 2 compares a Python int with an integer array exactly (`uint8_x < -1` is
+                # False): in int64, which holds both (a Python int is carried as int64 here)
+                if any(not v.weak and v.dtype == np.uint64 for v in operands):
+                    raise Unsupported("a Python int compared with uint64")
+                dtype = np.dtype(np.int64)
             a, b = (self.cast(v, dtype) for v in operands)
             return f"({a} {_COMPARE[name]} {b})"
         if name in ("LogicalAnd", "LogicalOr", "LogicalNot"):

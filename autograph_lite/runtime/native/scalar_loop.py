@@ -85,6 +85,13 @@ class _Writer:
         """Emit `graph`'s nodes with `inputs` bound to its placeholders; its outputs' Values."""
         values = {id(t): v for t, v in zip(graph.inputs, inputs)}
         for node in graph.nodes:
+            if node.op == "CheckFits":
+                # a Python int numpy would refuse for an array dtype (NEP 50): the Python loop
+                # runs instead and raises OverflowError where eager does
+                info = np.iinfo(node.attrs["dtype"])
+                (value,) = [values[id(t)] for t in node.inputs]
+                self.bail(f"{value.expr} < {int(info.min)}LL || {value.expr} > {int(info.max)}LL", indent)
+                continue
             if len(node.outputs) != 1 and node.op not in ("Cond", "While"):
                 raise cexpr.Unsupported(f"{node.op} with {len(node.outputs)} outputs")
             ins = [values[id(t)] for t in node.inputs]
