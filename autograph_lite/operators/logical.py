@@ -9,6 +9,7 @@ import operator
 import numpy as np
 
 from .. import ops
+from ..ops import math_ops
 from ..errors import ConversionError, user_location
 from ..runtime.graph import Tensor
 
@@ -113,9 +114,7 @@ def not_(value):
     """`not value`: a bool, as in Python."""
     if isinstance(value, Tensor):
         _check_truth(value, "not", user_location(2))
-        if value.weak:  # a Python number: `not v` is a Python bool (weak), as `v == 0` is
-            return ops.equal(value, 0)
-        return ops.logical_not(value)
+        return math_ops.python_not(value)  # a Python bool, as `not` gives on numpy values too
     return not value
 
 

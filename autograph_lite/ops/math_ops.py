@@ -118,6 +118,29 @@ assert [f.__name__ for f in (add, logical_or, negative, logical_not)] == [
 OPS["negative"].inline = lambda xp, a, bind: f"(-{a[0]})"
 
 
+# --- Python's `not` ---------------------------------------------------------------------
+
+def _not_infer(x):
+    if x.ndim != 0:
+        raise ValueError(f"`not` of a tensor of shape {x.shape}: the truth value of an array with more "
+                         f"than one element is ambiguous")
+    return [((), np.dtype(np.bool_))]
+
+
+# `not x` is a Python bool whatever x is (`not np.int32(5)` is False, weak under NEP 50),
+# unlike logical_not's numpy bool: at run time `not x` itself
+OPS["not"] = define("Not", lambda xp: operator.not_, _not_infer)
+OPS["not"].inline = lambda xp, a, bind: f"(not {a[0]})"
+
+
+def python_not(x):
+    """Python's `not x` for a 0-d `x`: a weak (Python) bool."""
+    out = apply(OPS["not"], (x,))
+    if not isinstance(out, (bool, np.bool_)):
+        out.weak = True
+    return out
+
+
 # --- where, cast --------------------------------------------------------------------------
 
 OPS["where"] = define("Select", lambda xp: xp.where,

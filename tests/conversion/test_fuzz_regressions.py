@@ -314,3 +314,38 @@ def test_python_int_counter_with_uint8_arrays_in_fused_kernels(n):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # uint8 wrap-around, on both sides
         assert_every_call_same(counter_into_fused_uint8, x, np.array(n))
+
+
+# --- `not` of a tensor is a Python bool (weak), as `not` of a numpy value is ----------
+
+def not_of_array_element(x, y, n, s):
+    def pick():
+        if x[0]:
+            return not y[-1]
+        return True
+    v = pick()
+    return (s * y) - (v + s), v + 1, x + (not n)
+
+
+@pytest.mark.parametrize("first", [4, 0])
+def test_not_of_a_tensor_is_a_python_bool(first):   # fuzzer seed 11001614
+    x = np.array([first, -3], np.int32)
+    assert_every_call_same(not_of_array_element, x, np.array([-4, -1], np.int32), np.array(2, np.int32), 0)
+
+
+def not_in_native_loop(x, limit):
+    done = False
+    count = 0
+    while not done:
+        x = x * 0.5 + 0.25
+        count += 1
+        done = not (count < limit)
+    return x, count, done
+
+
+@pytest.mark.skipif(compiler.compiler() is None, reason="no C compiler on this machine")
+def test_not_in_a_native_loop(monkeypatch):
+    monkeypatch.delenv("AG_NATIVE_KERNELS", raising=False)
+    compiled = assert_every_call_same(not_in_native_loop, np.float64(3.0), np.array(7))
+    [loop] = compiled.get_concrete_function(np.float64(3.0), np.array(7)).plan.native_loops
+    assert loop.fn, "the C loop was not built"
