@@ -128,6 +128,12 @@ class _ControlFlow:
 
     # --- helpers ----------------------------------------------------------------------
 
+    def _defined_inside(self, defined, written, params):
+        """Names with a value where a generated function's body starts: its parameters, and
+        outer names it does not assign (those it assigns are its own locals until it does),
+        except cells and global/nonlocal names, which it shares with the outer scope."""
+        return (defined - set(self._local(written))) | set(params)
+
     def _local(self, names):
         return sorted(n for n in names if n not in self.declared and n not in self.cells)
 
@@ -240,8 +246,8 @@ class _ControlFlow:
         read_first = liveness._block(node.body, set(live_out)) | liveness._block(node.orelse, set(live_out))
         inputs = outputs + self._local((written & read_first) - set(outputs))
         opts, pre = self._opts(written, node.body + node.orelse, node)
-        body = self.block(node.body, defined | set(inputs))
-        orelse = self.block(node.orelse, defined | set(inputs))
+        body = self.block(node.body, self._defined_inside(defined, written, inputs))
+        orelse = self.block(node.orelse, self._defined_inside(defined, written, inputs))
         then_name, else_name = self.ctx.new_name("if_body"), self.ctx.new_name("else_body")
         call = self._with_opts("ag__.if_stmt(test, then_fn, else_fn, state, names)", opts)
         return (self._undefined(inputs, defined, node) + pre
@@ -264,7 +270,7 @@ class _ControlFlow:
             opts = opts or gast.Dict(keys=[], values=[])
             opts.keys.append(gast.Constant(value="test_binds", kind=None))
             opts.values.append(gast.Constant(value=True, kind=None))
-        body = self.block(node.body, defined | set(carried))
+        body = self.block(node.body, self._defined_inside(defined, written, carried))
         test_name, body_name = self.ctx.new_name("loop_test"), self.ctx.new_name("loop_body")
         test_fn = at_line(templates.replace("def fn(params):\n    return test", fn=test_name, test=node.test)[0], node)
         test_fn.args.args = [templates.name(p, gast.Param()) for p in carried]
@@ -286,7 +292,7 @@ class _ControlFlow:
         assign = templates.replace("target = item", target=node.target, item=item)
         opts, pre = self._opts(written, assign + node.body, node)
         opts = self._unbound_after(opts, carried, defined, live_out)
-        body = self.block(assign + node.body, defined | set(carried))
+        body = self.block(assign + node.body, self._defined_inside(defined, written, carried))
         body_name = self.ctx.new_name("loop_body")
         body_fn = self._function(body_name, [item] + carried, body, carried, written, node)
         extra = gast.Constant(value=None, kind=None)

@@ -487,3 +487,25 @@ def test_numeric_error_while_tracing_a_branch_names_the_if_and_the_line():
     message = str(info.value)
     assert f"{__file__}:{first + 2}" in message and f"{__file__}:{first + 5}" in message, message
     assert "false branch" in message and "OverflowError" in message
+
+
+def _assigned_in_outer_and_nested_loop(y, s):
+    w1 = 0
+    while w1 < 2 and not s:
+        w1 += 1
+        v = y
+        w3 = 0
+        while w3 < 3:
+            w3 += 1
+            if w3 > 1:
+                v = y[0] + ag.zeros([4], np.float32)
+            else:
+                v = w1 + ag.zeros([4], np.float32)
+            v = v * 2
+    return w1
+
+
+def test_a_name_an_inner_python_loop_assigns_is_its_own_local_there():
+    # the inner loop body is a function of its own: `v` from the outer body is not
+    # defined in it until it assigns `v` (fuzzer seed 1001766: UnboundLocalError)
+    run_both(_assigned_in_outer_and_nested_loop, np.arange(4, dtype=np.float32), 0)
