@@ -19,6 +19,7 @@ import autograph_lite as ag
 from helpers import assert_same
 
 function_module = sys.modules["autograph_lite.function"]  # ag.function is the decorator
+trace_cache = sys.modules["autograph_lite.trace_cache"]
 
 
 def line_of(marker):
@@ -69,12 +70,12 @@ def test_a_new_signature_is_found_without_scanning_the_traces(monkeypatch):
             f(np.ones(n))
             g(np.ones((n, 2)))
     checks = []
-    real = function_module._spec_mismatch
+    real = trace_cache._spec_mismatch
     def counting(spec, value, path):
         if path == "":  # a whole trace compared with the call (nested parts recurse)
             checks.append(1)
         return real(spec, value, path)
-    monkeypatch.setattr(function_module, "_spec_mismatch", counting)
+    monkeypatch.setattr(trace_cache, "_spec_mismatch", counting)
     f(np.ones(301))                      # a new static shape: no trace is compared with it
     assert f.trace_count == 301 and checks == []
     g(np.ones((301, 2)))                 # fits the relaxed (None, 2) trace: the only candidate
