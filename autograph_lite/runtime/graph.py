@@ -416,6 +416,15 @@ def _carry_updates(node):
             while final is not body.inputs[k] and final.previous is not None:
                 final = final.previous
             kept = sub is body and final is body.inputs[k]
+            if sub is body and not kept:
+                carried = [body.outputs[k]] + _maybe_same(body.outputs[k])
+                if any(t.node.op == "Placeholder" and t.node.graph is body for t in carried):
+                    raise ConversionError(
+                        f"{info.label} is updated in place (`{info.symbol}`) at {info.location} inside a loop on a "
+                        f"tensor, and the loop then gives it an array from outside the iteration (another "
+                        f"variable or argument), which the next iteration would update in place too; compiled "
+                        f"code cannot update that array. Write `x = x {info.symbol[:-1]} y`, or copy the array "
+                        f"when you assign it (`x = y.copy()`)")
             # a loop inside a branch starts from the branch's placeholder for an outer array: that array
             # is the one updated (so the branch can hand the update on)
             supersede(_origin(outer), node.outputs[k] if kept else None, info.label, info.symbol, info.location)

@@ -427,3 +427,31 @@ def or_in_place(mask, other):
 
 def test_bool_in_place_operators_update_the_callers_array():
     both(or_in_place, lambda: np.array([True, False, False]), lambda: np.array([False, False, True]))
+
+
+def _rebinds_after_update(x, y, n):
+    v = x * 2.0
+    for i in ag.range(n):
+        v -= y          # on the second iteration `v` is x itself: eagerly this updates the caller's x
+        v = x
+    return v
+
+
+def _rebinds_in_inner_loop(x, y, n):
+    v = y + y
+    for i in ag.range(n):
+        v -= v
+        for k in range(2):
+            v = y
+    return v
+
+
+@pytest.mark.parametrize("fn, line", [(_rebinds_after_update, "v -= y"), (_rebinds_in_inner_loop, "v -= v")])
+def test_loop_variable_updated_in_place_then_given_an_outside_array_is_refused(fn, line):
+    # fuzzer long run, seeds 1000368 / 1006139 / 1002452: silently left the caller's array alone
+    x, y = np.array([1.0, 2.0]), np.array([0.5, 0.25])
+    with pytest.raises(ag.ConversionError, match="array from outside the iteration") as info:
+        ag.function(fn)(x, y, np.array(2, np.int32))
+    lineno = next(i for i, text in enumerate(open(__file__).read().splitlines(), 1)
+                  if text.strip().startswith(line) and i > fn.__code__.co_firstlineno)
+    assert f"{__file__}:{lineno}" in str(info.value)
