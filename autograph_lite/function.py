@@ -52,7 +52,8 @@ class ConcreteFunction:
         # fast paths for the common output shapes: one tensor, or a flat tuple of them
         self._single = output_slots == [0] and output_template is _OUTPUT
         self._flat_tuple = type(output_template) is tuple and all(t is _OUTPUT for t in output_template) \
-            and output_slots == list(range(len(output_template))) and not graph.write_back_outputs
+            and output_slots == list(range(len(output_template))) \
+            and len(graph.outputs) == len(output_template)  # no extra outputs (write-backs, effects)
 
     @property
     def optimized_graph(self):

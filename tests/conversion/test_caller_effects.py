@@ -442,3 +442,21 @@ def test_object_inside_a_list_argument():
         f(x32(value), [compiled_o])
         assert_same_state(eager_o, compiled_o)
     assert f.trace_count == 1
+
+
+def _appends_loop_result(x, n, lst):
+    w = 0
+    while w < 2 and ag.reduce_sum(x) > 0:
+        w += 1
+    lst.append(w)
+    return (n + 1, n + 2)
+
+
+def test_replayed_effect_is_not_returned_as_an_extra_result():
+    # fuzzer long run seed 1003158: a flat tuple result came back with the appended tensor as a third item
+    compiled = ag.function(_appends_loop_result)
+    for _ in range(3):
+        x, n = np.array([1, 2], np.int32), np.array(4, np.int32)
+        eager_list, compiled_list = [3], [3]
+        assert_same(_appends_loop_result(x, n, eager_list), compiled(x, n, compiled_list))
+        assert len(compiled_list) == 2 and compiled_list[1] == eager_list[1]
