@@ -305,9 +305,7 @@ def supersede(old, new, label, symbol, location):
         if base.stale is None:
             base.stale = InPlaceUpdate(graph, f"{label} (a slice or view of this value)", symbol, location)
             _mark_views(base.node.graph, base, graph, label, symbol, location)
-        root = _origin(base)
-        while root.previous is not None:
-            root = root.previous
+        root = _first_version(_origin(base))
         if root.node.op == "Placeholder" and "argument" in root.node.attrs:
             raise ConversionError(
                 f"{label} is a slice or view of argument '{root.node.attrs['argument']}' and is updated in place "
@@ -318,9 +316,7 @@ def supersede(old, new, label, symbol, location):
         supersede(_origin(base), None, label, symbol, location)  # a view of a value from outside this block
     for maybe in _maybe_same(old):
         # eagerly the update changes this array too on the runs where the `if` or loop gave it
-        root = _origin(maybe)
-        while root.previous is not None:
-            root = root.previous
+        root = _first_version(_origin(maybe))
         if root.node.op == "Placeholder" and "argument" in root.node.attrs:
             raise ConversionError(
                 f"{label} is updated in place (`{symbol}`) at {location}, and on some runs it is the array of "
@@ -332,9 +328,7 @@ def supersede(old, new, label, symbol, location):
     if not any(t is old for t in graph.updated):
         graph.updated.append(old)
     if graph.parent is None:
-        root = old
-        while root.previous is not None:
-            root = root.previous
+        root = _first_version(old)
         argument = root.node.attrs.get("argument") if root.node.op == "Placeholder" else None
         if argument is not None:
             if new is None:
@@ -344,6 +338,13 @@ def supersede(old, new, label, symbol, location):
                     f"array, or in a tensor `if` whose result the variable does not hold); update it outside "
                     f"the block or write `x = x {symbol[:-1]} y`")
             graph.write_backs[id(root)] = (root, new)
+
+
+def _first_version(t):
+    """The tensor `t`'s array held before any in-place update made `t`."""
+    while t.previous is not None:
+        t = t.previous
+    return t
 
 
 def _maybe_same(t):
