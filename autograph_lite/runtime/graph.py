@@ -392,12 +392,13 @@ def _carry_updates(node):
     if node.op == "Cond":
         then_g, else_g = node.attrs["then_branch"], node.attrs["else_branch"]
         for sub in (then_g, else_g):
-            for old in list(sub.updated):
+            for updated in list(sub.updated):
+                old = _origin(updated)  # a branch's placeholder for an outer array stands for that array
                 if _within(old.node.graph, sub):
                     continue  # made inside the branch: nobody outside sees it
                 k = next((k for k, (t, e) in enumerate(zip(then_g.outputs, else_g.outputs))
                           if _version_of(t, then_g) is old and _version_of(e, else_g) is old), None)
-                info = old.stale
+                info = updated.stale
                 supersede(old, None if k is None else node.outputs[k], info.label, info.symbol, info.location)
         return
     cond_g, body = node.attrs["cond"], node.attrs["body"]

@@ -455,3 +455,21 @@ def test_loop_variable_updated_in_place_then_given_an_outside_array_is_refused(f
     lineno = next(i for i, text in enumerate(open(__file__).read().splitlines(), 1)
                   if text.strip().startswith(line) and i > fn.__code__.co_firstlineno)
     assert f"{__file__}:{lineno}" in str(info.value)
+
+
+def argument_updated_in_nested_if(y, n, s):
+    v = y
+    if (y[3] != n) * s:
+        if y[3]:
+            v = y
+        if v[0]:
+            v -= n        # eagerly this updates the caller's y
+
+
+def test_argument_updated_in_an_if_nested_in_a_branch_is_written_back_or_refused():
+    # fuzzer long run seed 1002744: the update of the outer branch's placeholder for y was
+    # taken for a value made inside the branch, and the caller's y was silently left alone
+    y = np.array([3.0, -4.0, -2.5, -3.0])
+    with pytest.raises(ag.ConversionError, match=rf"argument 'y' is updated in place.*test_inplace.py:"
+                                                 rf"{line_of(argument_updated_in_nested_if, 'v -= n')}"):
+        ag.function(argument_updated_in_nested_if)(y, np.array(4, np.int32), 2)
