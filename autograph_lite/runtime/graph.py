@@ -325,6 +325,7 @@ def supersede(old, new, label, symbol, location):
                 f"`x = x {symbol[:-1]} y` to make a new array, or copy the argument first")
         if maybe.stale is None:
             maybe.stale = InPlaceUpdate(graph, f"{label} (on some runs the same array)", symbol, location)
+    _mark_maybe_aliases(old, new, graph, label, symbol, location)
     if not any(t is old for t in graph.updated):
         graph.updated.append(old)
     if graph.parent is None:
@@ -338,6 +339,21 @@ def supersede(old, new, label, symbol, location):
                     f"array, or in a tensor `if` whose result the variable does not hold); update it outside "
                     f"the block or write `x = x {symbol[:-1]} y`")
             graph.write_backs[id(root)] = (root, new)
+
+
+def _mark_maybe_aliases(old, new, graph, label, symbol, location):
+    """Cond/While results that are `old`'s array on some runs (a branch returned it) are stale:
+    eagerly they see the update on those runs. `new`, the result that carries the update, is not."""
+    scope = graph
+    while scope is not None:
+        for node in scope.nodes:
+            if node.op in ("Cond", "While"):
+                for t in node.outputs:
+                    if t.stale is None and t is not old and t is not new and any(m is old for m in _maybe_same(t)):
+                        t.stale = InPlaceUpdate(graph, f"{label} (on some runs the same array)", symbol, location)
+        if scope is old.node.graph:
+            break
+        scope = scope.parent
 
 
 def _first_version(t):

@@ -473,3 +473,21 @@ def test_argument_updated_in_an_if_nested_in_a_branch_is_written_back_or_refused
     with pytest.raises(ag.ConversionError, match=rf"argument 'y' is updated in place.*test_inplace.py:"
                                                  rf"{line_of(argument_updated_in_nested_if, 'v -= n')}"):
         ag.function(argument_updated_in_nested_if)(y, np.array(4, np.int32), 2)
+
+
+def branch_result_aliases_updated_array(x, n):
+    items = [x + 0.5]
+    if n:
+        picked = x * 1.0
+    else:
+        picked = items[0]
+    first = items[0]
+    first *= 2.0          # eagerly `picked` sees this when n is 0
+    return picked
+
+
+def test_reading_an_if_result_that_may_be_the_updated_array_is_an_error():
+    # fuzzer long run seed 2005607: the if's result kept the old values when it was the same array
+    with pytest.raises(ag.ConversionError, match=rf"on some runs the same array.*test_inplace.py:"
+                                                 rf"{line_of(branch_result_aliases_updated_array, 'first *= 2.0')}"):
+        ag.function(branch_result_aliases_updated_array)(np.array([1.0, 2.0], np.float32), np.array(0, np.int32))
