@@ -56,10 +56,11 @@ def _like(left, right, op, location):
     """`right` as a result that can merge with tensor `left`: same dtype and shape, or an error
     (eager's result type would depend on the value of `left`)."""
     if isinstance(right, (bool, int, float, complex)) and _fits(right, left.dtype):
-        return ops.cast(ops.convert_to_tensor(right), left.dtype)  # a Python scalar is weak
+        right = ops.convert_to_tensor(right)  # a Python scalar is weak
     if (isinstance(right, Tensor) and right.weak and right.shape == left.shape
             and _same_kind(right.dtype, left.dtype)):
-        return ops.cast(right, left.dtype)
+        # two Python numbers of one type stay a Python number (weak); else right takes left's dtype
+        return right if left.weak and right.dtype == left.dtype else ops.cast(right, left.dtype)
     if isinstance(right, (np.ndarray, np.generic)):
         right = ops.convert_to_tensor(right)
     if not isinstance(right, Tensor):

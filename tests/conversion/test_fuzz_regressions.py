@@ -349,3 +349,20 @@ def test_not_in_a_native_loop(monkeypatch):
     compiled = assert_every_call_same(not_in_native_loop, np.float64(3.0), np.array(7))
     [loop] = compiled.get_concrete_function(np.float64(3.0), np.array(7)).plan.native_loops
     assert loop.fn, "the C loop was not built"
+
+
+def _and_or_of_loop_counters(y, n):
+    w = 0
+    while w < 1 and y[-1]:
+        w += 1
+    return n * (w and 1), n * (w or 2)
+
+
+@pytest.mark.parametrize("last", [0.5, 0.0])
+def test_and_or_of_a_python_int_counter_and_a_python_int_stay_python_ints(last):
+    # fuzzer long run seed 3000133: `w and 1` became an int64 tensor, so n * (w and 1) was int64
+    y = np.array([1.0, last], np.float32)
+    eager, compiled = _and_or_of_loop_counters(y, np.array(2, np.int32)), \
+        ag.function(_and_or_of_loop_counters)(y, np.array(2, np.int32))
+    for e, c in zip(eager, compiled):
+        assert np.asarray(c).dtype == np.asarray(e).dtype == np.int32 and c == e
