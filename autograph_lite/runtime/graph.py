@@ -305,10 +305,10 @@ def supersede(old, new, label, symbol, location):
         if base.stale is None:
             base.stale = InPlaceUpdate(graph, f"{label} (a slice or view of this value)", symbol, location)
             _mark_views(base.node.graph, base, graph, label, symbol, location)
-        root = _first_version(_origin(base))
-        if root.node.op == "Placeholder" and "argument" in root.node.attrs:
+        argument = _argument_of(_origin(base))
+        if argument is not None:
             raise ConversionError(
-                f"{label} is a slice or view of argument '{root.node.attrs['argument']}' and is updated in place "
+                f"{label} is a slice or view of argument '{argument}' and is updated in place "
                 f"(`{symbol}`) at {location}; the compiled function cannot update part of the caller's "
                 f"array. Update a copy (`{label.strip(chr(39))} = {label.strip(chr(39))}.copy()` first), or build "
                 f"the whole new value with ag.where / ag.concat")
@@ -316,11 +316,11 @@ def supersede(old, new, label, symbol, location):
         supersede(_origin(base), None, label, symbol, location)  # a view of a value from outside this block
     for maybe in _maybe_same(old):
         # eagerly the update changes this array too on the runs where the `if` or loop gave it
-        root = _first_version(_origin(maybe))
-        if root.node.op == "Placeholder" and "argument" in root.node.attrs:
+        argument = _argument_of(_origin(maybe))
+        if argument is not None:
             raise ConversionError(
                 f"{label} is updated in place (`{symbol}`) at {location}, and on some runs it is the array of "
-                f"argument '{root.node.attrs['argument']}' (a tensor `if` or loop gave it that array on some "
+                f"argument '{argument}' (a tensor `if` or loop gave it that array on some "
                 f"paths only), so whether the caller's array changes depends on the data; write "
                 f"`x = x {symbol[:-1]} y` to make a new array, or copy the argument first")
         if maybe.stale is None:
@@ -329,8 +329,7 @@ def supersede(old, new, label, symbol, location):
     if not any(t is old for t in graph.updated):
         graph.updated.append(old)
     if graph.parent is None:
-        root = _first_version(old)
-        argument = root.node.attrs.get("argument") if root.node.op == "Placeholder" else None
+        root, argument = _first_version(old), _argument_of(old)
         if argument is not None:
             if new is None:
                 raise ConversionError(
@@ -339,6 +338,12 @@ def supersede(old, new, label, symbol, location):
                     f"array, or in a tensor `if` whose result the variable does not hold); update it outside "
                     f"the block or write `x = x {symbol[:-1]} y`")
             graph.write_backs[id(root)] = (root, new)
+
+
+def _argument_of(t):
+    """The name of the argument whose array `t` holds (after any in-place updates), or None."""
+    root = _first_version(t)
+    return root.node.attrs.get("argument") if root.node.op == "Placeholder" else None
 
 
 def _mark_maybe_aliases(old, new, graph, label, symbol, location):
