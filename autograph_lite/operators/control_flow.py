@@ -13,7 +13,7 @@ import types
 import numpy as np
 
 from .. import nest, ops
-from ..errors import ConversionError, traceback_location, user_location
+from ..errors import ConversionError, SymbolicValueError, traceback_location, user_location
 from ..ops.array_ops import constant_value
 from ..ops.core import apply
 from ..ops.logging_ops import ASSERT
@@ -241,17 +241,29 @@ def _staged_if(cond, body, orelse, state, names, location, soft=()):
 
 
 def _trace_branch(graph, name, fn, state, location):
-    """trace_function of one branch; a numeric error while tracing it names the `if`: eagerly only
-    the branch that runs meets it, but both are traced."""
-    try:
-        return trace_function(graph, name, fn, state)
-    except (OverflowError, ZeroDivisionError) as e:
-        side = "true" if name == "then" else "false"
-        raise ConversionError(f"the {side} branch of an `if` on a tensor (at {location}) raised "
-                              f"{type(e).__name__} while it was traced ({e}, at "
-                              f"{traceback_location(e.__traceback__) or user_location()}); both "
-                              f"branches are traced, even one that the data never takes. Make the branch "
-                              f"valid for any input (e.g. cast the operands first)") from e
+    """trace_function of one branch: eagerly only the branch that runs can raise, but both are traced."""
+    side = "true" if name == "then" else "false"
+    return trace_function(graph, name, _naming_block(fn, f"the {side} branch of an `if`", location,
+                                                     "both branches are traced, even one that the data never takes"),
+                          state)
+
+
+def _naming_block(fn, block, location, why):
+    """`fn` (a branch or loop body being traced) with an error it raises turned into a ConversionError
+    naming the staged block: eagerly the error comes only on the runs that reach the block, but a
+    trace runs it whatever the data. Refusals that name their construct already (ConversionError,
+    SymbolicValueError) pass as they are."""
+    def traced(*args):
+        try:
+            return fn(*args)
+        except (ConversionError, SymbolicValueError):
+            raise
+        except Exception as e:
+            raise ConversionError(
+                f"{block} on a tensor (at {location}) raised {type(e).__name__} while it was traced ({e}, at "
+                f"{traceback_location(e.__traceback__) or user_location()}); {why}. Make it valid for any "
+                f"input (e.g. cast the operands first)") from e
+    return traced
 
 
 def _check_argument_lists(state, block, location, *branch_states):
@@ -408,6 +420,8 @@ def _staged_loop(test, body, state, names, location, extra=None):
                 values[i] = _list_tensor(values[i], names[i], location)
         return tuple(values)
 
+    body = _naming_block(body, "the body of a loop", location, "the body is traced even when the data runs "
+                         "it zero times")
     result = stage_while(lambda *s: test(*wrap(s)), lambda s: unwrap(body(*wrap(s))), unwrap_lists(state, lists),
                          _labels(names, state), location, unknown=unknown, var_names=names)
     return tuple(wrap(result))

@@ -7,7 +7,7 @@ TensorList: one tensor whose first axis holds the items.
 import numpy as np
 
 from .. import ops
-from ..errors import ConversionError, user_location
+from ..errors import ConversionError, SymbolicValueError, user_location
 from ..runtime.graph import Tensor, current_graph
 
 
@@ -99,7 +99,7 @@ class TensorList:
                               f"(at {user_location(2)}); only pop() and pop(0) are")
 
     def __str__(self):
-        raise TypeError(f"the text of a list built in a graph loop exists only when the graph runs; print "
+        raise SymbolicValueError(f"the text of a list built in a graph loop exists only when the graph runs; print "
                         f"ag.stack(items) instead (at {user_location(2)})")
 
     def __format__(self, spec):

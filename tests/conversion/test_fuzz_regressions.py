@@ -366,3 +366,33 @@ def test_and_or_of_a_python_int_counter_and_a_python_int_stay_python_ints(last):
         ag.function(_and_or_of_loop_counters)(y, np.array(2, np.int32))
     for e, c in zip(eager, compiled):
         assert np.asarray(c).dtype == np.asarray(e).dtype == np.int32 and c == e
+
+
+def type_error_in_untaken_branch(x, flag):
+    r = x
+    if flag:
+        r = x - (x > 0)   # bool - bool: numpy's TypeError, met only if the branch runs
+    return r
+
+
+def type_error_in_loop_body(x, n):
+    i = 0
+    while i < n:
+        x = None + x      # TypeError, met only if the loop runs
+        i += 1
+    return x
+
+
+@pytest.mark.parametrize("fn, args, block_line", [
+    (type_error_in_untaken_branch, (np.array([True, False]), np.array(False)), 2),
+    (type_error_in_loop_body, (np.array([1.0]), np.array(0)), 2),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_an_error_while_tracing_a_block_the_data_skips_names_the_block(fn, args, block_line):
+    """Seed 4004624: eagerly the error comes only on runs that reach the block; a trace reaches
+    both branches and every loop body, so the compiled call refuses, naming the block and the op."""
+    assert outcome(fn, *args)[0] is not None and not isinstance(outcome(fn, *args)[0], tuple)
+    first = fn.__code__.co_firstlineno
+    with pytest.raises(ag.ConversionError, match="raised TypeError while it was traced") as info:
+        ag.function(fn)(*args)
+    assert f"{__file__}:{first + block_line}" in str(info.value)  # the `if` / `while`
+    assert f"{__file__}:{first + block_line + 1}" in str(info.value)  # the failing op
