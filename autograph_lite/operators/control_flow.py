@@ -20,7 +20,7 @@ from ..ops.logging_ops import ASSERT
 from ..ops.control_flow import build_cond, python_int, stage_while, trace_function, zero_like
 from ..runtime.graph import Tensor, building, current_graph
 from ..runtime.passes.util import has_effects
-from .lists import TensorList
+from .lists import TensorList, join_kinds
 from .variables import RETURN_VALUE, Undefined
 
 logger = logging.getLogger("autograph_lite")
@@ -231,12 +231,13 @@ def _staged_if(cond, body, orelse, state, names, location, soft=()):
             else:
                 then_out[i] = filler
     lists = [i for i, v in enumerate(then_out) if isinstance(v, TensorList) or isinstance(else_out[i], TensorList)]
+    then_out_lists, else_out_lists = dict(enumerate(then_out)), dict(enumerate(else_out))
     for i in lists:
         then_out[i], else_out[i] = _list_tensor(then_out[i], names[i], location), _list_tensor(else_out[i], names[i], location)
     result = list(build_cond(cond, then_g, tuple(then_out), else_g, tuple(else_out), _labels(names, then_out),
                              location, var_names=names))
     for i in lists:
-        result[i] = TensorList(result[i])
+        result[i] = TensorList(result[i], join_kinds(_kind(then_out_lists[i]), _kind(else_out_lists[i])))
     return tuple(result)
 
 
@@ -300,6 +301,13 @@ def _labels(names, values):
     for name, value in zip(names, values):
         labels.extend(nest.paths(value, name))
     return labels
+
+
+def _kind(value):
+    """The item kind of a list value a staged block gives back (a TensorList or a Python list)."""
+    if isinstance(value, TensorList):
+        return value.kind
+    return TensorList.from_list(value).kind if type(value) is list else None
 
 
 def _list_tensor(value, name, location):
@@ -406,24 +414,38 @@ def _staged_loop(test, body, state, names, location, extra=None):
                 unknown[offset] = "list"
             offset += 1
 
+    # what each list's items are (lists.item_kind): the body is traced again until the kinds it
+    # starts from are the kinds it gives back, so its reads of items see the kinds every iteration sees
+    kinds = {i: state[i].kind for i in lists}
+    changed = []
+
     def wrap(values):
         values = list(values)
         for i in lists:
             if isinstance(values[i], Tensor):
-                values[i] = TensorList(values[i])
+                values[i] = TensorList(values[i], kinds[i])
         return values
 
     def unwrap(values):
         values = list(values)
         for i in lists:
             if isinstance(values[i], TensorList):
+                kind = join_kinds(kinds[i], values[i].kind)
+                if kind != kinds[i]:
+                    kinds[i] = kind
+                    changed.append(i)
                 values[i] = _list_tensor(values[i], names[i], location)
         return tuple(values)
+
+    def settled():
+        done = not changed
+        changed.clear()
+        return done
 
     body = _naming_block(body, "the body of a loop", location, "the body is traced even when the data runs "
                          "it zero times")
     result = stage_while(lambda *s: test(*wrap(s)), lambda s: unwrap(body(*wrap(s))), unwrap_lists(state, lists),
-                         _labels(names, state), location, unknown=unknown, var_names=names)
+                         _labels(names, state), location, unknown=unknown, var_names=names, settled=settled)
     return tuple(wrap(result))
 
 
@@ -511,7 +533,8 @@ def _sequence(iterable, location):
     if isinstance(iterable, StagedSequence):
         return iterable.count, iterable.item
     if isinstance(iterable, TensorList):
-        iterable = iterable.stacked()
+        count, item = _sequence(iterable.stacked(), location)
+        return count, lambda i: iterable.item(item(i), 4)
     if isinstance(iterable, np.ndarray):
         iterable = ops.convert_to_tensor(iterable)
     elif isinstance(iterable, builtins.range):

@@ -8,34 +8,78 @@ import numpy as np
 
 from .. import ops
 from ..errors import ConversionError, SymbolicValueError, user_location
+from ..ops.control_flow import python_scalar
 from ..runtime.graph import Tensor, current_graph
 
 
+_PY_NUMBERS = (bool, int, float, complex)
+
+
+def item_kind(value):
+    """What an item is, for reading it back eagerly-typed: the name of its Python number type
+    ("int", "float", "bool", "complex": a weak scalar, NEP 50), or "arrays" (numpy values and
+    tensors of a fixed dtype)."""
+    if type(value) in _PY_NUMBERS:
+        return type(value).__name__
+    if isinstance(value, Tensor) and value.weak:
+        return {"b": "bool", "i": "int", "u": "int", "f": "float", "c": "complex"}[value.dtype.kind]
+    return "arrays"
+
+
+def join_kinds(a, b):
+    """The kind of a list holding items of kinds `a` and `b` (None: no items yet)."""
+    return b if a is None or a == b else a if b is None else "mixed"
+
+
 class TensorList:
-    """Items of one shape and dtype stacked along a first axis of unknown length."""
+    """Items of one shape and dtype stacked along a first axis of unknown length.
 
-    __slots__ = ("tensor",)
+    `kind` says what the items were (see item_kind; "mixed": Python numbers and arrays,
+    None: no items yet): eagerly a list keeps each item's own type, so an item read back
+    is a weak Python number again when all items were of one Python number type, and a
+    read from a mixed list is refused (it cannot tell which an item was)."""
 
-    def __init__(self, tensor=None):
+    __slots__ = ("tensor", "kind")
+
+    def __init__(self, tensor=None, kind="arrays"):
         self.tensor = tensor  # None: empty, item type not known yet
+        self.kind = None if tensor is None else kind
 
     @classmethod
     def from_list(cls, items):
-        return cls(ops.stack(items) if items else None)
+        kind = None
+        for item in items:
+            kind = join_kinds(kind, item_kind(item))
+        return cls(ops.stack(items), kind) if items else cls()
 
     def append(self, value):
+        kind = join_kinds(self.kind, item_kind(value))
         item = ops.expand_dims(value if isinstance(value, Tensor) else ops.convert_to_tensor(value), 0)
-        return TensorList(item if self.tensor is None else ops.concat([self.tensor, item], 0))
+        return TensorList(item if self.tensor is None else ops.concat([self.tensor, item], 0), kind)
+
+    def item(self, value, depth=3):
+        """`value` (an item read from the stacked tensor) typed as eagerly."""
+        if self.kind in ("arrays", None):
+            return value
+        if self.kind == "mixed":
+            raise ConversionError(
+                f"reading an item of a list that a graph loop carries and that holds both Python numbers "
+                f"and arrays is not supported (at {user_location(depth)}): eagerly each item keeps its own "
+                f"type, which the stacked list cannot tell apart. Make the items all arrays (e.g. "
+                f"np.int64(0) instead of 0) or all Python numbers of one type")
+        return python_scalar(value)
 
     def extend(self, values):
         if isinstance(values, TensorList):
             if values.tensor is None:
                 return self
-            return values if self.tensor is None else TensorList(ops.concat([self.tensor, values.tensor], 0))
+            return values if self.tensor is None else TensorList(ops.concat([self.tensor, values.tensor], 0),
+                                                                 join_kinds(self.kind, values.kind))
         if isinstance(values, Tensor):
             if values.ndim == 0:
                 raise TypeError(f"cannot extend a list with a scalar {values!r} (at {user_location(3)})")
-            return TensorList(values if self.tensor is None else ops.concat([self.tensor, values], 0))
+            return TensorList(values if self.tensor is None else ops.concat([self.tensor, values], 0),
+                              join_kinds(self.kind, "arrays"))
         result = self
         for value in values:
             result = result.append(value)
@@ -51,9 +95,9 @@ class TensorList:
                                   f"{index!r} (at {user_location(3)})")
         t = self.tensor
         if index == -1:
-            return TensorList(t[:-1]), t[-1]
+            return TensorList(t[:-1], self.kind), self.item(t[-1], 4)
         if index == 0:
-            return TensorList(t[1:]), t[0]
+            return TensorList(t[1:], self.kind), self.item(t[0], 4)
         raise ConversionError(f"list.pop({index}) on a list carried by a graph loop: only pop() and pop(0) "
                               f"are supported (at {user_location(3)})")
 
@@ -62,7 +106,8 @@ class TensorList:
         if self.tensor is None:
             return TensorList()
         t = self.tensor
-        return TensorList(ops.convert_to_tensor(np.zeros((0,) + tuple(d or 0 for d in t.shape[1:]), t.dtype)))
+        return TensorList(ops.convert_to_tensor(np.zeros((0,) + tuple(d or 0 for d in t.shape[1:]), t.dtype)),
+                          self.kind)
 
     def stacked(self):
         if self.tensor is None:
@@ -70,14 +115,16 @@ class TensorList:
         return self.tensor
 
     def __getitem__(self, index):
-        return self.stacked()[index]
+        if isinstance(index, slice):
+            return self.stacked()[index]
+        return self.item(self.stacked()[index])
 
     def __len__(self):
         raise TypeError("the length of a list built in a graph loop is a tensor: use len(x) in "
                         "converted code or ag.shape(ag.stack(x))[0]")
 
     def __repr__(self):
-        return f"TensorList({self.tensor!r})"
+        return f"TensorList({self.tensor!r}, {self.kind!r})"
 
     def __add__(self, other):
         if not isinstance(other, (list, tuple, TensorList)):

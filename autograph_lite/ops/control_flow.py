@@ -28,6 +28,32 @@ def _python_int_infer(x):
 PYTHON_INT = define("PythonInt", lambda xp: int, _python_int_infer)
 
 
+def _python_scalar_infer(x):
+    if x.ndim != 0 or x.dtype.kind not in "biufc":
+        raise TypeError(f"a number scalar is needed, got {x!r}")
+    return [((), x.dtype)]
+
+
+# A Python number (weak) from a scalar of its default dtype: an item of a list of Python numbers
+# read back from the stacked tensor that carries the list through a graph loop.
+PYTHON_SCALAR = define("PythonScalar", lambda xp: _item, _python_scalar_infer)
+
+
+def _item(x):
+    return x.item()
+
+
+def python_scalar(x):
+    """`x` (a scalar of a Python number's default dtype, possibly symbolic) as a weak Python number."""
+    if not isinstance(x, Tensor):
+        return x.item()
+    if x.weak:
+        return x
+    out = apply(PYTHON_SCALAR, (x,))
+    out.weak = True
+    return out
+
+
 def python_int(x):
     """`x` (an integer scalar, possibly symbolic) as a weak Python int."""
     if not isinstance(x, Tensor):
@@ -248,7 +274,7 @@ def while_loop(cond_fn, body_fn, loop_vars, *, names=None):
     return result[0] if single else result
 
 
-def stage_while(cond_fn, step, loop_vars, names, location, unknown=(), var_names=None):
+def stage_while(cond_fn, step, loop_vars, names, location, unknown=(), var_names=None, settled=None):
     """One While node looping `loop_vars = step(loop_vars)` while `cond_fn(*loop_vars)`.
 
     Leaves that cannot be tensors (None, strings, objects) are held as they are: the body
@@ -257,7 +283,9 @@ def stage_while(cond_fn, step, loop_vars, names, location, unknown=(), var_names
     Leaves at flat positions `unknown` ({position: "value" or "list"}) have no value yet: a
     first trace of the body finds what it assigns them, and they start at zeros of that
     type ("list": an empty stack of such items). `var_names` name the items of `loop_vars`
-    in error messages.
+    in error messages. `settled()`, if given, says whether the caller's own view of the
+    variables (e.g. what a list's items are) held still over the last body trace: if not,
+    the body is traced again.
     """
     graph = current_graph()
     flat = nest.flatten(loop_vars)
@@ -311,7 +339,7 @@ def stage_while(cond_fn, step, loop_vars, names, location, unknown=(), var_names
                 raise ConversionError(f"loop variable '{label}' changes rank from shape {shape} to {o.shape} "
                                       f"in the loop body (at {location})")
             new_specs.append((relax_shape(shape, o.shape), dtype, weak and o.weak))
-        if new_specs == specs:
+        if new_specs == specs and (settled is None or settled()):
             break
         specs = new_specs
     else:

@@ -396,3 +396,77 @@ def test_an_error_while_tracing_a_block_the_data_skips_names_the_block(fn, args,
         ag.function(fn)(*args)
     assert f"{__file__}:{first + block_line}" in str(info.value)  # the `if` / `while`
     assert f"{__file__}:{first + block_line + 1}" in str(info.value)  # the failing op
+
+
+# Seeds 4011152 and 77000740: a Python number kept in a list that a graph loop carries is read
+# back as a Python number (weak, NEP 50), not as the int64/float64 item of the stacked tensor.
+def weak_int_item_after_loop(x, s, n):
+    L1 = [s]
+    for i in ag.range(n):
+        L1.append(s)
+    return L1[0] - x, L1[-1] + x
+
+
+def weak_items_read_inside_loop(x, n):
+    L = [1]
+    i = 0
+    while i < n:
+        L.append(L[-1] * 3)
+        i += 1
+    return L[-1] - x, ag.stack(L)
+
+
+def weak_float_items_iterated(x, n):
+    L = [1.5, 2.5]
+    t = 0.0
+    for v in ag.range(n):
+        for w in L:
+            t = t + w
+    return t * x
+
+
+def weak_items_popped(x, n):
+    L = [2, 3]
+    for i in ag.range(n):
+        L.append(4)
+    a = L.pop()
+    b = L.pop(0)
+    return a * x, b * x
+
+
+def weak_bool_items_in_branch(x, c):
+    L = []
+    if c > 0:
+        L.append(True)
+    else:
+        L.append(False)
+    return L[0] + x
+
+
+@pytest.mark.parametrize("fn, args", [
+    (weak_int_item_after_loop, (np.array([1, 2, 250], np.uint8), 7, np.array(2))),
+    (weak_int_item_after_loop, (np.array([1, 2, 250], np.uint8), 300, np.array(2))),  # OverflowError
+    (weak_int_item_after_loop, (np.array([1, -2], np.int8), -100, np.array(0))),
+    (weak_items_read_inside_loop, (np.array([1, 2], np.uint8), np.array(3))),
+    (weak_float_items_iterated, (np.array([1, 2], np.float32), np.array(3))),
+    (weak_items_popped, (np.array([1, 2], np.int16), np.array(2))),
+    (weak_bool_items_in_branch, (np.array([1, 2], np.uint8), np.array(1))),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_python_numbers_in_a_carried_list_stay_python_numbers(fn, args):
+    assert_every_call_same(fn, *args)
+
+
+def mixed_items(x, n):
+    vals = [0.0]
+    for i in ag.range(n):
+        vals.append(vals[-1] + x[i])
+    return ag.stack(vals)
+
+
+def test_reading_an_item_of_a_list_of_numbers_and_arrays_is_refused_at_the_line():
+    """Eagerly vals[-1] is first the Python float 0.0 (weak: float32 + 0.0 stays float32), then a
+    float32 array: one stacked tensor cannot give both, so the read is refused."""
+    x = np.array([0.1, 0.2], np.float32)
+    with pytest.raises(ag.ConversionError, match="holds both Python numbers and arrays") as info:
+        ag.function(mixed_items)(x, np.array(3))
+    assert f"{__file__}:{mixed_items.__code__.co_firstlineno + 3}" in str(info.value)
