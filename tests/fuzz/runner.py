@@ -178,10 +178,13 @@ def run_program(program, rounds=2, compile_fn=None, timeout_s=60):
     if use_alarm:
         previous = signal.signal(signal.SIGALRM, _alarm)
         signal.alarm(timeout_s)
+    phase = []   # "eager" while the eager runs go, then "compiled"
     try:
-        return _run(module, path, program, rounds, compile_fn or ag.function)
+        return _run(module, path, program, rounds, compile_fn or ag.function, phase)
     except ProgramTimeout:
-        return Outcome("diverged", f"hang: the program did not finish in {timeout_s} s", program)
+        which = phase[-1] if phase else "eager"
+        return Outcome("diverged", f"hang: the {which} run did not finish in {timeout_s} s"
+                       + (" (a grammar bug: generated loops are bounded)" if which == "eager" else ""), program)
     finally:
         if use_alarm:
             signal.alarm(0)
@@ -193,9 +196,11 @@ def _describe(exc):
     return f"{type(exc).__name__}: {exc}".splitlines()[0][:300] if exc else "no exception"
 
 
-def _run(module, path, program, rounds, compile_fn):
+def _run(module, path, program, rounds, compile_fn, phase):
     fn = module.f
+    phase.append("eager")
     eager = [_call(fn, args) for args in program.inputs]
+    phase.append("compiled")
     compiled_fn = compile_fn(fn)
     calls = 0
     for rnd in range(rounds):
