@@ -10,6 +10,7 @@ import numpy as np
 
 from ..runtime import devices
 from ..runtime.graph import Slot, Tensor
+from ..runtime.opdef import AXES, DTYPE, INDEX, INT, OptionalOf, TupleOf
 from .core import (apply, define, normalize_axes, normalize_axis,
                    result_dtype, static_ints)
 
@@ -71,7 +72,8 @@ def _filled(op_name, public, xp_fn):
         fn = getattr(xp, xp_fn)
         return lambda s: fn(_as_shape(s), dtype)
 
-    OPS[public] = opdef = define(op_name, kernel, lambda s, dtype: [(static_shape_of(s), dtype)])
+    OPS[public] = opdef = define(op_name, kernel, lambda s, dtype: [(static_shape_of(s), dtype)],
+                                 attrs={"dtype": DTYPE})
 
     def op(shape, dtype=np.float64):
         return apply(opdef, (_shape_input(shape),), {"dtype": np.dtype(dtype)})
@@ -103,7 +105,9 @@ def _like(op_name, public, xp_fn):
         fn = getattr(xp, xp_fn)
         return lambda x: fn(x, dtype=dtype)
 
-    OPS[public] = opdef = define(op_name, kernel, lambda x, dtype=None: [(x.shape, dtype or x.dtype)])
+    OPS[public] = opdef = define(op_name, kernel, lambda x, dtype=None: [(x.shape, dtype or x.dtype)],
+                                 attrs={"dtype": OptionalOf(DTYPE)},
+                                 may_raise=False)
 
     def op(x, dtype=None):
         return apply(opdef, (x,), {"dtype": None if dtype is None else np.dtype(dtype)})
@@ -126,7 +130,8 @@ def _range_infer(*bounds, dtype=None):
     return [((length,), dtype)]
 
 
-OPS["range"] = define("Range", lambda xp, dtype=None: lambda *b: xp.arange(*b, dtype=dtype), _range_infer)
+OPS["range"] = define("Range", lambda xp, dtype=None: lambda *b: xp.arange(*b, dtype=dtype), _range_infer,
+                      attrs={"dtype": OptionalOf(DTYPE)})
 
 
 def range(start, limit=None, delta=1, dtype=None):  # noqa: A001 - TF's name
@@ -159,7 +164,8 @@ def _concat_infer(*values, axis=0):
     return [(tuple(shape), result_dtype(lambda *a: np.concatenate([np.atleast_1d(x) for x in a]), values))]
 
 
-OPS["concat"] = define("Concat", lambda xp, axis=0: lambda *v: xp.concatenate(v, axis=axis), _concat_infer)
+OPS["concat"] = define("Concat", lambda xp, axis=0: lambda *v: xp.concatenate(v, axis=axis), _concat_infer,
+                       attrs={"axis": INT})
 
 
 def concat(values, axis=0):
@@ -178,7 +184,8 @@ def _stack_infer(*values, axis=0):
     return [(tuple(shape), result_dtype(lambda *a: np.stack(a), values))]
 
 
-OPS["stack"] = define("Stack", lambda xp, axis=0: lambda *v: xp.stack(v, axis=axis), _stack_infer)
+OPS["stack"] = define("Stack", lambda xp, axis=0: lambda *v: xp.stack(v, axis=axis), _stack_infer,
+                      attrs={"axis": INT})
 
 
 def stack(values, axis=0):
@@ -217,7 +224,21 @@ def _transpose_infer(x, perm=None):
     return [(tuple(x.shape[p] for p in perm), x.dtype)]
 
 
-OPS["transpose"] = define("Transpose", lambda xp, perm=None: lambda x: xp.transpose(x, perm), _transpose_infer)
+def _transpose_of_transpose(node):
+    """transpose(transpose(x)) is x when the two permutations undo each other."""
+    inner = node.inputs[0]
+    if inner.node.op != node.op:
+        return None
+    x = inner.node.inputs[0]
+    identity = tuple(builtins.range(x.ndim))
+    p1 = inner.node.attrs["perm"] or tuple(reversed(identity))
+    p2 = node.attrs["perm"] or tuple(reversed(identity))
+    return x if tuple(p1[i] for i in p2) == identity else None
+
+
+OPS["transpose"] = define("Transpose", lambda xp, perm=None: lambda x: xp.transpose(x, perm), _transpose_infer,
+                          attrs={"perm": OptionalOf(TupleOf(INT))},
+                          may_raise=False, simplify=_transpose_of_transpose)
 
 
 def transpose(x, perm=None):
@@ -225,8 +246,18 @@ def transpose(x, perm=None):
     return apply(OPS["transpose"], (x,), {"perm": None if perm is None else tuple(static_ints(perm, "perm"))})
 
 
+def _static_shape(node):
+    shape = node.inputs[0].shape
+    return None if None in shape else np.array(shape, np.int64)
+
+
+def _static_size(node):
+    shape = node.inputs[0].shape
+    return None if None in shape else np.int64(np.prod(shape, dtype=np.int64))
+
+
 OPS["shape"] = define("Shape", lambda xp: lambda x: xp.asarray(x.shape, dtype=xp.int64),
-                      lambda x: [((x.ndim,), np.dtype(np.int64))])
+                      lambda x: [((x.ndim,), np.dtype(np.int64))], may_raise=False, static_value=_static_shape)
 
 
 def shape(x):
@@ -235,7 +266,7 @@ def shape(x):
 
 
 OPS["size"] = define("Size", lambda xp: lambda x: xp.asarray(x.size, dtype=xp.int64),
-                     lambda x: [((), np.dtype(np.int64))])
+                     lambda x: [((), np.dtype(np.int64))], may_raise=False, static_value=_static_size)
 
 
 def size(x):
@@ -248,7 +279,9 @@ def _expand_dims_infer(x, axis):
     return [(x.shape[:axis] + (1,) + x.shape[axis:], x.dtype)]
 
 
-OPS["expand_dims"] = define("ExpandDims", lambda xp, axis: lambda x: xp.expand_dims(x, axis), _expand_dims_infer)
+OPS["expand_dims"] = define("ExpandDims", lambda xp, axis: lambda x: xp.expand_dims(x, axis), _expand_dims_infer,
+                            attrs={"axis": INT},
+                            may_raise=False)
 
 
 def expand_dims(x, axis):
@@ -269,7 +302,8 @@ def _squeeze_infer(x, axis=None):
     return [(tuple(d for i, d in enumerate(x.shape) if i not in axes), x.dtype)]
 
 
-OPS["squeeze"] = define("Squeeze", lambda xp, axis=None: lambda x: xp.squeeze(x, axis), _squeeze_infer)
+OPS["squeeze"] = define("Squeeze", lambda xp, axis=None: lambda x: xp.squeeze(x, axis), _squeeze_infer,
+                        attrs={"axis": AXES})
 
 
 def squeeze(x, axis=None):
@@ -296,7 +330,7 @@ def _pad_kernel(xp, paddings):
     return lambda x, c: xp.pad(x, paddings, mode="constant", constant_values=c)
 
 
-OPS["pad"] = define("Pad", _pad_kernel, _pad_infer)
+OPS["pad"] = define("Pad", _pad_kernel, _pad_infer, attrs={"paddings": TupleOf(TupleOf(INT))})
 
 
 def pad(x, paddings, constant_values=0):
@@ -330,7 +364,8 @@ def _gather_infer(params, indices, axis=0):
     return [(params.shape[:axis] + indices.shape + params.shape[axis + 1:], params.dtype)]
 
 
-OPS["gather"] = define("Gather", lambda xp, axis=0: lambda p, i: xp.take(p, i, axis=axis), _gather_infer)
+OPS["gather"] = define("Gather", lambda xp, axis=0: lambda p, i: xp.take(p, i, axis=axis), _gather_infer,
+                       attrs={"axis": INT})
 
 
 def gather(params, indices, axis=0):
@@ -408,7 +443,7 @@ def _getitem_infer(x, *values, index):
     return [(tuple(shape), x.dtype)]
 
 
-OPS["getitem"] = define("StridedSlice", _getitem_kernel, _getitem_infer)
+OPS["getitem"] = define("StridedSlice", _getitem_kernel, _getitem_infer, attrs={"index": INDEX})
 
 
 def _getitem_inline(xp, a, bind, index):

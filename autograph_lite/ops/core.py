@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import user_location
 from ..runtime import devices, fp_errors
 from ..runtime.graph import Tensor, _tracing, building, current_graph
-from ..runtime.opdef import OpDef, register
+from ..runtime.opdef import DTYPE, STR, OpDef, register
 
 _PY_SCALARS = (bool, int, float, complex)
 # a subclass of a Python scalar as its plain value (its own methods, __repr__ included, are
@@ -204,6 +204,44 @@ def _dtype_by_example(fn, key):
         return np.asarray(fn(*args)).dtype
 
 
+def expanded(name, steps, **facts):
+    """An elementwise op defined by its formula: numpy ufunc `steps` over x, each
+    (ufunc name, operands) with "x" the input, "y" the running value and numbers constants,
+    e.g. relu is `(("maximum", ("x", 0)),)`. Its kernel, fused blocks and C code all come
+    from this one formula (`OpDef.expansion`)."""
+    inline = _step_inline(steps[0]) if len(steps) == 1 else None
+    return elementwise(name, functools.partial(_expansion_kernel, steps), expansion=steps, inline=inline, **facts)
+
+
+def _expansion_kernel(steps, xp):
+    """The formula as straight-line code: the first step makes the result array, the others
+    update it in place (one allocation however many steps)."""
+    env = {}
+
+    def operand(a):
+        if a in ("x", "y"):
+            return a
+        env[f"c{len(env)}"] = a  # constants are closure variables, never text
+        return f"c{len(env) - 1}"
+    calls = []
+    for j, (ufunc, args) in enumerate(steps):
+        env[f"f{j}"] = getattr(xp, ufunc)
+        calls.append(f"f{j}({', '.join(operand(a) for a in args)}")
+    lines = ["def kernel(x):", f"    y = {calls[0]})"]
+    if len(calls) > 1:
+        lines += ["    if not getattr(y, 'ndim', 0):  # a scalar: no buffer to update",
+                  *(f"        y = {c})" for c in calls[1:]), "        return y",
+                  *(f"    {c}, out=y)" for c in calls[1:])]
+    exec("\n".join(lines + ["    return y"]), env)
+    return env["kernel"]
+
+
+def _step_inline(step):
+    ufunc, args = step
+    return lambda xp, a, bind: (f"{bind(getattr(xp, ufunc))}"
+                                f"({', '.join(a[0] if o == 'x' else bind(o) for o in args)})")
+
+
 def result_dtype(fn, tensors):
     """The dtype numpy gives for `fn` applied to values like `tensors` (NEP 50 aware)."""
     key = tuple(type(exemplar(t)) if t.weak else t.dtype for t in tensors)
@@ -267,7 +305,8 @@ def _raise_kernel(xp, error, message, location):
 
 
 # an op that fails whenever it runs (see _known_failure); its inputs order it after theirs
-RAISE = define("Raise", _raise_kernel, lambda *inputs, **attrs: [], stateful=True)
+RAISE = define("Raise", _raise_kernel, lambda *inputs, **attrs: [], stateful=True,
+               attrs={"error": STR, "message": STR, "location": STR})
 
 
 def _check_fits_kernel(xp, dtype, location):
@@ -282,7 +321,8 @@ def _check_fits_kernel(xp, dtype, location):
 
 
 # numpy's NEP 50 check of a Python int known only when the graph runs (see _weak_ints_to_check)
-CHECK_FITS = define("CheckFits", _check_fits_kernel, lambda value, **attrs: [], stateful=True)
+CHECK_FITS = define("CheckFits", _check_fits_kernel, lambda value, **attrs: [], stateful=True,
+                    attrs={"dtype": DTYPE, "location": STR})
 
 
 def grad_rule(*opdefs):
@@ -301,11 +341,12 @@ def elementwise_infer(op_fn_for_numpy):
     return infer
 
 
-def elementwise(name, make_kernel, weak_result=False):
+def elementwise(name, make_kernel, weak_result=False, **facts):
     """An elementwise op whose kernel is `make_kernel(xp)`, e.g. `lambda xp: xp.add`.
 
     `weak_result`: the kernel gives a Python scalar for Python scalars (an `operator`
     function: `1 + 2` is `3`), so the op of weak tensors is weak (NEP 50); a ufunc's
-    (`np.sqrt(4)`, `np.maximum(1, 2)`) is a numpy scalar, strong."""
+    (`np.sqrt(4)`, `np.maximum(1, 2)`) is a numpy scalar, strong. `facts`: OpDef fields;
+    an elementwise result is a new array and no input makes it raise (numpy warns instead)."""
     return define(name, make_kernel, elementwise_infer(make_kernel(np)),
-                  elementwise=True, weak_result=weak_result)
+                  elementwise=True, weak_result=weak_result, **{"fresh": True, "may_raise": False, **facts})

@@ -9,11 +9,18 @@ import numpy as np
 
 from ..runtime.fp_errors import report_eagerly
 from ..runtime.graph import _tracing
+from ..runtime.opdef import AXES, BOOL, DTYPE, INT, OptionalOf
+from ..runtime.native import cexpr
 from .core import (apply, broadcast_shapes, define, elementwise, normalize_axes,
                    normalize_axis, result_dtype)
 
 
 _HOST = (np.ndarray, float, int, bool, np.generic)
+
+
+def _infix(symbol):
+    """The plan writes the op as a Python operator: the same numpy semantics without a call."""
+    return lambda xp, a, bind: f"({a[0]} {symbol} {a[1]})"
 
 
 def _binary(opdef, doc):
@@ -38,38 +45,69 @@ def _unary(opdef, doc):
     return op
 
 
-# name, graph op, kernel, docstring. Arithmetic and comparisons run through Python's
-# operators: on arrays they are the same ufuncs, and on numpy scalars (0-d results inside
-# loops) they take numpy's scalar fast path, several times faster than a ufunc call.
+# name, graph op, kernel, docstring, facts (see runtime/opdef.py). Arithmetic and comparisons run
+# through Python's operators: on arrays they are the same ufuncs, and on numpy scalars (0-d
+# results inside loops) they take numpy's scalar fast path, several times faster than a ufunc call.
 _BINARY = [
-    ("add", "Add", lambda xp: operator.add, "x + y, elementwise with numpy broadcasting."),
-    ("subtract", "Sub", lambda xp: operator.sub, "x - y, elementwise."),
-    ("multiply", "Mul", lambda xp: operator.mul, "x * y, elementwise."),
-    ("divide", "RealDiv", lambda xp: operator.truediv, "x / y (true division), elementwise."),
-    ("floordiv", "FloorDiv", lambda xp: operator.floordiv, "x // y, elementwise."),
-    ("mod", "FloorMod", lambda xp: operator.mod, "x % y with the sign of y (numpy), elementwise."),
-    ("pow", "Pow", lambda xp: operator.pow, "x ** y, elementwise."),
-    ("maximum", "Maximum", lambda xp: xp.maximum, "Elementwise maximum (NaN propagates)."),
-    ("minimum", "Minimum", lambda xp: xp.minimum, "Elementwise minimum (NaN propagates)."),
-    ("equal", "Equal", lambda xp: operator.eq, "x == y, elementwise; bool result."),
-    ("not_equal", "NotEqual", lambda xp: operator.ne, "x != y, elementwise; bool result."),
-    ("less", "Less", lambda xp: operator.lt, "x < y, elementwise; bool result."),
-    ("less_equal", "LessEqual", lambda xp: operator.le, "x <= y, elementwise; bool result."),
-    ("greater", "Greater", lambda xp: operator.gt, "x > y, elementwise; bool result."),
-    ("greater_equal", "GreaterEqual", lambda xp: operator.ge, "x >= y, elementwise; bool result."),
-    ("logical_and", "LogicalAnd", lambda xp: xp.logical_and, "Elementwise logical and."),
-    ("logical_or", "LogicalOr", lambda xp: xp.logical_or, "Elementwise logical or."),
+    ("add", "Add", lambda xp: operator.add, "x + y, elementwise with numpy broadcasting.",
+     dict(ufunc="add", inline=_infix("+"), c_expr=cexpr.infix("+"), commutative=True, in_place="+=",
+          identity=-0.0, float_errors="add")),
+    ("subtract", "Sub", lambda xp: operator.sub, "x - y, elementwise.",
+     dict(ufunc="subtract", inline=_infix("-"), c_expr=cexpr.infix("-"), in_place="-=", identity=0.0,
+          float_errors="subtract")),
+    ("multiply", "Mul", lambda xp: operator.mul, "x * y, elementwise.",
+     dict(ufunc="multiply", inline=_infix("*"), c_expr=cexpr.infix("*"), commutative=True, in_place="*=",
+          identity=1, float_errors="multiply")),
+    ("divide", "RealDiv", lambda xp: operator.truediv, "x / y (true division), elementwise.",
+     dict(ufunc="divide", inline=_infix("/"), c_expr=cexpr.arithmetic("({0} / {1})", floats_only=True),
+          in_place="/=", identity=1, float_errors="divide")),
+    ("floordiv", "FloorDiv", lambda xp: operator.floordiv, "x // y, elementwise.",
+     dict(ufunc="floor_divide", inline=_infix("//"), c_expr=cexpr.floor_division("floordiv"),
+          float_errors="floor_divide")),
+    ("mod", "FloorMod", lambda xp: operator.mod, "x % y with the sign of y (numpy), elementwise.",
+     dict(ufunc="remainder", inline=_infix("%"), c_expr=cexpr.floor_division("mod"), float_errors="remainder")),
+    ("pow", "Pow", lambda xp: operator.pow, "x ** y, elementwise.",
+     dict(ufunc="power", inline=_infix("**"), c_expr=cexpr.libm("pow"), identity=1, float_errors="power")),
+    ("maximum", "Maximum", lambda xp: xp.maximum, "Elementwise maximum (NaN propagates).",
+     dict(ufunc="maximum", c_expr=cexpr.extremum(">="))),
+    ("minimum", "Minimum", lambda xp: xp.minimum, "Elementwise minimum (NaN propagates).",
+     dict(ufunc="minimum", c_expr=cexpr.extremum("<="))),
+    ("equal", "Equal", lambda xp: operator.eq, "x == y, elementwise; bool result.",
+     dict(ufunc="equal", inline=_infix("=="), c_expr=cexpr.compare("=="), commutative=True)),
+    ("not_equal", "NotEqual", lambda xp: operator.ne, "x != y, elementwise; bool result.",
+     dict(ufunc="not_equal", inline=_infix("!="), c_expr=cexpr.compare("!="), commutative=True)),
+    ("less", "Less", lambda xp: operator.lt, "x < y, elementwise; bool result.",
+     dict(ufunc="less", inline=_infix("<"), c_expr=cexpr.compare("<"))),
+    ("less_equal", "LessEqual", lambda xp: operator.le, "x <= y, elementwise; bool result.",
+     dict(ufunc="less_equal", inline=_infix("<="), c_expr=cexpr.compare("<="))),
+    ("greater", "Greater", lambda xp: operator.gt, "x > y, elementwise; bool result.",
+     dict(ufunc="greater", inline=_infix(">"), c_expr=cexpr.compare(">"))),
+    ("greater_equal", "GreaterEqual", lambda xp: operator.ge, "x >= y, elementwise; bool result.",
+     dict(ufunc="greater_equal", inline=_infix(">="), c_expr=cexpr.compare(">="))),
+    ("logical_and", "LogicalAnd", lambda xp: xp.logical_and, "Elementwise logical and.",
+     dict(ufunc="logical_and", c_expr=cexpr.logical("({0} && {1})"), commutative=True)),
+    ("logical_or", "LogicalOr", lambda xp: xp.logical_or, "Elementwise logical or.",
+     dict(ufunc="logical_or", c_expr=cexpr.logical("({0} || {1})"), commutative=True)),
 ]
 
 _UNARY = [
-    ("negative", "Neg", lambda xp: operator.neg, "-x, elementwise."),
-    ("tanh", "Tanh", lambda xp: xp.tanh, "Hyperbolic tangent, elementwise."),
-    ("exp", "Exp", lambda xp: xp.exp, "e ** x, elementwise."),
-    ("log", "Log", lambda xp: xp.log, "Natural logarithm, elementwise."),
-    ("sqrt", "Sqrt", lambda xp: xp.sqrt, "Square root, elementwise."),
-    ("square", "Square", lambda xp: xp.square, "x * x, elementwise."),
-    ("abs", "Abs", lambda xp: operator.abs, "Absolute value, elementwise (Python's abs on Python numbers)."),
-    ("logical_not", "LogicalNot", lambda xp: xp.logical_not, "Elementwise logical not."),
+    ("negative", "Neg", lambda xp: operator.neg, "-x, elementwise.",
+     dict(ufunc="negative", inline=lambda xp, a, bind: f"(-{a[0]})", c_expr=cexpr.arithmetic("(-{0})"),
+          in_place="ufunc", involution=True)),
+    ("tanh", "Tanh", lambda xp: xp.tanh, "Hyperbolic tangent, elementwise.",
+     dict(ufunc="tanh", c_expr=cexpr.libm("tanh"), in_place="ufunc")),
+    ("exp", "Exp", lambda xp: xp.exp, "e ** x, elementwise.",
+     dict(ufunc="exp", c_expr=cexpr.libm("exp"), in_place="ufunc", float_errors="exp")),
+    ("log", "Log", lambda xp: xp.log, "Natural logarithm, elementwise.",
+     dict(ufunc="log", c_expr=cexpr.libm("log"), in_place="ufunc", float_errors="log")),
+    ("sqrt", "Sqrt", lambda xp: xp.sqrt, "Square root, elementwise.",
+     dict(ufunc="sqrt", c_expr=cexpr.libm("sqrt"), in_place="ufunc", float_errors="sqrt")),
+    ("square", "Square", lambda xp: xp.square, "x * x, elementwise.",
+     dict(ufunc="square", c_expr=cexpr.arithmetic("({0} * {0})"), in_place="ufunc", float_errors="square")),
+    ("abs", "Abs", lambda xp: operator.abs, "Absolute value, elementwise (Python's abs on Python numbers).",
+     dict(ufunc="absolute", c_expr=cexpr.absolute, in_place="ufunc")),
+    ("logical_not", "LogicalNot", lambda xp: xp.logical_not, "Elementwise logical not.",
+     dict(ufunc="logical_not", c_expr=cexpr.logical("(!{0})"))),
 ]
 
 # kernels that are Python's operators: on Python numbers they give a Python number, so the
@@ -78,32 +116,13 @@ _PYTHON_OPERATORS = {operator.add, operator.sub, operator.mul, operator.truediv,
                      operator.mod, operator.pow, operator.eq, operator.ne, operator.lt, operator.le,
                      operator.gt, operator.ge, operator.neg, operator.abs}
 
-# ops the plan writes as Python operators: the same numpy semantics without a call
-_PY_OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "floordiv": "//",
-                 "mod": "%", "pow": "**", "equal": "==", "not_equal": "!=", "less": "<",
-                 "less_equal": "<=", "greater": ">", "greater_equal": ">="}
-
-
-# ops numpy may report floating-point errors for, by numpy's name in the warning
-_FLOAT_ERRORS = {"add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
-                 "floordiv": "floor_divide", "mod": "remainder", "pow": "power", "exp": "exp",
-                 "log": "log", "sqrt": "sqrt", "square": "square"}
-
-
-def _infix(symbol):
-    return lambda xp, a, bind: f"({a[0]} {symbol} {a[1]})"
-
-
 OPS = {}  # public name -> OpDef, for overloads and tests
 
 
 def _define_all(table, wrap):
     functions = []
-    for name, op, kernel, doc in table:
-        OPS[name] = elementwise(op, kernel, weak_result=kernel(np) in _PYTHON_OPERATORS)
-        OPS[name].float_errors = _FLOAT_ERRORS.get(name)
-        if name in _PY_OPERATORS:
-            OPS[name].inline = _infix(_PY_OPERATORS[name])
+    for name, op, kernel, doc, facts in table:
+        OPS[name] = elementwise(op, kernel, weak_result=kernel(np) in _PYTHON_OPERATORS, **facts)
         fn = wrap(OPS[name], doc)
         fn.__name__ = fn.__qualname__ = name
         functions.append(fn)
@@ -115,7 +134,6 @@ def _define_all(table, wrap):
 (negative, tanh, exp, log, sqrt, square, abs, logical_not) = _define_all(_UNARY, _unary)
 assert [f.__name__ for f in (add, logical_or, negative, logical_not)] == [
     _BINARY[0][0], _BINARY[-1][0], _UNARY[0][0], _UNARY[-1][0]], "tables and names out of order"
-OPS["negative"].inline = lambda xp, a, bind: f"(-{a[0]})"
 
 
 # --- Python's `not` ---------------------------------------------------------------------
@@ -129,7 +147,8 @@ def _not_infer(x):
 
 # `not x` is a Python bool whatever x is (`not np.int32(5)` is False, weak under NEP 50),
 # unlike logical_not's numpy bool: at run time `not x` itself
-OPS["not"] = define("Not", lambda xp: operator.not_, _not_infer)
+OPS["not"] = define("Not", lambda xp: operator.not_, _not_infer, may_raise=False,
+                    c_expr=cexpr.logical("(!{0})"))
 OPS["not"].inline = lambda xp, a, bind: f"(not {a[0]})"
 
 
@@ -146,7 +165,7 @@ def python_not(x):
 OPS["where"] = define("Select", lambda xp: xp.where,
                       lambda c, x, y: [(broadcast_shapes(c.shape, x.shape, y.shape),
                                         result_dtype(np.where, (c, x, y)))],
-                      elementwise=True)
+                      elementwise=True, fresh=True, may_raise=False, c_expr=cexpr.select, in_place="copyto")
 
 
 def where(condition, x, y):
@@ -158,8 +177,13 @@ def _cast_kernel(xp, dtype):
     return lambda x: xp.asarray(x).astype(dtype)
 
 
+def _cast_to_same(node):
+    return node.inputs[0] if node.inputs[0].dtype == node.attrs["dtype"] else None
+
+
 OPS["cast"] = define("Cast", _cast_kernel, lambda x, dtype: [(x.shape, dtype)], elementwise=True,
-                     float_errors="cast")
+                     attrs={"dtype": DTYPE},
+                     float_errors="cast", may_raise=False, c_expr=cexpr.cast, simplify=_cast_to_same)
 
 
 def cast(x, dtype):
@@ -180,7 +204,8 @@ def _matmul_infer(a, b):
     return [(shape, result_dtype(np.multiply, (a, b)))]
 
 
-OPS["matmul"] = define("MatMul", lambda xp: xp.matmul, _matmul_infer, float_errors="matmul")
+OPS["matmul"] = define("MatMul", lambda xp: xp.matmul, _matmul_infer, float_errors="matmul", ufunc="matmul",
+                       fresh=True, may_raise=False)
 
 
 def matmul(a, b):
@@ -213,7 +238,7 @@ def _reduction(public, op_name, reducer, dtype_fn, doc):
             return None
         return f"{bind(ufunc.reduce)}({a[0]}, {bind(axis)}, None, None, {bind(keepdims)})"
 
-    OPS[public] = opdef = define(op_name, kernel, infer,
+    OPS[public] = opdef = define(op_name, kernel, infer, may_raise=False, attrs={"axis": AXES, "keepdims": BOOL},
                                  float_errors="reduce" if reducer in ("sum", "mean", "prod") else None)
     opdef.inline = inline
 
@@ -254,7 +279,7 @@ def _argmax_infer(x, axis=None):
 
 
 OPS["argmax"] = define("ArgMax", lambda xp, axis=None: functools.partial(xp.argmax, axis=axis),
-                       _argmax_infer)
+                       _argmax_infer, attrs={"axis": OptionalOf(INT)})
 
 
 def argmax(x, axis=None):

@@ -2,29 +2,14 @@
 import numpy as np
 
 from ..runtime.graph import _tracing
-from .core import apply, define, elementwise
+from .core import apply, define, expanded, normalize_axis
 from .math_ops import OPS
-from .core import normalize_axis
+from ..runtime.opdef import INT
 
-def _sigmoid_kernel(xp):
-    """0.5 * tanh(x / 2) + 0.5: equals 1 / (1 + exp(-x)) and never overflows; after the
-    first step every step works in place (one allocation instead of three)."""
-    tanh, multiply, add = xp.tanh, xp.multiply, xp.add
-
-    def sigmoid(x):
-        t = x * 0.5
-        if not getattr(t, "ndim", 0):  # a scalar: no buffer to reuse
-            return tanh(t) * 0.5 + 0.5
-        tanh(t, out=t)
-        multiply(t, 0.5, out=t)
-        add(t, 0.5, out=t)
-        return t
-    return sigmoid
-
-
-OPS["relu"] = elementwise("Relu", lambda xp: lambda x: xp.maximum(x, 0))
-OPS["sigmoid"] = elementwise("Sigmoid", _sigmoid_kernel)
-OPS["relu"].inline = lambda xp, a, bind: f"{bind(xp.maximum)}({a[0]}, 0)"
+# sigmoid as 0.5 * tanh(x / 2) + 0.5: equals 1 / (1 + exp(-x)) and never overflows
+_SIGMOID = (("multiply", ("x", 0.5)), ("tanh", ("y",)), ("multiply", ("y", 0.5)), ("add", ("y", 0.5)))
+OPS["relu"] = expanded("Relu", (("maximum", ("x", 0)),))
+OPS["sigmoid"] = expanded("Sigmoid", _SIGMOID)
 
 
 _relu_numpy, _sigmoid_numpy = OPS["relu"].kernel(np), OPS["sigmoid"].kernel(np)
@@ -56,7 +41,9 @@ def _softmax_infer(x, axis=-1):
     return [(x.shape, x.dtype)]
 
 
-OPS["softmax"] = define("Softmax", _softmax_kernel, _softmax_infer, float_errors="softmax")
+OPS["softmax"] = define("Softmax", _softmax_kernel, _softmax_infer, float_errors="softmax", fresh=True,
+                        attrs={"axis": INT},
+                        may_raise=False)
 
 
 def softmax(x, axis=-1):

@@ -10,8 +10,9 @@ import numpy as np
 
 from ..errors import ConversionError, user_location
 from ..runtime.graph import Tensor, supersede
+from ..runtime.opdef import REGISTRY
 from . import array_ops, math_ops
-from .core import broadcast_shapes
+from .core import apply, broadcast_shapes
 
 _BINARY = {
     "add": math_ops.add, "sub": math_ops.subtract, "mul": math_ops.multiply,
@@ -128,19 +129,9 @@ def _install():
     Tensor.__array_ufunc__ = _array_ufunc
 
 
-# numpy ufuncs that have an ag op: np.tanh(t), ndarray + t, ...
-_UFUNCS = {
-    np.add: math_ops.add, np.subtract: math_ops.subtract, np.multiply: math_ops.multiply,
-    np.true_divide: math_ops.divide, np.floor_divide: math_ops.floordiv, np.remainder: math_ops.mod,
-    np.power: math_ops.pow, np.maximum: math_ops.maximum, np.minimum: math_ops.minimum,
-    np.equal: math_ops.equal, np.not_equal: math_ops.not_equal, np.less: math_ops.less,
-    np.less_equal: math_ops.less_equal, np.greater: math_ops.greater,
-    np.greater_equal: math_ops.greater_equal, np.logical_and: math_ops.logical_and,
-    np.logical_or: math_ops.logical_or, np.logical_not: math_ops.logical_not,
-    np.negative: math_ops.negative, np.tanh: math_ops.tanh, np.exp: math_ops.exp,
-    np.log: math_ops.log, np.sqrt: math_ops.sqrt, np.square: math_ops.square,
-    np.absolute: math_ops.abs, np.matmul: math_ops.matmul,
-}
+def _op_of_ufunc(ufunc):
+    """The op a numpy ufunc maps to (np.tanh(t), ndarray + t, ...): the one whose `ufunc` fact names it."""
+    return next((op for op in REGISTRY.values() if op.ufunc == ufunc.__name__), None)
 
 
 _OPERATOR_SYMBOLS = {np.add: "+", np.subtract: "-", np.multiply: "*", np.true_divide: "/",
@@ -148,7 +139,7 @@ _OPERATOR_SYMBOLS = {np.add: "+", np.subtract: "-", np.multiply: "*", np.true_di
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
-    op = _UFUNCS.get(ufunc)
+    op = _op_of_ufunc(ufunc)
     if method == "__call__" and isinstance(kwargs.get("out"), tuple) and isinstance(kwargs["out"][0], np.ndarray):
         symbol = _OPERATOR_SYMBOLS.get(ufunc, f"np.{ufunc.__name__}(..., out=a)")
         raise TypeError(f"a numpy array cannot be updated in place with a symbolic tensor (`a {symbol}= t`, at "
@@ -158,7 +149,7 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
         raise TypeError(f"numpy.{ufunc.__name__}{'' if method == '__call__' else '.' + method} "
                         f"{'with ' + ', '.join(kwargs) + ' ' if kwargs else ''}has no autograph_lite "
                         f"op for symbolic Tensors; use the ag.* function instead")
-    return op(*inputs)
+    return apply(op, inputs)
 
 
 _install()

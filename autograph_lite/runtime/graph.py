@@ -11,6 +11,8 @@ import threading
 import numpy as np
 
 from ..errors import ConversionError, SymbolicValueError, user_location
+from .opdef import REGISTRY
+from .opdef import check_attrs
 
 
 class Tensor:
@@ -23,7 +25,7 @@ class Tensor:
     longer be read, since compiled code cannot make every alias of the array see the update.
     """
 
-    __slots__ = ("node", "index", "shape", "dtype", "weak", "previous", "stale")
+    __slots__ = ("node", "index", "shape", "dtype", "weak", "previous", "stale", "_users")
     # Make numpy hand `ndarray + Tensor` and `np.tanh(Tensor)` to us (see ops/overloads.py).
     __array_priority__ = 1000
     __hash__ = object.__hash__  # == is elementwise; dict keys must use id()
@@ -32,6 +34,13 @@ class Tensor:
         self.node, self.index = node, index
         self.shape, self.dtype, self.weak = tuple(shape), np.dtype(dtype), weak
         self.previous = self.stale = None
+        self._users = []
+
+    @property
+    def users(self):
+        """The nodes that read this value, once per input slot (`x + x` lists its node twice);
+        kept up to date as nodes are built, rewired (`node.inputs = ...`) and erased."""
+        return list(self._users)
 
     @property
     def name(self):
@@ -95,17 +104,42 @@ class Slot:
 
 
 class Node:
-    """One operation: `op` name, input Tensors, attrs, typed outputs, the user's `file:line`."""
+    """One operation: `op` name, input Tensors, attrs, typed outputs, the user's `file:line`.
 
-    __slots__ = ("op", "name", "inputs", "attrs", "outputs", "location", "graph")
+    `in_place_input`: the index of the input whose buffer the plan writes the result into
+    (set by passes/buffer_reuse.py), or None. Passes build nodes with `Graph.create_node`."""
+
+    __slots__ = ("op", "name", "_inputs", "attrs", "outputs", "location", "graph", "in_place_input")
 
     def __init__(self, graph, op, name, inputs, attrs, location):
+        check_attrs(op, attrs, name, location)
         self.graph, self.op, self.name = graph, op, name
-        self.inputs, self.attrs, self.location = tuple(inputs), attrs, location
+        self._inputs = ()
+        self.inputs, self.attrs, self.location = inputs, attrs, location
         self.outputs = []
+        self.in_place_input = None
+
+    @property
+    def inputs(self):
+        return self._inputs
+
+    @inputs.setter
+    def inputs(self, tensors):
+        """Rewire the node; each tensor's `users` follows."""
+        tensors = tuple(tensors)
+        for t in self._inputs:
+            t._users.remove(self)
+        for t in tensors:
+            t._users.append(self)
+        self._inputs = tensors
 
     def subgraphs(self):
         return [v for v in self.attrs.values() if isinstance(v, Graph)]
+
+    @property
+    def opdef(self):
+        """The op's entry in the op table (its facts); None for Placeholder, Const, Cond and While."""
+        return REGISTRY.get(self.op)
 
     def __repr__(self):
         return f"<Node {self.name} = {self.op}({', '.join(t.name for t in self.inputs)})>"
@@ -133,15 +167,49 @@ class Graph:
         return base if n == 0 else f"{base}_{n}"
 
     def add_node(self, op, inputs, attrs, out_specs, location=None, name=None, weak=False):
-        """Append a node with outputs typed by `out_specs` [(shape, dtype)]; returns the node."""
-        node = Node(self, op, self.unique_name(name or op), inputs, attrs, location or user_location(2))
-        node.outputs = [Tensor(node, i, shape, dtype, weak) for i, (shape, dtype) in enumerate(out_specs)]
-        self.nodes.append(node)
+        """Append a node while tracing (outputs typed by `out_specs` [(shape, dtype)], all `weak`
+        or not), and track what it means for in-place updates; returns the node."""
+        node = self.create_node(op, inputs, attrs, [(shape, dtype, weak) for shape, dtype in out_specs],
+                                location or user_location(2), name=self.unique_name(name or op))
         if op in ("Cond", "While"):
             _carry_updates(node)
         elif _is_view(node):
             self.views.setdefault(id(node.inputs[0]), []).append(node.outputs[0])
         return node
+
+    def create_node(self, op, inputs, attrs, out_specs, location, name=None, before=None):
+        """A new node of this graph, with outputs typed by `out_specs` [(shape, dtype, weak)],
+        inserted before node `before` (None: at the end); returns the node. `name` defaults to
+        a fresh one from `op`."""
+        node = Node(self, op, name or self.unique_name(op), inputs, attrs, location)
+        node.outputs = [Tensor(node, i, shape, dtype, weak) for i, (shape, dtype, weak) in enumerate(out_specs)]
+        if before is None:
+            self.nodes.append(node)
+        else:
+            self.nodes.insert(self.nodes.index(before), node)
+        return node
+
+    def replace_all_uses(self, old, new):
+        """Make every node and output of this graph that reads tensor `old` read `new` instead."""
+        for node in old.users:
+            if node.graph is self:
+                node.inputs = [new if t is old else t for t in node.inputs]
+        if any(t is old for t in self.outputs):
+            self.outputs = [new if t is old else t for t in self.outputs]
+
+    def move_node(self, node, before):
+        """Move `node` from its graph (a sub-graph of this one) to this graph, before node `before`."""
+        node.graph.nodes.remove(node)
+        node.graph = self
+        self.nodes.insert(self.nodes.index(before), node)
+
+    def erase_nodes(self, nodes):
+        """Remove `nodes` from this graph; nothing outside them may still read their outputs."""
+        erased = set(nodes)
+        if erased:
+            self.nodes = [n for n in self.nodes if n not in erased]
+            for node in erased:
+                node.inputs = ()
 
     def placeholder(self, shape, dtype, name, weak=False, **attrs):
         node = self.add_node("Placeholder", (), attrs, [(shape, dtype)], name=name, weak=weak)

@@ -18,7 +18,6 @@ from . import fp_errors
 from .devices import is_gpu_array
 from .native.scalar_loop import NativeLoop
 from .opdef import lookup
-from .passes.buffer_reuse import IN_PLACE
 
 _plan_ids = itertools.count()
 
@@ -79,23 +78,20 @@ def literal(value):
     return None
 
 
-def _single_use(graph):
-    """ids of tensors read exactly once, by a plain node or as an output of `graph`.
+def _single_use(graph, t):
+    """True if tensor `t` is read exactly once, by a plain node or as an output of `graph`.
 
-    Their expression can be written at the use. Values read by a Cond or While are not
+    Its expression can be written at the use. Values read by a Cond or While are not
     (a branch or loop body may read them many times), nor buffers written in place.
     """
-    uses, pinned, reuse = {}, set(), getattr(graph, "reuse", {})
-    for node in graph.nodes:
-        for k, t in enumerate(node.inputs):
-            uses[id(t)] = uses.get(id(t), 0) + 1
-            if node.op == "While" or (node.op == "Cond" and k > 0):  # a Cond's predicate is read once
-                pinned.add(id(t))
-        if id(node) in reuse:  # written in place: must be a variable
-            pinned.add(id(node.inputs[reuse[id(node)]]))
-    for t in graph.outputs:
-        uses[id(t)] = uses.get(id(t), 0) + 1
-    return {k for k, n in uses.items() if n == 1 and k not in pinned}
+    users = t.users
+    reads = len(users) + sum(o is t for o in graph.outputs)
+    if reads != 1 or not users:
+        return reads == 1
+    (user,) = users
+    if user.op == "While" or (user.op == "Cond" and user.inputs[0] is not t):  # a Cond's predicate is read once
+        return False
+    return user.in_place_input is None or user.inputs[user.in_place_input] is not t  # written in place: a variable
 
 
 class _Lowering:
@@ -161,11 +157,8 @@ class _Lowering:
         self.lines.append(line)
 
     def body(self, graph, indent):
-        outer = getattr(self, "reuse", {}), getattr(self, "single_use", set())
-        self.reuse, self.single_use = getattr(graph, "reuse", {}), _single_use(graph)
         for node in graph.nodes:
             self.node(node, indent)
-        self.reuse, self.single_use = outer
         return [self.names[id(t)] for t in graph.outputs]
 
     def alias(self, placeholders, values):
@@ -187,14 +180,14 @@ class _Lowering:
             self.cond(node, ins, indent)
         elif node.op == "While":
             self.while_(node, ins, indent)
-        elif id(node) in self.reuse:
+        elif node.in_place_input is not None:
             self.in_place(node, ins, indent)
         else:
             opdef = lookup(node.op)
             expr = opdef.inline(self.xp, ins, self.value, **node.attrs) if opdef.inline else None
             if expr is not None:
                 out = node.outputs[0]
-                if id(out) in self.single_use:  # written where it is used, saving a store and a load
+                if _single_use(node.graph, out):  # written where it is used, saving a store and a load
                     self.names[id(out)] = expr
                     self.inlined[id(out)] = [n for t in node.inputs for n in self.inlined.get(id(t), [])] + [node]
                     self.exprs[id(node)] = expr
@@ -208,15 +201,16 @@ class _Lowering:
 
     def in_place(self, node, ins, indent):
         """The node's result written into a dead input's buffer (see passes/buffer_reuse.py)."""
-        k = self.reuse[id(node)]
-        how, target = IN_PLACE[node.op], ins[k]
+        k, opdef = node.in_place_input, node.opdef
+        how, target = opdef.in_place, ins[k]
         if how.endswith("="):  # a binary op; written into operand k (0, or 1 if it commutes)
             self.emit(f"{target} {how} {ins[1 - k]}", indent, node, node.inputs)
         elif how == "copyto":  # where(c, x, y) into y's buffer
             self.emit(f"{self.bind('k', self.xp.copyto)}({target}, {ins[1]}, where={ins[0]})", indent, node,
                       node.inputs)
-        else:
-            self.emit(f"{self.bind('k', getattr(self.xp, how))}({target}, out={target})", indent, node, node.inputs)
+        else:  # "ufunc": the op's ufunc with out=
+            ufunc = getattr(self.xp, opdef.ufunc)
+            self.emit(f"{self.bind('k', ufunc)}({target}, out={target})", indent, node, node.inputs)
         self.names[id(node.outputs[0])] = target
 
     def assign(self, targets, values, indent, node=None, reads=()):

@@ -18,6 +18,7 @@ class OpDef:
     elementwise: bool = False       # output[i] depends only on inputs[i] (fusion candidate)
     stateful: bool = False          # draws random numbers: never folded, merged or dropped
     weak_result: bool = False       # result of all-weak inputs stays weak (NEP 50 arithmetic)
+    attrs: dict = dataclasses.field(default_factory=dict)  # attr name -> AttrType (below); none if empty
     # inline(xp, operand_exprs, bind, **attrs) -> a Python expression the plan can use instead of
     # a kernel call (e.g. "v1 + v2"); bind(value) gives the expression for a value it uses (a
     # literal for exact builtin scalars, else a closure variable): never write a value as text
@@ -26,6 +27,28 @@ class OpDef:
     # numpy's name for the op in its floating-point warnings ("divide" in "divide by zero
     # encountered in divide"); None: the op raises none (see runtime/fp_errors.py)
     float_errors: Optional[str] = None
+    # --- facts the passes and backends ask (tests/test_op_facts.py checks they are given) ---
+    ufunc: Optional[str] = None     # numpy ufunc computing it (takes out=): fused numpy blocks, np.<ufunc>(tensor)
+    # a composite elementwise op as numpy ufunc steps over x ("y": the running value, numbers are
+    # constants); its kernel, fused blocks and C code all come from this one formula
+    expansion: Optional[tuple] = None
+    # c_expr(emitter, operands, out_dtype) -> its C expression (rules in runtime/native/cexpr.py;
+    # cexpr.no_c(reason) where there is none); None with an expansion: C from the expansion's steps
+    c_expr: Optional[Callable] = None
+    commutative: bool = False       # op(x, y) == op(y, x) bit for bit: either operand may be reused
+    fresh: bool = False             # result is a new array, never a view of an input (its buffer may be reused)
+    # how the plan writes the result into its first input's buffer: "+=" etc. (augmented
+    # assignment), "ufunc" (the op's ufunc with out=), "copyto" (Select, into input 2); None: never
+    in_place: Optional[str] = None
+    may_raise: bool = True          # some inputs make the kernel raise: never hoisted out of a loop
+    # algebraic facts (passes/algebraic.py): op(x, identity) is x (and op(identity, x) if commutative);
+    # for floats the identity's sign matters (x + -0.0 is x, x + 0.0 is not for x = -0.0)
+    identity: Optional[float] = None
+    involution: bool = False        # op(op(x)) is x bit for bit (negation)
+    # simplify(node) -> a tensor with the node's value, or None (cast to the same dtype, ...)
+    simplify: Optional[Callable] = None
+    # static_value(node) -> the node's value when the trace already knows it (a shape), or None
+    static_value: Optional[Callable] = None
     _eager: dict = dataclasses.field(default_factory=dict, repr=False)
 
     def eager_kernel(self, xp, attrs=None):
@@ -57,3 +80,164 @@ def lookup(name):
         return REGISTRY[name]
     except KeyError:
         raise KeyError(f"unknown op {name!r}: no kernel is registered under that name") from None
+
+
+# --- attribute schema -----------------------------------------------------------------------
+# Every attr of a node has a type from this closed set, declared on its OpDef (`attrs`): a node
+# holding anything else is refused when it is built (`check_attrs`). Saving, comparing and
+# printing a graph need to know only these types (saving/format.py encodes each one).
+
+class AttrType:
+    """One type of the closed set: a leaf (`INT`, `DTYPE`, `GRAPH`, ...) or a combination of
+    leaves (`TupleOf`, `Record`, `OptionalOf`, `OneOf`)."""
+
+    def __init__(self, name, accepts):
+        self.name, self._accepts = name, accepts
+
+    def accepts(self, value):
+        return self._accepts(value)
+
+    def __repr__(self):
+        return self.name
+
+
+def _exact(*types):
+    return lambda value: type(value) in types
+
+
+def _is_graph(value):
+    from .graph import Graph
+    return type(value) is Graph
+
+
+def _is_slot(value):
+    from .graph import Slot
+    return type(value) is Slot and type(value.k) is int and value.k >= 0
+
+
+def _is_array(value):
+    import numpy as np
+    return type(value) is np.ndarray and value.dtype.kind in "biufc"
+
+
+def _is_dtype(value):
+    import numpy as np
+    return isinstance(value, np.dtype)
+
+
+INT = AttrType("int", _exact(int))
+FLOAT = AttrType("float", _exact(float))
+BOOL = AttrType("bool", _exact(bool))
+STR = AttrType("str", _exact(str))
+NUMBER = AttrType("number", _exact(int, float))                 # a Python int or float
+SCALAR = AttrType("scalar", _exact(bool, int, float, complex))  # a Python scalar (a weak constant)
+DTYPE = AttrType("dtype", _is_dtype)
+ARRAY = AttrType("array", _is_array)                            # a numeric numpy array (a constant)
+GRAPH = AttrType("graph", _is_graph)                            # a sub-graph (Cond branches, While body)
+SLOT = AttrType("slot", _is_slot)                               # the k-th input of the node
+ELLIPSIS = AttrType("ellipsis", lambda value: value is Ellipsis)
+# where a print writes: a stream object (only sys.stdout / sys.stderr can be saved)
+STREAM = AttrType("stream", lambda value: callable(getattr(value, "write", None)))
+
+
+class TupleOf(AttrType):
+    """A tuple of any length whose items all have type `item`."""
+
+    def __init__(self, item):
+        super().__init__(f"tuple[{item!r}, ...]", None)
+        self.item = item
+
+    def accepts(self, value):
+        return type(value) is tuple and all(self.item.accepts(v) for v in value)
+
+
+class Record(AttrType):
+    """A tuple of fixed length whose i-th item has type `fields[i]`."""
+
+    def __init__(self, *fields):
+        super().__init__(f"tuple[{', '.join(map(repr, fields))}]", None)
+        self.fields = fields
+
+    def accepts(self, value):
+        return type(value) is tuple and len(value) == len(self.fields) and all(
+            f.accepts(v) for f, v in zip(self.fields, value))
+
+
+class OneOf(AttrType):
+    """A value of any of `options`."""
+
+    def __init__(self, *options):
+        super().__init__(" | ".join(map(repr, options)), None)
+        self.options = options
+
+    def accepts(self, value):
+        return any(o.accepts(value) for o in self.options)
+
+
+class OptionalOf(OneOf):
+    """None or a value of type `item`."""
+
+    def __init__(self, item):
+        super().__init__(item, NONE)
+        self.item = item
+
+
+NONE = AttrType("None", lambda value: value is None)
+
+
+def _slice_bound(value):
+    return value is None or type(value) is int or _is_slot(value)
+
+
+SLICE = AttrType("slice", lambda value: type(value) is slice and all(
+    _slice_bound(b) for b in (value.start, value.stop, value.step)))
+SHAPE = TupleOf(OptionalOf(INT))                          # dims, None where unknown until run time
+AXES = OptionalOf(OneOf(INT, TupleOf(INT)))               # numpy's axis=: one, several, or None (all)
+INDEX = TupleOf(OneOf(INT, NONE, ELLIPSIS, SLOT, SLICE))  # x[...]: tensor parts are Slots
+# formatted text whose values come when the node runs: text, or (slot, conversion, format spec)
+PIECES = TupleOf(OneOf(STR, Record(SLOT, OptionalOf(STR), STR)))
+TEMPLATE = TupleOf(OneOf(STR, SLOT, PIECES))              # a print's arguments
+
+# ops the executor handles itself (no kernel in REGISTRY) and their attrs
+STRUCTURAL = {
+    "Placeholder": {"argument": STR},
+    "Const": {"value": OneOf(SCALAR, ARRAY)},
+    "Cond": {"then_branch": GRAPH, "else_branch": GRAPH},
+    "While": {"cond": GRAPH, "body": GRAPH},
+}
+
+
+class AttrError(TypeError):
+    """A node was built with an attr its op does not declare, or of another type (a bug in the
+    code building it, not in the user's)."""
+
+
+def attr_schema(op):
+    """The declared attrs of op `op` (name -> AttrType); KeyError for an unknown op."""
+    schema = STRUCTURAL.get(op)
+    return schema if schema is not None else lookup(op).attrs
+
+
+def check_attrs(op, attrs, node=None, location=None):
+    """Raise AttrError unless every attr in `attrs` is declared by `op` with the value's type."""
+    schema = STRUCTURAL.get(op) or getattr(REGISTRY.get(op), "attrs", None)
+    if schema is None and op not in STRUCTURAL:
+        raise AttrError(f"a node of unknown op {op!r} was built{_where(node, location)}: no op "
+                        f"is registered under that name")
+    for name, value in attrs.items():
+        kind = schema.get(name)
+        if kind is None:
+            raise AttrError(f"op {op} has no attr {name!r} (it declares {sorted(schema) or 'none'})"
+                            f"{_where(node, location)}")
+        if not kind.accepts(value):
+            raise AttrError(f"attr {name!r} of op {op} must be {kind!r}, got {type(value).__name__} "
+                            f"{_short(value)}{_where(node, location)}")
+
+
+def _where(node, location):
+    return f" (node '{node}' created at {location})" if node else ""
+
+
+def _short(value):
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -3,6 +3,9 @@
 One `Emitter` per generated source: `emitter.op(name, operands, out_dtype)` gives the C
 expression of an op over operand expressions, each a `Value(expr, dtype, weak)`, and
 records the helpers and libm declarations the source must start with (`prelude()`).
+Each op's C form is its OpDef's `c_expr`, made by one of the rule constructors below
+(`infix("+")`, `libm("tanh")`, ...) where the op is defined; a composite op is written
+from its `expansion`, so its formula exists once.
 The expression syntax is shared by C and CUDA, so the CPU kernels (compiled here with
 the system compiler) and a GPU ElementwiseKernel can be written from the same steps.
 
@@ -18,6 +21,8 @@ numpy path for that kernel.
 import collections
 
 import numpy as np
+
+from ..opdef import REGISTRY
 
 Value = collections.namedtuple("Value", "expr dtype weak")
 
@@ -35,10 +40,6 @@ C_TYPES = {
     np.dtype(np.float32): "float", np.dtype(np.float64): "double",
 }
 
-_BINARY = {"Add": "+", "Sub": "-", "Mul": "*"}
-_COMPARE = {"Equal": "==", "NotEqual": "!=", "Less": "<", "LessEqual": "<=",
-            "Greater": ">", "GreaterEqual": ">="}
-_LIBM = {"Tanh": "tanh", "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Pow": "pow"}
 _WEAK_EXAMPLE = {"b": True, "i": 1, "u": 1, "f": 1.0}
 
 
@@ -94,59 +95,23 @@ class Emitter:
         c_type(out_dtype)
         for v in operands:
             c_type(v.dtype)
-        if name in _COMPARE:
-            dtype = compute_dtype(operands)
-            if any(v.weak and v.dtype.kind in "iu" for v in operands) and dtype.kind in "iu":
-                # numpy 2 compares a Python int with an integer array exactly (`uint8_x < -1` is
-                # False): in int64, which holds both (a Python int is carried as int64 here)
-                if any(not v.weak and v.dtype == np.uint64 for v in operands):
-                    raise Unsupported("a Python int compared with uint64")
-                dtype = np.dtype(np.int64)
-            a, b = (self.cast(v, dtype) for v in operands)
-            return f"({a} {_COMPARE[name]} {b})"
-        if name in ("LogicalAnd", "LogicalOr", "LogicalNot"):
-            a = [self.cast(v, np.bool_) for v in operands]
-            return {"LogicalAnd": lambda: f"({a[0]} && {a[1]})",
-                    "LogicalOr": lambda: f"({a[0]} || {a[1]})",
-                    "LogicalNot": lambda: f"(!{a[0]})"}[name]()
-        if name == "Select":
-            c, x, y = self.cast(operands[0], np.bool_), *(self.cast(v, out_dtype) for v in operands[1:])
-            return f"({c} ? {x} : {y})"
-        if name == "Cast":
-            if operands[0].dtype.kind == "f" and out_dtype.kind in "iu":
-                raise Unsupported("float to integer casts")  # out-of-range values are undefined in C
-            return self.cast(operands[0], out_dtype)
-        if out_dtype == np.bool_:
-            raise Unsupported(f"{name} on booleans")
-        a = [self.cast(v, out_dtype) for v in operands]
-        kind = out_dtype.kind
-        zero, half = literal(0, out_dtype), literal(0.5, out_dtype) if kind == "f" else None
-        if name in _BINARY:
-            return f"({a[0]} {_BINARY[name]} {a[1]})"
-        if name == "Neg":
-            return f"(-{a[0]})"
-        if name == "Square":
-            return f"({a[0]} * {a[0]})"
-        if name in ("Maximum", "Minimum", "Relu"):
-            x, y = (a[0], zero) if name == "Relu" else a
-            test = "<=" if name == "Minimum" else ">="
-            nan = f" || {x} != {x}" if kind == "f" else ""
-            return f"(({x} {test} {y}{nan}) ? {x} : {y})"
-        if name == "Abs":
-            return f"{self._libm('fabs', out_dtype)}({a[0]})" if kind == "f" else f"({a[0]} < 0 ? -{a[0]} : {a[0]})"
-        if name in ("FloorDiv", "FloorMod") and kind in "iu":
-            return f"{self._int_division(name, out_dtype)}({a[0]}, {a[1]})"
-        if kind != "f":
-            raise Unsupported(f"{name} on {out_dtype}")
-        if name == "RealDiv":
-            return f"({a[0]} / {a[1]})"
-        if name in _LIBM:
-            return f"{self._libm(_LIBM[name], out_dtype)}({', '.join(a)})"
-        if name == "Sigmoid":  # the eager kernel's formula: 0.5 * tanh(0.5 * x) + 0.5
-            return f"({self._libm('tanh', out_dtype)}({a[0]} * {half}) * {half} + {half})"
+        opdef = REGISTRY.get(name)
+        if opdef is not None and opdef.c_expr is not None:
+            return opdef.c_expr(self, operands, out_dtype)
+        if opdef is not None and opdef.expansion is not None:
+            return self._expanded(opdef.expansion, operands[0], out_dtype)
         raise Unsupported(name)
 
-    def _libm(self, name, dtype):
+    def _expanded(self, steps, x, out_dtype):
+        """A composite op's steps (numpy ufuncs over x and the running value y) as one expression."""
+        y = None
+        for ufunc, args in steps:
+            values = [x if a == "x" else y if a == "y" else Value(literal(a, out_dtype), out_dtype, True)
+                      for a in args]
+            y = Value(self.op(_op_of_ufunc(ufunc), values, out_dtype), out_dtype, False)
+        return y.expr
+
+    def math_function(self, name, dtype):
         fn = name + ("f" if np.dtype(dtype) == np.float32 else "")
         if name in self.vector_math and fn not in self.declared:
             t = c_type(dtype)
@@ -155,15 +120,15 @@ class Emitter:
             self.declared[fn] = f'__attribute__((simd("notinbranch"))) {t} {fn}({params});'
         return fn
 
-    def _int_division(self, name, dtype):
-        """Helper for numpy's integer // or %: floor rounding, 0 for a zero divisor."""
+    def int_division(self, which, dtype):
+        """Helper for numpy's integer // ("floordiv") or % ("mod"): floor rounding, 0 for a zero divisor."""
         t = c_type(dtype)
-        fn = f"ag_{'floordiv' if name == 'FloorDiv' else 'mod'}_{t}"
+        fn = f"ag_{which}_{t}"
         if fn in self.helpers:
             return fn
         if dtype.kind == "u":
-            body = "return b == 0 ? 0 : a / b;" if name == "FloorDiv" else "return b == 0 ? 0 : a % b;"
-        elif name == "FloorDiv":
+            body = "return b == 0 ? 0 : a / b;" if which == "floordiv" else "return b == 0 ? 0 : a % b;"
+        elif which == "floordiv":
             # b == -1 is negation (MIN // -1 wraps to MIN, as in numpy), never a trap
             body = (f"if (b == 0) return 0;\n    if (b == -1) return ({t})(0 - (u{t})a);\n"
                     f"    {t} q = a / b;\n    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;")
@@ -172,3 +137,114 @@ class Emitter:
                     f"    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;")
         self.helpers[fn] = f"static inline {t} {fn}({t} a, {t} b) {{\n    {body}\n}}"
         return fn
+
+
+def _op_of_ufunc(ufunc):
+    name = next((o.name for o in REGISTRY.values() if o.ufunc == ufunc and o.c_expr is not None), None)
+    if name is None:
+        raise Unsupported(f"numpy's {ufunc}")
+    return name
+
+
+# --- rules: each op's C form, named on its OpDef (`c_expr=...`) ---------------------------
+
+def no_c(reason):
+    """The rule of an op that has no C translation (`reason` says why): the numpy path runs."""
+    def rule(emitter, operands, out_dtype):
+        raise Unsupported(reason)
+    return rule
+
+
+def compare(symbol):
+    """`a < b` etc. in the dtype numpy compares in; a bool result."""
+    def rule(emitter, operands, out_dtype):
+        dtype = compute_dtype(operands)
+        if any(v.weak and v.dtype.kind in "iu" for v in operands) and dtype.kind in "iu":
+            # numpy 2 compares a Python int with an integer array exactly (`uint8_x < -1` is
+            # False): in int64, which holds both (a Python int is carried as int64 here)
+            if any(not v.weak and v.dtype == np.uint64 for v in operands):
+                raise Unsupported("a Python int compared with uint64")
+            dtype = np.dtype(np.int64)
+        a, b = (emitter.cast(v, dtype) for v in operands)
+        return f"({a} {symbol} {b})"
+    rule.comparison = True
+    return rule
+
+
+def logical(template):
+    """A logical op: `template` ("({0} && {1})") over the operands' truth values."""
+    def rule(emitter, operands, out_dtype):
+        return template.format(*(emitter.cast(v, np.bool_) for v in operands))
+    return rule
+
+
+def select(emitter, operands, out_dtype):
+    """where(c, x, y)."""
+    c, x, y = emitter.cast(operands[0], np.bool_), *(emitter.cast(v, out_dtype) for v in operands[1:])
+    return f"({c} ? {x} : {y})"
+
+
+def cast(emitter, operands, out_dtype):
+    if operands[0].dtype.kind == "f" and out_dtype.kind in "iu":
+        raise Unsupported("float to integer casts")  # out-of-range values are undefined in C
+    return emitter.cast(operands[0], out_dtype)
+
+
+def arithmetic(template, floats_only=False):
+    """An arithmetic op: `template` ("({0} + {1})") over the operands cast to the result's dtype;
+    not on booleans, and with `floats_only` not on integers."""
+    def rule(emitter, operands, out_dtype):
+        a = _arithmetic_operands(emitter, operands, out_dtype, floats_only)
+        return template.format(*a)
+    return rule
+
+
+def infix(symbol):
+    """`a + b`, `a - b`, `a * b`: wrapping on integers (the source is compiled with -fwrapv)."""
+    return arithmetic(f"({{0}} {symbol} {{1}})")
+
+
+def libm(name):
+    """A libm function of float operands (`tanh`, `pow`, ...)."""
+    def rule(emitter, operands, out_dtype):
+        a = _arithmetic_operands(emitter, operands, out_dtype, floats_only=True)
+        return f"{emitter.math_function(name, out_dtype)}({', '.join(a)})"
+    return rule
+
+
+def extremum(test):
+    """maximum (`test` ">=") or minimum ("<="): NaN propagates, as numpy's."""
+    def rule(emitter, operands, out_dtype):
+        x, y = _arithmetic_operands(emitter, operands, out_dtype)
+        nan = f" || {x} != {x}" if out_dtype.kind == "f" else ""
+        return f"(({x} {test} {y}{nan}) ? {x} : {y})"
+    return rule
+
+
+def absolute(emitter, operands, out_dtype):
+    (a,) = _arithmetic_operands(emitter, operands, out_dtype)
+    return f"{emitter.math_function('fabs', out_dtype)}({a})" if out_dtype.kind == "f" else f"({a} < 0 ? -{a} : {a})"
+
+
+def floor_division(which):
+    """numpy's integer // (`which` "floordiv") or % ("mod"): floor rounding, 0 for a zero divisor."""
+    def rule(emitter, operands, out_dtype):
+        a = _arithmetic_operands(emitter, operands, out_dtype)
+        if out_dtype.kind not in "iu":
+            raise Unsupported(f"{which} on {out_dtype}")
+        return f"{emitter.int_division(which, out_dtype)}({a[0]}, {a[1]})"
+    return rule
+
+
+def _arithmetic_operands(emitter, operands, out_dtype, floats_only=False):
+    if out_dtype == np.bool_:
+        raise Unsupported("arithmetic on booleans")
+    if floats_only and out_dtype.kind != "f":
+        raise Unsupported(f"a float-only op on {out_dtype}")
+    return [emitter.cast(v, out_dtype) for v in operands]
+
+
+def is_comparison(name):
+    """True if op `name`'s C form is a comparison (scalar loops check int/float mixes for it)."""
+    opdef = REGISTRY.get(name)
+    return getattr(getattr(opdef, "c_expr", None), "comparison", False)

@@ -134,7 +134,7 @@ class _Writer:
             self.bail(test, indent)
             return self.local(out, indent, self.emitter.op(op, ins, out.dtype))
         kinds = {v.dtype.kind for v in ins}
-        if op in cexpr._COMPARE and "f" in kinds and kinds & {"i", "u"}:
+        if cexpr.is_comparison(op) and "f" in kinds and kinds & {"i", "u"}:
             # Python compares an int with a float exactly; C rounds the int to a double
             self.bail(" || ".join(f"({v.expr} > {_EXACT_DOUBLE} || {v.expr} < -{_EXACT_DOUBLE})"
                                   for v in ins if v.dtype.kind in "iu"), indent)

@@ -2,7 +2,7 @@
 become one (small equal constants too)."""
 import numpy as np
 
-from .util import is_pure, rewire, subgraphs_first
+from .util import is_output, is_pure, subgraphs_first
 
 _SMALL = 64
 
@@ -24,24 +24,24 @@ def _key(node):
                 return None
             v = (v.dtype.str, v.shape, v.tobytes())
         attrs.append((k, repr(v)))
+    # inputs by identity (a Tensor's == is elementwise): the same values, not equal ones
     return (node.op, tuple(id(i) for i in node.inputs), tuple(attrs))
 
 
 def _merge(graph):
-    seen, replacements, nodes = {}, {}, []
-    returned = {id(t) for t in graph.outputs}  # eager returns distinct arrays for these: never merged away
-    for node in graph.nodes:
-        node.inputs = tuple(replacements.get(id(t), t) for t in node.inputs)
+    seen, merged = {}, []
+    for node in list(graph.nodes):
         key = _key(node)
-        if key is not None and key in seen and not any(id(t) in returned for t in node.outputs):
-            for old, new in zip(node.outputs, seen[key].outputs):
-                replacements[id(old)] = new
+        if key is None:
             continue
-        if key is not None:
+        # eager returns distinct arrays for the graph's outputs: never merged away
+        if key in seen and not any(is_output(graph, t) for t in node.outputs):
+            for old, new in zip(node.outputs, seen[key].outputs):
+                graph.replace_all_uses(old, new)
+            merged.append(node)
+        else:
             seen[key] = node
-        nodes.append(node)
-    graph.nodes = nodes
-    rewire(graph, replacements)
+    graph.erase_nodes(merged)
 
 
 def run(graph):

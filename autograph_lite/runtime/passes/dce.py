@@ -3,20 +3,19 @@ from .util import has_effects, subgraphs_first
 
 
 def live_nodes(graph):
-    """ids of the nodes of `graph` an output or a side effect depends on."""
-    members = {id(n) for n in graph.nodes}
+    """The nodes of `graph` an output or a side effect depends on."""
     live, stack = set(), [t.node for t in graph.outputs] + [n for n in graph.nodes if has_effects(n)]
     while stack:
         node = stack.pop()
-        if id(node) not in live and id(node) in members:
-            live.add(id(node))
+        if node not in live and node.graph is graph and node.op != "Placeholder":
+            live.add(node)
             stack.extend(t.node for t in node.inputs)
     return live
 
 
 def _prune(graph):
     live = live_nodes(graph)
-    graph.nodes = [n for n in graph.nodes if id(n) in live]
+    graph.erase_nodes([n for n in graph.nodes if n not in live])
 
 
 def run(graph):

@@ -16,85 +16,51 @@ import threading
 
 import numpy as np
 
-from ..graph import Node, Tensor
+from ..native import cexpr
 from ..native import elementwise as native_elementwise
-from ..opdef import OpDef, lookup, register
-from .util import rewire, subgraphs_first
+from ..opdef import BOOL, DTYPE, INT, STR, OpDef, Record, TupleOf, lookup, register
+from .util import is_output, subgraphs_first
 
 BLOCK = 1 << 16            # elements per block: few Python steps per element, buffers near cache
 BLOCKED_MIN_SIZE = 1 << 16  # below this, whole-array evaluation is cheaper
 THREADS = max(1, min(8, os.cpu_count() or 1))
 
-# graph op -> numpy ufunc name (all take out=)
-UFUNCS = {
-    "Add": "add", "Sub": "subtract", "Mul": "multiply", "RealDiv": "true_divide",
-    "FloorDiv": "floor_divide", "FloorMod": "remainder", "Pow": "power", "Maximum": "maximum",
-    "Minimum": "minimum", "Equal": "equal", "NotEqual": "not_equal", "Less": "less",
-    "LessEqual": "less_equal", "Greater": "greater", "GreaterEqual": "greater_equal",
-    "LogicalAnd": "logical_and", "LogicalOr": "logical_or", "LogicalNot": "logical_not",
-    "Neg": "negative", "Tanh": "tanh", "Exp": "exp", "Log": "log", "Sqrt": "sqrt",
-    "Square": "square", "Abs": "absolute",
-}
-# composite ops, as (ufunc, operands) steps over x; "y" is the running value
-EXPANSIONS = {
-    "Relu": [("maximum", ("x", 0))],
-    "Sigmoid": [("multiply", ("x", 0.5)), ("tanh", ("y",)), ("multiply", ("y", 0.5)), ("add", ("y", 0.5))],
-}
-
-
 def _fusible(node):
     """An elementwise node whose result is large, or of a size known only at run time:
     for small arrays a fused kernel saves nothing over calling the ops one by one (a
     ctypes call with its pointer arguments costs a few microseconds on its own)."""
-    if len(node.outputs) != 1 or not (node.op in UFUNCS or node.op in EXPANSIONS):
+    opdef = node.opdef
+    if len(node.outputs) != 1 or opdef is None or not opdef.elementwise or not (opdef.ufunc or opdef.expansion):
         return False
     shape = node.outputs[0].shape
     return None in shape or int(np.prod(shape)) >= BLOCKED_MIN_SIZE
 
 
-def _users(graph):
-    users = {}
-    for node in graph.nodes:
-        for t in node.inputs:
-            users.setdefault(id(t), []).append(node)
-    return users
-
-
 def _fuse(graph):
-    users = _users(graph)
-    escaping = {id(t) for t in graph.outputs}
-    group_of, groups = {}, []
+    group_of, groups = {}, []  # node -> the chain it joins (keyed by the node itself)
     for node in reversed(graph.nodes):
         if not _fusible(node):
             continue
         out = node.outputs[0]
-        uses = users.get(id(out), [])
-        if len(uses) == 1 and id(uses[0]) in group_of and id(out) not in escaping:
-            group = group_of[id(uses[0])]
+        uses = out.users
+        if len(uses) == 1 and uses[0] in group_of and not is_output(graph, out):
+            group = group_of[uses[0]]
             group.append(node)
         else:
             group = [node]
             groups.append(group)
-        group_of[id(node)] = group
-    fused = {id(g[0]): g for g in groups if len(g) > 1}
-    if not fused:
-        return
-    members = {id(n) for g in fused.values() for n in g}
-    replacements, nodes = {}, []
-    for node in graph.nodes:
-        if id(node) in fused:
-            new = _fused_node(graph, list(reversed(fused[id(node)])))
-            nodes.append(new)
-            replacements[id(node.outputs[0])] = new.outputs[0]
-        elif id(node) not in members:
-            nodes.append(node)
-    graph.nodes = nodes
-    rewire(graph, replacements)
+        group_of[node] = group
+    for group in groups:
+        if len(group) > 1:
+            root = group[0]  # the last node of the chain in graph order: its result is the chain's
+            fused = _fused_node(graph, list(reversed(group)), before=root)
+            graph.replace_all_uses(root.outputs[0], fused.outputs[0])
+            graph.erase_nodes(group)
 
 
-def _fused_node(graph, group):
+def _fused_node(graph, group, before):
     """One node computing `group` (in graph order; the last node's output is the result)."""
-    inputs, slot, steps, exprs = [], {}, [], {}
+    inputs, slot, steps, exprs = [], {}, [], {}  # by id(tensor): a Tensor's == is elementwise
     for node in group:
         args = []
         for t in node.inputs:
@@ -111,11 +77,10 @@ def _fused_node(graph, group):
         exprs[id(out)] = f"{node.op}({', '.join(exprs[id(t)] for t in node.inputs)})"
     root = group[-1].outputs[0]
     operands = tuple((t.dtype, t.weak, _layout_kind(t, root.shape)) for t in inputs)
-    fused = Node(graph, "FusedElementwise", graph.unique_name("Fused"), inputs,
-                 {"steps": tuple(steps), "expr": exprs[id(root)], "operands": operands},
-                 group[-1].location)
-    fused.outputs = [Tensor(fused, 0, root.shape, root.dtype, root.weak)]
-    return fused
+    return graph.create_node("FusedElementwise", inputs,
+                             {"steps": tuple(steps), "expr": exprs[id(root)], "operands": operands},
+                             [(root.shape, root.dtype, root.weak)], group[-1].location,
+                             name=graph.unique_name("Fused"), before=before)
 
 
 def _layout_kind(t, out_shape):
@@ -286,10 +251,11 @@ def _block_evaluator(steps):
     """fn(out_block, input_blocks, n): the chain on one block, through per-thread scratch buffers."""
     program = []
     for op, args, dtype in steps:
-        if op in EXPANSIONS:
-            program.append(("expand", op, args, dtype))
+        opdef = lookup(op)
+        if opdef.expansion is not None:
+            program.append(("expand", opdef.expansion, args, dtype))
         else:
-            program.append(("ufunc", getattr(np, UFUNCS[op]), args, dtype))
+            program.append(("ufunc", getattr(np, opdef.ufunc), args, dtype))
     slots = _scratch_slots(steps)
 
     def run_block(out, inputs, n):
@@ -305,7 +271,7 @@ def _block_evaluator(steps):
                 fn(*[value(a) for a in args], out=target)
             else:
                 x = value(args[0])
-                for name, operands in EXPANSIONS[fn]:
+                for name, operands in fn:
                     ops = [x if o == "x" else target if o == "y" else o for o in operands]
                     getattr(np, name)(*ops, out=target)
             values.append(target)
@@ -339,5 +305,9 @@ def _no_infer(*args, **kwargs):
     raise TypeError("FusedElementwise nodes are made by the fusion pass, not traced")
 
 
-register(OpDef("FusedElementwise", _fused_kernel, _no_infer, elementwise=True,
-              printed_attrs=("expr",)))
+# steps: (op, its operands as ("in", k) or ("t", step), result dtype); operands: (dtype, weak, layout)
+_FUSED_ATTRS = {"steps": TupleOf(Record(STR, TupleOf(Record(STR, INT)), DTYPE)), "expr": STR,
+                "operands": TupleOf(Record(DTYPE, BOOL, STR))}
+register(OpDef("FusedElementwise", _fused_kernel, _no_infer, elementwise=True, printed_attrs=("expr",),
+              attrs=_FUSED_ATTRS,
+              fresh=True, may_raise=False, c_expr=cexpr.no_c("a fused node: its steps are written as C one by one")))

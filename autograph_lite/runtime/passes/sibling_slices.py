@@ -7,9 +7,7 @@ becomes
 Fewer, larger kernel calls (the gates of recurrent cells). Only static slices of known
 extent along one axis, with no step, are merged.
 """
-from ..graph import Node, Tensor
-from ..opdef import lookup
-from .util import is_pure, rewire, subgraphs_first
+from .util import is_pure, subgraphs_first
 
 
 def _single_axis_slice(slice_node):
@@ -32,28 +30,27 @@ def _single_axis_slice(slice_node):
     return axis, s.start, s.stop
 
 
-def _slice(graph, x, axis, start, stop, shape, location):
+def _slice(graph, x, axis, start, stop, shape, location, before):
     index = tuple(slice(None) for _ in range(axis)) + (slice(start, stop),)
-    node = Node(graph, "StridedSlice", graph.unique_name("StridedSlice"), [x], {"index": index}, location)
-    node.outputs = [Tensor(node, 0, shape, x.dtype, x.weak)]
-    return node
+    return graph.create_node("StridedSlice", [x], {"index": index}, [(shape, x.dtype, x.weak)], location,
+                             before=before)
 
 
 def _merge(graph):
     groups = {}
     for node in graph.nodes:
-        if len(node.inputs) != 1 or len(node.outputs) != 1 or not is_pure(node) or not lookup(node.op).elementwise:
+        if len(node.inputs) != 1 or len(node.outputs) != 1 or not is_pure(node) or not node.opdef.elementwise:
             continue
         source = node.inputs[0].node
-        if source.op != "StridedSlice" or source not in graph.nodes:
+        if source.op != "StridedSlice" or source.graph is not graph:
             continue
         cut = _single_axis_slice(source)
         if cut is None:
             continue
         axis, start, stop = cut
+        # grouped by the sliced tensor (by identity: a Tensor's == is elementwise)
         key = (id(source.inputs[0]), node.op, repr(sorted(node.attrs.items())), axis)
         groups.setdefault(key, []).append((start, stop, node))
-    replacements, insert = {}, {}
     for (_, _, _, axis), members in groups.items():
         members.sort(key=lambda m: m[0])
         run = [members[0]]
@@ -62,34 +59,24 @@ def _merge(graph):
                 run.append(m)
                 continue
             if len(run) > 1:
-                _merge_run(graph, run, axis, replacements, insert)
+                _merge_run(graph, run, axis)
             run = [m] if m is not None else []
-    if not insert:
-        return
-    nodes = []
-    for node in graph.nodes:
-        nodes.extend(insert.get(id(node), []))
-        nodes.append(node)
-    graph.nodes = nodes
-    rewire(graph, replacements)
 
 
-def _merge_run(graph, run, axis, replacements, insert):
+def _merge_run(graph, run, axis):
     first = min((m[2] for m in run), key=graph.nodes.index)
     op_node = run[0][2]
     x = op_node.inputs[0].node.inputs[0]
     lo, hi = run[0][0], run[-1][1]
     shape = x.shape[:axis] + (hi - lo,) + x.shape[axis + 1:]
-    union = _slice(graph, x, axis, lo, hi, shape, op_node.location)
+    union = _slice(graph, x, axis, lo, hi, shape, op_node.location, first)
     out = op_node.outputs[0]
-    applied = Node(graph, op_node.op, graph.unique_name(op_node.op), [union.outputs[0]], op_node.attrs, op_node.location)
-    applied.outputs = [Tensor(applied, 0, shape, out.dtype, out.weak)]
-    new_nodes = [union, applied]
+    applied = graph.create_node(op_node.op, [union.outputs[0]], op_node.attrs, [(shape, out.dtype, out.weak)],
+                                op_node.location, before=first)
     for start, stop, node in run:
-        part = _slice(graph, applied.outputs[0], axis, start - lo, stop - lo, node.outputs[0].shape, node.location)
-        new_nodes.append(part)
-        replacements[id(node.outputs[0])] = part.outputs[0]
-    insert.setdefault(id(first), []).extend(new_nodes)
+        part = _slice(graph, applied.outputs[0], axis, start - lo, stop - lo, node.outputs[0].shape,
+                      node.location, first)
+        graph.replace_all_uses(node.outputs[0], part.outputs[0])
 
 
 def run(graph):

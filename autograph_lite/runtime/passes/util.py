@@ -1,15 +1,4 @@
-"""Helpers the passes share: rewiring uses, walking sub-graphs, what has side effects."""
-from ..opdef import lookup
-
-
-def rewire(graph, replacements):
-    """Point every use of a replaced tensor (by id) in `graph` at its replacement."""
-    if not replacements:
-        return
-    for node in graph.nodes:
-        if any(id(t) in replacements for t in node.inputs):
-            node.inputs = tuple(replacements.get(id(t), t) for t in node.inputs)
-    graph.outputs = [replacements.get(id(t), t) for t in graph.outputs]
+"""Helpers the passes share: walking sub-graphs, what has side effects."""
 
 
 def subgraphs_first(graph, fn):
@@ -26,8 +15,13 @@ def has_effects(node):
         return False
     if node.op in ("Cond", "While"):
         return any(has_effects(n) for sub in node.subgraphs() for n in sub.nodes)
-    return lookup(node.op).stateful
+    return node.opdef.stateful
 
 
 def is_pure(node):
-    return node.op not in ("Cond", "While", "Const", "Placeholder") and not lookup(node.op).stateful
+    return node.op not in ("Cond", "While", "Const", "Placeholder") and not node.opdef.stateful
+
+
+def is_output(graph, t):
+    """True if `graph` returns tensor `t` (eager returns a distinct array there)."""
+    return any(o is t for o in graph.outputs)

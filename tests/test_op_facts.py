@@ -1,0 +1,150 @@
+"""Every fact a pass or a backend needs about an op is on its OpDef (runtime/opdef.py).
+
+The first tests walk the op table and fail when an op lacks a fact that a pass or an
+exporter would otherwise have to guess (a forgotten entry used to give slower or wrong
+code silently). The last ones register a new elementwise op in the test and check that
+fusion, the C kernel and buffer reuse all pick it up from its OpDef alone.
+"""
+import importlib
+
+import numpy as np
+import pytest
+
+import autograph_lite as ag
+from autograph_lite.ops.core import apply, elementwise, expanded
+from autograph_lite.runtime.native import cexpr, compiler
+from autograph_lite.runtime.native import elementwise as native_elementwise
+from autograph_lite.runtime.opdef import REGISTRY
+from autograph_lite.runtime.passes import fusion
+
+IN_PLACE_FORMS = {"+=", "-=", "*=", "/=", "ufunc", "copyto"}
+
+
+def ops():
+    return sorted(REGISTRY.values(), key=lambda op: op.name)
+
+
+def test_every_elementwise_op_has_a_c_form_or_says_it_has_none():
+    # cexpr.no_c(reason) is the explicit "no C"; an op with neither falls back silently
+    missing = [op.name for op in ops() if op.elementwise and op.c_expr is None and op.expansion is None]
+    assert missing == []
+
+
+def test_every_ufunc_fact_names_a_numpy_ufunc_computing_the_op():
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(0.5, 2.0, (2, 7))
+    for op in ops():
+        if op.ufunc is None:
+            continue
+        ufunc = getattr(np, op.ufunc, None)
+        assert isinstance(ufunc, np.ufunc), op.name
+        if op.elementwise:
+            args = (x, y)[:ufunc.nin]
+            np.testing.assert_array_equal(op.kernel(np)(*args), ufunc(*args), err_msg=op.name)
+
+
+def test_expansions_are_steps_of_ops_the_c_backend_knows():
+    for op in ops():
+        for ufunc, operands in op.expansion or ():
+            assert isinstance(getattr(np, ufunc, None), np.ufunc), (op.name, ufunc)
+            assert any(o.ufunc == ufunc and o.c_expr is not None for o in REGISTRY.values()), (op.name, ufunc)
+            assert all(a in ("x", "y") or isinstance(a, (int, float)) for a in operands), (op.name, operands)
+
+
+def test_in_place_facts_are_consistent():
+    for op in ops():
+        if op.in_place is None:
+            continue
+        assert op.in_place in IN_PLACE_FORMS, op.name
+        assert op.elementwise, op.name  # the result has an input's shape and dtype only elementwise
+        if op.in_place == "ufunc":
+            assert op.ufunc is not None, op.name
+
+
+def test_pass_facts_have_the_right_types():
+    for op in ops():
+        assert callable(op.kernel) and callable(op.infer), op.name
+        for flag in ("elementwise", "stateful", "commutative", "fresh", "may_raise", "involution"):
+            assert isinstance(getattr(op, flag), bool), (op.name, flag)
+        assert op.float_errors is None or isinstance(op.float_errors, str), op.name
+        for rule in ("c_expr", "inline", "simplify", "static_value"):
+            assert getattr(op, rule) is None or callable(getattr(op, rule)), (op.name, rule)
+
+
+def test_the_sigmoid_formula_is_written_once():
+    sigmoid = REGISTRY["Sigmoid"]
+    x = np.linspace(-30, 30, 101)
+    np.testing.assert_allclose(sigmoid.kernel(np)(x), 1 / (1 + np.exp(-x)), rtol=1e-15, atol=1e-16)
+    # C and fused numpy blocks read the same steps
+    assert sigmoid.c_expr is None and sigmoid.expansion is not None
+
+
+def test_every_op_has_an_onnx_rule_or_is_declared_not_exportable():
+    try:
+        onnx = importlib.import_module("autograph_lite.export.onnx")
+    except ModuleNotFoundError as e:
+        if e.name not in ("autograph_lite.export", "autograph_lite.export.onnx"):
+            raise
+        pytest.skip("autograph_lite/export/onnx.py does not exist yet (issue 13 part 3)")
+    missing = [op.name for op in ops() if op not in onnx.RULES and op.name not in onnx.NOT_EXPORTABLE]
+    assert missing == []
+
+
+# --- a new op needs only its OpDef ---------------------------------------------------------
+
+@pytest.fixture
+def new_ops():
+    """Two ops registered for one test: a ufunc op with a C rule, and one defined by its formula."""
+    made = [elementwise("TestExpm1", lambda xp: xp.expm1, ufunc="expm1", c_expr=cexpr.libm("expm1"),
+                        in_place="ufunc"),
+            expanded("TestCube", (("multiply", ("x", "x")), ("multiply", ("y", "x"))))]
+    try:
+        yield made
+    finally:
+        for op in made:
+            del REGISTRY[op.name]
+
+
+def test_a_new_elementwise_op_is_fused_with_its_neighbours(new_ops):
+    expm1, cube = new_ops
+
+    @ag.function
+    def f(x):
+        return apply(cube, (apply(expm1, (x * 0.5,)),)) + 1.0
+
+    x = np.random.default_rng(1).uniform(-1, 1, fusion.BLOCKED_MIN_SIZE * 2)
+    np.testing.assert_allclose(f(x), np.expm1(x * 0.5) ** 3 + 1.0, rtol=1e-13)
+    fused = [n for n in f.get_concrete_function(x).optimized_graph.nodes if n.op == "FusedElementwise"]
+    assert len(fused) == 1
+    assert fused[0].attrs["expr"] == "Add(TestCube(TestExpm1(Mul($0, $1))), $2)"
+
+
+def test_a_new_elementwise_op_is_written_as_c(new_ops):
+    expm1, cube = new_ops
+    steps = [("TestExpm1", (("in", 0),), np.dtype(np.float64)), ("TestCube", (("t", 0),), np.dtype(np.float64))]
+    operands = [(np.dtype(np.float64), False, "full")]
+    source = native_elementwise.source(steps, operands)
+    assert "expm1(a0[i])" in source and "(t0 * t0)" in source
+    if compiler.compiler() is None:
+        pytest.skip("no C compiler on this machine")
+    run = native_elementwise.cpu_kernel(steps, operands)
+    x = np.linspace(-2, 2, 1001)
+    out = np.empty_like(x)
+    run(out, [x], 0, x.size)
+    np.testing.assert_allclose(out, np.expm1(x) ** 3, rtol=1e-14)
+
+
+def test_a_new_elementwise_op_takes_part_in_buffer_reuse(new_ops):
+    expm1, cube = new_ops
+
+    @ag.function
+    def f(x, y):
+        return ag.tanh(apply(cube, (x,))) + apply(expm1, (x + y,))  # small: not fused
+
+    x, y = np.random.default_rng(2).uniform(-1, 1, (2, 8, 4))
+    np.testing.assert_allclose(f(x, y), np.tanh(x ** 3) + np.expm1(x + y), rtol=1e-14)
+    graph = f.get_concrete_function(x, y).optimized_graph
+    by_op = {n.op: n for n in graph.nodes}
+    assert by_op["Tanh"].in_place_input == 0      # tanh writes into the cube's fresh result
+    assert by_op["TestExpm1"].in_place_input == 0  # expm1 runs in place on x + y
+    assert "out=" in f.get_concrete_function(x, y).plan.source
