@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..runtime.graph import Slot
+from ..runtime.opdef import INDEX
 from .core import apply, define, grad_rule
 
 
@@ -72,7 +73,8 @@ def _scatter_kernel(xp, index):
     return scatter
 
 
-SCATTER = define("ScatterAdd", _scatter_kernel, lambda dy, like, *values, index: [(like.shape, dy.dtype)])
+SCATTER = define("ScatterAdd", _scatter_kernel, lambda dy, like, *values, index: [(like.shape, dy.dtype)],
+                 attrs={"index": INDEX})
 
 
 def scatter_add(dy, like, values, index):

@@ -8,6 +8,7 @@ import builtins
 from ..errors import SymbolicValueError, user_location
 from ..runtime.graph import Tensor, current_graph
 from ..runtime.graph import Slot
+from ..runtime.opdef import BOOL, PIECES, STR, STREAM, TEMPLATE, OneOf, OptionalOf
 from .core import apply, define
 
 
@@ -45,7 +46,8 @@ def _print_kernel(xp, template, sep, end, file=None, flush=False):
     return print_values
 
 
-PRINT = define("Print", _print_kernel, lambda *inputs, **attrs: [], stateful=True)
+PRINT = define("Print", _print_kernel, lambda *inputs, **attrs: [], stateful=True,
+               attrs={"template": TEMPLATE, "sep": STR, "end": STR, "file": OptionalOf(STREAM), "flush": BOOL})
 
 
 def print(*args, sep=" ", end="\n", file=None, flush=False):  # noqa: A001 - ag.print
@@ -71,7 +73,7 @@ def print(*args, sep=" ", end="\n", file=None, flush=False):  # noqa: A001 - ag.
         else:
             _refuse_nested_tensors(a)
             template.append(builtins.str(a))  # the value as it is now, as an eager print shows it
-    attrs = {"template": template, "sep": _text(sep, "sep"), "end": _text(end, "end")}
+    attrs = {"template": tuple(template), "sep": _text(sep, "sep"), "end": _text(end, "end")}
     if file is not None or flush:
         attrs.update(file=file, flush=flush)
     apply(PRINT, tensors, attrs)
@@ -135,7 +137,8 @@ def _assert_kernel(xp, message, location, error=None):
     return check
 
 
-ASSERT = define("Assert", _assert_kernel, lambda cond, *values, **attrs: [], stateful=True)
+ASSERT = define("Assert", _assert_kernel, lambda cond, *values, **attrs: [], stateful=True,
+                attrs={"message": OneOf(STR, PIECES), "location": STR, "error": OptionalOf(STR)})
 
 
 def assert_that(condition, message=""):

@@ -8,6 +8,7 @@ import threading
 
 import numpy as np
 
+from ..runtime.opdef import DTYPE, FLOAT, NUMBER, SHAPE
 from .core import apply, define
 
 _lock = threading.Lock()
@@ -52,8 +53,10 @@ def _random_infer(shape, dtype, **_):
     return [(shape, dtype)]
 
 
-UNIFORM = define("RandomUniform", _uniform_kernel, _random_infer, stateful=True)
-NORMAL = define("RandomNormal", _normal_kernel, _random_infer, stateful=True)
+UNIFORM = define("RandomUniform", _uniform_kernel, _random_infer, stateful=True,
+                 attrs={"shape": SHAPE, "minval": NUMBER, "maxval": NUMBER, "dtype": DTYPE})
+NORMAL = define("RandomNormal", _normal_kernel, _random_infer, stateful=True,
+                attrs={"shape": SHAPE, "mean": FLOAT, "stddev": FLOAT, "dtype": DTYPE})
 
 
 def _attrs(shape, a, b, dtype, names, integers=False):

@@ -7,6 +7,7 @@ entry per iteration.
 """
 import numpy as np
 
+from ..runtime.opdef import DTYPE, SHAPE, Record, TupleOf
 from .core import apply, define
 
 HANDLE = np.dtype(object)
@@ -23,7 +24,8 @@ def _pop_kernel(xp, specs):
     return lambda stack: stack.pop()
 
 
-POP = define("StackPop", _pop_kernel, lambda stack, specs: list(specs), stateful=True)
+POP = define("StackPop", _pop_kernel, lambda stack, specs: list(specs), stateful=True,
+             attrs={"specs": TupleOf(Record(SHAPE, DTYPE))})
 
 
 def new_stack():
