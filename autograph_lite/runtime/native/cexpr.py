@@ -148,6 +148,21 @@ def _op_of_ufunc(ufunc):
 
 # --- rules: each op's C form, named on its OpDef (`c_expr=...`) ---------------------------
 
+# How a rule's C meets Python's semantics on Python scalars (native scalar loops), where numpy's
+# wrapping and inf are wrong: `exact`, C gives Python's result (ints: once the checks pass);
+# `overflow`, (builtin, x, y) templates over the operands: ints checked with
+# __builtin_<builtin>_overflow(x, y, &r); `int_guard`, a C test over the operands where Python
+# raises or outgrows int64; `float_guard`, "divisor" (x / 0 raises, ints beyond 2**53 round) or
+# "finite" (Python raises on overflow, gives a complex for (-x) ** 0.5). Python(): none of these.
+Python = collections.namedtuple("Python", "exact overflow int_guard float_guard", defaults=(False, None, None, None))
+EXACT = Python(exact=True)
+
+
+def python_scalars(name):
+    """What op `name`'s C form needs to give Python's result on Python scalars (a `Python`)."""
+    return getattr(getattr(REGISTRY.get(name), "c_expr", None), "python", Python())
+
+
 def no_c(reason):
     """The rule of an op that has no C translation (`reason` says why): the numpy path runs."""
     def rule(emitter, operands, out_dtype):
@@ -167,7 +182,7 @@ def compare(symbol):
             dtype = np.dtype(np.int64)
         a, b = (emitter.cast(v, dtype) for v in operands)
         return f"({a} {symbol} {b})"
-    rule.comparison = True
+    rule.comparison, rule.python = True, EXACT
     return rule
 
 
@@ -184,31 +199,40 @@ def select(emitter, operands, out_dtype):
     return f"({c} ? {x} : {y})"
 
 
+select.python = EXACT
+
+
 def cast(emitter, operands, out_dtype):
     if operands[0].dtype.kind == "f" and out_dtype.kind in "iu":
         raise Unsupported("float to integer casts")  # out-of-range values are undefined in C
     return emitter.cast(operands[0], out_dtype)
 
 
-def arithmetic(template, floats_only=False):
+cast.python = EXACT
+
+
+def arithmetic(template, floats_only=False, python=Python()):
     """An arithmetic op: `template` ("({0} + {1})") over the operands cast to the result's dtype;
     not on booleans, and with `floats_only` not on integers."""
     def rule(emitter, operands, out_dtype):
         a = _arithmetic_operands(emitter, operands, out_dtype, floats_only)
         return template.format(*a)
+    rule.python = python
     return rule
 
 
 def infix(symbol):
     """`a + b`, `a - b`, `a * b`: wrapping on integers (the source is compiled with -fwrapv)."""
-    return arithmetic(f"({{0}} {symbol} {{1}})")
+    builtin = {"+": "add", "-": "sub", "*": "mul"}[symbol]
+    return arithmetic(f"({{0}} {symbol} {{1}})", python=Python(exact=True, overflow=(builtin, "{0}", "{1}")))
 
 
-def libm(name):
+def libm(name, python=Python()):
     """A libm function of float operands (`tanh`, `pow`, ...)."""
     def rule(emitter, operands, out_dtype):
         a = _arithmetic_operands(emitter, operands, out_dtype, floats_only=True)
         return f"{emitter.math_function(name, out_dtype)}({', '.join(a)})"
+    rule.python = python
     return rule
 
 
@@ -218,12 +242,16 @@ def extremum(test):
         x, y = _arithmetic_operands(emitter, operands, out_dtype)
         nan = f" || {x} != {x}" if out_dtype.kind == "f" else ""
         return f"(({x} {test} {y}{nan}) ? {x} : {y})"
+    rule.python = EXACT
     return rule
 
 
 def absolute(emitter, operands, out_dtype):
     (a,) = _arithmetic_operands(emitter, operands, out_dtype)
     return f"{emitter.math_function('fabs', out_dtype)}({a})" if out_dtype.kind == "f" else f"({a} < 0 ? -{a} : {a})"
+
+
+absolute.python = Python(exact=True, int_guard="{0} == INT64_MIN")  # abs(MIN) outgrows int64
 
 
 def floor_division(which):
@@ -233,6 +261,8 @@ def floor_division(which):
         if out_dtype.kind not in "iu":
             raise Unsupported(f"{which} on {out_dtype}")
         return f"{emitter.int_division(which, out_dtype)}({a[0]}, {a[1]})"
+    # Python raises ZeroDivisionError; MIN // -1 outgrows int64
+    rule.python = Python(int_guard="{1} == 0" + (" || ({1} == -1 && {0} == INT64_MIN)" if which == "floordiv" else ""))
     return rule
 
 

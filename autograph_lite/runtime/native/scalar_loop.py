@@ -119,33 +119,28 @@ class _Writer:
         """Op `op` on Python scalars: exactly Python's result, or a jump to `ag_inexact`."""
         kind = out.dtype.kind
         a = [self.emitter.cast(v, out.dtype) for v in ins]
-        if kind in "iu" and op in _CHECKED_INT:  # Python ints do not wrap
+        python = cexpr.python_scalars(op)
+        if kind in "iu" and python.overflow:  # Python ints do not wrap
             value = self.local(out, indent)
-            builtin, x, y = _CHECKED_INT[op]
-            x, y = (a[0] if x else "0"), (a[0] if y == 0 else a[1])
-            self.bail(f"__builtin_{builtin}_overflow({x}, {y}, &{value.expr})", indent)
+            builtin, x, y = python.overflow
+            self.bail(f"__builtin_{builtin}_overflow({x.format(*a)}, {y.format(*a)}, &{value.expr})", indent)
             return value
-        if kind in "iu" and op in ("FloorDiv", "FloorMod", "Abs"):
-            # Python raises ZeroDivisionError; MIN // -1 and abs(MIN) outgrow int64
-            if op == "Abs":  # one operand
-                test = f"{a[0]} == INT64_MIN"
-            else:
-                test = f"{a[1]} == 0" + (f" || ({a[1]} == -1 && {a[0]} == INT64_MIN)" if op == "FloorDiv" else "")
-            self.bail(test, indent)
+        if kind in "iu" and python.int_guard:
+            self.bail(python.int_guard.format(*a), indent)
             return self.local(out, indent, self.emitter.op(op, ins, out.dtype))
         kinds = {v.dtype.kind for v in ins}
         if cexpr.is_comparison(op) and "f" in kinds and kinds & {"i", "u"}:
             # Python compares an int with a float exactly; C rounds the int to a double
             self.bail(" || ".join(f"({v.expr} > {_EXACT_DOUBLE} || {v.expr} < -{_EXACT_DOUBLE})"
                                   for v in ins if v.dtype.kind in "iu"), indent)
-        if op in _EXACT or kind == "b":
+        if python.exact or kind == "b":
             return self.local(out, indent, self.emitter.op(op, ins, out.dtype))
-        if kind == "f" and op == "RealDiv":  # x / 0 raises; int / int is exact beyond 2**53
+        if kind == "f" and python.float_guard == "divisor":  # x / 0 raises; int / int is exact beyond 2**53
             tests = [f"{a[1]} == 0"] + [f"({v.expr} > {_EXACT_DOUBLE} || {v.expr} < -{_EXACT_DOUBLE})"
                                         for v in ins if v.dtype.kind in "iu"]
             self.bail(" || ".join(tests), indent)
             return self.local(out, indent, self.emitter.op(op, ins, out.dtype))
-        if kind == "f" and op in ("Pow", "Square"):  # Python raises on overflow, gives complex for (-x) ** 0.5
+        if kind == "f" and python.float_guard == "finite":  # Python raises on overflow, gives complex for (-x) ** 0.5
             value = self.local(out, indent, self.emitter.op(op, ins, out.dtype))
             self.bail(f"!isfinite({value.expr})", indent)
             return value
@@ -196,11 +191,7 @@ class _Writer:
         return loop_vars
 
 
-# ops whose result on Python scalars is Python's (on ints: once the checks above passed)
-_EXACT = {"Select", "Cast", "Maximum", "Minimum", "Relu", "Add", "Sub", "Mul", "Neg", "Abs"}
 _EXACT_DOUBLE = "9007199254740992"   # 2**53: ints up to it are exact as doubles
-_CHECKED_INT = {"Add": ("add", 1, 1), "Sub": ("sub", 1, 1), "Mul": ("mul", 1, 1),
-                "Neg": ("sub", 0, 0), "Square": ("mul", 1, 0)}
 
 
 class NativeLoop:
