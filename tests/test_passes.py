@@ -295,3 +295,64 @@ def test_a_commutative_op_writes_into_its_second_operand_when_only_that_one_is_d
         assert_same(fn(x, w, b), f(x, w, b))
     for a, c in zip((x, w, b), copies):
         np.testing.assert_array_equal(a, c)
+
+
+# --- editing a graph through the graph ----------------------------------------------------
+
+def _traced(fn, *args):
+    return ag.function(fn).get_concrete_function(*args).graph
+
+
+def test_users_follow_every_edit_and_replace_all_uses_rewires_them():
+    graph = _traced(lambda x: (ag.tanh(x) + ag.tanh(x) * ag.tanh(x), ag.exp(x)), np.ones(3))
+    x = graph.inputs[0]
+    tanh_a, tanh_b, tanh_c = [n for n in graph.nodes if n.op == "Tanh"]
+    mul = next(n for n in graph.nodes if n.op == "Mul")
+    assert [n.op for n in x.users] == ["Tanh", "Tanh", "Tanh", "Exp"]
+    assert tanh_b.outputs[0].users == [mul]
+    graph.replace_all_uses(tanh_c.outputs[0], tanh_b.outputs[0])
+    assert mul.inputs == (tanh_b.outputs[0], tanh_b.outputs[0])
+    assert tanh_b.outputs[0].users == [mul, mul]  # once per input slot
+    assert tanh_c.outputs[0].users == []
+    graph.erase_nodes([tanh_c])
+    assert tanh_c not in graph.nodes and [n.op for n in x.users] == ["Tanh", "Tanh", "Exp"]
+    exp = graph.outputs[1].node
+    graph.replace_all_uses(exp.outputs[0], tanh_a.outputs[0])  # a graph output too
+    assert graph.outputs[1] is tanh_a.outputs[0]
+
+
+def test_create_node_inserts_typed_nodes_where_asked():
+    graph = _traced(lambda x: ag.tanh(x) * 2.0, np.ones((2, 3), np.float32))
+    x = graph.inputs[0]
+    tanh = graph.nodes[0]
+    neg = graph.create_node("Neg", [x], {}, [((2, 3), np.float32, False)], tanh.location, before=tanh)
+    assert graph.nodes.index(neg) == graph.nodes.index(tanh) - 1
+    assert neg.name != tanh.name and neg.graph is graph and neg.opdef.involution
+    assert neg.outputs[0].shape == (2, 3) and neg.outputs[0].dtype == np.float32 and neg in x.users
+    end = graph.create_node("Abs", [neg.outputs[0]], {}, [((2, 3), np.float32, False)], tanh.location)
+    assert graph.nodes[-1] is end and neg.outputs[0].users == [end]
+
+
+def test_optimizing_keeps_the_traced_graph_and_its_users_intact():
+    def fn(x):
+        return ag.tanh(x * 1.0) + ag.tanh(x * 1.0)
+    f = ag.function(fn)
+    concrete = f.get_concrete_function(np.ones(3))
+    traced = [(n.op, [t.name for t in n.inputs]) for n in concrete.graph.nodes]
+    users = [[u.name for u in t.users] for n in concrete.graph.nodes for t in n.outputs]
+    assert_same(fn(np.ones(3)), f(np.ones(3)))
+    assert len(concrete.optimized_graph.nodes) < len(concrete.graph.nodes)
+    assert [(n.op, [t.name for t in n.inputs]) for n in concrete.graph.nodes] == traced
+    assert [[u.name for u in t.users] for n in concrete.graph.nodes for t in n.outputs] == users
+
+
+def test_buffer_reuse_marks_the_node_not_a_side_table():
+    def fn(x, y):
+        return ag.tanh(x @ y) * 2.0
+    f = ag.function(fn)
+    x = np.ones((4, 4))
+    assert_same(fn(x, x), f(x, x))
+    graph = f.get_concrete_function(x, x).optimized_graph
+    assert not hasattr(graph, "reuse")
+    marked = {n.op: n.in_place_input for n in graph.nodes if n.op != "Const"}
+    assert marked == {"MatMul": None, "Tanh": 0, "Mul": 0}
