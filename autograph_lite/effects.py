@@ -73,7 +73,7 @@ class _Effects:
             if t is not set:
                 for k, v in (enumerate(view) if t is list else view.items()):
                     self._walk(v, v, path + ((("item", k), f"[{k!r}]"),), True)
-        elif t is tuple or nest._is_namedtuple(view):
+        elif t is tuple or nest.is_namedtuple(view):
             if type(value) is t and len(value) == len(view):
                 for k, (v, w) in enumerate(zip(value, view)):
                     self._walk(v, w, path + ((("item", k), f"[{k}]"),), owned)

@@ -27,7 +27,7 @@ from .runtime.lowering import Plan
 from .runtime.passes import optimize
 from .tensor_spec import TensorSpec, _is_array, _python_to_array
 from .trace_cache import (DEFAULT_MAX_TRACES, RETRACE_WARNING_AT, RetracingWarning, TraceCache, _argument_keys,  # noqa: F401 (DEFAULT_MAX_TRACES: re-exported)
-                          _key, _RefusedArray, _spec_mismatch, _warn_at_caller)
+                          _leaf_key, _RefusedArray, _spec_mismatch, _warn_at_caller)
 
 logger = logging.getLogger("autograph_lite")
 _shape_dtype = operator.attrgetter("shape", "dtype")
@@ -43,17 +43,20 @@ def _add_note(exc, text):
 class ConcreteFunction:
     """One traced signature of a Function: its `graph`, callable with matching arguments."""
 
-    def __init__(self, function, graph, input_specs, output_template, output_slots, device):
+    def __init__(self, function, graph, input_specs, output_treedef, output_slots, device):
         self._function, self.graph, self.input_specs = function, graph, input_specs
-        self._template, self._slots, self.device = output_template, output_slots, device
+        self._output, self._slots, self.device = output_treedef, output_slots, device
         self._plan, self._optimized, self._lock = None, None, threading.Lock()
         self._effects = ()  # steps redoing the trace's effects on the arguments (see _Effects)
         self._on_gpu = device is not devices.CPU
+        # the argument leaves that are graph inputs, and their specs (Python numbers become arrays)
+        self._input_leaves = [(i, spec) for i, spec in enumerate(nest.flatten(input_specs))
+                              if isinstance(spec, TensorSpec)]
         # fast paths for the common output shapes: one tensor, or a flat tuple of them
-        self._single = output_slots == [0] and output_template is _OUTPUT
-        self._flat_tuple = type(output_template) is tuple and all(t is _OUTPUT for t in output_template) \
-            and output_slots == list(range(len(output_template))) \
-            and len(graph.outputs) == len(output_template)  # no extra outputs (write-backs, effects)
+        n = output_treedef.num_leaves
+        self._single = output_slots == [0] and output_treedef.is_leaf
+        self._flat_tuple = output_treedef == nest.structure_of((0,) * n) and output_slots == list(range(n)) \
+            and len(graph.outputs) == n  # no extra outputs (write-backs, effects)
 
     @property
     def optimized_graph(self):
@@ -83,7 +86,11 @@ class ConcreteFunction:
         found = _spec_mismatch(list(self.input_specs), list(values), "")
         if found:
             raise self._function._signature_error(found, "this concrete function's signature")
-        return self._run(self._function._leaves(self.input_specs, values), values)
+        return self._run(self._arrays(nest.flatten(values)), values)
+
+    def _arrays(self, leaves):
+        """The graph inputs among the leaves of arguments that fit `input_specs`, converted as the specs say."""
+        return [_python_to_array(spec, leaves[i]) for i, spec in self._input_leaves]
 
     def _run(self, arrays, values=None):
         plan = self._plan or self.plan
@@ -109,8 +116,8 @@ class ConcreteFunction:
             return results[0]
         if self._flat_tuple:
             return results
-        return nest.pack(self._template, [results[s] if isinstance(s, int) else s.get(callers, results)
-                                          for s in self._slots])
+        return self._output.unflatten([results[s] if isinstance(s, int) else s.get(callers, results)
+                                       for s in self._slots])
 
     def _write_back(self, callers, results):
         """Copy the final value of each argument updated in place into the caller's array."""
@@ -169,8 +176,6 @@ class _ListItems:
         return [] if self.output is None else list(results[self.output])
 
 
-_OUTPUT = object()  # template marker for a graph output
-
 class Function(TraceCache):
     """A Python function compiled per input signature. Create with `ag.function`."""
 
@@ -209,14 +214,18 @@ class Function(TraceCache):
                 return concrete._run(args)
         values = args if len(args) == self._n_simple and not kwargs else self._canonicalize(args, kwargs)
         arrays = []
-        key = (devices.current(), self._key_of(values, arrays))
+        leaves, treedef = nest.flatten_with_treedef(values)
+        try:
+            key = (devices.current(), treedef, tuple([_leaf_key(leaf, arrays) for leaf in leaves]))
+        except _RefusedArray as e:
+            raise self._refused(e, values) from None
         concrete = self._cache.get(key)
         if concrete is None:
             concrete = self._concrete_for(key, values)
         else:
             concrete._last_use = next(self._clock)
         if self._input_signature is not None:
-            arrays = self._leaves(concrete.input_specs, values)
+            arrays = concrete._arrays(leaves)
         elif not kwargs and len(args) == self._n_simple and all(
                 isinstance(a, (np.ndarray, np.generic)) for a in args):
             # array types that reach here were accepted by _key, and the fast key holds the type
@@ -231,19 +240,20 @@ class Function(TraceCache):
         if not args and not kwargs and self._input_signature is not None:
             args = tuple(self._input_signature)
         values = self._canonicalize(args, kwargs)
-        key = (devices.current(), self._key_of(values, []))
+        leaves, treedef = nest.flatten_with_treedef(values)
+        try:
+            key = (devices.current(), treedef, tuple([_leaf_key(leaf, []) for leaf in leaves]))
+        except _RefusedArray as e:
+            raise self._refused(e, values) from None
         return self._cache.get(key) or self._concrete_for(key, values)
 
-    def _key_of(self, values, arrays):
-        """The cache key of the arguments `values` (see `_key`); a refused array type names its argument."""
-        try:
-            return tuple([_key(v, arrays) for v in values])
-        except _RefusedArray as e:
-            path = next(p for name, v in zip(self._param_names, values)
-                        for p, leaf in zip(nest.paths(v, name), nest.flatten([v])) if leaf is e.value)
-            raise TypeError(f"{self.__name__}(): argument '{path}' is {e.problem}, so a compiled call "
-                            f"could not match an eager one; pass np.asarray({path}) instead "
-                            f"(called at {user_location()})") from None
+    def _refused(self, e, values):
+        """The TypeError for an argument of a refused array type (see `_leaf_key`), naming the argument."""
+        path = next(p for name, v in zip(self._param_names, values)
+                    for p, leaf in zip(nest.paths(v, name), nest.flatten(v)) if leaf is e.value)
+        return TypeError(f"{self.__name__}(): argument '{path}' is {e.problem}, so a compiled call "
+                         f"could not match an eager one; pass np.asarray({path}) instead "
+                         f"(called at {user_location()})")
 
     def _canonicalize(self, args, kwargs):
         """Arguments in parameter order, defaults filled in."""
@@ -302,22 +312,6 @@ class Function(TraceCache):
         return TypeError(f"{self.__name__}(): argument '{name}{rest}' does not match {against}: "
                          f"expected {spec!r}, {problem} (called at {user_location()})")
 
-    def _leaves(self, specs, values):
-        """The array leaves of `values` where `specs` has TensorSpecs, converted as the specs say."""
-        out = []
-
-        def walk(spec, value):
-            if isinstance(spec, TensorSpec):
-                out.append(_python_to_array(spec, value))
-            elif isinstance(spec, (tuple, list)):
-                for s, v in zip(spec, value):
-                    walk(s, v)
-            elif isinstance(spec, dict):
-                for k, s in spec.items():
-                    walk(s, value[k])
-        walk(list(specs), list(values))
-        return out
-
     def _trace(self, specs, device, values):
         placement = device  # what the indexes key on: the device of the call
         if device is devices.CPU and self._device is None and any(
@@ -330,7 +324,7 @@ class Function(TraceCache):
                            user_location(), self._why_retrace(specs, argument_keys))
         graph = Graph(self.__name__)
         with building(graph):
-            inputs = [_placeholders(graph, spec, name, name) for spec, name in zip(specs, self._param_names)]
+            inputs = [_placeholders(graph, spec, name) for spec, name in zip(specs, self._param_names)]
             graph.inputs = [t for t in nest.flatten(inputs) if isinstance(t, Tensor)]
             effects = _Effects(self, graph, values, inputs)
             try:
@@ -343,12 +337,12 @@ class Function(TraceCache):
                     _add_note(e, f"while tracing {self.__name__}, at {where}")
                 raise
             try:
-                template, slots = _output_template(graph, outputs)
+                treedef, slots = _output_slots(graph, outputs)
             except BaseException:
                 effects.restore()
                 raise
             steps = effects.finish()
-        concrete = ConcreteFunction(self, graph, tuple(specs), template, slots, device)
+        concrete = ConcreteFunction(self, graph, tuple(specs), treedef, slots, device)
         concrete._effects = steps
         self.trace_count += 1
         self._add(concrete, placement, argument_keys)
@@ -361,27 +355,22 @@ class Function(TraceCache):
         return f"<ag.function {self.__name__} ({self.trace_count} traces)>"
 
 
-def _placeholders(graph, spec, path, argument):
+def _placeholders(graph, spec, argument):
     """`spec` with TensorSpecs replaced by graph placeholders named after the argument path."""
-    if isinstance(spec, TensorSpec):
-        name = "".join(c if c.isalnum() or c == "_" else "_" for c in path).strip("_")
-        return graph.placeholder(spec.shape, spec.dtype, name=name, argument=argument)
-    t = type(spec)
-    if t is tuple or t is list:
-        return t(_placeholders(graph, s, f"{path}_{i}", argument) for i, s in enumerate(spec))
-    if nest._is_namedtuple(spec):
-        return t(*(_placeholders(graph, s, f"{path}_{f}", argument) for f, s in zip(spec._fields, spec)))
-    if t is dict:
-        return {k: _placeholders(graph, s, f"{path}_{k}", argument) for k, s in spec.items()}
-    return spec
+    leaves, treedef = nest.flatten_with_treedef(spec)
+    return treedef.unflatten([
+        graph.placeholder(leaf.shape, leaf.dtype, argument=argument, name="".join(
+            c if c.isalnum() or c == "_" else "_" for c in name).strip("_"))
+        if isinstance(leaf, TensorSpec) else leaf for leaf, name in zip(leaves, treedef.names(argument))])
 
 
-def _output_template(graph, outputs):
-    """Record which output leaves are graph outputs; others are returned as they are.
+def _output_slots(graph, outputs):
+    """The TreeDef of `outputs` and, per leaf, its graph output index or how a call finds it.
 
-    Arguments updated in place get their final values as extra outputs, written back into
-    the caller's arrays after each call (`graph.write_back_outputs`: (input, output) pairs)."""
-    slots, flat = [], nest.flatten(outputs)
+    Leaves that never touched a tensor are returned as they are. Arguments updated in place
+    get their final values as extra outputs, written back into the caller's arrays after
+    each call (`graph.write_back_outputs`: (input, output) pairs)."""
+    slots, (flat, treedef) = [], nest.flatten_with_treedef(outputs)
     inputs = {id(t): i for i, t in enumerate(graph.inputs)}
     write_backs = [(inputs[id(root)], value) for root, value in graph.write_backs.values()]
     for leaf in flat:
@@ -402,8 +391,7 @@ def _output_template(graph, outputs):
     for i, value in write_backs:
         graph.write_back_outputs.append((i, len(graph.outputs)))
         graph.outputs.append(value)
-    template = nest.pack(outputs, [s.value if isinstance(s, _Literal) else _OUTPUT for s in slots])
-    return template, slots
+    return treedef, slots
 
 def function(func=None, *, input_signature=None, reduce_retracing=False, device=None, autograph=True,
              max_traces=None):

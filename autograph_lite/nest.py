@@ -12,8 +12,6 @@ the structure: it is the order the traced function iterates them in. TreeDefs co
 with `==` and hash, so they key caches; `to_json`/`TreeDef.from_json` store them.
 """
 import collections
-import itertools
-import operator
 import sys
 
 _MAX_DEPTH = 200  # deeper stored structures are refused by from_json
@@ -22,8 +20,6 @@ _MAX_DEPTH = 200  # deeper stored structures are refused by from_json
 def is_namedtuple(value):
     return isinstance(value, tuple) and hasattr(type(value), "_fields")
 
-
-_is_namedtuple = is_namedtuple
 
 
 def _identity(key):
@@ -43,22 +39,19 @@ class TreeDef:
     a dict's keys in order; `children` one TreeDef per item.
     """
 
-    __slots__ = ("kind", "keys", "children", "num_leaves", "_meta", "_hash")
+    # `_sig`: the whole structure as nested plain tuples, so hashing and comparing run at C speed
+    __slots__ = ("kind", "keys", "children", "num_leaves", "_sig")
 
     def __init__(self, kind, children=(), keys=None):
         children = tuple(children)
-        _init(self, kind, children, keys, 1 if kind is None else sum(c.num_leaves for c in children))
+        _init(self, kind, children, keys, 1 if kind is None else sum(c.num_leaves for c in children),
+              tuple(c._sig for c in children))
 
     def __eq__(self, other):
-        if self is other:
-            return True
-        return (isinstance(other, TreeDef) and self.kind is other.kind and self.num_leaves == other.num_leaves
-                and self._meta == other._meta and self.children == other.children)
+        return self is other or (isinstance(other, TreeDef) and self._sig == other._sig)
 
     def __hash__(self):
-        if self._hash is None:
-            self._hash = hash((self.kind, self._meta, self.children))
-        return self._hash
+        return hash(self._sig)
 
     def __repr__(self):
         if self.kind is None:
@@ -87,7 +80,7 @@ class TreeDef:
         kind = self.kind
         if kind is None:
             return next(it)
-        items = [c._build(it) for c in self.children]
+        items = [next(it) if c is LEAF else c._build(it) for c in self.children]
         if kind is tuple or kind is list:
             return kind(items)
         if kind is dict:
@@ -207,46 +200,58 @@ def flatten_with_treedef(value):
     return leaves, _flatten(value, leaves)
 
 
-def _init(treedef, kind, children, keys, num_leaves):
+def _init(treedef, kind, children, keys, num_leaves, child_sigs):
     treedef.kind, treedef.children, treedef.keys, treedef.num_leaves = kind, children, keys, num_leaves
-    treedef._meta = None if keys is None else tuple(map(_identity, keys))
-    treedef._hash = None
+    if kind is None:
+        treedef._sig = None
+    elif keys is None:
+        treedef._sig = (kind, child_sigs)
+    else:
+        types = tuple(map(type, keys))  # keys by type and value; floats by bits (see _identity)
+        meta = tuple(map(_identity, keys)) if float in types or complex in types else keys
+        treedef._sig = (kind, child_sigs, types, meta)
     return treedef
 
 
 def _flatten(value, leaves):
-    # builds TreeDefs without __init__'s sums: this runs on every call with Python arguments
+    # written for speed (TreeDefs built without __init__, leaves without a call each): every
+    # call of a compiled function with Python arguments flattens them
     t = type(value)
-    if t is tuple or t is list:
-        items = value
-    elif t is dict:
+    if t is dict:
         items = value.values()
-    elif isinstance(value, tuple) and hasattr(t, "_fields"):
+    elif t is tuple or t is list or (isinstance(value, tuple) and hasattr(t, "_fields")):
         items = value
     else:
         leaves.append(value)
         return LEAF
-    start = len(leaves)
-    children = tuple([_flatten(v, leaves) for v in items])
+    children, sigs, start = [], [], len(leaves)
+    for item in items:
+        ti = type(item)
+        if ti is tuple or ti is list or ti is dict or (isinstance(item, tuple) and hasattr(ti, "_fields")):
+            child = _flatten(item, leaves)
+            children.append(child)
+            sigs.append(child._sig)
+        else:
+            leaves.append(item)
+            children.append(LEAF)
+            sigs.append(None)
     count = len(leaves) - start
     if t is dict:
-        return _init(_new(TreeDef), t, children, tuple(value), count)
-    if (t is tuple or t is list) and count == len(children) and all(map(_is, children, _LEAVES)):
-        # flat (most argument lists): one shared TreeDef, its hash computed once
+        return _init(_new(TreeDef), t, tuple(children), tuple(value), count, tuple(sigs))
+    if (t is tuple or t is list) and not any(sigs):
+        # flat (most argument lists): one shared TreeDef
         flat = _FLAT.get((t, count))
         if flat is None:
-            flat = _FLAT[t, count] = _init(_new(TreeDef), t, children, None, count)
+            flat = _FLAT[t, count] = _init(_new(TreeDef), t, tuple(children), None, count, tuple(sigs))
         return flat
-    return _init(_new(TreeDef), t, children, None, count)
+    return _init(_new(TreeDef), t, tuple(children), None, count, tuple(sigs))
 
 
 _FLAT = {}  # (tuple or list, number of leaves) -> the TreeDef of a flat tuple or list of leaves
 
 
 _new = object.__new__
-_is = operator.is_
-LEAF = TreeDef(None)
-_LEAVES = itertools.repeat(LEAF)
+LEAF = _init(_new(TreeDef), None, (), None, 1, None)
 
 
 def flatten(structure):

@@ -1,8 +1,9 @@
 """The trace cache of a Function: cache keys, the trace index and LRU, retrace warnings and log.
 
-The cache key of a call is built from its arguments: arrays by (type, shape, dtype),
-Python scalars and strings by value (floats by their bits: -0.0 is not 0.0, NaN is NaN),
-lists/tuples/dicts by structure and contents, any other object by identity. A call
+The cache key of a call is the TreeDef of its arguments (nest.py: tuples, lists, dicts,
+namedtuples by structure) and a key per leaf: arrays by (type, shape, dtype), Python
+scalars and strings by value (floats by their bits: -0.0 is not 0.0, NaN is NaN), any
+other object by identity. A call
 whose key was seen runs the cached plan; a new key looks for a trace it fits through
 indexes (by exact signature, or by structure for traces with None dims), so a lookup
 costs the same with 5 traces as with 500; only then does it trace the Python function
@@ -83,7 +84,13 @@ class _ByIdentity:
 
 
 def _key(value, arrays):
-    """The cache-key part of `value`; appends its array leaves to `arrays` in trace order."""
+    """The cache key of `value`: its TreeDef and each leaf's key; appends the array leaves to `arrays`."""
+    leaves, treedef = nest.flatten_with_treedef(value)
+    return treedef, tuple([_leaf_key(leaf, arrays) for leaf in leaves])
+
+
+def _leaf_key(value, arrays):
+    """The cache-key part of one leaf; appends it to `arrays` if it is an array argument."""
     t = type(value)
     if t is np.ndarray:
         arrays.append(value)
@@ -94,10 +101,6 @@ def _key(value, arrays):
         return (complex, value.real.hex(), value.imag.hex())
     if t in _VALUE_TYPES:
         return (t, value)
-    if t is tuple or t is list or nest._is_namedtuple(value):
-        return (t, tuple(_key(v, arrays) for v in value))
-    if t is dict:
-        return (dict, tuple((_dict_key(k), _key(v, arrays)) for k, v in value.items()))
     if isinstance(value, TensorSpec):
         return (np.ndarray, value.shape, value.dtype)
     if _is_array_input(value):
@@ -112,35 +115,24 @@ def _key(value, arrays):
     return (_ByIdentity(value),)
 
 
-def _dict_key(k):
-    """A dict key as a cache-key part: floats by bits like values, anything else as it is."""
-    return _key(k, []) if type(k) in (float, complex) else k
-
-
 def _structure_key(specs):
     """Like `_key` of a spec tree, but arrays only by rank and dtype.
 
     Traces with the same structure key differ at most in their dims, so this indexes the
     traces with None dims that a call might fit, and the trace reduce_retracing relaxes.
     """
-    t = type(specs)
-    if isinstance(specs, TensorSpec):
-        return (TensorSpec, len(specs.shape), specs.dtype)
-    if t is tuple or t is list or nest._is_namedtuple(specs):
-        return (t, tuple(_structure_key(v) for v in specs))
-    if t is dict:
-        return (dict, tuple((_dict_key(k), _structure_key(v)) for k, v in specs.items()))
-    return _key(specs, [])
+    leaves, treedef = nest.flatten_with_treedef(specs)
+    return treedef, tuple([(TensorSpec, len(leaf.shape), leaf.dtype) if isinstance(leaf, TensorSpec)
+                           else _leaf_key(leaf, []) for leaf in leaves])
 
 
 def _has_none_dims(specs):
-    return any(isinstance(s, TensorSpec) and None in s.shape for s in nest.flatten(list(specs)))
+    return any(isinstance(s, TensorSpec) and None in s.shape for s in nest.flatten(specs))
 
 
 def _argument_keys(specs):
-    """Per argument: (its structure, the key of each leaf); what `_distance` compares."""
-    return tuple((nest.structure_of(spec), tuple(_key(leaf, []) for leaf in nest.flatten([spec])))
-                 for spec in specs)
+    """Per argument: (its TreeDef, the key of each leaf); what `_distance` compares."""
+    return tuple(_key(spec, []) for spec in specs)
 
 
 def _distance(a, b):
@@ -156,58 +148,56 @@ def _distance(a, b):
 
 def _specs(value):
     """`value` with every array leaf replaced by its TensorSpec."""
-    t = type(value)
-    if t is tuple or t is list:
-        return t(_specs(v) for v in value)
-    if nest._is_namedtuple(value):
-        return t(*(_specs(v) for v in value))
-    if t is dict:
-        return {k: _specs(v) for k, v in value.items()}
-    if _is_array_input(value):
-        return TensorSpec.from_value(value)
-    return value
+    leaves, treedef = nest.flatten_with_treedef(value)
+    return treedef.unflatten([TensorSpec.from_value(leaf) if _is_array_input(leaf) else leaf for leaf in leaves])
 
 
 def _spec_mismatch(spec, value, path):
-    """Why `value` does not fit `spec` (a tree of TensorSpecs and Python values), or None."""
-    if isinstance(spec, TensorSpec):
-        problem = spec.mismatch(value)
-        return problem and (path, spec, problem)
-    t = type(spec)
-    if t in (tuple, list, dict) or nest._is_namedtuple(spec):
-        if type(value) is not t or len(value) != len(spec):
-            return (path, spec, f"got {type(value).__name__} {value!r}, expected a {t.__name__} of {len(spec)}")
-        items = spec.items() if t is dict else enumerate(spec)
-        for k, s in items:
-            if t is dict and k not in value:
-                return (path, spec, f"missing key {k!r}")
-            found = _spec_mismatch(s, value[k], f"{path}[{k!r}]")
-            if found:
-                return found
-        return None
-    if _key(spec, []) != _key(value, []):
-        return (path, spec, f"got {value!r}, but this trace was made for {spec!r}")
+    """Why `value` does not fit `spec` (a tree of TensorSpecs and Python values), or None.
+
+    Found: (where, the spec there, the problem in words); `where` is `path` followed by
+    the keys to the part that differs, e.g. "[0]['w']"."""
+    spec_leaves, treedef = nest.flatten_with_treedef(spec)
+    try:
+        parts = treedef.flatten_up_to(value)
+    except nest.StructureMismatch as e:
+        at = spec
+        for k in e.path:
+            at = at[k]
+        return (path + _keys_text(e.path), at, e.problem)
+    for i, (s, v) in enumerate(zip(spec_leaves, parts)):
+        if isinstance(s, TensorSpec):
+            problem = s.mismatch(v)
+        elif not nest.structure_of(v).is_leaf or _leaf_key(s, []) != _leaf_key(v, []):
+            problem = f"got {v!r}, but this trace was made for {s!r}"
+        else:
+            continue
+        if problem:
+            return (path + _keys_text(treedef.key_paths()[i]), s, problem)
     return None
+
+
+def _keys_text(keys):
+    return "".join(f"[{k!r}]" for k in keys)
 
 
 def _relax(old, new):
     """Generalize spec tree `old` so `new` fits: dims that differ become None. None if ranks differ."""
-    if isinstance(old, TensorSpec) and isinstance(new, TensorSpec):
-        if old.dtype != new.dtype or len(old.shape) != len(new.shape):
-            return None
-        return TensorSpec([a if a == b else None for a, b in zip(old.shape, new.shape)], old.dtype)
-    t = type(old)
-    if t is not type(new):
+    old_leaves, treedef = nest.flatten_with_treedef(old)
+    new_leaves, new_treedef = nest.flatten_with_treedef(new)
+    if treedef != new_treedef:
         return None
-    if t is tuple or t is list:
-        parts = [_relax(a, b) for a, b in zip(old, new)]
-        return t(parts) if len(old) == len(new) and all(p is not None for p in parts) else None
-    if t is dict:
-        if old.keys() != new.keys():
+    relaxed = []
+    for a, b in zip(old_leaves, new_leaves):
+        if isinstance(a, TensorSpec) and isinstance(b, TensorSpec):
+            if a.dtype != b.dtype or len(a.shape) != len(b.shape):
+                return None
+            relaxed.append(TensorSpec([x if x == y else None for x, y in zip(a.shape, b.shape)], a.dtype))
+        elif _leaf_key(a, []) == _leaf_key(b, []):
+            relaxed.append(a)
+        else:
             return None
-        parts = {k: _relax(old[k], new[k]) for k in old}
-        return parts if all(p is not None for p in parts.values()) else None
-    return old if _key(old, []) == _key(new, []) else None
+    return treedef.unflatten(relaxed)
 
 
 class _TraceEntry:
@@ -358,27 +348,29 @@ def _describe_change(old, new, names):
     """Each argument that differs between the spec trees `old` and `new`, and how, in words."""
     changes = []
     for name, a, b in zip(names, old, new):
-        if nest.structure_of(a) != nest.structure_of(b):
+        (a_leaves, a_treedef), (b_leaves, b_treedef) = nest.flatten_with_treedef(a), nest.flatten_with_treedef(b)
+        if a_treedef != b_treedef:
             changes.append(f"argument '{name}' changed structure: {_brief(a)} -> {_brief(b)}")
             continue
-        for path, x, y in zip(nest.paths(a, name), nest.flatten([a]), nest.flatten([b])):
-            if _key(x, []) != _key(y, []):
+        for path, x, y in zip(a_treedef.paths(name), a_leaves, b_leaves):
+            if _leaf_key(x, []) != _leaf_key(y, []):
                 changes.append(f"argument '{path}' {_leaf_change(x, y)}")
     return changes
 
 
 def _change_kinds(a, b):
     """How spec tree `b` differs from `a`: a set of 'structure', 'shape', 'dtype', 'value', 'type', 'object'."""
-    if nest.structure_of(a) != nest.structure_of(b):
+    (a_leaves, a_treedef), (b_leaves, b_treedef) = nest.flatten_with_treedef(a), nest.flatten_with_treedef(b)
+    if a_treedef != b_treedef:
         return {"structure"}
     kinds = set()
-    for x, y in zip(nest.flatten([a]), nest.flatten([b])):
+    for x, y in zip(a_leaves, b_leaves):
         if isinstance(x, TensorSpec) and isinstance(y, TensorSpec):
             kinds |= {"dtype"} if x.dtype != y.dtype else set()
             kinds |= {"shape"} if x.shape != y.shape else set()
         elif isinstance(x, TensorSpec) or isinstance(y, TensorSpec):
             kinds.add("type")
-        elif _key(x, []) != _key(y, []):
+        elif _leaf_key(x, []) != _leaf_key(y, []):
             kinds.add("value" if type(x) is type(y) and type(x) in _VALUE_TYPES else
                       "type" if type(x) in _VALUE_TYPES and type(y) in _VALUE_TYPES else "object")
     return kinds

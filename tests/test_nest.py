@@ -129,3 +129,76 @@ def test_deep_json_is_a_value_error_not_a_crash():
         obj = {"tuple": [obj]}
     with pytest.raises(ValueError, match="deeper"):
         nest.TreeDef.from_json(obj)
+
+
+# --- the structure map under ag.function: cache key, specs, placeholders, outputs ------------
+
+import autograph_lite as ag  # noqa: E402
+from tests.helpers import assert_same  # noqa: E402
+
+State = collections.namedtuple("State", "h c")
+
+
+def test_reduce_retracing_relaxes_through_a_namedtuple():
+    def step(s):
+        return State(s.h * 2.0, s.c + s.h)
+    f = ag.function(step, reduce_retracing=True)
+    for n in (2, 3, 4, 5):
+        s = State(np.arange(n, dtype=np.float64), np.ones(n))
+        out = f(s)
+        assert type(out) is State
+        assert_same(tuple(step(s)), tuple(out))
+    assert f.trace_count == 2   # the second shape retraced with None dims, then that trace fits
+    (spec,) = f.get_concrete_function(State(np.ones(6), np.ones(6))).input_specs
+    assert type(spec) is State and spec.h.shape == (None,)
+
+
+def test_dict_order_is_part_of_the_signature_and_of_the_output():
+    def f(d):
+        return {k: v * 2 for k, v in d.items()}, [k for k in d]
+    compiled = ag.function(f)
+    x, y = np.ones(2), np.zeros(2)
+    for d in ({"a": x, "b": y}, {"b": y, "a": x}):
+        eager, got = f(d), compiled(d)
+        assert list(got[0]) == list(eager[0]) and got[1] == eager[1]
+        assert_same(eager, got)
+    assert compiled.trace_count == 2
+
+
+def test_equal_dict_keys_of_different_types_are_different_signatures():
+    def f(d):
+        return [type(k).__name__ for k in d], d[1] + 1
+    compiled = ag.function(f)
+    for d in ({1: np.ones(2)}, {True: np.ones(2)}, {1.0: np.ones(2)}):
+        assert_same(f(d), compiled(d))
+    assert compiled.trace_count == 3
+
+
+def test_input_signature_checks_a_dict_in_traced_order():
+    f = ag.function(lambda d: d["w"] * d["b"],
+                    input_signature=[{"w": ag.TensorSpec([None]), "b": ag.TensorSpec([])}])
+    w, b = np.ones(3, np.float32), np.float32(2)
+    assert_same(w * b, f({"w": w, "b": b}))
+    with pytest.raises(TypeError, match=r"argument 'd' does not match its input_signature: .*traced in the order"
+                                        r".*\(called at .*test_nest.py:\d+\)"):
+        f({"b": b, "w": w})
+    with pytest.raises(TypeError, match=r"argument 'd\['w'\]' does not match its input_signature: .*dtype "
+                                        r"float64 is not float32"):
+        f({"w": np.ones(3), "b": b})
+
+
+def test_placeholders_are_named_after_the_leaf_paths():
+    f = ag.function(lambda p, s: p["w"] + s.h + s.c)
+    graph = f.get_concrete_function({"w": np.ones(2)}, State(np.ones(2), np.ones(2))).graph
+    assert [t.node.name for t in graph.inputs] == ["p_w", "s_h", "s_c"]
+
+
+def test_outputs_rebuild_the_traced_structure_with_python_leaves():
+    def f(x):
+        return {"y": (x + 1, "tag", None), "n": [State(x, 3)]}
+    compiled = ag.function(f)
+    x = np.arange(3.0)
+    for _ in range(2):
+        eager, got = f(x), compiled(x)
+        assert repr(got) == repr(eager)
+        assert type(got["n"][0]) is State
