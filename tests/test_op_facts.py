@@ -67,7 +67,7 @@ def test_pass_facts_have_the_right_types():
         for flag in ("elementwise", "stateful", "commutative", "fresh", "may_raise", "involution"):
             assert isinstance(getattr(op, flag), bool), (op.name, flag)
         assert op.float_errors is None or isinstance(op.float_errors, str), op.name
-        for rule in ("c_expr", "inline", "simplify", "static_value"):
+        for rule in ("c_expr", "inline", "simplify", "static_value", "view"):
             assert getattr(op, rule) is None or callable(getattr(op, rule)), (op.name, rule)
 
 

@@ -209,7 +209,12 @@ def _reshape_infer(x, s):
     return [(tuple(target), x.dtype)]
 
 
-OPS["reshape"] = define("Reshape", lambda xp: lambda x, s: xp.reshape(x, _as_shape(s)), _reshape_infer)
+def _always(node):
+    return True
+
+
+OPS["reshape"] = define("Reshape", lambda xp: lambda x, s: xp.reshape(x, _as_shape(s)), _reshape_infer,
+                        view=_always)
 
 
 def reshape(x, shape):
@@ -238,7 +243,7 @@ def _transpose_of_transpose(node):
 
 OPS["transpose"] = define("Transpose", lambda xp, perm=None: lambda x: xp.transpose(x, perm), _transpose_infer,
                           attrs={"perm": OptionalOf(TupleOf(INT))},
-                          may_raise=False, simplify=_transpose_of_transpose)
+                          may_raise=False, simplify=_transpose_of_transpose, view=_always)
 
 
 def transpose(x, perm=None):
@@ -281,7 +286,7 @@ def _expand_dims_infer(x, axis):
 
 OPS["expand_dims"] = define("ExpandDims", lambda xp, axis: lambda x: xp.expand_dims(x, axis), _expand_dims_infer,
                             attrs={"axis": INT},
-                            may_raise=False)
+                            may_raise=False, view=_always)
 
 
 def expand_dims(x, axis):
@@ -303,7 +308,7 @@ def _squeeze_infer(x, axis=None):
 
 
 OPS["squeeze"] = define("Squeeze", lambda xp, axis=None: lambda x: xp.squeeze(x, axis), _squeeze_infer,
-                        attrs={"axis": AXES})
+                        attrs={"axis": AXES}, view=_always)
 
 
 def squeeze(x, axis=None):
@@ -443,7 +448,12 @@ def _getitem_infer(x, *values, index):
     return [(tuple(shape), x.dtype)]
 
 
-OPS["getitem"] = define("StridedSlice", _getitem_kernel, _getitem_infer, attrs={"index": INDEX})
+def _basic_index(node):
+    """numpy gives a view for basic indexing: every tensor part of the index a scalar, not a bool."""
+    return all(t.ndim == 0 and t.dtype != np.bool_ for t in node.inputs[1:])
+
+
+OPS["getitem"] = define("StridedSlice", _getitem_kernel, _getitem_infer, attrs={"index": INDEX}, view=_basic_index)
 
 
 def _getitem_inline(xp, a, bind, index):

@@ -327,15 +327,13 @@ def _within(graph, ancestor):
     return False
 
 
-_VIEW_OPS = ("StridedSlice", "Transpose", "Reshape", "Squeeze", "ExpandDims")
-
-
 def _is_view(node):
-    """Whether numpy gives this op's result as a view of its first input (basic slicing with
-    scalar indices, transpose, reshape, squeeze, expand_dims): then updating one updates both."""
-    if node.op not in _VIEW_OPS or not node.outputs or not node.outputs[0].shape:
+    """Whether numpy gives this op's result as a view of its first input (`OpDef.view`: basic
+    slicing with scalar indices, transpose, reshape, ...): then updating one updates both."""
+    opdef = node.opdef
+    if opdef is None or opdef.view is None or not node.outputs or not node.outputs[0].shape:
         return False
-    return node.op != "StridedSlice" or all(t.ndim == 0 and t.dtype != np.bool_ for t in node.inputs[1:])
+    return opdef.view(node)
 
 
 def _mark_views(graph, old, scope, label, symbol, location):

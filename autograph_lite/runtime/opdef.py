@@ -49,6 +49,9 @@ class OpDef:
     simplify: Optional[Callable] = None
     # static_value(node) -> the node's value when the trace already knows it (a shape), or None
     static_value: Optional[Callable] = None
+    # view(node) -> True when numpy may give the result as a view of input 0 (an in-place
+    # update of one then reaches the other; runtime/graph.py tracks it); None: never a view
+    view: Optional[Callable] = None
     _eager: dict = dataclasses.field(default_factory=dict, repr=False)
 
     def eager_kernel(self, xp, attrs=None):
