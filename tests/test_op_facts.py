@@ -148,3 +148,19 @@ def test_a_new_elementwise_op_takes_part_in_buffer_reuse(new_ops):
     assert by_op["Tanh"].in_place_input == 0      # tanh writes into the cube's fresh result
     assert by_op["TestExpm1"].in_place_input == 0  # expm1 runs in place on x + y
     assert "out=" in f.get_concrete_function(x, y).plan.source
+
+
+def test_passes_and_backends_name_ops_only_to_build_nodes_or_match_a_rewrite():
+    """No pass or backend keeps its own list of op names: any op name in runtime/ is one it
+    builds (FusedElementwise, the row-product and sibling-slice rewrites) or a node kind it
+    runs itself (CheckFits in a C loop)."""
+    import ast
+    import pathlib
+    import autograph_lite.runtime
+    allowed = {"FusedElementwise", "StridedSlice", "MatMul", "CheckFits"}
+    found = {}
+    for path in pathlib.Path(autograph_lite.runtime.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and node.value in REGISTRY and node.value not in allowed:
+                found.setdefault(path.name, []).append(node.value)
+    assert found == {}

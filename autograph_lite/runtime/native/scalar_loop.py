@@ -105,8 +105,6 @@ class _Writer:
                 outs = self.cond(node, ins, indent)
             elif node.op == "While":
                 outs = self.while_(node, ins, indent)
-            elif node.op == "Not":  # Python's `not`: a Python bool
-                outs = [self.local(node.outputs[0], indent, f"(!{self.emitter.cast(ins[0], np.bool_)})")]
             elif node.outputs[0].weak:
                 outs = [self.weak_op(node.op, ins, node.outputs[0], indent)]
             else:
