@@ -448,7 +448,11 @@ def _maybe_same(t):
     for sub in passed:
         if t.index < len(sub.outputs):
             out = sub.outputs[t.index]
-            found += [outer for outer, inner in sub.captures if inner is out]
+            inside = [out] + _maybe_same(out)  # what the sub-graph's result may be (a Cond/While in it too)
+            found += [outer for outer, inner in sub.captures if any(inner is v for v in inside)]
+            if node.op == "While":  # a loop variable the body passes on from another one
+                found += [node.inputs[k] for k, ph in enumerate(sub.inputs[:len(node.outputs)])
+                          if k != t.index and any(ph is v for v in inside)]
     for other in list(found):
         found += _maybe_same(other)
     return found
@@ -574,11 +578,10 @@ def copy_graph(graph, parent=None, outer=None):
     new.inputs = [values[id(t)] for t in graph.inputs]
     for node in graph.nodes:
         attrs = {k: copy_graph(v, new, values) if isinstance(v, Graph) else v for k, v in node.attrs.items()}
-        copy = Node(new, node.op, node.name, [values[id(i)] for i in node.inputs], attrs, node.location)
-        copy.outputs = [Tensor(copy, o.index, o.shape, o.dtype, o.weak) for o in node.outputs]
+        copy = new.create_node(node.op, [values[id(i)] for i in node.inputs], attrs,
+                               [(o.shape, o.dtype, o.weak) for o in node.outputs], node.location, name=node.name)
         for o, c in zip(node.outputs, copy.outputs):
             values[id(o)] = c
-        new.nodes.append(copy)
     new.outputs = [values[id(t)] for t in graph.outputs]
     if outer is not None:
         new.captures = [(outer.get(id(o), o), values.get(id(i), i)) for o, i in graph.captures]
