@@ -7,7 +7,7 @@
         return ag.tanh(x) * 2.0
 """
 from . import ops as _ops
-from .errors import ConversionError, SymbolicValueError
+from .errors import ConversionError, LoadError, SymbolicValueError
 from .function import ConcreteFunction, Function, RetracingWarning, TensorSpec, function
 from .loader import to_code, to_graph
 from .operators import do_not_convert
@@ -23,5 +23,6 @@ from .runtime import devices as _devices  # noqa: F401
 from .runtime.devices import device
 from .runtime.graph import Graph, Node, Tensor
 from .runtime.native.compiler import NativeKernelWarning
+from .saving import load, save
 
 __version__ = "0.1.0"

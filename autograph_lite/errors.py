@@ -11,6 +11,11 @@ class SymbolicValueError(TypeError):
     """A symbolic Tensor was used where a concrete Python value is needed (bool, len, iter)."""
 
 
+class LoadError(Exception):
+    """`ag.load` refused a file: corrupt, truncated, not a saved graph, from a newer format
+    version, or naming an op or attr this version does not know. Nothing was loaded."""
+
+
 class ConversionError(Exception):
     """Graph construction failed because of the user's code; the message names the user's line.
 

@@ -1,0 +1,234 @@
+"""`ag.save` / `ag.load`: a compiled function's traced graphs in a file that holds no code.
+
+    ag.save(f, "f.agz")          # every traced signature of f (or one ConcreteFunction)
+    g = ag.load("f.agz")         # in any process, the source of f not needed
+    g(x)                         # what f(x) returns
+
+The file (format.py, docs/saved_format.md) is a zip of JSON and .npy members; loading
+never unpickles or executes anything from it, checks every member's sha256, and rebuilds
+each graph through the op table (graphs.py), so a bad file raises `ag.LoadError`.
+"""
+import inspect
+
+from .. import nest
+from ..errors import LoadError
+from ..tensor_spec import TensorSpec
+from . import format as _format
+from .graphs import SaveError, decode_graph, decode_value, encode_graph, encode_value, fail
+from .loaded import LoadedConcreteFunction, LoadedFunction, Output
+
+__all__ = ["save", "load", "LoadedFunction", "LoadError"]
+
+_PARAMETER_KINDS = {k.name: k for k in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                        inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.KEYWORD_ONLY,
+                                        inspect.Parameter.VAR_KEYWORD)}
+
+
+def save(f, path):
+    """Save every traced signature of `f` (an `@ag.function`, a ConcreteFunction of one, or a
+    loaded function) to `path`; `ag.load(path)` gives a callable with the same contract.
+
+    A Function with an input_signature and no trace yet is traced first. Raises ValueError
+    if a trace holds something a file cannot (an argument that is an arbitrary object, a
+    print to a file other than stdout/stderr, effects on the caller's containers)."""
+    concretes = _concretes(f)
+    writer = _format.Writer()
+    name = getattr(f, "__name__", None) or getattr(getattr(f, "_function", None), "__name__", "function")
+    document = {"name": name, "parameters": _parameters(f, writer),
+                "signatures": [_signature(c, writer) for c in concretes]}
+    writer.write(path, document)
+
+
+def _concretes(f):
+    from ..function import ConcreteFunction, Function
+    if isinstance(f, LoadedFunction):
+        return list(f.signatures)
+    if isinstance(f, (ConcreteFunction, LoadedConcreteFunction)):
+        return [f]
+    if isinstance(f, Function):
+        traces = list(f._traces)
+        if not traces and f._input_signature is not None:
+            traces = [f.get_concrete_function()]
+        if not traces:
+            raise ValueError(f"ag.save: {f.__name__} has no traces yet; call it (or "
+                             f"get_concrete_function(TensorSpec(...))) for each signature to save")
+        return traces
+    raise TypeError(f"ag.save takes an @ag.function, a ConcreteFunction or a loaded function, "
+                    f"not {type(f).__name__}")
+
+
+def _parameters(f, writer):
+    target = f
+    if hasattr(f, "_function") and not hasattr(f, "__signature__") and not hasattr(f, "python_function"):
+        target = f._function
+    signature = inspect.signature(getattr(target, "python_function", target))
+    out = []
+    for p in signature.parameters.values():
+        entry = {"name": p.name, "kind": p.kind.name}
+        if p.default is not p.empty:
+            try:
+                entry["default"] = _tree(p.default, writer)
+            except SaveError as e:
+                raise ValueError(f"ag.save: the default of parameter '{p.name}' cannot be saved: {e}") from None
+        out.append(entry)
+    return out
+
+
+def _tree(value, writer):
+    leaves, treedef = nest.flatten_with_treedef(value)
+    return {"tree": treedef.to_json(), "leaves": [encode_value(v, writer) for v in leaves]}
+
+
+def _signature(concrete, writer):
+    function = getattr(concrete, "_function", None)
+    name = getattr(function, "__name__", "function")
+    if getattr(concrete, "_effects", ()):
+        raise ValueError(f"ag.save: the trace of {name}{concrete.input_specs} changes the caller's lists, dicts "
+                         f"or objects; a saved graph cannot redo that. Return the new values instead")
+    try:
+        inputs = _tree(tuple(concrete.input_specs), writer)
+    except SaveError as e:
+        raise ValueError(f"ag.save: a signature of {name} holds an argument a file cannot: {e}") from None
+    treedef, outputs = _output_slots(concrete, writer)
+    graph = concrete.graph
+    return {"inputs": inputs, "graph": encode_graph(graph, writer),
+            "output_tree": treedef.to_json(), "outputs": outputs,
+            "write_backs": [list(p) for p in getattr(concrete, "_write_backs", None) or graph.write_back_outputs]}
+
+
+def _output_slots(concrete, writer):
+    if isinstance(concrete, LoadedConcreteFunction):
+        treedef, slots = concrete._treedef, concrete._outputs
+    else:
+        treedef = getattr(concrete, "_output", None)
+        if not isinstance(treedef, nest.TreeDef):  # the ConcreteFunction of before the TreeDef
+            treedef = nest.flatten_with_treedef(concrete._template)[1]
+        slots = [_as_output(s) for s in concrete._slots]
+    out = []
+    for s in slots:
+        entry = {"kind": s.kind, "index": s.index}
+        if s.kind in ("literal", "argument"):
+            try:
+                entry["value"] = _tree(s.value, writer) if s.kind == "literal" else s.value
+            except SaveError as e:
+                raise ValueError(f"ag.save: an output of {getattr(concrete.graph, 'name', '?')} is a value a "
+                                 f"file cannot hold: {e}") from None
+        out.append(entry)
+    return treedef, out
+
+
+def _as_output(slot):
+    """A ConcreteFunction's output slot (function.py) as an Output."""
+    if isinstance(slot, int):
+        return Output("output", slot)
+    kind = type(slot).__name__
+    if kind == "_Literal":
+        return Output("literal", value=slot.value)
+    if kind == "_UpdatedArgument":
+        return Output("argument", slot.output, slot.input)
+    if kind == "_ListItems":
+        return Output("rows", slot.output)
+    raise ValueError(f"ag.save: unknown output kind {kind}")
+
+
+def load(path):
+    """The function saved at `path` (by `ag.save`), as a callable `LoadedFunction`.
+
+    Raises `ag.LoadError` saying what is wrong if the file is not a saved function, is
+    corrupt or truncated, comes from a newer format version, or names an unknown op.
+
+        g = ag.load("f.agz")
+        g(np.ones(3))
+    """
+    document, arrays = _format.read(path)
+    try:
+        return _build(document, arrays)
+    except LoadError as e:
+        raise LoadError(f"{path}: {e}") from None
+    except RecursionError:
+        raise LoadError(f"{path}: the saved structure is nested too deeply") from None
+
+
+def _object(obj, keys, where):
+    if type(obj) is not dict or not set(keys) <= set(obj) or not set(obj) <= set(keys) | {"default", "value"}:
+        fail(f"{where}: expected an object with keys {sorted(keys)}, got {str(obj)[:60]}")
+    return obj
+
+
+def _untree(obj, arrays, where):
+    _object(obj, ("tree", "leaves"), where)
+    try:
+        treedef = nest.TreeDef.from_json(obj["tree"])
+    except (ValueError, TypeError, KeyError) as e:
+        fail(f"{where}: not a structure ({e})")
+    leaves = obj["leaves"]
+    if type(leaves) is not list or len(leaves) != treedef.num_leaves:
+        fail(f"{where}: the structure has {treedef.num_leaves} leaves, the file {len(leaves) if type(leaves) is list else '?'}")
+    return treedef.unflatten([decode_value(v, arrays, None, where) for v in leaves])
+
+
+def _build(document, arrays):
+    _object(document, ("name", "parameters", "signatures"), "function.json")
+    name, parameters, signatures = document["name"], document["parameters"], document["signatures"]
+    if type(name) is not str or not 0 < len(name) <= 200 or not name.isprintable():
+        fail(f"the function's name {str(name)[:40]!r} is not a name")
+    if type(parameters) is not list or type(signatures) is not list or not signatures:
+        fail("parameters and signatures must be lists, with at least one signature")
+    params = []
+    for i, p in enumerate(parameters):
+        _object(p, ("name", "kind"), f"parameter {i}")
+        if type(p["name"]) is not str or not p["name"].isidentifier() or p["kind"] not in _PARAMETER_KINDS:
+            fail(f"parameter {i}: {str(p)[:60]} is not a parameter")
+        default = _untree(p["default"], arrays, f"parameter {p['name']!r}") if "default" in p else inspect.Parameter.empty
+        try:
+            params.append(inspect.Parameter(p["name"], _PARAMETER_KINDS[p["kind"]], default=default))
+        except ValueError as e:
+            fail(f"parameter {i}: {e}")
+    try:
+        inspect.Signature(params)
+    except ValueError as e:
+        fail(f"the parameters are not a valid signature: {e}")
+    loaded = [_loaded_signature(s, arrays, k) for k, s in enumerate(signatures)]
+    return LoadedFunction(name, params, loaded)
+
+
+def _loaded_signature(obj, arrays, k):
+    where = f"signature {k}"
+    _object(obj, ("inputs", "graph", "output_tree", "outputs", "write_backs"), where)
+    specs = _untree(obj["inputs"], arrays, f"{where}, inputs")
+    if type(specs) is not tuple:
+        fail(f"{where}: the inputs are not a tuple of arguments")
+    graph = decode_graph(obj["graph"], arrays)
+    tensor_specs = [s for s in nest.flatten(list(specs)) if isinstance(s, TensorSpec)]
+    if len(tensor_specs) != len(graph.inputs) or any(
+            s.shape != t.shape or s.dtype != t.dtype for s, t in zip(tensor_specs, graph.inputs)):
+        fail(f"{where}: the graph's inputs do not match the signature {specs}")
+    try:
+        treedef = nest.TreeDef.from_json(obj["output_tree"])
+    except (ValueError, TypeError, KeyError) as e:
+        fail(f"{where}: the output structure is not a structure ({e})")
+    outputs = obj["outputs"]
+    if type(outputs) is not list or len(outputs) != treedef.num_leaves:
+        fail(f"{where}: the output structure and its leaves differ in number")
+    n_out, n_in = len(graph.outputs), len(graph.inputs)
+    slots = []
+    for i, o in enumerate(outputs):
+        _object(o, ("kind", "index"), f"{where}, output {i}")
+        kind, index = o["kind"], o["index"]
+        ok_index = type(index) is int and 0 <= index < n_out
+        if kind == "output" and ok_index:
+            slots.append(Output("output", index))
+        elif kind == "literal" and "value" in o:
+            slots.append(Output("literal", value=_untree(o["value"], arrays, f"{where}, output {i}")))
+        elif kind == "argument" and ok_index and type(o.get("value")) is int and 0 <= o["value"] < n_in:
+            slots.append(Output("argument", index, o["value"]))
+        elif kind == "rows" and (ok_index or index is None):
+            slots.append(Output("rows", index))
+        else:
+            fail(f"{where}, output {i}: {str(o)[:60]} is not an output")
+    write_backs = obj["write_backs"]
+    if type(write_backs) is not list or not all(
+            type(p) is list and len(p) == 2 and all(type(x) is int for x in p)
+            and 0 <= p[0] < n_in and 0 <= p[1] < n_out for p in write_backs):
+        fail(f"{where}: write_backs must be [input, output] pairs in range")
+    return LoadedConcreteFunction(None, graph, specs, treedef, slots, [tuple(p) for p in write_backs])

@@ -1,0 +1,333 @@
+"""Graphs and attr values as JSON, and back, checked as they are read.
+
+A value is JSON that says what it is: null, true/false, an int, a string, a list (a tuple), or
+an object with one key naming a type from the attr schema: {"float": hex}, {"complex": [hex,
+hex]}, {"dtype": name}, {"array": member}, {"graph": graph}, {"slot": k}, {"slice": [a, b, c]},
+{"ellipsis": true}, {"stream": "stdout" | "stderr"}, {"spec": {"shape", "dtype"}}.
+
+A graph: {"name", "inputs": [placeholder], "nodes": [node], "outputs": [ref], "captures"}.
+A node: {"op", "name", "location", "inputs": [ref], "attrs": {name: value}, "outputs":
+[{"shape", "dtype", "weak"}]}. A ref names a value of the same graph: [-1, i] is input i,
+[n, k] output k of node n (an earlier node). Decoding rebuilds every node through the op
+table: each op is looked up, its attrs checked against its schema, its output types inferred
+again from its inputs (a dtype that differs from the stored one is refused), and a Cond or
+While checked against its sub-graphs, so a file cannot make the runtime see types that
+are not what the arrays will be.
+"""
+import sys
+
+import numpy as np
+
+from ..errors import LoadError
+from ..ops.control_flow import relax_shape
+from ..runtime.graph import Graph, Slot
+from ..runtime.opdef import REGISTRY, STRUCTURAL, AttrError, check_attrs
+from ..tensor_spec import TensorSpec
+from .format import DTYPES
+
+MAX_RANK = 64
+_STREAMS = {"stdout": lambda: sys.stdout, "stderr": lambda: sys.stderr}
+_NOT_TRACED = {"FusedElementwise"}  # made by the optimizer from a loaded graph, never stored
+
+
+class SaveError(ValueError):
+    """A traced function holds something the saved format cannot express."""
+
+
+# --- encoding ---------------------------------------------------------------------------
+
+def encode_value(value, writer, refs=None):
+    """`value` (an attr, a signature leaf) as self-describing JSON; arrays go to `writer`."""
+    t = type(value)
+    if value is None or t is bool or t is str or t is int:
+        return value
+    if t is float:
+        return {"float": value.hex()}
+    if t is complex:
+        return {"complex": [value.real.hex(), value.imag.hex()]}
+    if t is tuple:
+        return [encode_value(v, writer, refs) for v in value]
+    if isinstance(value, np.dtype):
+        if value.name not in DTYPES:
+            raise SaveError(f"dtype {value} cannot be saved")
+        return {"dtype": value.name}
+    if t is np.ndarray:
+        return {"array": writer.array(value)}
+    if t is Graph:
+        return {"graph": encode_graph(value, writer, refs)}
+    if t is Slot:
+        return {"slot": value.k}
+    if t is slice:
+        return {"slice": [encode_value(b, writer, refs) for b in (value.start, value.stop, value.step)]}
+    if value is Ellipsis:
+        return {"ellipsis": True}
+    if t is TensorSpec:
+        return {"spec": {"shape": list(value.shape), "dtype": encode_value(value.dtype, writer)["dtype"]}}
+    for name, stream in _STREAMS.items():
+        if value is stream():
+            return {"stream": name}
+    raise SaveError(f"a {t.__name__} ({_brief(value)}) cannot be saved: a saved function holds only "
+                    f"numbers, strings, None, tuples, dtypes, arrays and graphs")
+
+
+def _brief(value):
+    text = repr(value)
+    return text if len(text) < 60 else text[:57] + "..."
+
+
+def _tensor_type(t):
+    return {"shape": list(t.shape), "dtype": encode_value(t.dtype, None)["dtype"], "weak": bool(t.weak)}
+
+
+def encode_graph(graph, writer, outer_refs=None):
+    """`graph` (and its sub-graphs) as JSON; `outer_refs` gives the refs of the enclosing graph."""
+    refs = {}
+    inputs = []
+    for i, t in enumerate(graph.inputs):
+        refs[id(t)] = [-1, i]
+        inputs.append({"name": t.node.name, "location": t.node.location, **_tensor_type(t),
+                       "attrs": {k: encode_value(v, writer) for k, v in t.node.attrs.items()}})
+
+    def ref(t, node):
+        found = refs.get(id(t))
+        if found is None:
+            raise SaveError(f"node '{node}' of graph '{graph.name}' reads {t!r}, which is not a value of its graph")
+        return found
+
+    nodes = []
+    for n, node in enumerate(graph.nodes):
+        entry = {"op": node.op, "name": node.name, "location": node.location,
+                 "inputs": [ref(t, node.name) for t in node.inputs],
+                 "attrs": {k: _encode_attr(node, k, v, writer, refs) for k, v in node.attrs.items()},
+                 "outputs": [_tensor_type(o) for o in node.outputs]}
+        nodes.append(entry)
+        for k, o in enumerate(node.outputs):
+            refs[id(o)] = [n, k]
+    captures = []
+    if outer_refs is not None:
+        index = {id(t): i for i, t in enumerate(graph.inputs)}
+        captures = [[outer_refs[id(o)], index[id(i)]] for o, i in graph.captures
+                    if id(o) in outer_refs and id(i) in index]
+    return {"name": graph.name, "inputs": inputs, "nodes": nodes,
+            "outputs": [ref(t, "(outputs)") for t in graph.outputs], "captures": captures}
+
+
+def _encode_attr(node, name, value, writer, refs):
+    try:
+        return encode_value(value, writer, refs)
+    except SaveError as e:
+        raise SaveError(f"attr {name!r} of {node.op} node '{node.name}' (created at {node.location}): {e}") from None
+
+
+# --- decoding ---------------------------------------------------------------------------
+
+def fail(message):
+    raise LoadError(message)
+
+
+def decode_value(obj, arrays, parent=None, where="a value"):
+    """The Python value of JSON `obj` (see the module docstring); LoadError if it is not one."""
+    t = type(obj)
+    if obj is None or t is bool or t is str or t is int:
+        return obj
+    if t is list:
+        return tuple(decode_value(v, arrays, parent, where) for v in obj)
+    if t is not dict or len(obj) != 1:
+        fail(f"{where}: {_brief(obj)} is not a saved value")
+    (kind, body), = obj.items()
+    if kind == "float" and type(body) is str:
+        return _float(body, where)
+    if kind == "complex" and type(body) is list and len(body) == 2 and all(type(b) is str for b in body):
+        return complex(_float(body[0], where), _float(body[1], where))
+    if kind == "dtype":
+        return decode_dtype(body, where)
+    if kind == "array":
+        if type(body) is not str or body not in arrays:
+            fail(f"{where}: array {_brief(body)} is not a member of the file")
+        return arrays[body]
+    if kind == "graph":
+        return decode_graph(body, arrays, parent)
+    if kind == "slot" and type(body) is int and 0 <= body < 1 << 20:
+        return Slot(body)
+    if kind == "slice" and type(body) is list and len(body) == 3:
+        return slice(*(decode_value(b, arrays, parent, where) for b in body))
+    if kind == "ellipsis" and body is True:
+        return Ellipsis
+    if kind == "stream" and body in _STREAMS:
+        return _STREAMS[body]()
+    if kind == "spec" and type(body) is dict and set(body) == {"shape", "dtype"}:
+        return TensorSpec(decode_shape(body["shape"], where), decode_dtype(body["dtype"], where))
+    fail(f"{where}: {_brief(obj)} is not a saved value")
+
+
+def _float(text, where):
+    try:
+        return float.fromhex(text)
+    except (ValueError, OverflowError):
+        fail(f"{where}: {text!r} is not a float")
+
+
+def decode_dtype(name, where):
+    dtype = DTYPES.get(name) if type(name) is str else None
+    if dtype is None:
+        fail(f"{where}: dtype {_brief(name)} is not one a saved graph may hold")
+    return dtype
+
+
+def decode_shape(shape, where):
+    if type(shape) is not list or len(shape) > MAX_RANK or not all(
+            d is None or (type(d) is int and 0 <= d < 1 << 62) for d in shape):
+        fail(f"{where}: shape {_brief(shape)} is not a list of sizes")
+    return tuple(shape)
+
+
+def _fields(obj, keys, where):
+    if type(obj) is not dict or set(obj) != set(keys):
+        fail(f"{where}: expected an object with keys {sorted(keys)}, got {_brief(obj)}")
+    return [obj[k] for k in keys]
+
+
+def _text(value, where):
+    if type(value) is not str or len(value) > 10_000:
+        fail(f"{where}: {_brief(value)} is not a name")
+    return value
+
+
+def _fits(placeholder, value):
+    """Whether `value` (a tensor) may be fed to `placeholder`: same dtype and rank, each
+    placeholder dim None or equal."""
+    return (placeholder.dtype == value.dtype and len(placeholder.shape) == len(value.shape)
+            and all(p is None or p == v for p, v in zip(placeholder.shape, value.shape)))
+
+
+def decode_graph(obj, arrays, parent=None):
+    """A Graph (sub-graphs of Cond/While included) from JSON, every node checked as it is rebuilt."""
+    name, inputs, nodes, outputs, captures = _fields(
+        obj, ("name", "inputs", "nodes", "outputs", "captures"), "a graph")
+    graph = Graph(_text(name, "a graph's name"), parent=parent)
+    where = f"graph '{graph.name}'"
+    if type(inputs) is not list or type(nodes) is not list or type(outputs) is not list or type(captures) is not list:
+        fail(f"{where}: inputs, nodes, outputs and captures must be lists")
+    for i, entry in enumerate(inputs):
+        pname, location, shape, dtype, weak, attrs = _fields(
+            entry, ("name", "location", "shape", "dtype", "weak", "attrs"), f"{where}, input {i}")
+        at = f"{where}, input {i}"
+        if dtype == "object" and parent is not None and shape == []:
+            dtype_ = np.dtype(object)  # a gradient's per-run stack handle; checked against the node's input
+        else:
+            dtype_ = decode_dtype(dtype, at)
+        attrs = _attrs(attrs, arrays, graph, at)
+        try:
+            t = graph.placeholder(decode_shape(shape, at), dtype_, name=_text(pname, at), weak=_bool(weak, at), **attrs)
+        except AttrError as e:
+            fail(f"{at}: {e}")
+        t.node.location = _text(location, at)
+        graph.inputs.append(t)
+    for n, entry in enumerate(nodes):
+        _node(graph, n, entry, arrays)
+    graph.outputs = [_ref(graph, r, len(graph.nodes), f"{where}, outputs") for r in outputs]
+    if parent is not None:
+        for c in captures:
+            if type(c) is not list or len(c) != 2 or type(c[1]) is not int or not 0 <= c[1] < len(graph.inputs):
+                fail(f"{where}: capture {_brief(c)} is not [outer value, input index]")
+            graph.captures.append((_ref(parent, c[0], len(parent.nodes), f"{where}, captures"), graph.inputs[c[1]]))
+    elif captures:
+        fail(f"{where}: the function's graph cannot capture values")
+    return graph
+
+
+def _bool(value, where):
+    if type(value) is not bool:
+        fail(f"{where}: {_brief(value)} is not true or false")
+    return value
+
+
+def _attrs(obj, arrays, graph, where):
+    if type(obj) is not dict:
+        fail(f"{where}: attrs must be an object")
+    return {_text(k, where): decode_value(v, arrays, graph, f"{where}, attr {k!r}") for k, v in obj.items()}
+
+
+def _ref(graph, ref, before, where):
+    """The tensor `ref` names in `graph`: an input, or an output of one of its first `before` nodes."""
+    if type(ref) is not list or len(ref) != 2 or not all(type(x) is int for x in ref):
+        fail(f"{where}: {_brief(ref)} is not a value reference")
+    n, k = ref
+    if n == -1 and 0 <= k < len(graph.inputs):
+        return graph.inputs[k]
+    if 0 <= n < before and 0 <= k < len(graph.nodes[n].outputs):
+        return graph.nodes[n].outputs[k]
+    fail(f"{where}: reference {ref} is out of range (not an input or an earlier node's output)")
+
+
+def _node(graph, n, entry, arrays):
+    op, name, location, inputs, attrs, outputs = _fields(
+        entry, ("op", "name", "location", "inputs", "attrs", "outputs"), f"graph '{graph.name}', node {n}")
+    op, name = _text(op, f"node {n}"), _text(name, f"node {n}")
+    where = f"node '{name}' ({op}) of graph '{graph.name}'"
+    if op in _NOT_TRACED or (op not in REGISTRY and op not in STRUCTURAL) or op == "Placeholder":
+        fail(f"{where}: unknown op {op!r}; this version of autograph_lite has no such op "
+             f"(saved by a newer or different version?)")
+    if type(inputs) is not list or type(outputs) is not list:
+        fail(f"{where}: inputs and outputs must be lists")
+    ins = [_ref(graph, r, n, where) for r in inputs]
+    attrs = _attrs(attrs, arrays, graph, where)
+    try:
+        check_attrs(op, attrs, name, location)
+    except AttrError as e:
+        fail(f"{where}: {e}")
+    stored = []
+    for k, o in enumerate(outputs):
+        shape, dtype, weak = _fields(o, ("shape", "dtype", "weak"), f"{where}, output {k}")
+        at = f"{where}, output {k}"
+        dtype = np.dtype(object) if dtype == "object" and op == "StackNew" else decode_dtype(dtype, at)
+        stored.append((decode_shape(shape, at), dtype, _bool(weak, at)))
+    specs = _output_types(op, ins, attrs, where)
+    if len(specs) != len(stored):
+        fail(f"{where}: the file says {len(stored)} outputs, the op gives {len(specs)}")
+    for k, ((shape, dtype), (s_shape, s_dtype, _)) in enumerate(zip(specs, stored)):
+        if np.dtype(dtype) != s_dtype or len(shape) != len(s_shape) or any(
+                d is not None and s is not None and d != s for d, s in zip(shape, s_shape)):
+            fail(f"{where}: output {k} is stored as {s_shape} {s_dtype} but the op gives {tuple(shape)} {np.dtype(dtype)}")
+    node = graph.add_node(op, ins, attrs, specs, location=_text(location, where), name=name)
+    for out, (_, _, weak) in zip(node.outputs, stored):
+        out.weak = weak
+
+
+def _output_types(op, ins, attrs, where):
+    """[(shape, dtype)] of a node, from its inputs and attrs as tracing found them."""
+    if op == "Const":
+        value = attrs.get("value")
+        if value is None or ins:
+            fail(f"{where}: a Const has a value and no inputs")
+        return [((), np.result_type(type(value)))] if not isinstance(value, np.ndarray) else [(value.shape, value.dtype)]
+    if op == "Cond":
+        then_g, else_g = attrs.get("then_branch"), attrs.get("else_branch")
+        if then_g is None or else_g is None or not ins or ins[0].ndim != 0:
+            fail(f"{where}: a Cond has a scalar predicate and two branches")
+        for branch in (then_g, else_g):
+            if len(branch.inputs) != len(ins) - 1 or not all(_fits(p, v) for p, v in zip(branch.inputs, ins[1:])):
+                fail(f"{where}: branch '{branch.name}' does not take the node's inputs")
+        if len(then_g.outputs) != len(else_g.outputs) or any(
+                t.dtype != e.dtype or t.ndim != e.ndim for t, e in zip(then_g.outputs, else_g.outputs)):
+            fail(f"{where}: the branches give different outputs")
+        return [(relax_shape(t.shape, e.shape), t.dtype) for t, e in zip(then_g.outputs, else_g.outputs)]
+    if op == "While":
+        cond_g, body = attrs.get("cond"), attrs.get("body")
+        if cond_g is None or body is None:
+            fail(f"{where}: a While has a cond and a body")
+        n = len(body.outputs)
+        for sub in (cond_g, body):
+            if len(sub.inputs) != len(ins) or not all(_fits(p, v) for p, v in zip(sub.inputs, ins)):
+                fail(f"{where}: '{sub.name}' does not take the node's inputs")
+        if n > len(ins) or len(cond_g.outputs) != 1 or cond_g.outputs[0].ndim != 0:
+            fail(f"{where}: a While's cond gives one scalar and its body one value per loop variable")
+        if not all(_fits(p, o) and _fits(c, p) and _fits(p, c)
+                   for p, c, o in zip(body.inputs, cond_g.inputs, body.outputs)):
+            fail(f"{where}: the body's outputs do not fit its loop variables")
+        return [(p.shape, p.dtype) for p in body.inputs[:n]]
+    try:
+        specs = REGISTRY[op].infer(*ins, **attrs)
+        return [(tuple(shape), np.dtype(dtype)) for shape, dtype in specs]
+    except (ValueError, TypeError, IndexError, KeyError, AttributeError, OverflowError) as e:
+        fail(f"{where}: its inputs and attrs do not fit the op ({type(e).__name__}: {e})")

@@ -1,0 +1,207 @@
+"""What `ag.load` returns: a callable with the saved function's call contract.
+
+`LoadedFunction(*args)` binds the arguments to the saved parameters, picks the saved
+signature they fit (or raises the TypeError a Function with an input_signature raises),
+runs that signature's graph, optimized and lowered here as a traced graph would be, and
+returns the saved output structure. Inside a trace (`ag.grad(loaded)`, another
+`@ag.function` calling it) the saved graph is copied into the graph being built, so
+gradients flow through it where its ops have gradient rules.
+"""
+import inspect
+import threading
+
+import numpy as np
+
+from .. import nest
+from ..errors import user_location
+from ..runtime import devices
+from ..runtime.graph import Tensor, copy_graph, current_graph
+from ..runtime.lowering import Plan
+from ..runtime.passes import optimize
+from ..tensor_spec import TensorSpec, _python_to_array
+from ..trace_cache import _spec_mismatch
+
+
+class Output:
+    """Where a leaf of the result comes from: graph output `index`, a `literal` value, the
+    caller's argument array `argument` after an in-place update, or the rows of a list built
+    in a loop (`rows`)."""
+    __slots__ = ("kind", "index", "value")
+
+    def __init__(self, kind, index=None, value=None):
+        self.kind, self.index, self.value = kind, index, value
+
+
+class LoadedConcreteFunction:
+    """One saved signature: `graph` (as traced; printable), `input_specs`, callable."""
+
+    def __init__(self, function, graph, input_specs, output_treedef, outputs, write_backs):
+        self._function, self.graph, self.input_specs = function, graph, input_specs
+        self._treedef, self._outputs, self._write_backs = output_treedef, outputs, write_backs
+        self._optimized, self._plans, self._lock = None, {}, threading.Lock()
+
+    @property
+    def optimized_graph(self):
+        """The graph after the optimization passes, derived here as for a fresh trace."""
+        if self._optimized is None:
+            with self._lock:
+                if self._optimized is None:
+                    self._optimized = optimize(self.graph)
+        return self._optimized
+
+    def plan(self, device=None):
+        device = device or devices.current()
+        plan = self._plans.get(device)
+        if plan is None:
+            graph = self.optimized_graph
+            with self._lock:
+                plan = self._plans.get(device) or Plan(graph, device)
+                self._plans[device] = plan
+        return plan
+
+    @property
+    def structured_input_signature(self):
+        return self.input_specs
+
+    def __call__(self, *args, **kwargs):
+        values = self._function._bind(args, kwargs)
+        found = self._mismatch(values)
+        if found:
+            raise self._function._signature_error(found, "this saved signature")
+        return self._call(values)
+
+    def _mismatch(self, values):
+        return _spec_mismatch(list(self.input_specs), [_as_spec(v) for v in values], "")
+
+    def _arrays(self, values):
+        """The graph inputs: the array leaves where the specs have TensorSpecs."""
+        specs, treedef = nest.flatten_with_treedef(list(self.input_specs))
+        parts = treedef.flatten_up_to(list(values))
+        return [_python_to_array(s, v) for s, v in zip(specs, parts) if isinstance(s, TensorSpec)]
+
+    def _call(self, values):
+        arrays = self._arrays(values)
+        if current_graph() is not None:
+            return self._inline(arrays)
+        plan = self.plan()
+        callers = arrays
+        if plan.device is not devices.CPU:
+            arrays = [plan.device.put(a) for a in arrays]
+        try:
+            results = plan.fn(*arrays)
+        except Exception as e:
+            nodes = plan.failing_nodes(e)
+            if nodes:
+                e.add_note(f"while running {nodes[0].op} node '{nodes[0].name}' of the loaded function "
+                           f"{self._function.__name__}, created at {nodes[0].location}")
+            raise
+        for i, k in self._write_backs:
+            target = callers[i]
+            if isinstance(target, np.ndarray):
+                value = results[k]
+                target[...] = value.get() if devices.is_gpu_array(value) else value
+        return self._treedef.unflatten([self._leaf(o, callers, results) for o in self._outputs])
+
+    @staticmethod
+    def _leaf(out, callers, results):
+        if out.kind == "output":
+            return results[out.index]
+        if out.kind == "literal":
+            return out.value
+        if out.kind == "argument":
+            array = callers[out.value]
+            return results[out.index] if isinstance(array, np.generic) or not isinstance(array, np.ndarray) else array
+        return [] if out.index is None else list(results[out.index])
+
+    def _inline(self, tensors):
+        """Copy the saved graph into the graph being traced, fed with `tensors`; its outputs."""
+        graph = current_graph()
+        if self._write_backs:
+            raise TypeError(f"{self._function.__name__} (loaded) updates an argument in place, which it "
+                            f"cannot do inside another trace (at {user_location()})")
+        values = {id(p): graph.capture(t) if isinstance(t, Tensor) else _constant(graph, t)
+                  for p, t in zip(self.graph.inputs, tensors)}
+        for node in self.graph.nodes:
+            attrs = {k: copy_graph(v, graph, values) if hasattr(v, "nodes") else v for k, v in node.attrs.items()}
+            copy = graph.add_node(node.op, [values[id(i)] for i in node.inputs], attrs,
+                                  [(o.shape, o.dtype) for o in node.outputs], location=node.location)
+            for old, new in zip(node.outputs, copy.outputs):
+                new.weak = old.weak
+                values[id(old)] = new
+        results = [values[id(t)] for t in self.graph.outputs]
+        leaves = []
+        for out in self._outputs:
+            if out.kind == "rows":
+                raise TypeError(f"{self._function.__name__} (loaded) returns a list built in a loop, which "
+                                f"it cannot return inside another trace (at {user_location()})")
+            leaves.append(out.value if out.kind == "literal" else results[out.index])
+        return self._treedef.unflatten(leaves)
+
+    def __repr__(self):
+        return f"<LoadedConcreteFunction {self._function.__name__}{self.input_specs}>"
+
+
+def _constant(graph, value):
+    from ..ops.core import convert_to_tensor
+    return convert_to_tensor(value, graph)
+
+
+def _as_spec(value):
+    """A symbolic Tensor argument (a call inside a trace) as the TensorSpec it fits."""
+    if isinstance(value, Tensor):
+        return TensorSpec(value.shape, value.dtype)
+    if type(value) in (list, tuple, dict) or nest.is_namedtuple(value):
+        leaves, treedef = nest.flatten_with_treedef(value)
+        if any(isinstance(v, Tensor) for v in leaves):
+            return treedef.unflatten([_as_spec(v) for v in leaves])
+    return value
+
+
+class LoadedFunction:
+    """A function loaded by `ag.load`: call it as the saved function, with any saved signature.
+
+    `signatures`: one LoadedConcreteFunction per saved trace (`.graph` prints the graph).
+    """
+
+    def __init__(self, name, parameters, signatures):
+        self.__name__ = self.__qualname__ = name
+        self.__signature__ = inspect.Signature(parameters)
+        self._param_names = [p.name for p in parameters]
+        self.signatures = tuple(signatures)
+        for s in self.signatures:
+            s._function = self
+        # specs without None dims first: an exact trace wins over a relaxed one, as in a Function
+        self._order = sorted(self.signatures, key=lambda s: any(
+            None in spec.shape for spec in nest.flatten(list(s.input_specs)) if isinstance(spec, TensorSpec)))
+
+    def __call__(self, *args, **kwargs):
+        values = self._bind(args, kwargs)
+        checked = [_as_spec(v) for v in values]
+        first = None
+        for concrete in self._order:
+            found = _spec_mismatch(list(concrete.input_specs), checked, "")
+            if not found:
+                return concrete._call(values)
+            first = first or found
+        against = "its saved signature" if len(self.signatures) == 1 else \
+            f"any of its {len(self.signatures)} saved signatures (the first says)"
+        raise self._signature_error(first, against)
+
+    def _bind(self, args, kwargs):
+        try:
+            bound = self.__signature__.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.__name__}(): {e} (called at {user_location(3)})") from None
+        bound.apply_defaults()
+        return tuple(bound.arguments.values())
+
+    def _signature_error(self, found, against):
+        path, spec, problem = found
+        index = int(path[1:].split("]")[0])
+        name = self._param_names[index] if index < len(self._param_names) else f"args[{index}]"
+        rest = path[path.index("]") + 1:]
+        return TypeError(f"{self.__name__}(): argument '{name}{rest}' does not match {against}: "
+                         f"expected {spec!r}, {problem} (called at {user_location(3)})")
+
+    def __repr__(self):
+        return f"<ag.load {self.__name__} ({len(self.signatures)} signatures)>"
