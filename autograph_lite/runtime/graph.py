@@ -3,6 +3,9 @@
 `Cond` and `While` are ordinary nodes whose attrs hold sub-graphs. A sub-graph reads
 values of enclosing graphs only through placeholders it *captures*; the node that
 owns it passes the outer values in as explicit inputs, so every graph is closed.
+
+Passes edit a graph through it (PyTorch FX's model): `Graph.create_node`, `replace_all_uses`,
+`move_node`, `erase_nodes`, and `Tensor.users`, which every rewiring keeps up to date.
 """
 import collections
 import contextlib
