@@ -9,7 +9,7 @@ from .array_ops import (concat, constant, expand_dims, fill, gather, getitem, id
 from .control_flow import cond, while_loop
 from .logging_ops import assert_that, print
 from .core import convert_to_tensor
-from .gradients import grad, gradients, value_and_grad
+from .gradients import gradients
 from .math_ops import (abs, add, argmax, cast, divide, equal, exp, floordiv, greater,
                        greater_equal, less, less_equal, log, logical_and, logical_not,
                        logical_or, matmul, maximum, minimum, mod, multiply, negative, not_equal,

@@ -1,8 +1,9 @@
-"""Reverse-mode gradients built as graph nodes: `gradients()`, `ag.grad`, `ag.value_and_grad`.
+"""The backprop engine: reverse-mode gradients built as graph nodes.
 
 `gradients(ys, xs, dys)` walks the graph being built backwards from `ys`, calling each
 op's registered rule, and adds the backward nodes to the same graph, so the optimizer
-and executor see forward and backward together.
+and executor see forward and backward together. The user-facing `ag.grad` and
+`ag.value_and_grad`, which trace and compile, are in autograph_lite/autodiff.py.
 
 Control flow:
 - Cond: a backward Cond on the same predicate; each branch recomputes its forward
@@ -12,14 +13,7 @@ Control flow:
   in reverse, recomputes that iteration's body and backpropagates through it. Memory is
   one entry per iteration; the trip count is whatever the data made it.
 """
-import functools
-import numbers
-
-import numpy as np
-
-from .. import nest
-from ..errors import user_location
-from ..runtime.graph import Graph, Node, Tensor, current_graph, internal_reads
+from ..runtime.graph import Graph, Node, current_graph, internal_reads
 from . import stack_ops
 from .core import convert_to_tensor
 from .control_flow import cond, stage_while
@@ -207,101 +201,3 @@ def _with_input(sub, stack):
     handle = copy.placeholder((), stack_ops.HANDLE, name="stack")
     copy.inputs = list(sub.inputs) + [handle]
     return copy
-
-
-# --- public API -------------------------------------------------------------------------
-
-def value_and_grad(fn, argnums=0):
-    """A function returning `(fn(*args), gradient of fn with respect to args[argnums])`.
-
-    `fn` must return a float scalar. `argnums` is an int or a tuple of ints (then the
-    gradients come as a tuple). Arguments may be arrays, Python floats or nested
-    lists/tuples/dicts of them; gradients have the same structure. Works on arrays
-    (traced and compiled once per signature) and inside @ag.function.
-
-        loss_and_grads = ag.value_and_grad(loss, argnums=(0, 1))
-        loss, (dw, db) = loss_and_grads(w, b, x, y)
-    """
-    single = isinstance(argnums, numbers.Integral)
-    positions = (argnums,) if single else tuple(argnums)
-
-    def symbolic(*args):
-        from ..operators import call
-        graph = current_graph()
-        args = list(args)
-        for p in positions:
-            args[p] = nest.pack(args[p], [convert_to_tensor(v, graph) for v in nest.flatten(args[p])])
-        value = call(fn)(*args)
-        if not isinstance(value, Tensor):
-            value = convert_to_tensor(value, graph)
-        if value.shape != () or not float_dtype(value):
-            raise TypeError(f"ag.grad needs {getattr(fn, '__name__', 'fn')} to return a float scalar, got "
-                            f"{value!r} (at {user_location()})")
-        xs = [x for p in positions for x in nest.flatten(args[p])]
-        grads = gradients([value], xs, [np.ones((), value.dtype)])
-        grads = [g if g is not None else zeros_like(x) for g, x in zip(grads, xs)]
-        it = iter(grads)
-        structured = tuple(nest.pack(args[p], [next(it) for _ in nest.flatten(args[p])]) for p in positions)
-        return value, (structured[0] if single else structured)
-
-    compiled = {}
-
-    @functools.wraps(fn)
-    def value_and_grad_fn(*args):
-        _check_differentiable(fn, args, positions)
-        args = tuple(_as_float_arrays(a) if i in positions else a for i, a in enumerate(args))
-        if current_graph() is not None:
-            return symbolic(*args)
-        key = len(args)
-        if key not in compiled:
-            from ..function import Function
-            compiled[key] = Function(_positional(symbolic, key), autograph=False)
-        return compiled[key](*args)
-
-    return value_and_grad_fn
-
-
-def _positional(fn, count):
-    """`fn` with exactly `count` positional parameters (so the cache keys each argument)."""
-    names = [f"arg{i}" for i in range(count)]
-    namespace = {"fn": fn}
-    source = f"def positional({', '.join(names)}):\n    return fn({', '.join(names)})\n"
-    exec(compile(source, "<autograph_lite grad>", "exec"), namespace)  # internal: errors name the user's line
-    return namespace["positional"]
-
-
-def grad(fn, argnums=0):
-    """A function returning the gradient of scalar `fn` with respect to `args[argnums]`.
-
-        dloss_dw = ag.grad(loss)(w, x, y)
-    """
-    value_and_grad_fn = value_and_grad(fn, argnums)
-
-    @functools.wraps(fn)
-    def grad_fn(*args):
-        return value_and_grad_fn(*args)[1]
-    return grad_fn
-
-
-def _check_differentiable(fn, args, positions):
-    import inspect
-    try:
-        names = list(inspect.signature(fn).parameters)
-    except (TypeError, ValueError):
-        names = []
-    for p in positions:
-        if p >= len(args):
-            raise TypeError(f"argnums {p} is out of range: {getattr(fn, '__name__', 'fn')} was called "
-                            f"with {len(args)} arguments")
-        for leaf in nest.flatten(args[p]):
-            dtype = leaf.dtype if hasattr(leaf, "dtype") else np.asarray(leaf).dtype
-            if not (np.issubdtype(dtype, np.floating) or np.issubdtype(dtype, np.complexfloating)):
-                name = names[p] if p < len(names) else f"argument {p}"
-                raise TypeError(f"cannot differentiate {getattr(fn, '__name__', 'fn')} with respect to "
-                                f"'{name}': it is {dtype} ({leaf!r}), not a float; pass a float array "
-                                f"or leave it out of argnums (at {user_location()})")
-
-
-def _as_float_arrays(value):
-    """Python floats become float64 arrays, so they are traced as inputs, not constants."""
-    return nest.pack(value, [np.asarray(v) if isinstance(v, float) else v for v in nest.flatten(value)])

@@ -1,0 +1,122 @@
+"""`ag.grad` and `ag.value_and_grad`: differentiate a Python function, traced and compiled.
+
+The backprop engine (`ops/gradients.py`) builds backward nodes into a graph; this module
+sits above the driver: it converts the user's function (`operators.call`), traces it
+with its arguments as inputs, asks the engine for the gradients, and compiles the whole
+as a `Function` once per signature. Inside an @ag.function it adds to the graph being
+traced instead.
+"""
+import functools
+import inspect
+import numbers
+
+import numpy as np
+
+from . import nest
+from .errors import user_location
+from .function import Function
+from .operators import call
+from .ops.array_ops import zeros_like
+from .ops.core import convert_to_tensor
+from .ops.gradient_ops import float_dtype
+from .ops.gradients import gradients
+from .runtime.graph import Tensor, current_graph
+
+
+def value_and_grad(fn, argnums=0):
+    """A function returning `(fn(*args), gradient of fn with respect to args[argnums])`.
+
+    `fn` must return a float scalar. `argnums` is an int or a tuple of ints (then the
+    gradients come as a tuple). Arguments may be arrays, Python floats or nested
+    lists/tuples/dicts of them; gradients have the same structure. Works on arrays
+    (traced and compiled once per signature) and inside @ag.function.
+
+        loss_and_grads = ag.value_and_grad(loss, argnums=(0, 1))
+        loss, (dw, db) = loss_and_grads(w, b, x, y)
+    """
+    single = isinstance(argnums, numbers.Integral)
+    positions = (argnums,) if single else tuple(argnums)
+
+    def symbolic(*args):
+        graph = current_graph()
+        args = list(args)
+        treedefs = {}
+        for p in positions:
+            leaves, treedefs[p] = nest.flatten_with_treedef(args[p])
+            args[p] = treedefs[p].unflatten([convert_to_tensor(v, graph) for v in leaves])
+        value = call(fn)(*args)
+        if not isinstance(value, Tensor):
+            value = convert_to_tensor(value, graph)
+        if value.shape != () or not float_dtype(value):
+            raise TypeError(f"ag.grad needs {getattr(fn, '__name__', 'fn')} to return a float scalar, got "
+                            f"{value!r} (at {user_location()})")
+        xs = [x for p in positions for x in nest.flatten(args[p])]
+        grads = gradients([value], xs, [np.ones((), value.dtype)])
+        grads = [g if g is not None else zeros_like(x) for g, x in zip(grads, xs)]
+        structured, start = [], 0
+        for p in positions:
+            count = treedefs[p].num_leaves
+            structured.append(treedefs[p].unflatten(grads[start:start + count]))
+            start += count
+        return value, (structured[0] if single else tuple(structured))
+
+    compiled = {}
+
+    @functools.wraps(fn)
+    def value_and_grad_fn(*args):
+        _check_differentiable(fn, args, positions)
+        args = tuple(_as_float_arrays(a) if i in positions else a for i, a in enumerate(args))
+        if current_graph() is not None:
+            return symbolic(*args)
+        key = len(args)
+        if key not in compiled:
+            compiled[key] = Function(_positional(symbolic, key), autograph=False)
+        return compiled[key](*args)
+
+    return value_and_grad_fn
+
+
+def _positional(fn, count):
+    """`fn` with exactly `count` positional parameters (so the cache keys each argument)."""
+    names = [f"arg{i}" for i in range(count)]
+    namespace = {"fn": fn}
+    source = f"def positional({', '.join(names)}):\n    return fn({', '.join(names)})\n"
+    exec(compile(source, "<autograph_lite grad>", "exec"), namespace)  # internal: errors name the user's line
+    return namespace["positional"]
+
+
+def grad(fn, argnums=0):
+    """A function returning the gradient of scalar `fn` with respect to `args[argnums]`.
+
+        dloss_dw = ag.grad(loss)(w, x, y)
+    """
+    value_and_grad_fn = value_and_grad(fn, argnums)
+
+    @functools.wraps(fn)
+    def grad_fn(*args):
+        return value_and_grad_fn(*args)[1]
+    return grad_fn
+
+
+def _check_differentiable(fn, args, positions):
+    try:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        names = []
+    for p in positions:
+        if p >= len(args):
+            raise TypeError(f"argnums {p} is out of range: {getattr(fn, '__name__', 'fn')} was called "
+                            f"with {len(args)} arguments")
+        for leaf in nest.flatten(args[p]):
+            dtype = leaf.dtype if hasattr(leaf, "dtype") else np.asarray(leaf).dtype
+            if not (np.issubdtype(dtype, np.floating) or np.issubdtype(dtype, np.complexfloating)):
+                name = names[p] if p < len(names) else f"argument {p}"
+                raise TypeError(f"cannot differentiate {getattr(fn, '__name__', 'fn')} with respect to "
+                                f"'{name}': it is {dtype} ({leaf!r}), not a float; pass a float array "
+                                f"or leave it out of argnums (at {user_location()})")
+
+
+def _as_float_arrays(value):
+    """Python floats become float64 arrays, so they are traced as inputs, not constants."""
+    leaves, treedef = nest.flatten_with_treedef(value)
+    return treedef.unflatten([np.asarray(v) if isinstance(v, float) else v for v in leaves])

@@ -1,0 +1,95 @@
+"""Layers point one way: a lower layer of the package never imports a higher one.
+
+The layers are docs/ARCHITECTURE.md's import direction. Every import counts, function-local
+ones included (they are how cycles hide). A new module outside these layers is treated as
+top-level: it may import anything, and nothing below may import it.
+"""
+import ast
+import pathlib
+
+PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "autograph_lite"
+
+# layer -> the layers it may import (besides itself); `util` (nest, errors) imports no layer
+MAY_IMPORT = {
+    "util": set(),
+    "runtime": {"util"},
+    "ops": {"util", "runtime"},
+    "pyct": {"util"},
+    "converters": {"util", "pyct"},         # + the name constants of operators/variables.py
+    "operators": {"util", "runtime", "ops", "loader", "converters", "pyct"},
+    "loader": {"util", "converters", "pyct", "operators"},  # converted code runs in operators' namespace
+    "tensor_spec": {"util", "runtime"},
+    "trace_cache": {"util", "runtime", "tensor_spec"},
+    "function": {"util", "runtime", "ops", "operators", "loader", "converters", "pyct", "tensor_spec",
+                 "trace_cache"},
+    "autodiff": {"util", "runtime", "ops", "operators", "loader", "converters", "pyct", "tensor_spec",
+                 "trace_cache", "function"},
+}
+EXCEPTIONS = {("converters", "autograph_lite.operators.variables")}
+
+
+def _layer(module):
+    parts = module.split(".")[1:]
+    if not parts:
+        return None  # the package's __init__: the top
+    head = parts[0]
+    if head in ("nest", "errors"):
+        return "util"
+    if head in ("runtime", "ops", "pyct", "converters", "operators", "loader", "tensor_spec", "function",
+                "autodiff"):
+        return head
+    if head in ("trace_cache", "effects"):
+        return "trace_cache"
+    return None  # not in the table: top-level
+
+
+def _module_name(path):
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_module(name):
+    path = PACKAGE.parent.joinpath(*name.split("."))
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+def imports():
+    """(importing module, imported module, line) for every import inside the package."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = _module_name(path)
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                targets = [f"{target}.{a.name}" if _is_module(f"{target}.{a.name}") else target for a in node.names]
+            else:
+                continue
+            found += [(module, t, node.lineno) for t in targets if t.split(".")[0] == "autograph_lite"]
+    return found
+
+
+def test_the_scanner_sees_function_local_and_relative_imports():
+    edges = {(a, b) for a, b, _ in imports()}
+    assert ("autograph_lite.function", "autograph_lite.trace_cache") in edges
+    assert ("autograph_lite.operators.call", "autograph_lite.loader") in edges  # a function-local import
+    assert ("autograph_lite.ops", "autograph_lite.ops.gradients") in edges
+
+
+def test_lower_layers_never_import_higher_ones():
+    wrong = []
+    for module, target, line in imports():
+        here, there = _layer(module), _layer(target)
+        if here is None or here == there or (here, target) in EXCEPTIONS:
+            continue
+        if there is None or there not in MAY_IMPORT[here]:
+            wrong.append(f"{module} (line {line}) imports {target}: layer {here} may import "
+                         f"{sorted(MAY_IMPORT[here]) or 'no layer'}")
+    assert not wrong, "\n".join(wrong)
+
