@@ -24,8 +24,8 @@ def _key(node):
                 return None
             v = (v.dtype.str, v.shape, v.tobytes())
         attrs.append((k, repr(v)))
-    # inputs by identity (a Tensor's == is elementwise): the same values, not equal ones
-    return (node.op, tuple(id(i) for i in node.inputs), tuple(attrs))
+    # inputs by identity, as (node, output index): the same values, not equal ones
+    return (node.op, tuple((i.node, i.index) for i in node.inputs), tuple(attrs))
 
 
 def _merge(graph):

@@ -60,25 +60,25 @@ def _fuse(graph):
 
 def _fused_node(graph, group, before):
     """One node computing `group` (in graph order; the last node's output is the result)."""
-    inputs, slot, steps, exprs = [], {}, [], {}  # by id(tensor): a Tensor's == is elementwise
+    inputs, steps, step_of, exprs = [], [], {}, {}  # step_of, exprs: by the member node
+
+    def operand(t):
+        if t.node in step_of:
+            return ("t", step_of[t.node]), exprs[t.node]
+        k = next((k for k, x in enumerate(inputs) if x is t), None)
+        if k is None:
+            k = len(inputs)
+            inputs.append(t)
+        return ("in", k), f"${k}"
     for node in group:
-        args = []
-        for t in node.inputs:
-            if id(t) in slot:
-                args.append(slot[id(t)])
-            else:
-                slot[id(t)] = ("in", len(inputs))
-                exprs[id(t)] = f"${len(inputs)}"
-                inputs.append(t)
-                args.append(slot[id(t)])
-        out = node.outputs[0]
-        steps.append((node.op, tuple(args), out.dtype))
-        slot[id(out)] = ("t", len(steps) - 1)
-        exprs[id(out)] = f"{node.op}({', '.join(exprs[id(t)] for t in node.inputs)})"
+        args, texts = zip(*[operand(t) for t in node.inputs])
+        steps.append((node.op, args, node.outputs[0].dtype))
+        step_of[node] = len(steps) - 1
+        exprs[node] = f"{node.op}({', '.join(texts)})"
     root = group[-1].outputs[0]
     operands = tuple((t.dtype, t.weak, _layout_kind(t, root.shape)) for t in inputs)
     return graph.create_node("FusedElementwise", inputs,
-                             {"steps": tuple(steps), "expr": exprs[id(root)], "operands": operands},
+                             {"steps": tuple(steps), "expr": exprs[group[-1]], "operands": operands},
                              [(root.shape, root.dtype, root.weak)], group[-1].location,
                              name=graph.unique_name("Fused"), before=before)
 

@@ -48,8 +48,8 @@ def _merge(graph):
         if cut is None:
             continue
         axis, start, stop = cut
-        # grouped by the sliced tensor (by identity: a Tensor's == is elementwise)
-        key = (id(source.inputs[0]), node.op, repr(sorted(node.attrs.items())), axis)
+        x = source.inputs[0]  # grouped by the sliced tensor, as (node, output index)
+        key = ((x.node, x.index), node.op, repr(sorted(node.attrs.items())), axis)
         groups.setdefault(key, []).append((start, stop, node))
     for (_, _, _, axis), members in groups.items():
         members.sort(key=lambda m: m[0])
