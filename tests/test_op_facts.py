@@ -164,3 +164,25 @@ def test_passes_and_backends_name_ops_only_to_build_nodes_or_match_a_rewrite():
             if isinstance(node, ast.Constant) and node.value in REGISTRY and node.value not in allowed:
                 found.setdefault(path.name, []).append(node.value)
     assert found == {}
+
+
+def test_a_new_ops_algebraic_and_hoisting_facts_are_used():
+    # logaddexp(x, -inf) is x exactly; both sides, as it commutes; no input makes it raise
+    op = elementwise("TestLogAddExp", lambda xp: xp.logaddexp, ufunc="logaddexp", commutative=True,
+                     identity=-np.inf, c_expr=cexpr.no_c("a test op"))
+    try:
+        def fn(x, y, n):
+            acc = x * 0.0
+            for _ in range(n):
+                acc = acc + apply(op, (x, y)) + apply(op, (-np.inf, x))
+            return acc
+
+        f = ag.function(fn)
+        x, y, n = np.linspace(-1, 1, 5), np.linspace(2, 3, 5), np.int64(3)
+        np.testing.assert_array_equal(f(x, y, n), fn(x, y, n))
+        graph = f.get_concrete_function(x, y, n).optimized_graph
+        (loop,) = [node for node in graph.nodes if node.op == "While"]
+        assert [node.op for node in graph.nodes].count("TestLogAddExp") == 1  # hoisted before the loop
+        assert "TestLogAddExp" not in [node.op for node in loop.attrs["body"].walk()]  # and -inf's is x
+    finally:
+        del REGISTRY[op.name]
