@@ -470,3 +470,32 @@ def test_reading_an_item_of_a_list_of_numbers_and_arrays_is_refused_at_the_line(
     with pytest.raises(ag.ConversionError, match="holds both Python numbers and arrays") as info:
         ag.function(mixed_items)(x, np.array(3))
     assert f"{__file__}:{mixed_items.__code__.co_firstlineno + 3}" in str(info.value)
+
+
+def where_of_out_of_range_python_int(x, s):
+    return ag.where(False <= s, ag.negative(True), s - x), ag.where(x > 3, 300, x * 2)
+
+
+def test_where_of_a_python_int_out_of_the_arrays_range_wraps_as_numpy_does():
+    """Seed 5011349: np.where casts a weak -1 into uint8 (255); the in-place copyto that buffer
+    reuse wrote raised OverflowError instead."""
+    assert_every_call_same(where_of_out_of_range_python_int, np.array([1, 7, 8, 2], np.uint8), 3)
+
+
+def alias_from_a_loop_inside_a_branch(x, y, n):
+    v1 = ag.abs(y)
+    if n:
+        for i in ag.range(n):
+            v1 = x
+    v1 -= 2
+    return v1 * y
+
+
+def test_an_update_of_what_a_loop_inside_a_branch_may_have_made_an_argument_is_refused():
+    """Seed 5006087: v1 is the caller's x on runs where the loop ran; the maybe-alias was not
+    followed from the `if` into the loop inside it, so x silently stayed unchanged."""
+    x, y = np.array([2.5, 1.0], np.float32), np.array([-1.0, 3.0], np.float32)
+    with pytest.raises(ag.ConversionError, match="on some runs it is the array of argument 'x'") as info:
+        ag.function(alias_from_a_loop_inside_a_branch)(x, y, np.array(2))
+    assert f"{__file__}:{alias_from_a_loop_inside_a_branch.__code__.co_firstlineno + 5}" in str(info.value)
+    np.testing.assert_array_equal(x, [2.5, 1.0])

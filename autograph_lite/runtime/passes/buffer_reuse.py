@@ -24,8 +24,10 @@ def _mark(graph):
         opdef = node.opdef
         if opdef is None or opdef.in_place is None or not node.inputs:
             continue
-        if opdef.in_place == "copyto" and node.inputs[0].dtype != np.bool_:
-            continue  # copyto(where=c) needs a bool mask; where() takes any condition's truth
+        if opdef.in_place == "copyto" and (node.inputs[0].dtype != np.bool_ or node.inputs[1].weak):
+            # copyto(where=c) needs a bool mask (where() takes any condition's truth), and it refuses a
+            # Python int out of the target's range that where() wraps (fuzzer seed 5011349)
+            continue
         out = node.outputs[0]
         for k in _targets(opdef):
             a = node.inputs[k]
