@@ -9,6 +9,7 @@
 from . import ops as _ops
 from .autodiff import grad, value_and_grad
 from .errors import ConversionError, LoadError, SymbolicValueError
+from .export import export_onnx
 from .function import ConcreteFunction, Function, RetracingWarning, TensorSpec, function
 from .loader import to_code, to_graph
 from .operators import do_not_convert

@@ -1,0 +1,817 @@
+"""`ag.export_onnx`: a function's traced graph as an ONNX model that onnxruntime runs.
+
+The exporter walks the traced graph (`concrete_fn.graph`, not the optimized one) and turns
+each node into ONNX nodes through `RULES`, a table keyed by the op's `OpDef` and filled with
+`@rule("Add", ...)`. Graph nodes already carry numpy's result dtypes (NEP 50, weak Python
+scalars resolved), so a rule casts its operands to the dtype numpy computes in and emits
+the ONNX operator; where ONNX's semantics differ from numpy's (integer floor division and
+modulo, bool arithmetic, integer powers) the rule spells numpy's out of several ONNX ops.
+`Cond` becomes `If`, `While` becomes `Loop` (a list appended on every iteration becomes a
+scan output). Ops with no sensible ONNX form are listed in `NOT_EXPORTABLE` with the reason;
+exporting one, or an op without a rule, raises ConversionError naming it and the user's line.
+"""
+import numpy as np
+
+from .. import ops as _ops  # noqa: F401 - fills the op table RULES is keyed by
+from ..errors import ConversionError
+from ..runtime.graph import Slot
+from ..runtime.opdef import REGISTRY
+
+DEFAULT_OPSET = 18  # the first opset where every Reduce* takes its axes as an input
+
+RULES = {}  # OpDef -> rule(ctx, node) -> [ONNX value name per node output]
+
+NOT_EXPORTABLE = {
+    "Print": "ONNX graphs have no side effects: nothing can print",
+    "Assert": "ONNX graphs cannot raise an error",
+    "Raise": "ONNX graphs cannot raise an error",
+    "CheckFits": "ONNX cannot raise numpy's OverflowError for a Python int out of the dtype's range; "
+                 "cast the Python int explicitly (ag.cast / np.int8(...)) so no check is needed",
+    "RandomNormal": "ONNX draws from another generator, so results could never equal the eager run's",
+    "RandomUniform": "ONNX draws from another generator, so results could never equal the eager run's",
+    "StackNew": "per-run stacks exist only in gradients of While loops; export the forward function",
+    "StackPush": "per-run stacks exist only in gradients of While loops; export the forward function",
+    "StackPop": "per-run stacks exist only in gradients of While loops; export the forward function",
+    "StackSize": "per-run stacks exist only in gradients of While loops; export the forward function",
+    "ScatterAdd": "gradient of indexing: its ScatterND form is not written yet",
+    "FusedElementwise": "made only by optimization passes; the exporter reads the traced graph",
+}
+
+
+def rule(*op_names):
+    """Decorator: `fn(ctx, node) -> [output names]` exports the nodes of these ops."""
+    def register(fn):
+        for name in op_names:
+            RULES[REGISTRY[name]] = fn
+        return fn
+    return register
+
+
+def export_onnx(f, path, opset=DEFAULT_OPSET, *, args=None):
+    """Write the traced graph of `f` to `path` as an ONNX model; returns the `onnx.ModelProto`.
+
+    `f` is a ConcreteFunction, or an `ag.function` with exactly one trace or an
+    input_signature; `args` (arrays or TensorSpecs, as for `get_concrete_function`) picks
+    or makes the trace of a Function with several. The model's inputs are the graph's
+    array arguments in order (named after them); its outputs `output_0`, ... are the tensor
+    leaves of the result, flattened (a list built in a loop is one stacked tensor), then the
+    final values of arguments the function updates in place.
+
+        ag.export_onnx(f, "f.onnx", args=(np.zeros(3, np.float32),))
+        onnxruntime.InferenceSession("f.onnx").run(None, {"x": x})
+    """
+    try:
+        import onnx
+    except ImportError:
+        raise ImportError("ag.export_onnx needs the onnx package: pip install autograph_lite[onnx]") from None
+    if not isinstance(opset, int) or not DEFAULT_OPSET <= opset <= onnx.defs.onnx_opset_version():
+        raise ValueError(f"opset must be an int from {DEFAULT_OPSET} to {onnx.defs.onnx_opset_version()}, "
+                         f"got {opset!r}")
+    graph = _concrete(f, args).graph
+    ctx = _Builder(onnx, _Names())
+    output_names = [f"output_{i}" for i in range(len(graph.outputs))]
+    ctx.names.taken.update(output_names)  # an argument may be called output_0
+    inputs = []
+    for t in graph.inputs:
+        name = ctx.names.fresh(t.node.name)
+        ctx.env[id(t)] = name
+        inputs.append(ctx.value_info(name, t, dim_prefix=name))
+    ctx.emit_nodes(graph)
+    outputs = []
+    for name, t in zip(output_names, graph.outputs):
+        ctx.add("Identity", [ctx.value(t)], [name])
+        outputs.append(ctx.value_info(name, t))
+    model = onnx.helper.make_model(
+        onnx.helper.make_graph(ctx.nodes, graph.name, inputs, outputs),
+        opset_imports=[onnx.helper.make_opsetid("", opset)], producer_name="autograph_lite")
+    onnx.save(model, path)
+    return model
+
+
+def _concrete(f, args):
+    from ..function import ConcreteFunction, Function
+    if isinstance(f, ConcreteFunction):
+        if args is not None:
+            raise TypeError("export_onnx: args= picks a trace of an ag.function; a ConcreteFunction is one trace")
+        return f
+    if not isinstance(f, Function):
+        raise TypeError(f"export_onnx takes an ag.function or a ConcreteFunction, got {type(f).__name__}")
+    if args is not None:
+        return f.get_concrete_function(*args)
+    if f._input_signature is not None:
+        return f.get_concrete_function()
+    traces = list(f._traces)
+    if len(traces) == 1:
+        return traces[0]
+    found = "none" if not traces else ", ".join(repr(c) for c in traces)
+    raise ValueError(f"export_onnx: {f.__name__} has {len(traces)} traces ({found}); pass args=(...) "
+                     f"with arrays or TensorSpecs to pick or make the one to export")
+
+
+class _Names:
+    """Fresh ONNX value names, unique across the model and all its sub-graphs."""
+
+    def __init__(self):
+        self.taken, self.count = set(), 0
+
+    def fresh(self, base):
+        base = "".join(c if c.isalnum() or c == "_" else "_" for c in base) or "v"
+        name = base
+        while name in self.taken:
+            self.count += 1
+            name = f"{base}_{self.count}"
+        self.taken.add(name)
+        return name
+
+
+class _Builder:
+    """The ONNX nodes of one graph (the model's, or an If branch's or Loop body's) being built.
+
+    `env` maps id(Tensor) -> ONNX name; `consts` maps id(Tensor) -> the value of a Const
+    node (also seen through captures), emitted in whatever dtype the reader needs."""
+
+    def __init__(self, onnx, names, parent=None):
+        self.onnx, self.names, self.nodes = onnx, names, []
+        self.env = {} if parent is None else dict(parent.env)
+        self.consts = {} if parent is None else dict(parent.consts)
+        self._const_cache = {}
+        self.skip = set()  # ids of nodes another rule already exported (list appends of a Loop)
+        self.node = None  # the graph node being exported (for error locations)
+
+    # --- values ---------------------------------------------------------------------------
+
+    def add(self, op_type, inputs, outputs=None, **attrs):
+        outputs = outputs or [self.names.fresh(op_type.lower())]
+        self.nodes.append(self.onnx.helper.make_node(op_type, list(inputs), outputs, **attrs))
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def const(self, value, dtype=None):
+        """A Constant node holding `value` as an array of `dtype`."""
+        array = np.asarray(value) if dtype is None else np.array(value).astype(dtype)
+        key = (array.dtype.str, array.shape, array.tobytes())
+        if key not in self._const_cache:
+            name = self.names.fresh("const")
+            self.add("Constant", [], [name], value=self.onnx.numpy_helper.from_array(array, name))
+            self._const_cache[key] = name
+        return self._const_cache[key]
+
+    def value(self, t, dtype=None):
+        """The name of tensor `t`'s value, converted to `dtype` (numpy astype) if given."""
+        dtype = t.dtype if dtype is None else np.dtype(dtype)
+        if id(t) in self.consts:
+            return self.const(self.consts[id(t)], dtype)
+        name = self.env[id(t)]
+        return name if dtype == t.dtype else self.cast(name, dtype)
+
+    def cast(self, name, dtype):
+        return self.add("Cast", [name], to=_onnx_dtype(self.onnx, np.dtype(dtype), self.node))
+
+    def ints(self, values):
+        return self.const(np.asarray(values, np.int64))
+
+    def value_info(self, name, t, dtype=None, dim_prefix=None):
+        dims = [d if d is not None else (f"{dim_prefix}_dim{k}" if dim_prefix else None)
+                for k, d in enumerate(t.shape)]
+        return self.onnx.helper.make_tensor_value_info(
+            name, _onnx_dtype(self.onnx, np.dtype(dtype or t.dtype), t.node), dims)
+
+    def fail(self, reason):
+        node = self.node
+        raise ConversionError(f"cannot export {node.op} node '{node.name}' to ONNX: {reason} "
+                              f"(at {node.location})")
+
+    # --- graphs ---------------------------------------------------------------------------
+
+    def emit_nodes(self, graph):
+        for node in graph.nodes:
+            self.node = node
+            if id(node) in self.skip:
+                continue
+            if node.op == "Const":
+                self.consts[id(node.outputs[0])] = node.attrs["value"]
+                continue
+            fn = _STRUCTURAL.get(node.op) or RULES.get(node.opdef)
+            if fn is None:
+                reason = NOT_EXPORTABLE.get(node.op, "the op has no ONNX rule")
+                self.fail(reason)
+            names = fn(self, node)
+            names = [names] if isinstance(names, str) else names
+            for t, name in zip(node.outputs, names):
+                self.env[id(t)] = name
+
+    def bind(self, sub, names, consts=()):
+        """Map the inputs of sub-graph `sub` to ONNX names (and known constant values)."""
+        for t, name, value in zip(sub.inputs, names, consts or [None] * len(names)):
+            if value is not None:
+                self.consts[id(t)] = value
+            else:
+                self.env[id(t)] = name
+
+
+def _onnx_dtype(onnx, dtype, node):
+    if dtype.kind not in "biuf":
+        raise ConversionError(f"cannot export {node.op} node '{node.name}' to ONNX: dtype {dtype} "
+                              f"has no ONNX operators (at {node.location})")
+    return onnx.helper.np_dtype_to_tensor_dtype(dtype)
+
+
+def _exemplar(t):
+    """What numpy's promotion sees for `t`: a Python scalar for weak values (NEP 50)."""
+    if t.weak:
+        return {"b": False, "i": 0, "u": 0, "f": 0.0}.get(t.dtype.kind, t.dtype)
+    return t.dtype
+
+
+def _common(node):
+    return np.result_type(*[_exemplar(t) for t in node.inputs])
+
+
+def _capture_values(ctx, outer):
+    return [ctx.value(t) if id(t) not in ctx.consts else None for t in outer], \
+        [ctx.consts.get(id(t)) for t in outer]
+
+
+# --- structural ops -----------------------------------------------------------------------
+
+def _cond(ctx, node):
+    pred = ctx.value(node.inputs[0], np.bool_)
+    names, consts = _capture_values(ctx, node.inputs[1:])
+    branches = []
+    for key in ("then_branch", "else_branch"):
+        sub = node.attrs[key]
+        inner = _Builder(ctx.onnx, ctx.names, ctx)
+        inner.bind(sub, names, consts)
+        inner.emit_nodes(sub)
+        inner.node = node
+        outs = []
+        for t, spec in zip(sub.outputs, node.outputs):
+            name = inner.names.fresh(f"{key}_out")
+            inner.add("Identity", [inner.value(t, spec.dtype)], [name])
+            outs.append(inner.value_info(name, spec))
+        branches.append(ctx.onnx.helper.make_graph(inner.nodes, ctx.names.fresh(key), [], outs))
+    outputs = [ctx.names.fresh(f"{node.name}_{i}") for i in range(len(node.outputs))]
+    ctx.add("If", [pred], outputs, then_branch=branches[0], else_branch=branches[1])
+    return outputs
+
+
+def _appended_lists(node):
+    """Carried values of a While that are lists appended to once per iteration: k -> the item.
+
+    The body's k-th output is Concat(its k-th input, ExpandDims(item, 0)) along axis 0 and
+    nothing else reads the list inside the loop: ONNX can collect it as a scan output."""
+    cond_g, body = node.attrs["cond"], node.attrs["body"]
+    found = {}
+    for k, out in enumerate(body.outputs):
+        concat = out.node
+        if concat.op != "Concat" or concat.attrs["axis"] != 0 or len(concat.inputs) != 2:
+            continue
+        carried, grown = concat.inputs
+        if carried is not body.inputs[k] or grown.node.op != "ExpandDims" or grown.node.attrs["axis"] != 0:
+            continue
+        if carried.users != [concat] or cond_g.inputs[k].users or \
+                sum(o is out for o in body.outputs) != 1 or grown.users != [concat]:
+            continue
+        found[k] = grown.node.inputs[0]
+    return found
+
+
+def _while(ctx, node):
+    n = len(node.outputs)
+    cond_g, body = node.attrs["cond"], node.attrs["body"]
+    init = [ctx.value(t, spec.dtype) for t, spec in zip(node.inputs[:n], node.outputs)]
+    names, consts = _capture_values(ctx, node.inputs[n:])
+    scans = _appended_lists(node)
+    carried = [k for k in range(n) if k not in scans]
+
+    first = _Builder(ctx.onnx, ctx.names, ctx)  # the first test, before any iteration
+    first.bind(cond_g, init + names, [None] * n + consts)
+    first.emit_nodes(cond_g)
+    first.node = node
+    go = first.value(cond_g.outputs[0], np.bool_)
+    ctx.nodes.extend(first.nodes)
+
+    inner = _Builder(ctx.onnx, ctx.names, ctx)
+    step, cond_in = inner.names.fresh("iteration"), inner.names.fresh("cond_in")
+    body_in = [inner.names.fresh(f"{node.name}_in{k}") for k in range(n)]
+    inner.bind(body, body_in + names, [None] * n + consts)
+    inner.skip = {id(body.outputs[k].node) for k in scans}
+    inner.emit_nodes(body)
+    inner.node = node
+    body_out = [inner.value(t, spec.dtype) if k in carried else "" for k, (t, spec)
+                in enumerate(zip(body.outputs, node.outputs))]
+    test = _Builder(ctx.onnx, ctx.names, inner)
+    test.bind(cond_g, body_out + names, [None] * n + consts)
+    test.emit_nodes(cond_g)
+    test.node = node
+    go_on = test.value(cond_g.outputs[0], np.bool_)
+    inner.nodes.extend(test.nodes)
+    outputs = [inner.names.fresh("cond_out")]
+    inner.add("Identity", [go_on], outputs)
+    out_infos = [inner.value_info(outputs[0], _Scalar(np.bool_))]
+    for k in carried:
+        name = inner.names.fresh(f"{node.name}_out{k}")
+        inner.add("Identity", [body_out[k]], [name])
+        out_infos.append(inner.value_info(name, node.outputs[k]))
+    for k, item in scans.items():
+        name = inner.names.fresh(f"{node.name}_item{k}")
+        inner.add("Identity", [inner.value(item, node.outputs[k].dtype)], [name])
+        out_infos.append(inner.value_info(name, item, node.outputs[k].dtype))
+    in_infos = [inner.value_info(step, _Scalar(np.int64)), inner.value_info(cond_in, _Scalar(np.bool_))]
+    in_infos += [inner.value_info(body_in[k], node.outputs[k]) for k in carried]
+    loop_body = ctx.onnx.helper.make_graph(inner.nodes, ctx.names.fresh(f"{node.name}_body"), in_infos, out_infos)
+
+    finals = [ctx.names.fresh(f"{node.name}_{k}") for k in carried]
+    stacked = [ctx.names.fresh(f"{node.name}_stacked{k}") for k in scans]
+    ctx.add("Loop", ["", go] + [init[k] for k in carried], finals + stacked, body=loop_body)
+    results = dict(zip(carried, finals))
+    for (k, _), items in zip(scans.items(), stacked):
+        start = node.inputs[k]
+        empty = id(start) in ctx.consts and np.size(ctx.consts[id(start)]) == 0
+        results[k] = items if empty else ctx.add("Concat", [init[k], items], axis=0)
+    return [results[k] for k in range(n)]
+
+
+class _Scalar:
+    """Type of a Loop's own scalar inputs and outputs (iteration count, condition)."""
+
+    def __init__(self, dtype):
+        self.shape, self.dtype, self.node = (), np.dtype(dtype), None
+
+
+def _placeholder(ctx, node):
+    ctx.fail("a placeholder inside a graph's nodes")
+
+
+_STRUCTURAL = {"Cond": _cond, "While": _while, "Placeholder": _placeholder}
+
+
+# --- elementwise arithmetic ---------------------------------------------------------------
+
+def _operands(ctx, node, dtype=None):
+    dtype = node.outputs[0].dtype if dtype is None else dtype
+    return [ctx.value(t, dtype) for t in node.inputs]
+
+
+def _binary(onnx_op, bool_op=None):
+    def emit(ctx, node):
+        if node.outputs[0].dtype == np.bool_:
+            if bool_op is None:
+                ctx.fail("numpy has no bool form of this op")
+            return ctx.add(bool_op, _operands(ctx, node))
+        return ctx.add(onnx_op, _operands(ctx, node))
+    return emit
+
+
+rule("Add")(_binary("Add", "Or"))
+rule("Mul")(_binary("Mul", "And"))
+rule("Maximum")(_binary("Max", "Or"))
+rule("Minimum")(_binary("Min", "And"))
+rule("Sub")(_binary("Sub"))
+rule("RealDiv")(_binary("Div"))
+
+
+@rule("Pow")
+def _pow(ctx, node):
+    out = node.outputs[0].dtype
+    if out.kind == "f":
+        return ctx.add("Pow", _operands(ctx, node))
+    exponent = ctx.consts.get(id(node.inputs[1]))
+    if exponent is None or np.ndim(exponent) or not 0 <= int(exponent) <= 64:
+        ctx.fail("an integer power needs a constant exponent from 0 to 64 (ONNX's Pow on integers "
+                 "rounds through floating point)")
+    base, result, e = ctx.value(node.inputs[0], out), None, int(exponent)
+    while e:  # square and multiply: wraps on overflow exactly as numpy's integer power
+        if e & 1:
+            result = base if result is None else ctx.add("Mul", [result, base])
+        e >>= 1
+        if e:
+            base = ctx.add("Mul", [base, base])
+    if result is None:
+        shape = ctx.add("Shape", [ctx.value(node.inputs[0])])
+        return ctx.add("Expand", [ctx.const(1, out), shape])
+    return result
+
+
+def _int_divmod(ctx, node, a, b):
+    """numpy's integer floor division and remainder: x // 0 and x % 0 are 0, and
+    MIN // -1 wraps (ONNX's Div and Mod would trap on both)."""
+    dtype = node.outputs[0].dtype
+    zero, one = ctx.const(0, dtype), ctx.const(1, dtype)
+    unsafe = ctx.add("Equal", [b, zero])
+    if dtype.kind == "i":
+        minus_one = ctx.const(-1, dtype)
+        unsafe = ctx.add("Or", [unsafe, ctx.add("Equal", [b, minus_one])])
+    safe = ctx.add("Where", [unsafe, one, b])
+    mod = ctx.add("Mod", [a, safe], fmod=0)  # ONNX's integer Mod takes the divisor's sign, as numpy
+    div = ctx.add("Div", [a, safe])           # truncates toward zero
+    if dtype.kind == "i":
+        # truncation and floor differ when the remainder is nonzero and the signs differ
+        rem = ctx.add("Mod", [a, safe], fmod=1)
+        signs = ctx.add("Xor", [ctx.add("Less", [a, zero]), ctx.add("Less", [safe, zero])])
+        adjust = ctx.add("And", [signs, ctx.add("Not", [ctx.add("Equal", [rem, zero])])])
+        div = ctx.add("Sub", [div, ctx.cast(adjust, dtype)])
+        div = ctx.add("Where", [ctx.add("Equal", [b, minus_one]), ctx.add("Neg", [a]), div])
+    div = ctx.add("Where", [ctx.add("Equal", [b, zero]), zero, div])
+    return div, mod
+
+
+def _float_divmod(ctx, node, a, b):
+    """numpy's npy_divmod for floats, step by step (ONNX has no floor division)."""
+    dtype = node.outputs[0].dtype
+    zero, one, half = ctx.const(0, dtype), ctx.const(1, dtype), ctx.const(0.5, dtype)
+    mod = ctx.add("Mod", [a, b], fmod=1)
+    div = ctx.add("Div", [ctx.add("Sub", [a, mod]), b])
+    mod_nonzero = ctx.add("Not", [ctx.add("Equal", [mod, zero])])
+    flip = ctx.add("And", [mod_nonzero, ctx.add("Xor", [ctx.add("Less", [b, zero]), ctx.add("Less", [mod, zero])])])
+    mod = where(ctx, flip, ctx.add("Add", [mod, b]), mod, dtype)
+    div = where(ctx, flip, ctx.add("Sub", [div, one]), div, dtype)
+    mod = where(ctx, mod_nonzero, mod, _signed_zero(ctx, ctx.add("Less", [b, zero]), dtype), dtype)
+    floor = ctx.add("Floor", [div])
+    floor = where(ctx, ctx.add("Greater", [ctx.add("Sub", [div, floor]), half]), ctx.add("Add", [floor, one]),
+                  floor, dtype)
+    quotient = ctx.add("Div", [a, b])
+    floor = where(ctx, ctx.add("Equal", [div, zero]), _signed_zero(ctx, _sign_bit(ctx, quotient, dtype), dtype),
+                  floor, dtype)
+    b_zero = ctx.add("Equal", [b, zero])
+    return where(ctx, b_zero, quotient, floor, dtype), where(ctx, b_zero, ctx.add("Mod", [a, b], fmod=1), mod, dtype)
+
+
+def _sign_bit(ctx, x, dtype):
+    """x < 0, or x is -0.0 (1 / -0.0 is -inf); no ONNX op reads the sign bit."""
+    return ctx.add("Or", [ctx.add("Less", [x, ctx.const(0, dtype)]),
+                          ctx.add("Less", [ctx.add("Div", [ctx.const(1, dtype), x]), ctx.const(0, dtype)])])
+
+
+def _signed_zero(ctx, negative, dtype):
+    """-0.0 where `negative`, else 0.0 (made at run time: onnxruntime merges a -0.0 constant with 0.0)."""
+    sign = ctx.add("Where", [negative, ctx.const(-1, dtype), ctx.const(1, dtype)])
+    return ctx.add("Mul", [ctx.const(0, dtype), sign])
+
+
+def where(ctx, c, x, y, dtype):
+    """ONNX Where(c, x, y) as numpy.where: onnxruntime's Where gives +0.0 where it picks a -0.0 of `x`
+    (its false side keeps the sign), so for floats a factor of -1 puts the sign back."""
+    chosen = ctx.add("Where", [c, x, y])
+    if np.dtype(dtype).kind != "f":
+        return chosen
+    zero = ctx.const(0, dtype)
+    lost = ctx.add("And", [c, ctx.add("And", [ctx.add("Equal", [x, zero]), _sign_bit(ctx, x, dtype)])])
+    return ctx.add("Mul", [chosen, ctx.add("Where", [lost, ctx.const(-1, dtype), ctx.const(1, dtype)])])
+
+
+def _divmod(ctx, node):
+    if node.outputs[0].dtype == np.bool_:
+        ctx.fail("numpy has no bool form of this op")
+    a, b = _operands(ctx, node)
+    return (_float_divmod if node.outputs[0].dtype.kind == "f" else _int_divmod)(ctx, node, a, b)
+
+
+@rule("FloorDiv")
+def _floordiv(ctx, node):
+    return _divmod(ctx, node)[0]
+
+
+@rule("FloorMod")
+def _floormod(ctx, node):
+    return _divmod(ctx, node)[1]
+
+
+def _compare(onnx_op, negate=False):
+    def emit(ctx, node):
+        dtype = _common(node)
+        if dtype.kind in "iu" and not all(_fits(ctx, t, dtype) for t in node.inputs):
+            # numpy compares a Python int out of the array's range by value (int8 < 1000)
+            dtype = np.dtype(np.int64)
+            if not all(_fits(ctx, t, dtype) for t in node.inputs) or np.uint64 in [t.dtype for t in node.inputs]:
+                ctx.fail("a Python int out of int64's range compared with an integer array")
+        if dtype == np.bool_ and onnx_op != "Equal":
+            dtype = np.dtype(np.uint8)  # ONNX orders numbers only; False < True as 0 < 1
+        result = ctx.add(onnx_op, _operands(ctx, node, dtype))
+        return ctx.add("Not", [result]) if negate else result
+    return emit
+
+
+def _fits(ctx, t, dtype):
+    value = ctx.consts.get(id(t))
+    if not t.weak or value is None or t.dtype.kind not in "iu":
+        return True
+    return np.iinfo(dtype).min <= value <= np.iinfo(dtype).max
+
+
+for _name, _op in [("Equal", "Equal"), ("Greater", "Greater"), ("GreaterEqual", "GreaterOrEqual"),
+                   ("Less", "Less"), ("LessEqual", "LessOrEqual")]:
+    rule(_name)(_compare(_op))
+rule("NotEqual")(_compare("Equal", negate=True))
+
+
+@rule("LogicalAnd", "LogicalOr")
+def _logical(ctx, node):
+    return ctx.add(node.op[len("Logical"):], _operands(ctx, node, np.bool_))
+
+
+@rule("LogicalNot", "Not")
+def _not(ctx, node):
+    return ctx.add("Not", _operands(ctx, node, np.bool_))
+
+
+@rule("Abs")
+def _abs(ctx, node):
+    (x,) = _operands(ctx, node)
+    return ctx.add("Identity" if node.outputs[0].dtype.kind in "bu" else "Abs", [x])
+
+
+@rule("Neg")
+def _neg(ctx, node):
+    (x,) = _operands(ctx, node)
+    if node.outputs[0].dtype.kind == "u":  # ONNX's Neg has no unsigned form; 0 - x wraps as numpy
+        return ctx.add("Sub", [ctx.const(0, node.outputs[0].dtype), x])
+    return ctx.add("Neg", [x])
+
+
+@rule("Square")
+def _square(ctx, node):
+    (x,) = _operands(ctx, node)
+    return ctx.add("And" if node.outputs[0].dtype == np.bool_ else "Mul", [x, x])
+
+
+@rule("Exp", "Log", "Tanh", "Sqrt")
+def _unary(ctx, node):
+    return ctx.add(node.op, _operands(ctx, node))
+
+
+_UFUNCS = {"add": "Add", "multiply": "Mul", "subtract": "Sub", "divide": "Div", "maximum": "Max",
+           "minimum": "Min", "tanh": "Tanh", "exp": "Exp", "negative": "Neg"}
+
+
+@rule("Relu", "Sigmoid")
+def _expansion(ctx, node):
+    """An op defined by its OpDef's numpy steps (sigmoid as 0.5 * tanh(x / 2) + 0.5): the same steps."""
+    dtype = node.outputs[0].dtype
+    x = y = ctx.value(node.inputs[0], dtype)
+    for ufunc, operands in node.opdef.expansion:
+        args = [x if a == "x" else y if a == "y" else ctx.const(a, dtype) for a in operands]
+        y = ctx.add(_UFUNCS[ufunc], args)
+    return y
+
+
+@rule("Select")
+def _select(ctx, node):
+    c, x, y = node.inputs
+    dtype = node.outputs[0].dtype
+    return where(ctx, ctx.value(c, np.bool_), ctx.value(x, dtype), ctx.value(y, dtype), dtype)
+
+
+@rule("Cast", "Identity", "PythonInt", "PythonScalar")
+def _cast(ctx, node):
+    return ctx.add("Identity", _operands(ctx, node))
+
+
+# --- linear algebra and reductions --------------------------------------------------------
+
+_MATMUL_IN = {"f": None, "i": np.int64, "u": np.uint64, "b": np.int64}
+
+
+@rule("MatMul")
+def _matmul(ctx, node):
+    out = node.outputs[0].dtype
+    native = out in (np.float32, np.float64, np.int32, np.int64, np.uint32, np.uint64)
+    # wrapping integer sums are the same in a wider type, cast back (mod 2^bits)
+    work = out if native else np.dtype(_MATMUL_IN[out.kind] or np.float32)
+    product = ctx.add("MatMul", _operands(ctx, node, work))
+    if out == np.bool_:
+        return ctx.add("Not", [ctx.add("Equal", [product, ctx.const(0, work)])])
+    return product if work == out else ctx.cast(product, out)
+
+
+def _axes(node):
+    axis = node.attrs.get("axis")
+    ndim = node.inputs[0].ndim
+    if axis is None:
+        return None
+    axes = (axis,) if isinstance(axis, int) else axis
+    return sorted(a % ndim for a in axes)
+
+
+def _reduce(onnx_op, work=None):
+    def emit(ctx, node):
+        out = node.outputs[0].dtype
+        dtype = np.dtype(work) if work else (np.dtype(np.uint8) if out == np.bool_ else out)
+        x = ctx.value(node.inputs[0], np.bool_ if work else dtype)
+        if work:
+            x = ctx.cast(x, dtype)
+        axes = _axes(node)
+        if node.inputs[0].ndim == 0 or axes == []:
+            result = ctx.add("Identity", [x])
+        else:
+            inputs = [x] if axes is None else [x, ctx.ints(axes)]
+            result = ctx.add(onnx_op, inputs, keepdims=int(node.attrs["keepdims"]))
+        return result if dtype == out else ctx.cast(result, out)
+    return emit
+
+
+rule("Sum")(_reduce("ReduceSum"))
+rule("Mean")(_reduce("ReduceMean"))
+rule("Prod")(_reduce("ReduceProd"))
+rule("Max")(_reduce("ReduceMax"))
+rule("Min")(_reduce("ReduceMin"))
+rule("Any")(_reduce("ReduceMax", np.uint8))
+rule("All")(_reduce("ReduceMin", np.uint8))
+
+
+@rule("ArgMax")
+def _argmax(ctx, node):
+    x = node.inputs[0]
+    name = ctx.value(x, np.uint8) if x.dtype == np.bool_ else ctx.value(x)
+    axis = node.attrs["axis"]
+    if axis is None:
+        name, axis = ctx.add("Reshape", [name, ctx.ints([-1])]), 0
+    return ctx.add("ArgMax", [name], axis=axis, keepdims=0)
+
+
+@rule("Softmax")
+def _softmax(ctx, node):
+    return ctx.add("Softmax", _operands(ctx, node), axis=node.attrs["axis"])
+
+
+# --- shapes and creation ------------------------------------------------------------------
+
+@rule("Shape", "Size")
+def _shape(ctx, node):
+    return ctx.add(node.op, [ctx.value(node.inputs[0])])
+
+
+def _shape_operand(ctx, t):
+    name = ctx.value(t, np.int64)
+    return ctx.add("Reshape", [name, ctx.ints([-1])]) if t.ndim == 0 else name
+
+
+@rule("Zeros", "Ones")
+def _filled(ctx, node):
+    dtype = node.outputs[0].dtype
+    fill = ctx.onnx.numpy_helper.from_array(np.array([node.op == "Ones"]).astype(dtype))
+    return ctx.add("ConstantOfShape", [_shape_operand(ctx, node.inputs[0])], value=fill)
+
+
+@rule("ZerosLike", "OnesLike")
+def _like(ctx, node):
+    dtype = node.outputs[0].dtype
+    shape = ctx.add("Shape", [ctx.value(node.inputs[0])])
+    return ctx.add("Expand", [ctx.const(int(node.op == "OnesLike"), dtype), shape])
+
+
+@rule("Fill")
+def _fill(ctx, node):
+    shape, value = node.inputs
+    return ctx.add("Expand", [ctx.value(value, node.outputs[0].dtype), _shape_operand(ctx, shape)])
+
+
+@rule("BroadcastLike")
+def _broadcast_like(ctx, node):
+    g, like = node.inputs
+    return ctx.add("Expand", [ctx.value(g), ctx.add("Shape", [ctx.value(like)])])
+
+
+@rule("SumToShape")
+def _sum_to_shape(ctx, node):
+    g, like = node.inputs
+    lead = g.ndim - like.ndim
+    like_shape = ctx.add("Shape", [ctx.value(like)])
+    g_shape = ctx.add("Shape", [ctx.value(g)], start=lead)
+    # axes: the leading ones, and those where `like` has 1 and `g` does not (known at run time)
+    ones = ctx.add("And", [ctx.add("Equal", [like_shape, ctx.ints(1)]),
+                           ctx.add("Not", [ctx.add("Equal", [g_shape, ctx.ints(1)])])])
+    trailing = ctx.add("Add", [ctx.add("Reshape", [ctx.add("NonZero", [ones]), ctx.ints([-1])]), ctx.ints(lead)])
+    axes = ctx.add("Concat", [ctx.ints(list(range(lead))), trailing], axis=0)
+    summed = ctx.add("ReduceSum", [ctx.value(g), axes], keepdims=1, noop_with_empty_axes=1)
+    return ctx.add("Reshape", [summed, like_shape])
+
+
+@rule("Range")
+def _range(ctx, node):
+    dtype = node.outputs[0].dtype
+    bounds = [ctx.value(t, dtype) for t in node.inputs]
+    if len(bounds) == 1:
+        bounds = [ctx.const(0, dtype)] + bounds
+    if len(bounds) == 2:
+        bounds.append(ctx.const(1, dtype))
+    return ctx.add("Range", bounds)
+
+
+@rule("Reshape")
+def _reshape(ctx, node):
+    x, shape = node.inputs
+    return ctx.add("Reshape", [ctx.value(x), _shape_operand(ctx, shape)])
+
+
+@rule("Transpose")
+def _transpose(ctx, node):
+    perm = node.attrs["perm"]
+    perm = list(reversed(range(node.inputs[0].ndim))) if perm is None else list(perm)
+    return ctx.add("Transpose", [ctx.value(node.inputs[0])], perm=perm)
+
+
+@rule("ExpandDims")
+def _expand_dims(ctx, node):
+    return ctx.add("Unsqueeze", [ctx.value(node.inputs[0]), ctx.ints([node.attrs["axis"]])])
+
+
+@rule("Squeeze")
+def _squeeze(ctx, node):
+    x, axis = node.inputs[0], node.attrs["axis"]
+    if axis is None:
+        axes = [i for i, d in enumerate(x.shape) if d == 1]
+        if None in x.shape:
+            ctx.fail("squeezing every size-1 axis needs the input's shape known when tracing")
+    else:
+        axes = [a % x.ndim for a in ((axis,) if isinstance(axis, int) else axis)]
+    return ctx.add("Squeeze", [ctx.value(x), ctx.ints(axes)]) if axes else ctx.add("Identity", [ctx.value(x)])
+
+
+@rule("Concat")
+def _concat(ctx, node):
+    return ctx.add("Concat", _operands(ctx, node), axis=node.attrs["axis"])
+
+
+@rule("Stack")
+def _stack(ctx, node):
+    axis = node.attrs["axis"] % node.outputs[0].ndim
+    rows = [ctx.add("Unsqueeze", [name, ctx.ints([axis])]) for name in _operands(ctx, node)]
+    return ctx.add("Concat", rows, axis=axis)
+
+
+@rule("Gather")
+def _gather(ctx, node):
+    params, indices = node.inputs
+    return ctx.add("Gather", [ctx.value(params), ctx.value(indices, np.int64)], axis=node.attrs["axis"])
+
+
+@rule("Pad")
+def _pad(ctx, node):
+    x, c = node.inputs
+    widths = node.attrs["paddings"]
+    pads = ctx.ints([w[0] for w in widths] + [w[1] for w in widths])
+    return ctx.add("Pad", [ctx.value(x), pads, ctx.value(c, node.outputs[0].dtype)], mode="constant")
+
+
+_INT64_MAX, _INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+
+
+@rule("StridedSlice")
+def _strided_slice(ctx, node):
+    """numpy basic indexing (ints, slices, None, ...), tensor scalars in any place, and one
+    integer array index when every other item is a slice."""
+    x, values = node.inputs[0], node.inputs[1:]
+    index = node.attrs["index"]
+
+    def scalar(item):  # an index part as a 1-element int64 tensor
+        if isinstance(item, Slot):
+            return ctx.add("Reshape", [ctx.value(values[item.k], np.int64), ctx.ints([1])])
+        return ctx.ints([item])
+
+    def is_array(item):
+        return isinstance(item, Slot) and values[item.k].ndim > 0
+
+    if any(isinstance(i, Slot) and values[i.k].dtype == np.bool_ for i in index):
+        ctx.fail("a boolean mask index gives a shape known only from the data")
+    consumed = sum(1 for i in index if i is not None and i is not Ellipsis)
+    if Ellipsis in index:
+        pos = index.index(Ellipsis)
+        index = index[:pos] + (slice(None),) * (x.ndim - consumed) + index[pos + 1:]
+    index = index + (slice(None),) * (x.ndim - sum(1 for i in index if i is not None))
+    arrays = [i for i in index if is_array(i)]
+    if arrays and (len(arrays) > 1 or any(i is None or not (isinstance(i, slice) or is_array(i)) for i in index)):
+        ctx.fail("an array index mixed with integers or None (numpy moves axes around)")
+    name = ctx.value(x)
+    starts, ends, steps, axes, picks, new_axes, axis, out_pos = [], [], [], [], [], [], 0, 0
+    for item in index:
+        if item is None:
+            new_axes.append(out_pos)
+            out_pos += 1
+            continue
+        if isinstance(item, slice):
+            if (item.start, item.stop, item.step) != (None, None, None):
+                step = 1 if item.step is None else item.step
+                negative = isinstance(step, int) and step < 0
+                if isinstance(step, Slot):
+                    ctx.fail("a slice step known only when the graph runs")
+                starts.append(scalar(item.start) if item.start is not None
+                              else ctx.ints([_INT64_MAX if negative else 0]))
+                ends.append(scalar(item.stop) if item.stop is not None
+                            else ctx.ints([_INT64_MIN if negative else _INT64_MAX]))
+                steps.append(step)
+                axes.append(axis)
+            out_pos += 1
+        elif is_array(item):
+            picks.append((axis, ctx.value(values[item.k], np.int64)))
+            out_pos += values[item.k].ndim
+        else:
+            picks.append((axis, ctx.add("Reshape", [scalar(item), ctx.ints([])])))
+        axis += 1
+    if axes:
+        name = ctx.add("Slice", [name, ctx.add("Concat", starts, axis=0), ctx.add("Concat", ends, axis=0),
+                                 ctx.ints(axes), ctx.ints(steps)])
+    for axis, where in sorted(picks, key=lambda p: -p[0]):  # from the last axis: numbering stays valid
+        name = ctx.add("Gather", [name, where], axis=axis)
+    if new_axes:
+        name = ctx.add("Unsqueeze", [name, ctx.ints(new_axes)])
+    return name if name != ctx.value(x) else ctx.add("Identity", [name])
