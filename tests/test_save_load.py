@@ -104,6 +104,18 @@ def with_gradient(w, x):
 
 
 @ag.function
+def loop_gradient(w, n):
+    def loss(w):
+        h = w
+        i = 0
+        while i < n:  # a tensor loop: its gradient pops per-iteration values from a stack
+            h = ag.tanh(h) * 1.5
+            i += 1
+        return ag.reduce_sum(h * h)
+    return ag.grad(loss)(w)
+
+
+@ag.function
 def noisy(x):
     return x + ag.random.normal((3,), dtype=np.float32), ag.random.uniform((2,), 0, 10, dtype=np.int32)
 
@@ -141,6 +153,8 @@ CALLS = [
     ("relaxed", "np.arange(5.0)"),
     ("relaxed", "np.arange(7.0)"),
     ("with_gradient", "np.array([0.1, 0.2]), np.array([1.5, -0.5])"),
+    ("loop_gradient", "np.array([0.1, -0.2, 0.3]), np.int64(4)"),
+    ("loop_gradient", "np.array([0.5, 0.5, 0.5]), np.int64(0)"),
     ("noisy", "np.zeros(3, np.float32)"),
     ("signed", "np.arange(6.0).reshape(3, 2)"),
     ("signed", "np.arange(2.0).reshape(1, 2)"),
@@ -331,3 +345,21 @@ def test_the_file_is_a_zip_of_json_and_npy_only(tmp_path):
     assert all(n.startswith("arrays/") and n.endswith(".npy") for n in names[2:])
     assert manifest["format"] == "autograph_lite.saved_function" and manifest["version"] == 1
     assert set(manifest["members"]) == set(names) - {"manifest.json"}
+
+
+def test_a_loaded_function_saves_again(tmp_path):
+    module, _ = _module(tmp_path)
+    x = np.array([1.0, -2.0, 3.0])
+    module.branch(x, 2.0)
+    module.branch(x.astype(np.float32), 3.0)
+    ag.save(module.branch, tmp_path / "a.agz")
+    again = ag.load(tmp_path / "a.agz")
+    ag.save(again, tmp_path / "b.agz")
+    g = ag.load(tmp_path / "b.agz")
+    assert len(g.signatures) == 2
+    for args in ((x, 2.0), (x.astype(np.float32), 3.0)):
+        want, got = module.branch.python_function(*args), g(*args)
+        for leaf_want, leaf_got in zip(nest.flatten(want), nest.flatten(got)):
+            _same(leaf_got, leaf_want, "branch")
+    with pytest.raises(TypeError, match=r"branch\(\): argument 'scale' does not match any of its 2 saved signatures"):
+        g(x, 5.0)

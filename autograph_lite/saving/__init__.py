@@ -12,6 +12,7 @@ import inspect
 
 from .. import nest
 from ..errors import LoadError
+from ..runtime import devices
 from ..tensor_spec import TensorSpec
 from . import format as _format
 from .graphs import SaveError, decode_graph, decode_value, encode_graph, encode_value, fail
@@ -142,11 +143,17 @@ def load(path):
     """
     document, arrays = _format.read(path)
     try:
-        return _build(document, arrays)
+        loaded = _build(document, arrays)
     except LoadError as e:
         raise LoadError(f"{path}: {e}") from None
     except RecursionError:
         raise LoadError(f"{path}: the saved structure is nested too deeply") from None
+    for k, concrete in enumerate(loaded.signatures):
+        try:  # optimized and lowered now, as a first call would: a graph that cannot run is refused here
+            concrete.plan(devices.CPU)
+        except Exception as e:  # noqa: BLE001 - whatever the passes or the lowering meet, the file is at fault
+            raise LoadError(f"{path}: signature {k} cannot be compiled ({type(e).__name__}: {e})") from None
+    return loaded
 
 
 def _object(obj, keys, where):
@@ -170,7 +177,7 @@ def _untree(obj, arrays, where):
 def _build(document, arrays):
     _object(document, ("name", "parameters", "signatures"), "function.json")
     name, parameters, signatures = document["name"], document["parameters"], document["signatures"]
-    if type(name) is not str or not 0 < len(name) <= 200 or not name.isprintable():
+    if type(name) is not str or len(name) > 1000:
         fail(f"the function's name {str(name)[:40]!r} is not a name")
     if type(parameters) is not list or type(signatures) is not list or not signatures:
         fail("parameters and signatures must be lists, with at least one signature")

@@ -76,7 +76,10 @@ def _brief(value):
 
 
 def _tensor_type(t):
-    return {"shape": list(t.shape), "dtype": encode_value(t.dtype, None)["dtype"], "weak": bool(t.weak)}
+    # "object": the per-run stack a gradient's While carries (a StackNew output and the
+    # sub-graph inputs it feeds); the loader accepts it there only
+    dtype = "object" if t.dtype == object else encode_value(t.dtype, None)["dtype"]
+    return {"shape": list(t.shape), "dtype": dtype, "weak": bool(t.weak)}
 
 
 def encode_graph(graph, writer, outer_refs=None):
