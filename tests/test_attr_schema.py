@@ -95,3 +95,18 @@ def test_attrs_of_traced_nodes_have_their_declared_types():
 def test_schema_types_describe_themselves():
     assert repr(opdef.SHAPE) == "tuple[int | None, ...]"
     assert repr(opdef.REGISTRY["StackPop"].attrs["specs"]) == "tuple[tuple[tuple[int | None, ...], dtype], ...]"
+
+
+def test_user_values_become_the_canonical_attr_types():
+    # a list axis, numpy ints in a slice: traced as the tuple and ints the schema declares
+    @ag.function
+    def f(x):
+        return ag.squeeze(x, axis=[0, 2]), x[0, np.int64(1):np.int32(3), 0], ag.reduce_sum(x, axis=[1, 2])
+
+    x = np.arange(4.0).reshape(1, 4, 1)
+    for got, want in zip(f(x), (np.squeeze(x, axis=(0, 2)), x[0, 1:3, 0], np.sum(x, axis=(1, 2)))):
+        np.testing.assert_array_equal(got, want)
+    nodes = {n.op: n.attrs for n in f.get_concrete_function(x).graph.walk()}
+    assert nodes["Squeeze"]["axis"] == (0, 2)
+    assert nodes["StridedSlice"]["index"][1] == slice(1, 3, None)
+    assert type(nodes["StridedSlice"]["index"][1].stop) is int

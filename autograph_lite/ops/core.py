@@ -133,8 +133,10 @@ def _plain(value):
         return int(value)
     if isinstance(value, str):
         return str.__str__(value)
-    if type(value) is tuple:
+    if type(value) is tuple or type(value) is list:  # a list axis means what the tuple means (attr schema)
         return tuple(_plain(v) for v in value)
+    if type(value) is slice:  # x[1:np.int32(2)]
+        return slice(_plain(value.start), _plain(value.stop), _plain(value.step))
     return value
 
 
