@@ -363,3 +363,19 @@ def test_a_loaded_function_saves_again(tmp_path):
             _same(leaf_got, leaf_want, "branch")
     with pytest.raises(TypeError, match=r"branch\(\): argument 'scale' does not match any of its 2 saved signatures"):
         g(x, 5.0)
+
+
+def test_one_concrete_function_saves_alone(tmp_path):
+    module, _ = _module(tmp_path)
+    small, large = np.array([0.5, 0.25], np.float32), np.array([40.0, -3.0], np.float32)
+    module.halve_until_small(small)
+    concrete = module.halve_until_small.get_concrete_function(ag.TensorSpec([3], np.float64))
+    ag.save(concrete, tmp_path / "one.agz")
+    g = ag.load(tmp_path / "one.agz")
+    assert [s.input_specs for s in g.signatures] == [(ag.TensorSpec([3], np.float64),)]
+    x = np.array([9.0, -30.0, 0.5])
+    for got, want in zip(g(x), module.halve_until_small.python_function(x)):
+        _same(got, want, "halve_until_small")
+    with pytest.raises(TypeError, match=r"argument 'x' does not match its saved signature: expected "
+                                        r"TensorSpec\(shape=\(3,\), dtype=float64\), got an array of shape \(2,\)"):
+        g(large)
