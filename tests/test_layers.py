@@ -93,3 +93,24 @@ def test_lower_layers_never_import_higher_ones():
                          f"{sorted(MAY_IMPORT[here]) or 'no layer'}")
     assert not wrong, "\n".join(wrong)
 
+
+def test_ops_modules_import_each_other_one_way():
+    """No cycles among the modules of ops/ (a cycle hides behind function-local imports)."""
+    graph = {}
+    for module, target, _ in imports():
+        if module.startswith("autograph_lite.ops.") and target.startswith("autograph_lite.ops."):
+            graph.setdefault(module, set()).add(target)
+    cycles = []
+
+    def visit(node, stack):
+        if node in stack:
+            cycles.append(" -> ".join(stack[stack.index(node):] + [node]))
+            return
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in done:
+                visit(nxt, stack + [node])
+        done.add(node)
+    done = set()
+    for node in sorted(graph):
+        visit(node, [])
+    assert not cycles, "\n".join(cycles)

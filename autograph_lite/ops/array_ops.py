@@ -49,8 +49,7 @@ def _shape_input(shape):
 
 
 def cast_int(d):
-    from .math_ops import cast
-    return cast(d, np.int64) if isinstance(d, Tensor) else int(d)
+    return d.astype(np.int64) if isinstance(d, Tensor) else int(d)  # Tensor.astype is math_ops.cast
 
 
 def _as_shape(s):
@@ -62,8 +61,7 @@ def _as_shape(s):
 def constant(value, dtype=None):
     """`value` as an array on the current device (numpy's dtype rules unless `dtype`)."""
     if isinstance(value, Tensor):
-        from .math_ops import cast
-        return value if dtype is None else cast(value, dtype)
+        return value if dtype is None else value.astype(dtype)
     return devices.current().xp.asarray(value, dtype=dtype)
 
 
@@ -499,14 +497,16 @@ def getitem(x, index):
 # --- gradients ----------------------------------------------------------------------------
 
 from .core import grad_rule  # noqa: E402
-from .gradient_ops import float_dtype, scatter_add  # noqa: E402
+from .gradient_ops import SCATTER, float_dtype, scatter_add  # noqa: E402
+
+# math_ops sits above this module (its gradients use expand_dims, transpose, size), so the
+# gradients here reach its cast and reduce_sum through Tensor.astype and Tensor.sum.
 
 
 def _like(g, x):
-    from .math_ops import cast
     if g is None or not float_dtype(x):
         return None
-    return g if g.dtype == x.dtype else cast(g, x.dtype)
+    return g if g.dtype == x.dtype else g.astype(x.dtype)
 
 
 @grad_rule(OPS["zeros"], OPS["ones"], OPS["zeros_like"], OPS["ones_like"], OPS["range"],
@@ -517,8 +517,7 @@ def _constant_output_grad(node, *dys):
 
 @grad_rule(OPS["fill"])
 def _fill_grad(node, dy):
-    from .math_ops import reduce_sum
-    return [None, _like(reduce_sum(dy), node.inputs[1])]
+    return [None, _like(dy.sum(), node.inputs[1])]
 
 
 @grad_rule(OPS["concat"])
@@ -572,6 +571,13 @@ def _gather_grad(node, dy):
 def _getitem_grad(node, dy):
     x, *values = node.inputs
     return [_like(scatter_add(dy, x, values, node.attrs["index"]), x)] + [None] * len(values)
+
+
+@grad_rule(SCATTER)  # beside getitem: each is the other's gradient
+def _scatter_grad(node, dy):
+    _, like, *values = node.inputs
+    picked = apply(OPS["getitem"], (dy, *values), {"index": node.attrs["index"]})
+    return [picked, None] + [None] * len(values)
 
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import user_location
 from ..runtime import devices, fp_errors
 from ..runtime.graph import Tensor, _tracing, building, current_graph
-from ..runtime.opdef import DTYPE, STR, OpDef, register
+from ..runtime.opdef import DTYPE, STR, OpDef, lookup, register
 
 _PY_SCALARS = (bool, int, float, complex)
 # a subclass of a Python scalar as its plain value (its own methods, __repr__ included, are
@@ -106,7 +106,6 @@ def _weak_ints_to_check(op, tensors, attrs):
 
 @functools.lru_cache(maxsize=4096)
 def _failure_by_example(name, key, attrs):
-    from ..runtime.opdef import lookup
     args = [np.ones((), k) if isinstance(k, np.dtype) else k[0](1) if k[1] is None else k[1] for k in key]
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -177,13 +176,12 @@ def _pack(items, graph):
     """A (nested) list holding tensors as one tensor, as numpy's array() and TF's
     convert_to_tensor make it: items stacked along a new first axis, Python numbers as
     numpy would type them inside a list."""
-    from .array_ops import stack
     with building(graph):
         parts = [convert_to_tensor(v, graph) if isinstance(v, (Tensor, list, tuple))
                  else constant_node(graph, np.asarray(v)) for v in items]
         if not parts:
             raise ValueError("cannot pack an empty list")
-        return stack(parts)
+        return apply(lookup("Stack"), tuple(parts), {"axis": 0})  # array_ops' op: that module is above this one
 
 
 # --- shape and dtype rules shared by ops ------------------------------------------------

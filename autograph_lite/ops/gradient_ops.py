@@ -25,13 +25,12 @@ def sum_to(g, like):
         return g
     if None in g.shape or None in like.shape:
         return apply(SUM_TO, (g, like))  # axes known only at run time
-    from .array_ops import reshape
-    from .math_ops import reduce_sum
     lead = len(g.shape) - len(like.shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(like.shape)
                                       if d == 1 and g.shape[lead + i] != 1)
-    summed = reduce_sum(g, axis=axes) if axes else g
-    return summed if summed.shape == like.shape else reshape(summed, like.shape)
+    # Tensor.sum / Tensor.reshape: math_ops and array_ops sit above this module
+    summed = g.sum(axis=axes) if axes else g
+    return summed if summed.shape == like.shape else summed.reshape(like.shape)
 
 
 def _broadcast_kernel(xp):
@@ -80,14 +79,6 @@ SCATTER = define("ScatterAdd", _scatter_kernel, lambda dy, like, *values, index:
 def scatter_add(dy, like, values, index):
     """zeros shaped like `like` with `dy` added at `like[index]` (repeated indices add up)."""
     return apply(SCATTER, (dy, like, *values), {"index": index})
-
-
-@grad_rule(SCATTER)
-def _scatter_grad(node, dy):
-    from .array_ops import OPS
-    _, like, *values = node.inputs
-    picked = apply(OPS["getitem"], (dy, *values), {"index": node.attrs["index"]})
-    return [picked, None] + [None] * len(values)
 
 
 def float_dtype(t):

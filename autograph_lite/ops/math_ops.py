@@ -294,6 +294,7 @@ def argmax(x, axis=None):
 # returns one cotangent per input (None: no gradient, e.g. integer inputs).
 
 from .core import grad_rule  # noqa: E402
+from .array_ops import expand_dims, size, transpose  # noqa: E402
 from .gradient_ops import broadcast_like, float_dtype, sum_to  # noqa: E402
 
 
@@ -432,12 +433,10 @@ def _matmul_grad(node, dy):
     if a.ndim == 1 and b.ndim == 1:
         return [_to_input(multiply(dy, b), a), _to_input(multiply(dy, a), b)]
     if a.ndim == 1:  # (k,) @ (..., k, n) -> (..., n)
-        from .array_ops import expand_dims
         da = matmul(b, expand_dims(dy, -1))[..., 0] if b.ndim > 2 else matmul(b, dy)
         db = multiply(expand_dims(a, -1), expand_dims(dy, -2))
         return [_to_input(da, a), _to_input(db, b)]
     if b.ndim == 1:  # (..., m, k) @ (k,) -> (..., m)
-        from .array_ops import expand_dims
         da = multiply(expand_dims(dy, -1), b)
         db = matmul(expand_dims(dy, -2), a)[..., 0, :] if a.ndim > 2 else matmul(dy, a)
         return [_to_input(da, a), _to_input(db, b)]
@@ -445,7 +444,6 @@ def _matmul_grad(node, dy):
 
 
 def _swap_last(t):
-    from .array_ops import transpose
     perm = list(range(t.ndim))
     perm[-2], perm[-1] = perm[-1], perm[-2]
     return transpose(t, perm)
@@ -453,11 +451,9 @@ def _swap_last(t):
 
 def _expand_reduced(dy, node):
     """A reduction's cotangent reshaped so it broadcasts against the reduction's input."""
-    from .array_ops import expand_dims
     x = node.inputs[0]
     if node.attrs.get("keepdims"):
         return dy
-    from .core import normalize_axes
     for axis in normalize_axes(node.attrs.get("axis"), x.ndim):
         dy = expand_dims(dy, axis)
     return dy
@@ -471,7 +467,6 @@ def _sum_grad(node, dy):
 
 @grad_rule(OPS["reduce_mean"])
 def _mean_grad(node, dy):
-    from .array_ops import size
     x = node.inputs[0]
     count = divide(cast(size(x), dy.dtype), cast(size(node.outputs[0]), dy.dtype))
     return [_to_input(broadcast_like(divide(_expand_reduced(dy, node), count), x), x)]
