@@ -227,6 +227,7 @@ def _common(node):
 
 
 def _capture_values(ctx, outer):
+    """(names, constant values) of the outer values a Cond or While passes to its sub-graphs."""
     return [ctx.value(t) if id(t) not in ctx.consts else None for t in outer], \
         [ctx.consts.get(id(t)) for t in outer]
 
@@ -279,43 +280,29 @@ def _while(ctx, node):
     n = len(node.outputs)
     cond_g, body = node.attrs["cond"], node.attrs["body"]
     init = [ctx.value(t, spec.dtype) for t, spec in zip(node.inputs[:n], node.outputs)]
-    names, consts = _capture_values(ctx, node.inputs[n:])
+    captures = _capture_values(ctx, node.inputs[n:])
     scans = _appended_lists(node)
     carried = [k for k in range(n) if k not in scans]
-
-    first = _Builder(ctx.onnx, ctx.names, ctx)  # the first test, before any iteration
-    first.bind(cond_g, init + names, [None] * n + consts)
-    first.emit_nodes(cond_g)
-    first.node = node
-    go = first.value(cond_g.outputs[0], np.bool_)
-    ctx.nodes.extend(first.nodes)
+    go = _test(ctx, node, init, captures)  # before the first iteration
 
     inner = _Builder(ctx.onnx, ctx.names, ctx)
     step, cond_in = inner.names.fresh("iteration"), inner.names.fresh("cond_in")
     body_in = [inner.names.fresh(f"{node.name}_in{k}") for k in range(n)]
-    inner.bind(body, body_in + names, [None] * n + consts)
-    inner.skip = {id(body.outputs[k].node) for k in scans}
+    inner.bind(body, body_in + captures[0], [None] * n + captures[1])
+    inner.skip = {id(body.outputs[k].node) for k in scans}  # the appends: the scan outputs collect them
     inner.emit_nodes(body)
     inner.node = node
     body_out = [inner.value(t, spec.dtype) if k in carried else "" for k, (t, spec)
                 in enumerate(zip(body.outputs, node.outputs))]
-    test = _Builder(ctx.onnx, ctx.names, inner)
-    test.bind(cond_g, body_out + names, [None] * n + consts)
-    test.emit_nodes(cond_g)
-    test.node = node
-    go_on = test.value(cond_g.outputs[0], np.bool_)
-    inner.nodes.extend(test.nodes)
-    outputs = [inner.names.fresh("cond_out")]
-    inner.add("Identity", [go_on], outputs)
-    out_infos = [inner.value_info(outputs[0], _Scalar(np.bool_))]
-    for k in carried:
-        name = inner.names.fresh(f"{node.name}_out{k}")
-        inner.add("Identity", [body_out[k]], [name])
-        out_infos.append(inner.value_info(name, node.outputs[k]))
-    for k, item in scans.items():
-        name = inner.names.fresh(f"{node.name}_item{k}")
-        inner.add("Identity", [inner.value(item, node.outputs[k].dtype)], [name])
-        out_infos.append(inner.value_info(name, item, node.outputs[k].dtype))
+    outputs = [(_test(inner, node, body_out, captures), _Scalar(np.bool_))]
+    outputs += [(body_out[k], node.outputs[k]) for k in carried]
+    outputs += [(inner.value(item, node.outputs[k].dtype), _Scalar(node.outputs[k].dtype, item.shape))
+                for k, item in scans.items()]
+    out_infos = []
+    for value, spec in outputs:
+        name = inner.names.fresh(f"{node.name}_out")
+        inner.add("Identity", [value], [name])
+        out_infos.append(inner.value_info(name, spec))
     in_infos = [inner.value_info(step, _Scalar(np.int64)), inner.value_info(cond_in, _Scalar(np.bool_))]
     in_infos += [inner.value_info(body_in[k], node.outputs[k]) for k in carried]
     loop_body = ctx.onnx.helper.make_graph(inner.nodes, ctx.names.fresh(f"{node.name}_body"), in_infos, out_infos)
@@ -324,25 +311,33 @@ def _while(ctx, node):
     stacked = [ctx.names.fresh(f"{node.name}_stacked{k}") for k in scans]
     ctx.add("Loop", ["", go] + [init[k] for k in carried], finals + stacked, body=loop_body)
     results = dict(zip(carried, finals))
-    for (k, _), items in zip(scans.items(), stacked):
+    for k, items in zip(scans, stacked):
         start = node.inputs[k]
         empty = id(start) in ctx.consts and np.size(ctx.consts[id(start)]) == 0
         results[k] = items if empty else ctx.add("Concat", [init[k], items], axis=0)
     return [results[k] for k in range(n)]
 
 
+def _test(ctx, node, carried, captures):
+    """The While `node`'s condition on loop values `carried`, emitted into `ctx`: a bool's name."""
+    cond_g = node.attrs["cond"]
+    test = _Builder(ctx.onnx, ctx.names, ctx)
+    test.bind(cond_g, carried + captures[0], [None] * len(carried) + captures[1])
+    test.emit_nodes(cond_g)
+    test.node = node
+    go = test.value(cond_g.outputs[0], np.bool_)
+    ctx.nodes.extend(test.nodes)
+    return go
+
+
 class _Scalar:
-    """Type of a Loop's own scalar inputs and outputs (iteration count, condition)."""
+    """The type of a Loop input or output that is no graph value (iteration count, condition, item)."""
 
-    def __init__(self, dtype):
-        self.shape, self.dtype, self.node = (), np.dtype(dtype), None
-
-
-def _placeholder(ctx, node):
-    ctx.fail("a placeholder inside a graph's nodes")
+    def __init__(self, dtype, shape=()):
+        self.shape, self.dtype, self.node = shape, np.dtype(dtype), None
 
 
-_STRUCTURAL = {"Cond": _cond, "While": _while, "Placeholder": _placeholder}
+_STRUCTURAL = {"Cond": _cond, "While": _while}
 
 
 # --- elementwise arithmetic ---------------------------------------------------------------
