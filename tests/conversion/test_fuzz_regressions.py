@@ -499,3 +499,44 @@ def test_an_update_of_what_a_loop_inside_a_branch_may_have_made_an_argument_is_r
         ag.function(alias_from_a_loop_inside_a_branch)(x, y, np.array(2))
     assert f"{__file__}:{alias_from_a_loop_inside_a_branch.__code__.co_firstlineno + 5}" in str(info.value)
     np.testing.assert_array_equal(x, [2.5, 1.0])
+
+
+def dict_item_set_after_a_tensor_if_that_may_return(x, y, n, s):
+    D5 = {'a': ag.abs(y), 'b': x}
+    if n > 5:
+        w8 = 0
+        while w8 < 3 and False:
+            w8 += 1
+            if s:
+                return (-1,)
+    D5['a'] = x
+    return (1, D5)
+
+
+def test_a_branch_returning_a_dict_it_updates_returns_the_update():
+    """Seed 5012791: the code after an `if` that may return runs in a staged branch that sets
+    D5['a'] and returns D5; the else branch restored D5['a'] before the branch's result was read,
+    so the result held the old item."""
+    args = (np.array([1., 2.]), np.array([-3., 4.]), np.array(2), 0)
+    assert_every_call_same(dict_item_set_after_a_tensor_if_that_may_return, *args)
+
+
+def update_of_a_loop_variable_a_nested_loop_may_rebind_to_an_argument(x, y, n):
+    v21 = y
+    w27 = 0
+    while w27 < 3 and y[1]:
+        w27 += 1
+        if n:
+            for r28 in x:
+                v21 = y
+        v21 -= 1.0
+    return v21
+
+
+def test_an_update_of_a_loop_variable_that_may_be_an_argument_is_refused():
+    """Seed 5015137: v21 is the caller's y on some runs (the `if` inside the loop rebinds it);
+    the update was applied to a copy and the caller's y stayed unchanged."""
+    x, y = np.array([5, 5]), np.array([1.0, 1.5])
+    with pytest.raises(ag.ConversionError, match="on some runs it is the array of argument 'y'"):
+        ag.function(update_of_a_loop_variable_a_nested_loop_may_rebind_to_an_argument)(x, y, np.array(3))
+    np.testing.assert_array_equal(y, [1.0, 1.5])
