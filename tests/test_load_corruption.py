@@ -21,7 +21,7 @@ def model(x, w):
         i += 1
     if ag.reduce_max(h) > 3.0:
         h = h - 3.0
-    return h, ag.reduce_sum(h, axis=1)
+    return h, ag.reduce_sum(h, axis=1), h[:, i]
 
 
 X = np.arange(6.0).reshape(2, 3) / 10
@@ -136,6 +136,8 @@ def test_an_unknown_op_is_named(tmp_path, saved):
     (lambda f: f["signatures"][0]["graph"]["inputs"][0].update(shape=[2, "3"]), r"shape \[2, '3'\] is not a list of sizes"),
     (lambda f: _nodes(f)[2]["attrs"].update(value={"pickle": "cos\nsystem"}), r"is not a saved value"),
     (lambda f: f["signatures"][0].update(write_backs=[[0, 99]]), r"write_backs must be \[input, output\] pairs in range"),
+    (lambda f: next(n for n in _nodes(f) if n["op"] == "StridedSlice")["attrs"].update(index=[{"slot": 5}]),
+     r"an attr names input \$5, the node has 2 inputs"),
     (lambda f: f.update(parameters=[{"name": "import os", "kind": "POSITIONAL_OR_KEYWORD"}]), r"is not a parameter"),
 ])
 def test_a_forged_graph_is_refused(tmp_path, saved, change, message):

@@ -279,6 +279,8 @@ def _node(graph, n, entry, arrays):
         check_attrs(op, attrs, name, location)
     except AttrError as e:
         fail(f"{where}: {e}")
+    if any(k >= len(ins) for k in _slots(attrs.values())):
+        fail(f"{where}: an attr names input ${max(_slots(attrs.values()))}, the node has {len(ins)} inputs")
     stored = []
     for k, o in enumerate(outputs):
         shape, dtype, weak = _fields(o, ("shape", "dtype", "weak"), f"{where}, output {k}")
@@ -295,6 +297,17 @@ def _node(graph, n, entry, arrays):
     node = graph.add_node(op, ins, attrs, specs, location=_text(location, where), name=name)
     for out, (_, _, weak) in zip(node.outputs, stored):
         out.weak = weak
+
+
+def _slots(values):
+    """The input numbers the Slots inside attr `values` name (an index, a print template)."""
+    for v in values:
+        if type(v) is Slot:
+            yield v.k
+        elif type(v) is tuple:
+            yield from _slots(v)
+        elif type(v) is slice:
+            yield from _slots((v.start, v.stop, v.step))
 
 
 def _output_types(op, ins, attrs, where):
