@@ -379,3 +379,20 @@ def test_one_concrete_function_saves_alone(tmp_path):
     with pytest.raises(TypeError, match=r"argument 'x' does not match its saved signature: expected "
                                         r"TensorSpec\(shape=\(3,\), dtype=float64\), got an array of shape \(2,\)"):
         g(large)
+
+
+def test_an_updated_argument_sharing_memory_with_another_is_refused(tmp_path):
+    @ag.function
+    def add_into(x, y):
+        x += y
+        return x
+
+    a = np.arange(4.0)
+    add_into(a.copy(), a.copy())
+    ag.save(add_into, tmp_path / "add.agz")
+    g = ag.load(tmp_path / "add.agz")
+    with pytest.raises(ValueError, match=r"add_into\(\): an argument updated in place shares memory"):
+        g(a, a)
+    b = np.ones(4)
+    g(b, a)
+    np.testing.assert_array_equal(b, 1.0 + np.arange(4.0))

@@ -97,9 +97,15 @@ class LoadedConcreteFunction:
             raise
         for i, k in self._write_backs:
             target = callers[i]
-            if isinstance(target, np.ndarray):
-                value = results[k]
-                target[...] = value.get() if devices.is_gpu_array(value) else value
+            if not isinstance(target, np.ndarray):
+                continue  # numpy scalars are immutable: `x += 1` rebinds, as eagerly
+            if any(j != i and isinstance(other, np.ndarray) and np.may_share_memory(target, other)
+                   for j, other in enumerate(callers)):
+                raise ValueError(f"{self._function.__name__}(): an argument updated in place shares memory with "
+                                 f"another argument; the loaded function cannot make one see the update of the "
+                                 f"other: pass a copy (called at {user_location()})")
+            value = results[k]
+            target[...] = value.get() if devices.is_gpu_array(value) else value
         return self._treedef.unflatten([self._leaf(o, callers, results) for o in self._outputs])
 
     @staticmethod
