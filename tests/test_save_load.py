@@ -396,3 +396,19 @@ def test_an_updated_argument_sharing_memory_with_another_is_refused(tmp_path):
     b = np.ones(4)
     g(b, a)
     np.testing.assert_array_equal(b, 1.0 + np.arange(4.0))
+
+
+def test_repeated_array_calls_pick_the_same_signature(tmp_path):
+    module, _ = _module(tmp_path)
+    for n in (3, 5, 7):  # the third call relaxes the trace to shape (None,)
+        module.relaxed(np.arange(float(n)))
+    ag.save(module.relaxed, tmp_path / "r.agz")
+    g = ag.load(tmp_path / "r.agz")
+    for n in (3, 3, 5, 9, 9, 3):
+        x = np.arange(float(n))
+        got, want = g(x), module.relaxed.python_function(x)
+        _same(got.total, want.total, "total")
+        _same(got.count, want.count, "count")
+    for _ in range(2):
+        with pytest.raises(TypeError, match=r"argument 'x' does not match any of its \d saved signatures"):
+            g(np.arange(3, dtype=np.int32))

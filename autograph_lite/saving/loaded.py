@@ -83,7 +83,10 @@ class LoadedConcreteFunction:
         arrays = self._arrays(values)
         if current_graph() is not None:
             return self._inline(arrays)
-        plan = self.plan()
+        return self._run(arrays)
+
+    def _run(self, arrays):
+        plan = self._plans.get(devices.current()) or self.plan()
         callers = arrays
         if plan.device is not devices.CPU:
             arrays = [plan.device.put(a) for a in arrays]
@@ -174,6 +177,7 @@ class LoadedFunction:
         self.__signature__ = inspect.Signature(parameters)
         self._param_names = [p.name for p in parameters]
         self.signatures = tuple(signatures)
+        self._fast = {}  # (device, (shape, dtype) per array argument) -> the signature they fit
         for s in self.signatures:
             s._function = self
         # specs without None dims first: an exact trace wins over a relaxed one, as in a Function
@@ -181,12 +185,23 @@ class LoadedFunction:
             None in spec.shape for spec in nest.flatten(list(s.input_specs)) if isinstance(spec, TensorSpec)))
 
     def __call__(self, *args, **kwargs):
+        fast = None
+        if not kwargs and len(args) == len(self._param_names) and all(type(a) is np.ndarray for a in args):
+            # arrays only: the signature they fit is remembered by their shapes and dtypes
+            fast = (devices.current(), tuple((a.shape, a.dtype) for a in args))
+            concrete = self._fast.get(fast)
+            if concrete is not None and current_graph() is None:
+                return concrete._run(list(args))
         values = self._bind(args, kwargs)
         checked = [_as_spec(v) for v in values]
         first = None
         for concrete in self._order:
             found = _spec_mismatch(list(concrete.input_specs), checked, "")
             if not found:
+                if fast is not None and all(isinstance(s, TensorSpec) for s in concrete.input_specs):
+                    if len(self._fast) > 256:
+                        self._fast.clear()
+                    self._fast[fast] = concrete
                 return concrete._call(values)
             first = first or found
         against = "its saved signature" if len(self.signatures) == 1 else \
