@@ -266,6 +266,12 @@ def gradient_with_unknown_shapes(x, b):
     return ag.grad(lambda b: ag.reduce_sum(ag.tanh(x * b)))(b)
 
 
+def gradient_through_indexing(x, i):
+    # ScatterAdd: the gradient of slices, of a tensor index and of repeated gather indices
+    return ag.grad(lambda x: ag.reduce_sum(ag.tanh(x[1:, ::-2]) * 3.0) + ag.reduce_sum(x[i] ** 2)
+                   + ag.reduce_sum(x[:, None, 0]) + ag.reduce_sum(ag.gather(x, np.array([0, 0, 2]))))(x)
+
+
 RNG = np.random.default_rng(7)
 F32 = lambda *shape: RNG.standard_normal(shape).astype(np.float32)  # noqa: E731
 
@@ -307,6 +313,7 @@ CASES = [
     (logic_and_math, (F32(5), F32(5))),
     (list_appended_in_both_branches, (F32(2), np.int64(5))),
     (python_numbers_in_a_loop, (F32(3), np.int64(4))),
+    (gradient_through_indexing, (RNG.standard_normal((4, 5)), np.int64(-1))),
 ]
 
 

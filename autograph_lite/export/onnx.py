@@ -33,7 +33,6 @@ NOT_EXPORTABLE = {
     "StackPush": "per-run stacks exist only in gradients of While loops; export the forward function",
     "StackPop": "per-run stacks exist only in gradients of While loops; export the forward function",
     "StackSize": "per-run stacks exist only in gradients of While loops; export the forward function",
-    "ScatterAdd": "gradient of indexing: its ScatterND form is not written yet",
     "FusedElementwise": "made only by optimization passes; the exporter reads the traced graph",
 }
 
@@ -753,10 +752,32 @@ _INT64_MAX, _INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
 
 @rule("StridedSlice")
 def _strided_slice(ctx, node):
-    """numpy basic indexing (ints, slices, None, ...), tensor scalars in any place, and one
-    integer array index when every other item is a slice."""
-    x, values = node.inputs[0], node.inputs[1:]
-    index = node.attrs["index"]
+    source = ctx.value(node.inputs[0])
+    name = _take(ctx, source, node.inputs[0].ndim, node.inputs[1:], node.attrs["index"])
+    return name if name != source else ctx.add("Identity", [source])
+
+
+@rule("ScatterAdd")
+def _scatter_add(ctx, node):
+    """zeros like `like`, `dy` added at `like[index]`: the flat positions `like[index]` holds (an
+    index applied to 0, 1, 2, ... shaped like `like`) tell ScatterND where each element goes."""
+    dy, like, values = node.inputs[0], node.inputs[1], node.inputs[2:]
+    shape = ctx.add("Shape", [ctx.value(like)])
+    size = ctx.add("Reshape", [ctx.add("Size", [ctx.value(like)]), ctx.ints([1])])
+    positions = ctx.add("Reshape", [ctx.add("Range", [ctx.const(0, np.int64), ctx.add("Reshape", [size, ctx.ints([])]),
+                                                      ctx.const(1, np.int64)]), shape])
+    positions = _take(ctx, positions, like.ndim, values, node.attrs["index"])
+    grads = ctx.add("Expand", [ctx.value(dy), ctx.add("Shape", [positions])])
+    zeros = ctx.add("ConstantOfShape", [size], value=ctx.onnx.numpy_helper.from_array(np.zeros(1, dy.dtype)))
+    flat = ctx.add("ScatterND", [zeros, ctx.add("Reshape", [positions, ctx.ints([-1, 1])]),
+                                 ctx.add("Reshape", [grads, ctx.ints([-1])])], reduction="add")
+    return ctx.add("Reshape", [flat, shape])
+
+
+def _take(ctx, name, ndim, values, index):
+    """`name[index]` (an INDEX attr whose Slots are `values`): numpy basic indexing (ints, slices,
+    None, ...), tensor scalars in any place, and one integer array index when every other item
+    is a slice."""
 
     def scalar(item):  # an index part as a 1-element int64 tensor
         if isinstance(item, Slot):
@@ -771,12 +792,11 @@ def _strided_slice(ctx, node):
     consumed = sum(1 for i in index if i is not None and i is not Ellipsis)
     if Ellipsis in index:
         pos = index.index(Ellipsis)
-        index = index[:pos] + (slice(None),) * (x.ndim - consumed) + index[pos + 1:]
-    index = index + (slice(None),) * (x.ndim - sum(1 for i in index if i is not None))
+        index = index[:pos] + (slice(None),) * (ndim - consumed) + index[pos + 1:]
+    index = index + (slice(None),) * (ndim - sum(1 for i in index if i is not None))
     arrays = [i for i in index if is_array(i)]
     if arrays and (len(arrays) > 1 or any(i is None or not (isinstance(i, slice) or is_array(i)) for i in index)):
         ctx.fail("an array index mixed with integers or None (numpy moves axes around)")
-    name = ctx.value(x)
     starts, ends, steps, axes, picks, new_axes, axis, out_pos = [], [], [], [], [], [], 0, 0
     for item in index:
         if item is None:
@@ -809,4 +829,4 @@ def _strided_slice(ctx, node):
         name = ctx.add("Gather", [name, where], axis=axis)
     if new_axes:
         name = ctx.add("Unsqueeze", [name, ctx.ints(new_axes)])
-    return name if name != ctx.value(x) else ctx.add("Identity", [name])
+    return name
