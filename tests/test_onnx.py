@@ -272,6 +272,30 @@ def gradient_through_indexing(x, i):
                    + ag.reduce_sum(x[:, None, 0]) + ag.reduce_sum(ag.gather(x, np.array([0, 0, 2]))))(x)
 
 
+def shape_relaxed_loop(x, n):
+    i = 0
+    while i < n:
+        x = ag.concat([x, x[:1] * 2.0], 0)  # grows each iteration: a loop variable of shape [None]
+        i += 1
+    return x
+
+
+def branch_shapes(x):
+    if ag.reduce_sum(x) > 0:
+        y = x[:2]
+    else:
+        y = x
+    return y
+
+
+def for_over_a_tensor(x):
+    n = 0
+    for v in x:
+        if v > 0:
+            n += 1
+    return n
+
+
 RNG = np.random.default_rng(7)
 F32 = lambda *shape: RNG.standard_normal(shape).astype(np.float32)  # noqa: E731
 
@@ -313,6 +337,10 @@ CASES = [
     (logic_and_math, (F32(5), F32(5))),
     (list_appended_in_both_branches, (F32(2), np.int64(5))),
     (python_numbers_in_a_loop, (F32(3), np.int64(4))),
+    (shape_relaxed_loop, (F32(2), np.int64(3))),
+    (branch_shapes, (np.ones(4, np.float32),)),
+    (branch_shapes, (-np.ones(4, np.float32),)),
+    (for_over_a_tensor, (np.array([1.0, -2.0, 3.0]),)),
     (gradient_through_indexing, (RNG.standard_normal((4, 5)), np.int64(-1))),
 ]
 

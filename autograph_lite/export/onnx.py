@@ -134,7 +134,7 @@ class _Builder:
         self.env = {} if parent is None else dict(parent.env)
         self.consts = {} if parent is None else dict(parent.consts)
         self._const_cache = {}
-        self.skip = set()  # ids of nodes another rule already exported (list appends of a Loop)
+        self.skip = set()  # ids of nodes not to export: a list's appends that a Loop scan output replaces
         self.node = None  # the graph node being exported (for error locations)
 
     # --- values ---------------------------------------------------------------------------
