@@ -27,7 +27,7 @@ from .runtime.lowering import Plan
 from .runtime.passes import optimize
 from .tensor_spec import TensorSpec, _is_array, _python_to_array
 from .trace_cache import (DEFAULT_MAX_TRACES, RETRACE_WARNING_AT, RetracingWarning, TraceCache, _argument_keys,  # noqa: F401 (DEFAULT_MAX_TRACES: re-exported)
-                          _leaf_key, _RefusedArray, _spec_mismatch, _warn_at_caller)
+                          _key, _RefusedArray, _spec_mismatch, _warn_at_caller)
 
 logger = logging.getLogger("autograph_lite")
 _shape_dtype = operator.attrgetter("shape", "dtype")
@@ -214,9 +214,8 @@ class Function(TraceCache):
                 return concrete._run(args)
         values = args if len(args) == self._n_simple and not kwargs else self._canonicalize(args, kwargs)
         arrays = []
-        leaves, treedef = nest.flatten_with_treedef(values)
         try:
-            key = (devices.current(), treedef, tuple([_leaf_key(leaf, arrays) for leaf in leaves]))
+            key = (devices.current(), tuple([_key(v, arrays) for v in values]))
         except _RefusedArray as e:
             raise self._refused(e, values) from None
         concrete = self._cache.get(key)
@@ -225,7 +224,7 @@ class Function(TraceCache):
         else:
             concrete._last_use = next(self._clock)
         if self._input_signature is not None:
-            arrays = concrete._arrays(leaves)
+            arrays = concrete._arrays(nest.flatten(values))
         elif not kwargs and len(args) == self._n_simple and all(
                 isinstance(a, (np.ndarray, np.generic)) for a in args):
             # array types that reach here were accepted by _key, and the fast key holds the type
@@ -240,15 +239,14 @@ class Function(TraceCache):
         if not args and not kwargs and self._input_signature is not None:
             args = tuple(self._input_signature)
         values = self._canonicalize(args, kwargs)
-        leaves, treedef = nest.flatten_with_treedef(values)
         try:
-            key = (devices.current(), treedef, tuple([_leaf_key(leaf, []) for leaf in leaves]))
+            key = (devices.current(), tuple([_key(v, []) for v in values]))
         except _RefusedArray as e:
             raise self._refused(e, values) from None
         return self._cache.get(key) or self._concrete_for(key, values)
 
     def _refused(self, e, values):
-        """The TypeError for an argument of a refused array type (see `_leaf_key`), naming the argument."""
+        """The TypeError for an argument of a refused array type (see `_key`), naming the argument."""
         path = next(p for name, v in zip(self._param_names, values)
                     for p, leaf in zip(nest.paths(v, name), nest.flatten(v)) if leaf is e.value)
         return TypeError(f"{self.__name__}(): argument '{path}' is {e.problem}, so a compiled call "

@@ -84,9 +84,17 @@ class _ByIdentity:
 
 
 def _key(value, arrays):
-    """The cache key of `value`: its TreeDef and each leaf's key; appends the array leaves to `arrays`."""
-    leaves, treedef = nest.flatten_with_treedef(value)
-    return treedef, tuple([_leaf_key(leaf, arrays) for leaf in leaves])
+    """The cache key of `value`: its TreeDef and each leaf's key; appends the array leaves to `arrays`.
+
+    A leaf is keyed by `_leaf_key` alone (no TreeDef to build: most arguments are leaves)."""
+    t = type(value)
+    if t is np.ndarray:  # the most common argument, without a second call
+        arrays.append(value)
+        return (np.ndarray, value.shape, value.dtype)
+    if t is list or t is dict or isinstance(value, tuple):
+        leaves, treedef = nest.flatten_with_treedef(value)
+        return treedef, tuple([_leaf_key(leaf, arrays) for leaf in leaves])
+    return _leaf_key(value, arrays)
 
 
 def _leaf_key(value, arrays):
@@ -132,7 +140,11 @@ def _has_none_dims(specs):
 
 def _argument_keys(specs):
     """Per argument: (its TreeDef, the key of each leaf); what `_distance` compares."""
-    return tuple(_key(spec, []) for spec in specs)
+    keys = []
+    for spec in specs:
+        leaves, treedef = nest.flatten_with_treedef(spec)
+        keys.append((treedef, tuple([_leaf_key(leaf, []) for leaf in leaves])))
+    return tuple(keys)
 
 
 def _distance(a, b):
