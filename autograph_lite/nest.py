@@ -196,20 +196,8 @@ class StructureMismatch(ValueError):
 
 def flatten_with_treedef(value):
     """(leaves of `value` in a fixed order, its TreeDef)."""
-    t = type(value)
-    if t is tuple or t is list:  # a flat argument tuple, the common case, found at C speed
-        kinds = set(map(type, value))
-        if kinds.isdisjoint(_NODE_KINDS) and not any([issubclass(k, tuple) for k in kinds]):
-            flat = _FLAT.get((t, len(value)))
-            if flat is None:
-                flat = _FLAT[t, len(value)] = _init(_new(TreeDef), t, (LEAF,) * len(value), None, len(value),
-                                                    (None,) * len(value))
-            return list(value), flat
     leaves = []
     return leaves, _flatten(value, leaves)
-
-
-_NODE_KINDS = frozenset((tuple, list, dict))
 
 
 def _init(treedef, kind, children, keys, num_leaves, child_sigs):
