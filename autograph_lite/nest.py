@@ -21,7 +21,6 @@ def is_namedtuple(value):
     return isinstance(value, tuple) and hasattr(type(value), "_fields")
 
 
-
 def _identity(key):
     """A dict key as its TreeDef compares it: by type and value, floats by bits (-0.0 is not 0.0, NaN is NaN)."""
     t = type(key)
@@ -183,7 +182,6 @@ class TreeDef:
         imported (nothing is imported or run); if it is not there, or its fields differ, a
         namedtuple made with collections.namedtuple with the stored name and fields stands in."""
         return _from_json(obj, 0)
-
 
 
 class StructureMismatch(ValueError):
