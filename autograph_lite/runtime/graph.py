@@ -156,6 +156,7 @@ class Graph:
         self.nodes, self.inputs, self.outputs = [], [], []
         self.captures = []       # [(outer Tensor as the parent sees it, inner placeholder)]
         self.updated = []        # Tensors this graph's code updated in place (see InPlaceUpdate)
+        self.maybe_updated = []  # its placeholders whose array an update changed on some runs only
         self.write_backs = {}    # top graph: id(argument placeholder) -> (placeholder, its final value)
         self.write_back_outputs = []  # top graph: (input index, output index) to copy after a call
         self.views = {}          # id(tensor) -> tensors that numpy would give as views of its array
@@ -394,6 +395,10 @@ def supersede(old, new, label, symbol, location):
                 f"`x = x {symbol[:-1]} y` to make a new array, or copy the argument first")
         if maybe.stale is None:
             maybe.stale = InPlaceUpdate(graph, f"{label} (on some runs the same array)", symbol, location)
+        if maybe.node.op == "Placeholder" and not any(t is maybe for t in maybe.node.graph.maybe_updated):
+            # a loop variable's or a branch's array from outside, changed on the runs where it is the
+            # same array: the Cond/While built around it hands that on (fuzzer seed 6000624)
+            maybe.node.graph.maybe_updated.append(maybe)
     _mark_maybe_aliases(old, new, graph, label, symbol, location)
     if not any(t is old for t in graph.updated):
         graph.updated.append(old)
@@ -479,10 +484,37 @@ def _version_of(value, sub):
     return None if _within(value.node.graph, sub) else value
 
 
+def _carry_maybe_updates(node, subs):
+    """After a Cond or While is built: an outer array that an update inside changed on some runs
+    only (it was the same array as the updated one on those runs) is stale, and an argument's
+    array changed that way is an error: whether the caller's array changes depends on the data."""
+    n = len(node.outputs)
+    for sub in subs:
+        for p in sub.maybe_updated:
+            k = next((k for k, t in enumerate(sub.inputs[:n]) if t is p), None) if node.op == "While" else None
+            outer = node.inputs[k] if k is not None else _origin(p)
+            if outer is p:
+                continue  # made inside the node
+            info = p.stale
+            argument = _argument_of(_origin(outer))
+            if argument is not None:
+                raise ConversionError(
+                    f"{info.label} is updated in place (`{info.symbol}`) at {info.location}, and on some runs it "
+                    f"is the array of argument '{argument}' (a tensor `if` or loop gave it that array on some "
+                    f"paths only), so whether the caller's array changes depends on the data; write "
+                    f"`x = x {info.symbol[:-1]} y` to make a new array, or copy the argument first")
+            if outer.stale is None:
+                outer.stale = InPlaceUpdate(info.scope, info.label, info.symbol, info.location)
+            if outer.node.op == "Placeholder" and not any(t is outer for t in outer.node.graph.maybe_updated):
+                outer.node.graph.maybe_updated.append(outer)
+
+
 def _carry_updates(node):
     """After a Cond or While is built: an outer array updated in place inside it is updated by
     the node, when one of the node's outputs holds its final value (else it is only stale)."""
     graph = node.graph
+    _carry_maybe_updates(node, (node.attrs["then_branch"], node.attrs["else_branch"]) if node.op == "Cond"
+                         else (node.attrs["cond"], node.attrs["body"]))
     if node.op == "Cond":
         then_g, else_g = node.attrs["then_branch"], node.attrs["else_branch"]
         for sub in (then_g, else_g):

@@ -540,3 +540,37 @@ def test_an_update_of_a_loop_variable_that_may_be_an_argument_is_refused():
     with pytest.raises(ag.ConversionError, match="on some runs it is the array of argument 'y'"):
         ag.function(update_of_a_loop_variable_a_nested_loop_may_rebind_to_an_argument)(x, y, np.array(3))
     np.testing.assert_array_equal(y, [1.0, 1.5])
+
+
+def update_through_a_loop_variable_an_inner_loop_passes_on(x, y, n):
+    v1 = x
+    for r6 in x:
+        for i7 in ag.range(n):
+            v1 = v1
+        v1 += (y <= x) + 0
+    return x
+
+
+def update_after_an_inner_loop_that_may_rebind(x, n, m):
+    acc = x * 0
+    for i in ag.range(n):
+        for j in ag.range(m):
+            acc = acc + 1
+        acc += x
+    return acc
+
+
+def test_an_update_of_an_argument_an_inner_loop_may_pass_on_is_refused():
+    """Seed 6000624: v1 is x's array when the inner loop passes it on; the outer loop did not
+    learn that its variable's array was updated, and the caller's x stayed unchanged."""
+    x = np.array([-5, -1, 5, -2])
+    with pytest.raises(ag.ConversionError, match="on some runs it is the array of argument 'x'"):
+        ag.function(update_through_a_loop_variable_an_inner_loop_passes_on)(
+            x, np.array([False, False, True, True]), np.array(3, np.int32))
+    np.testing.assert_array_equal(x, [-5, -1, 5, -2])
+
+
+@pytest.mark.parametrize("m", [0, 2])
+def test_an_update_after_an_inner_loop_that_may_rebind_a_fresh_array_runs(m):
+    assert_every_call_same(update_after_an_inner_loop_that_may_rebind, np.array([1., 2.]), np.array(3),
+                           np.array(m))
