@@ -5,7 +5,9 @@ import json
 import numpy as np
 import pytest
 
+import autograph_lite as ag
 from autograph_lite import nest
+from helpers import assert_same
 
 Point = collections.namedtuple("Point", "x y")
 
@@ -132,9 +134,6 @@ def test_deep_json_is_a_value_error_not_a_crash():
 
 
 # --- the structure map under ag.function: cache key, specs, placeholders, outputs ------------
-
-import autograph_lite as ag  # noqa: E402
-from tests.helpers import assert_same  # noqa: E402
 
 State = collections.namedtuple("State", "h c")
 
