@@ -496,17 +496,18 @@ def _carry_maybe_updates(node, subs):
             if outer is p:
                 continue  # made inside the node
             info = p.stale
-            argument = _argument_of(_origin(outer))
-            if argument is not None:
-                raise ConversionError(
-                    f"{info.label} is updated in place (`{info.symbol}`) at {info.location}, and on some runs it "
-                    f"is the array of argument '{argument}' (a tensor `if` or loop gave it that array on some "
-                    f"paths only), so whether the caller's array changes depends on the data; write "
-                    f"`x = x {info.symbol[:-1]} y` to make a new array, or copy the argument first")
-            if outer.stale is None:
-                outer.stale = InPlaceUpdate(info.scope, info.label, info.symbol, info.location)
-            if outer.node.op == "Placeholder" and not any(t is outer for t in outer.node.graph.maybe_updated):
-                outer.node.graph.maybe_updated.append(outer)
+            for t in [outer] + _maybe_same(outer):  # and what that array may be in turn
+                argument = _argument_of(_origin(t))
+                if argument is not None:
+                    raise ConversionError(
+                        f"{info.label} is updated in place (`{info.symbol}`) at {info.location}, and on some runs "
+                        f"it is the array of argument '{argument}' (a tensor `if` or loop gave it that array on "
+                        f"some paths only), so whether the caller's array changes depends on the data; write "
+                        f"`x = x {info.symbol[:-1]} y` to make a new array, or copy the argument first")
+                if t.stale is None:
+                    t.stale = InPlaceUpdate(info.scope, info.label, info.symbol, info.location)
+                if t.node.op == "Placeholder" and not any(u is t for u in t.node.graph.maybe_updated):
+                    t.node.graph.maybe_updated.append(t)
 
 
 def _carry_updates(node):
