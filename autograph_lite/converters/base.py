@@ -51,7 +51,7 @@ def not_flags_expr(flags):
     tests = [templates.replace_as_expression("ag__.not_(flag)", flag=f) for f in flags]
     result = tests[-1]
     for test in reversed(tests[:-1]):
-        result = templates.replace_as_expression("ag__.and_(lambda: a, lambda: b)", a=test, b=result)
+        result = templates.replace_as_expression("ag__.and_(lambda: a, lambda: b, truth=True)", a=test, b=result)
     return result
 
 

@@ -5,7 +5,7 @@
     a < b < c -> ag__.compare(a, ('Lt', lambda: b), ('Lt', lambda: c))   (b evaluated once)
 
 Where only the truth of the result is used (the test of an `if`, `while`, ternary or
-`assert`, the operand of `not`), the call gets `truth=True`: on tensors it may then
+`assert`, the operand of `not`, an operand of `and`/`or` tested that way), the call gets `truth=True`: on tensors it may then
 return a bool instead of an operand, so operands of different dtypes can be combined.
 """
 import gast
@@ -17,7 +17,10 @@ _TRUTH_CALLS = ("if_exp", "assert_stmt")
 
 class _Logical(gast.NodeTransformer):
     def visit_BoolOp(self, node, truth=False):
-        self.generic_visit(node)
+        if truth:  # `a and (b or c)` tested for truth: so is each operand
+            node.values = [self._visit_test(v) for v in node.values]
+        else:
+            self.generic_visit(node)
         helper = "ag__.and_" if isinstance(node.op, gast.And) else "ag__.or_"
         flag = ", truth=True" if truth else ""
         result = node.values[-1]

@@ -577,7 +577,7 @@ def _tensor_for(sequence, extra_test, body, state, names, location, extra):
         if extra_test is None:
             return more
         from .logical import and_
-        return and_(lambda: more, lambda: extra_test(*s))
+        return and_(lambda: more, lambda: extra_test(*s), truth=True)
 
     def step(i, *s):
         return (i + 1, *body(item(i), *s))

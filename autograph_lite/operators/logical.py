@@ -57,10 +57,17 @@ def _like(left, right, op, location):
     (eager's result type would depend on the value of `left`)."""
     if isinstance(right, (bool, int, float, complex)) and _fits(right, left.dtype):
         right = ops.convert_to_tensor(right)  # a Python scalar is weak
-    if (isinstance(right, Tensor) and right.weak and right.shape == left.shape
-            and _same_kind(right.dtype, left.dtype)):
-        # two Python numbers of one type stay a Python number (weak); else right takes left's dtype
-        return right if left.weak and right.dtype == left.dtype else ops.cast(right, left.dtype)
+    if isinstance(right, Tensor) and right.weak and left.weak and right.dtype == left.dtype \
+            and right.shape == left.shape:
+        return right  # two Python numbers of one type stay a Python number (weak)
+    if isinstance(right, Tensor) and right.weak != left.weak:
+        # eagerly the result is a numpy value or a Python number (weak, NEP 50) by the value of x, and
+        # later arithmetic types them apart: `-2 % (mask and False)` raises only for the Python bool
+        number, array = ("y", "x") if right.weak else ("x", "y")
+        raise ConversionError(
+            f"`x {op} y` with a tensor x: {number} is a Python number and {array} a numpy value, so the "
+            f"eager result is one or the other by the value of x, and numpy types them apart (NEP 50); "
+            f"make both numpy values (e.g. np.bool_(flag), np.int64(k)) (at {location})")
     if isinstance(right, (np.ndarray, np.generic)):
         right = ops.convert_to_tensor(right)
     if not isinstance(right, Tensor):

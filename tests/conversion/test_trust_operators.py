@@ -47,13 +47,22 @@ def test_and_or_return_an_operand_with_its_dtype(fn, x, y):
     check(fn, (x, y))
 
 
-def test_and_or_with_a_python_scalar_of_the_same_kind():
-    check(lambda x: (x and 3, x or 7), (np.int32(0),), (np.int32(2),))
+def and_python_scalar(x):
+    return x and 3
+
+
+def test_and_or_of_a_numpy_value_and_a_python_number_is_refused_at_the_line():
+    """Eagerly `x and 3` is np.int32(0) or the Python int 3 by the value of x, and numpy types
+    them apart later (`(x and 3) + uint8_array` is uint8 or int32): no graph value is both."""
+    check(lambda x: (x and np.int32(3), x or np.int32(7)), (np.int32(0),), (np.int32(2),))
+    with pytest.raises(ag.ConversionError, match="y is a Python number and x a numpy value") as info:
+        ag.function(and_python_scalar)(np.int32(2))
+    assert f"{__file__}:{and_python_scalar.__code__.co_firstlineno + 1}" in str(info.value)
 
 
 def short_circuit_prints(x):
-    a = x > 0 and print("right of and", x) is None
-    b = x > 0 or print("right of or", x) is None
+    a = x > 0 and np.bool_(print("right of and", x) is None)
+    b = x > 0 or np.bool_(print("right of or", x) is None)
     print("done")
     return a, b
 
