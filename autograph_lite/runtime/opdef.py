@@ -120,7 +120,7 @@ def _is_slot(value):
 
 def _is_array(value):
     import numpy as np
-    return type(value) is np.ndarray and value.dtype.kind in "biufc"
+    return (type(value) is np.ndarray or isinstance(value, np.generic)) and value.dtype.kind in "biufc"
 
 
 def _is_dtype(value):
@@ -135,7 +135,7 @@ STR = AttrType("str", _exact(str))
 NUMBER = AttrType("number", _exact(int, float))                 # a Python int or float
 SCALAR = AttrType("scalar", _exact(bool, int, float, complex))  # a Python scalar (a weak constant)
 DTYPE = AttrType("dtype", _is_dtype)
-ARRAY = AttrType("array", _is_array)                            # a numeric numpy array (a constant)
+ARRAY = AttrType("array", _is_array)                            # a numeric numpy array or scalar (a constant)
 GRAPH = AttrType("graph", _is_graph)                            # a sub-graph (Cond branches, While body)
 SLOT = AttrType("slot", _is_slot)                               # the k-th input of the node
 ELLIPSIS = AttrType("ellipsis", lambda value: value is Ellipsis)

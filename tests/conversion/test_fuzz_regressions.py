@@ -574,3 +574,13 @@ def test_an_update_of_an_argument_an_inner_loop_may_pass_on_is_refused():
 def test_an_update_after_an_inner_loop_that_may_rebind_a_fresh_array_runs(m):
     assert_every_call_same(update_after_an_inner_loop_that_may_rebind, np.array([1., 2.]), np.array(3),
                            np.array(m))
+
+
+def static_shape_item(x):
+    return ag.shape(x)[0], x.shape[1] * 2, ag.shape(x)
+
+
+def test_an_item_of_a_static_shape_is_a_numpy_scalar_as_eagerly():
+    """Folding `ag.shape(x)[0]` gave a 0-d array where eager numpy gives np.int64 (found by the
+    save/load work): a silent type difference (a 0-d array is mutable, hashes apart, prints apart)."""
+    assert_every_call_same(static_shape_item, np.ones((3, 2)))

@@ -10,7 +10,9 @@ MAX_FOLDED_ELEMENTS = 1 << 16  # do not bake large arrays into the plan
 def _const(graph, value, like, before):
     if like.weak and np.ndim(value) == 0:
         value = np.asarray(value).item()
-    return graph.create_node("Const", (), {"value": value if like.weak else np.asarray(value, like.dtype)},
+    elif not (isinstance(value, np.generic) and value.dtype == like.dtype):
+        value = np.asarray(value, like.dtype)  # (a numpy scalar stays one: `x.shape[0]` is np.int64 eagerly)
+    return graph.create_node("Const", (), {"value": value},
                              [(like.shape, like.dtype, like.weak)], like.node.location, before=before)
 
 
