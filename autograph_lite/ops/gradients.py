@@ -13,7 +13,8 @@ Control flow:
   in reverse, recomputes that iteration's body and backpropagates through it. Memory is
   one entry per iteration; the trip count is whatever the data made it.
 """
-from ..runtime.graph import Graph, Node, current_graph, internal_reads
+from ..runtime.graph import Graph, current_graph, internal_reads
+from ..runtime.passes.util import has_effects
 from . import stack_ops
 from .core import convert_to_tensor
 from .control_flow import cond, stage_while
@@ -95,7 +96,7 @@ def inline(sub, inputs):
     graph = current_graph()
     values = {id(p): convert_to_tensor(v, graph) for p, v in zip(sub.inputs, inputs)}
     for node in sub.nodes:
-        if not node.outputs and node.op in ("Print", "Assert", "StackPush"):
+        if not node.outputs and has_effects(node):
             continue
         ins = [values[id(i)] for i in node.inputs]
         copy = graph.add_node(node.op, ins, node.attrs, [(o.shape, o.dtype) for o in node.outputs],
@@ -130,7 +131,7 @@ def _cond_grad(node, *dys):
 
 def _while_grad(node, *dys):
     cond_g, body_g = node.attrs["cond"], node.attrs["body"]
-    if any(n.op in ("StackPop", "StackSize") for g in (cond_g, body_g) for n in g.walk()):
+    if any(n.opdef in (stack_ops.POP, stack_ops.SIZE) for g in (cond_g, body_g) for n in g.walk()):
         stack_ops.POP.grad(node)  # a backward loop: second order through While is not supported
     n = len(body_g.outputs)
     captures = list(node.inputs[n:])
@@ -179,15 +180,13 @@ def _record_iterations(node, variant):
     that pushes; the original body graph is left untouched (other nodes may share it).
     """
     graph = node.graph
-    stack = graph.add_node("StackNew", [], {}, [((), stack_ops.HANDLE)], location=node.location).outputs[0]
-    graph.nodes.remove(stack.node)
-    graph.nodes.insert(graph.nodes.index(node), stack.node)
+    stack = graph.create_node(stack_ops.NEW.name, [], {}, [((), stack_ops.HANDLE, False)], node.location,
+                              before=node).outputs[0]
     body, cond_g = node.attrs["body"], node.attrs["cond"]
     new_body, new_cond = _with_input(body, stack), _with_input(cond_g, stack)
     handle = new_body.inputs[-1]
-    push = Node(new_body, "StackPush", f"{node.name}_push", [handle] + [new_body.inputs[k] for k in variant],
-                {}, node.location)
-    new_body.nodes.insert(0, push)
+    new_body.create_node(stack_ops.PUSH.name, [handle] + [new_body.inputs[k] for k in variant], {}, [],
+                         node.location, name=f"{node.name}_push", before=new_body.nodes[0] if new_body.nodes else None)
     node.inputs = tuple(node.inputs) + (stack,)
     node.attrs = dict(node.attrs, body=new_body, cond=new_cond)
     return stack
