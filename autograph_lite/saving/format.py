@@ -90,8 +90,10 @@ def read(path):
     try:
         with zipfile.ZipFile(where) as zf:
             return _read(zf, where)
-    except LoadError:
-        raise
+    except LoadError as e:
+        if str(e).startswith(f"{where}: "):
+            raise
+        raise LoadError(f"{where}: {e}") from None  # every message names the file
     except FileNotFoundError:
         raise LoadError(f"{where}: no such file") from None
     except _READ_ERRORS as e:
