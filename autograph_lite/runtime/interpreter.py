@@ -1,0 +1,253 @@
+"""A reference interpreter: runs a Graph node by node through each op's kernel.
+
+The model is PyTorch FX's `Interpreter`: `run_node(node, inputs)` evaluates one node and a
+subclass overrides it to check, time or record each value (`ag.debug` does). It runs what
+the lowered plan runs (runtime/lowering.py), with the same kernels: `Const` gives its value,
+`Cond` runs one branch, `While` runs its condition and body as sub-graphs, every other node
+calls `opdef.kernel(xp, **attrs)`. It is the debugger's engine and the test suite's oracle
+for plans (tests/test_interpreter.py); the plan stays the fast path and knows nothing of it.
+
+`debugging.interpreter`, when set (per thread), makes calls of compiled functions run
+through that Interpreter class instead of their plan (`ag.debug`); `NumericsChecker` is the
+one `ag.debug.check_numerics` and `ag.function(..., check_numerics=True)` use.
+"""
+import threading
+
+import numpy as np
+
+from ..errors import short_location
+from . import devices
+
+_CONTROL = ("Cond", "While")
+
+
+class Interpreter:
+    """Runs `graph` on a device: `Interpreter(graph).run(*arrays)` returns the tuple of outputs.
+
+    `iterations` holds, while a node runs, the While loops around it, outermost first, as
+    [While node, iteration counted from 0] pairs (a condition evaluation counts to the
+    iteration it decides on).
+
+        class Counting(Interpreter):
+            def run_node(self, node, inputs):
+                self.count += 1
+                return super().run_node(node, inputs)
+    """
+
+    def __init__(self, graph, device=None):
+        self.graph = graph
+        self.device = device or devices.CPU
+        self.xp = self.device.xp
+        self.iterations = []
+        self._kernels = {}  # id(node) -> its kernel, built once per node as the plan does
+
+    def run(self, *args):
+        """The graph's outputs for input arrays `args` (one per graph input)."""
+        if len(args) != len(self.graph.inputs):
+            raise TypeError(f"graph {self.graph.name} takes {len(self.graph.inputs)} inputs, got {len(args)}")
+        results = self.run_graph(self.graph, args)
+        # as the plan does: a returned constant array is a copy, so the caller may change it
+        return tuple(r.copy() if t.node.op == "Const" and (isinstance(r, np.ndarray) or devices.is_gpu_array(r))
+                     else r for t, r in zip(self.graph.outputs, results))
+
+    def run_graph(self, graph, args):
+        """Run `graph` (the top graph or a sub-graph) on `args`; returns its outputs as a list."""
+        env = {id(t): v for t, v in zip(graph.inputs, args)}
+        for node in graph.nodes:
+            inputs = [env[id(t)] for t in node.inputs]
+            try:
+                outputs = self.run_node(node, inputs)
+            except Exception as e:
+                _note_node(e, node)
+                raise
+            for t, v in zip(node.outputs, outputs):
+                env[id(t)] = v
+        return [env[id(t)] for t in graph.outputs]
+
+    def run_node(self, node, inputs):
+        """The values of `node`'s outputs (a list) given its input values: the hook to override."""
+        if node.op == "Const":
+            return [self.constant(node)]
+        if node.op == "Cond":
+            return self.run_cond(node, inputs)
+        if node.op == "While":
+            return self.run_while(node, inputs)
+        return self.call_kernel(node, inputs)
+
+    def constant(self, node):
+        value = node.attrs["value"]
+        return self.device.put(value) if isinstance(value, np.ndarray) else value
+
+    def call_kernel(self, node, inputs):
+        kernel = self._kernels.get(id(node))
+        if kernel is None:
+            kernel = self._kernels[id(node)] = node.opdef.kernel(self.xp, **node.attrs)
+        result = kernel(*inputs)
+        n = len(node.outputs)
+        return [] if n == 0 else [result] if n == 1 else list(result)
+
+    def predicate(self, value):
+        """A Cond's or While's condition as the host sees it (on a GPU, read by the device layer)."""
+        return bool(value) if self.xp is np else bool(self.device.read_predicate(value))
+
+    def run_cond(self, node, inputs):
+        branch = node.attrs["then_branch" if self.predicate(inputs[0]) else "else_branch"]
+        return self.run_graph(branch, inputs[1:])
+
+    def run_while(self, node, inputs):
+        cond, body = node.attrs["cond"], node.attrs["body"]
+        n = len(body.outputs)
+        state, captured = list(inputs[:n]), list(inputs[n:])
+        level = [node, 0]
+        self.iterations.append(level)
+        try:
+            while True:
+                (pred,) = self.run_graph(cond, state + captured)
+                if not self.predicate(pred):
+                    return state
+                state = self.run_graph(body, state + captured)
+                level[1] += 1
+        finally:
+            self.iterations.pop()
+
+    def loop_position(self):
+        """Where the running node is, as text: 'While 'w' (f.py:3) iteration 2, ...' ('' outside loops)."""
+        return ", ".join(f"While '{n.name}' ({short_location(n.location)}) iteration {k}"
+                         for n, k in self.iterations)
+
+
+def _note_node(exc, node):
+    """Name the innermost node that raised (as FX's "While executing"), once."""
+    if any(str(n).startswith("while executing") for n in getattr(exc, "__notes__", ())):
+        return
+    text = f"while executing {node.op} node '{node.name}' created at {node.location}"
+    if hasattr(exc, "add_note"):
+        exc.add_note(text)
+
+
+# --- value summaries and the NaN/Inf checker ------------------------------------------------
+
+def to_host(value):
+    return value.get() if devices.is_gpu_array(value) else value
+
+
+def is_numeric(value):
+    return isinstance(value, (np.ndarray, np.generic, bool, int, float, complex)) and \
+        np.asarray(value).dtype.kind in "biufc"
+
+
+def value_stats(value):
+    """(min, max, mean, nan count, inf count) of a numeric value, min/max/mean over its finite
+    values (None where there are none or the value is not numeric)."""
+    value = to_host(value)
+    if not is_numeric(value):
+        return None, None, None, 0, 0
+    a = np.asarray(value)
+    if a.dtype.kind == "c":
+        a = np.abs(a)
+    if a.dtype.kind in "fc":
+        nan, inf = int(np.isnan(a).sum()), int(np.isinf(a).sum())
+        finite = a[np.isfinite(a)] if nan or inf else a
+    else:
+        nan, inf, finite = 0, 0, a
+    if finite.size == 0:
+        return None, None, None, nan, inf
+    return finite.min().item(), finite.max().item(), finite.astype(np.float64).mean().item(), nan, inf
+
+
+def _summary(value):
+    """'float32[3] min=0 max=2 nan=0 inf=1' for an error message."""
+    value = to_host(value)
+    if not is_numeric(value):
+        return type(value).__name__
+    a = np.asarray(value)
+    lo, hi, _, nan, inf = value_stats(a)
+    return f"{a.dtype.name}{list(a.shape)} min={lo:.6g} max={hi:.6g} nan={nan} inf={inf}" if lo is not None \
+        else f"{a.dtype.name}{list(a.shape)} no finite values, nan={nan} inf={inf}"
+
+
+def _nonfinite(value):
+    """'NaN' / 'Inf' / 'NaN and Inf' (with counts) when a float value holds them, else None."""
+    value = to_host(value)
+    if not is_numeric(value) or np.asarray(value).dtype.kind not in "fc":
+        return None
+    a = np.asarray(value)
+    if np.isfinite(a).all():
+        return None
+    nan, inf = int(np.isnan(a).sum()), int(np.isinf(a).sum())
+    kinds = " and ".join(k for k, n in (("NaN", nan), ("Inf", inf)) if n)
+    return f"{kinds} ({nan + inf} of {a.size} values)"
+
+
+def _which_pass(node):
+    if node.forward is None:
+        return "in the forward pass"
+    return (f"in the backward pass (gradient of {node.forward.op} node '{node.forward.name}' at "
+            f"{node.forward.location})")
+
+
+class NumericsChecker(Interpreter):
+    """Raises FloatingPointError at the first node whose output holds NaN or Inf, naming the op,
+    the user's `file:line`, the While iterations around it, forward or backward, and its inputs."""
+
+    def run(self, *args):
+        for t, value in zip(self.graph.inputs, args):
+            bad = _nonfinite(value)
+            if bad:
+                name = t.node.attrs.get("argument", t.node.name)
+                raise FloatingPointError(
+                    f"ag.debug.check_numerics: argument '{name}' of {self.graph.name} holds {bad} when the call "
+                    f"starts: {_summary(value)} (input {t.node.name}); the NaN/Inf comes from the caller")
+        return super().run(*args)
+
+    def run_node(self, node, inputs):
+        outputs = super().run_node(node, inputs)
+        if node.op in ("Cond", "While", "Const"):
+            # a Cond's or While's values come from sub-graph nodes, already checked; a constant
+            # holding inf (`best = -np.inf`) is the user's choice: an op it makes NaN/Inf is reported
+            return outputs
+        for t, value in zip(node.outputs, outputs):
+            bad = _nonfinite(value)
+            if bad:
+                raise FloatingPointError(self._message(node, t, bad, inputs))
+        return outputs
+
+    def _message(self, node, t, bad, inputs):
+        lines = [f"ag.debug.check_numerics: op {node.op} (node '{node.name}') produced {bad} at "
+                 f"{node.location}, {_which_pass(node)}"]
+        where = self.loop_position()
+        if where:
+            lines.append(f"  in {where} (iterations counted from 0)")
+        for k, (i, value) in enumerate(zip(node.inputs, inputs)):
+            held = "" if not _nonfinite(value) else f" (a constant written at {i.node.location})" \
+                if i.node.op == "Const" else " (already held NaN/Inf)"
+            lines.append(f"  input {k} ({i.name}): {_summary(value)}{held}")
+        if len(node.outputs) > 1:
+            lines.append(f"  output {t.index} of {len(node.outputs)}")
+        return "\n".join(lines)
+
+
+class InterpretedPlan:
+    """Stands in for a lowered Plan: `fn(*arrays)` runs `graph` through `interpreter_class`."""
+
+    def __init__(self, graph, device, interpreter_class):
+        self.graph, self.device, self.interpreter_class = graph, device, interpreter_class
+
+    def fn(self, *arrays):
+        return self.interpreter_class(self.graph, self.device).run(*arrays)
+
+    def failing_nodes(self, exc):
+        return []  # the interpreter names the node in a note itself
+
+
+class _Debugging(threading.local):
+    interpreter = None  # an Interpreter subclass that compiled calls on this thread run through
+
+
+debugging = _Debugging()
+
+
+def interpreted(concrete, interpreter_class=None):
+    """A plan for ConcreteFunction `concrete` that runs its traced graph through `interpreter_class`
+    (default: the thread's `debugging.interpreter`)."""
+    return InterpretedPlan(concrete.graph, concrete.device, interpreter_class or debugging.interpreter)
