@@ -13,7 +13,7 @@ Control flow:
   in reverse, recomputes that iteration's body and backpropagates through it. Memory is
   one entry per iteration; the trip count is whatever the data made it.
 """
-from ..runtime.graph import Graph, current_graph, internal_reads
+from ..runtime.graph import Graph, backward_of, current_graph, internal_reads
 from ..runtime.passes.util import has_effects
 from . import stack_ops
 from .core import convert_to_tensor
@@ -42,7 +42,8 @@ def gradients(ys, xs, dys):
         if all(g is None for g in out_grads):
             continue
         rule = _rule(node)
-        in_grads = rule(node, *out_grads)
+        with backward_of(node):  # the nodes it builds remember `node` (Node.forward), for ag.debug
+            in_grads = rule(node, *out_grads)
         for inp, g in zip(node.inputs, in_grads):
             if g is not None and float_dtype(inp):
                 _accumulate(grads, inp, g)

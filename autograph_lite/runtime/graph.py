@@ -110,9 +110,11 @@ class Node:
     """One operation: `op` name, input Tensors, attrs, typed outputs, the user's `file:line`.
 
     `in_place_input`: the index of the input whose buffer the plan writes the result into
-    (set by passes/buffer_reuse.py), or None. Passes build nodes with `Graph.create_node`."""
+    (set by passes/buffer_reuse.py), or None. `forward`: for a node the backprop engine built,
+    the forward node whose gradient it computes (None in the forward graph). Passes build
+    nodes with `Graph.create_node`."""
 
-    __slots__ = ("op", "name", "_inputs", "attrs", "outputs", "location", "graph", "in_place_input")
+    __slots__ = ("op", "name", "_inputs", "attrs", "outputs", "location", "graph", "in_place_input", "forward")
 
     def __init__(self, graph, op, name, inputs, attrs, location):
         check_attrs(op, attrs, name, location)
@@ -121,6 +123,7 @@ class Node:
         self.inputs, self.attrs, self.location = inputs, attrs, location
         self.outputs = []
         self.in_place_input = None
+        self.forward = _tracing.backward_of
 
     @property
     def inputs(self):
@@ -565,6 +568,7 @@ class _Tracing(threading.local):
     def __init__(self):
         self.stack = []
         self.internal = False  # True while the library itself reads replaced values (gradients)
+        self.backward_of = None  # the forward node whose gradient nodes are being built
 
 
 _tracing = _Tracing()
@@ -596,6 +600,16 @@ def internal_reads():
         _tracing.internal = saved
 
 
+@contextlib.contextmanager
+def backward_of(node):
+    """Nodes built inside this block compute the gradient of forward node `node` (`Node.forward`)."""
+    saved, _tracing.backward_of = _tracing.backward_of, node.forward or node
+    try:
+        yield
+    finally:
+        _tracing.backward_of = saved
+
+
 def copy_graph(graph, parent=None, outer=None):
     """A deep copy of `graph` (new nodes and tensors, sub-graphs copied too) for passes to rewrite.
 
@@ -616,6 +630,7 @@ def copy_graph(graph, parent=None, outer=None):
         attrs = {k: copy_graph(v, new, values) if isinstance(v, Graph) else v for k, v in node.attrs.items()}
         copy = new.create_node(node.op, [values[id(i)] for i in node.inputs], attrs,
                                [(o.shape, o.dtype, o.weak) for o in node.outputs], node.location, name=node.name)
+        copy.forward = node.forward
         for o, c in zip(node.outputs, copy.outputs):
             values[id(o)] = c
     new.outputs = [values[id(t)] for t in graph.outputs]
