@@ -278,10 +278,7 @@ def _check_argument_lists(state, block, location, *branch_states):
     the caller's list changes each time the block runs; a graph cannot change a Python list. A loop
     carries only what it assigns; `branch_states` (the copies an `if`'s branches ran on): a list
     changes if a branch changed its copy in place."""
-    graph = current_graph()
-    while graph.parent is not None:
-        graph = graph.parent
-    arguments = getattr(graph, "argument_lists", None)  # id -> (list, label), set by ag.function's trace
+    arguments = _argument_lists()
     if not arguments:
         return
     for i, value in enumerate(state):
@@ -297,8 +294,23 @@ def _check_argument_lists(state, block, location, *branch_states):
 
 def _copy_lists(state):
     """`state` with its lists and numpy arrays copied: a branch that appends to one or updates
-    it in place (`a += 1` on a concrete array) must not change what the other branch sees."""
-    return tuple(list(v) if type(v) is list else v.copy() if type(v) is np.ndarray else v for v in state)
+    it in place (`a += 1` on a concrete array) must not change what the other branch sees. A copy
+    of a list argument stands for that argument (a staged block nested in the branch changing it
+    is refused too: fuzzer seed 7008171)."""
+    copies = tuple(list(v) if type(v) is list else v.copy() if type(v) is np.ndarray else v for v in state)
+    arguments = _argument_lists()
+    for value, copy in zip(state, copies):
+        if arguments and copy is not value and id(value) in arguments and arguments[id(value)][0] is value:
+            arguments[id(copy)] = (copy, arguments[id(value)][1])
+    return copies
+
+
+def _argument_lists():
+    """id -> (list, label) of the list arguments of the function being traced (set by its trace)."""
+    graph = current_graph()
+    while graph is not None and graph.parent is not None:
+        graph = graph.parent
+    return getattr(graph, "argument_lists", None)
 
 
 def _labels(names, values):

@@ -584,3 +584,25 @@ def test_an_item_of_a_static_shape_is_a_numpy_scalar_as_eagerly():
     """Folding `ag.shape(x)[0]` gave a 0-d array where eager numpy gives np.int64 (found by the
     save/load work): a silent type difference (a 0-d array is mutable, hashes apart, prints apart)."""
     assert_every_call_same(static_shape_item, np.ones((3, 2)))
+
+
+def appends_to_a_list_argument_after_nested_tensor_ifs(x, n, lst):
+    if n > 0:
+        if n > 1:
+            return x * 2
+    if n > 2:
+        return x * 3
+    lst.append(1)
+    return x
+
+
+def test_a_list_argument_changed_in_a_block_nested_in_a_staged_branch_is_refused():
+    """Seed 7008171: the code after the `if`s runs in a staged branch nested in another; the inner
+    branch appended to the outer branch's copy of the list, which no longer counted as the
+    argument, so the caller's list silently stayed unchanged."""
+    lst = [5]
+    with pytest.raises(ag.ConversionError, match="list argument 'lst' is changed inside an `if`") as info:
+        ag.function(appends_to_a_list_argument_after_nested_tensor_ifs)(np.ones(2), np.array(0), lst)
+    assert f"{__file__}:{appends_to_a_list_argument_after_nested_tensor_ifs.__code__.co_firstlineno + 6}" \
+        in str(info.value)
+    assert lst == [5]

@@ -72,6 +72,8 @@ def main(argv=None):
         counts[outcome.status] += 1
         if outcome.status == "refused":
             refusals[outcome.detail.split(" at ")[0][:90]] += 1
+        if outcome.status == "invalid":
+            print(f"\n=== invalid program (seed {seed}): {outcome.detail} ===\n{outcome.program}", flush=True)
         if outcome.status == "diverged":
             sig = signature(outcome)
             if sig not in seen:
@@ -95,7 +97,7 @@ def main(argv=None):
     el = time.time() - start
     total = sum(counts.values())
     print(f"\nprograms={total} ok={counts['ok']} refused={counts['refused']} "
-          f"diverged={counts['diverged']} distinct divergences={len(seen)} "
+          f"diverged={counts['diverged']} distinct divergences={len(seen)} invalid={counts['invalid']} "
           f"refusal rate={counts['refused'] / max(total, 1):.1%} "
           f"speed={total / el:.1f} programs/s ({el:.0f} s)")
     if refusals:

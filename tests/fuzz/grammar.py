@@ -399,6 +399,10 @@ class Generator:
                 raise Reject("aug") from e
         if tkey(env[name]) != tkey(old):
             raise Reject("aug changes type")
+        if name in self.alias and np.ndim(old) == 0 and np.asarray(old).dtype.kind in "iu":
+            # the only 0-d integer arguments are loop bounds (`n`, passed on to helpers): updated in
+            # place they grow every loop that reads them, and eager never ends (seeds 4003600, 7003940)
+            raise Reject("in-place update of a loop bound")
         if name in self.alias and isinstance(old, (np.ndarray, np.generic)):
             # an in-place update of (maybe) the caller's array
             if "alias_mutation" not in self.allowed:
