@@ -6,6 +6,7 @@
     def f(x):
         return ag.tanh(x) * 2.0
 """
+from . import debug
 from . import ops as _ops
 from .autodiff import grad, value_and_grad
 from .errors import ConversionError, LoadError, SymbolicValueError
