@@ -34,6 +34,8 @@ class Interpreter:
                 return super().run_node(node, inputs)
     """
 
+    optimized = False  # run through `debugging`: the optimized graph (fused nodes) instead of the traced one
+
     def __init__(self, graph, device=None):
         self.graph = graph
         self.device = device or devices.CPU
@@ -179,11 +181,13 @@ def _nonfinite(value):
     return f"{kinds} ({nan + inf} of {a.size} values)"
 
 
-def _which_pass(node):
+def _where_in_code(node):
+    """'at f.py:3, in the forward pass', or for a gradient node the forward op and line it differentiates
+    (its own location is the backprop engine's)."""
     if node.forward is None:
-        return "in the forward pass"
-    return (f"in the backward pass (gradient of {node.forward.op} node '{node.forward.name}' at "
-            f"{node.forward.location})")
+        return f"at {node.location}, in the forward pass"
+    return (f"in the backward pass, in the gradient of {node.forward.op} (node '{node.forward.name}') at "
+            f"{node.forward.location}")
 
 
 class NumericsChecker(Interpreter):
@@ -213,8 +217,8 @@ class NumericsChecker(Interpreter):
         return outputs
 
     def _message(self, node, t, bad, inputs):
-        lines = [f"ag.debug.check_numerics: op {node.op} (node '{node.name}') produced {bad} at "
-                 f"{node.location}, {_which_pass(node)}"]
+        lines = [f"ag.debug.check_numerics: op {node.op} (node '{node.name}') produced {bad} "
+                 f"{_where_in_code(node)}"]
         where = self.loop_position()
         if where:
             lines.append(f"  in {where} (iterations counted from 0)")
@@ -248,6 +252,7 @@ debugging = _Debugging()
 
 
 def interpreted(concrete, interpreter_class=None):
-    """A plan for ConcreteFunction `concrete` that runs its traced graph through `interpreter_class`
-    (default: the thread's `debugging.interpreter`)."""
-    return InterpretedPlan(concrete.graph, concrete.device, interpreter_class or debugging.interpreter)
+    """A plan for ConcreteFunction `concrete` that runs its traced graph (the optimized one if the
+    class says `optimized`) through `interpreter_class` (default: the thread's `debugging.interpreter`)."""
+    cls = interpreter_class or debugging.interpreter
+    return InterpretedPlan(concrete.optimized_graph if cls.optimized else concrete.graph, concrete.device, cls)
