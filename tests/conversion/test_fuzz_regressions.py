@@ -606,3 +606,22 @@ def test_a_list_argument_changed_in_a_block_nested_in_a_staged_branch_is_refused
     assert f"{__file__}:{appends_to_a_list_argument_after_nested_tensor_ifs.__code__.co_firstlineno + 6}" \
         in str(info.value)
     assert lst == [5]
+
+
+def python_int_arithmetic_in_a_loop_that_does_not_run(x, y, lst):
+    w1 = 0
+    while w1 < 1 and len(lst):
+        w1 += 1
+    w5 = 0
+    while w5 < 2 and y[-1]:
+        w5 += 1
+        v8 = (ag.cast(w5, np.bool) + x) - (x - (False - w1))
+    return x
+
+
+def test_python_int_arithmetic_is_not_hoisted_out_of_a_loop_that_may_not_run():
+    """Seed 7011806: `x - (-1)` with uint8 x raises OverflowError (NEP 50); hoisted out of the loop
+    it ran, and raised, on calls where eagerly the loop runs zero times."""
+    x, y = np.array([2, 0, 2, 0], np.uint8), np.array([-2.5, -2.5, 2.5, 0.0], np.float32)
+    assert_every_call_same(python_int_arithmetic_in_a_loop_that_does_not_run, x, y, [2, 5])
+    assert_every_call_same(python_int_arithmetic_in_a_loop_that_does_not_run, x, -y, [2, 5])
