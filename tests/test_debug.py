@@ -1,6 +1,7 @@
 """ag.debug: graph pictures (to_dot / render)."""
 import html.parser
 import inspect
+import os
 import shutil
 import warnings
 import xml.dom.minidom
@@ -10,7 +11,7 @@ import pytest
 
 import autograph_lite as ag
 
-FILE = "test_debug.py"
+FILE = os.path.basename(__file__)
 
 
 def _line(fn, text):

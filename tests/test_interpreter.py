@@ -22,7 +22,9 @@ CONVERSION_MODULES = ["test_while_tensor", "test_if_tensor", "test_for_tensor", 
                       "test_inplace", "test_shape_relax", "test_caller_effects", "test_fuzz_regressions",
                       "test_trust_loops", "test_trust_operators", "test_trust_state"]
 OTHER_MODULES = ["tests.test_gradients", "tests.test_gradients_control_flow", "tests.test_control_flow",
-                 "tests.test_passes"]
+                 "tests.test_passes", "tests.test_ops", "tests.test_function", "tests.test_retracing",
+                 "tests.conversion.test_methods", "tests.conversion.test_lambdas", "tests.conversion.test_closures",
+                 "tests.conversion.test_for_python"]
 
 
 def _same(plan_out, interp_out, what, exact=True):
