@@ -42,11 +42,8 @@ def check_numerics():
             loss = train_step(w, x)   # FloatingPointError: op Log ... at model.py:12, in While
                                       # 'while' (model.py:9) iteration 41, in the forward pass
     """
-    saved, debugging.interpreter = debugging.interpreter, NumericsChecker
-    try:
+    with debugging.running(NumericsChecker):
         yield
-    finally:
-        debugging.interpreter = saved
 
 
 # --- dump --------------------------------------------------------------------------------
@@ -188,15 +185,6 @@ class Recorder(Interpreter):
         return outputs
 
 
-@contextlib.contextmanager
-def _running(interpreter_class):
-    saved, debugging.interpreter = debugging.interpreter, interpreter_class
-    try:
-        yield
-    finally:
-        debugging.interpreter = saved
-
-
 def dump(f, *args, optimized=False, **kwargs):
     """Call `f(*args, **kwargs)` once (a compiled function, or code calling some) through the
     interpreter; returns the Records of every executed node in execution order (loop iterations
@@ -211,7 +199,7 @@ def dump(f, *args, optimized=False, **kwargs):
     """
     records = Records()
     recorder = type("Recorder", (Recorder,), {"records": records, "optimized": optimized})
-    with _running(recorder):
+    with debugging.running(recorder):
         records.result = f(*args, **kwargs)
     if not records and not _ran_graph(f):
         raise TypeError(f"ag.debug.dump: calling {getattr(f, '__name__', f)!r} ran no compiled function; "
@@ -262,7 +250,7 @@ def _graph_of(f, args, kwargs, optimized):
             seen.append(self.graph)
             return super().run(*arrays)
 
-    with _running(Capturing):
+    with debugging.running(Capturing):
         f(*args, **kwargs)
     if not seen:
         raise TypeError(f"ag.debug.render: calling {getattr(f, '__name__', f)!r} ran no compiled function")

@@ -7,10 +7,11 @@ the lowered plan runs (runtime/lowering.py), with the same kernels: `Const` give
 calls `opdef.kernel(xp, **attrs)`. It is the debugger's engine and the test suite's oracle
 for plans (tests/test_interpreter.py); the plan stays the fast path and knows nothing of it.
 
-`debugging.interpreter`, when set (per thread), makes calls of compiled functions run
-through that Interpreter class instead of their plan (`ag.debug`); `NumericsChecker` is the
-one `ag.debug.check_numerics` and `ag.function(..., check_numerics=True)` use.
+Inside `debugging.running(cls)` (per thread), calls of compiled functions run through
+Interpreter class `cls` instead of their plan (`ag.debug`); `NumericsChecker` is the one
+`ag.debug.check_numerics` and `ag.function(..., check_numerics=True)` use.
 """
+import contextlib
 import threading
 
 import numpy as np
@@ -244,15 +245,42 @@ class InterpretedPlan:
         return []  # the interpreter names the node in a note itself
 
 
-class _Debugging(threading.local):
-    interpreter = None  # an Interpreter subclass that compiled calls on this thread run through
+class _Debugging:
+    """Which Interpreter class compiled calls run through instead of their plan (`ag.debug`).
+
+    A plain call reads only `active`, the number of debug blocks open in any thread; the class
+    itself is per thread (`interpreter()`), so a block in one thread leaves the others' calls alone."""
+
+    def __init__(self):
+        self.active = 0
+        self._local = threading.local()
+        self._lock = threading.Lock()
+
+    def interpreter(self):
+        return getattr(self._local, "interpreter", None)
+
+    @contextlib.contextmanager
+    def running(self, interpreter_class):
+        """Calls of compiled functions on this thread run through `interpreter_class` in this block."""
+        saved, self._local.interpreter = self.interpreter(), interpreter_class
+        with self._lock:
+            self.active += 1
+        try:
+            yield
+        finally:
+            self._local.interpreter = saved
+            with self._lock:
+                self.active -= 1
 
 
 debugging = _Debugging()
 
 
-def interpreted(concrete, interpreter_class=None):
-    """A plan for ConcreteFunction `concrete` that runs its traced graph (the optimized one if the
-    class says `optimized`) through `interpreter_class` (default: the thread's `debugging.interpreter`)."""
-    cls = interpreter_class or debugging.interpreter
+def debug_plan(concrete, plan, check_numerics=False):
+    """The plan a call of ConcreteFunction `concrete` runs: `plan`, or its traced graph (the optimized
+    one if the class says `optimized`) through this thread's debug interpreter, else through
+    NumericsChecker if `check_numerics` (`ag.function(..., check_numerics=True)`)."""
+    cls = debugging.interpreter() or (NumericsChecker if check_numerics else None)
+    if cls is None:
+        return plan
     return InterpretedPlan(concrete.optimized_graph if cls.optimized else concrete.graph, concrete.device, cls)
