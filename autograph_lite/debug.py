@@ -133,6 +133,8 @@ class Records(list):
         header = [c for c, _, _ in _COLUMNS]
         return _table(header, [[_cell(r, attr, fmt) for _, attr, fmt in _COLUMNS] for r in self])
 
+    __repr__ = __str__  # the table at the prompt too
+
 
 class _Summary(list):
     """Rows (key, count, time in seconds, bytes, nan, inf), slowest first; prints as a table."""
@@ -156,6 +158,8 @@ class _Summary(list):
         rows = [[short_location(k) if self.title == "line" else k, n, f"{t * 1e6:.1f}", f"{100 * t / total:.1f}",
                  b, nan, inf] for k, n, t, b, nan, inf in self]
         return _table([self.title, "nodes", "time_us", "%", "bytes", "nan", "inf"], rows)
+
+    __repr__ = __str__
 
 
 class Recorder(Interpreter):
@@ -219,6 +223,8 @@ class Profile:
 
     def __str__(self):
         return f"time per source line:\n{self.lines}\n\ntime per op:\n{self.ops}"
+
+    __repr__ = __str__
 
 
 def profile(f, *args, repeat=1, optimized=False, **kwargs):
