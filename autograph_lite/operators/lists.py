@@ -9,7 +9,7 @@ import numpy as np
 from .. import ops
 from ..errors import ConversionError, SymbolicValueError, user_location
 from ..ops.control_flow import python_scalar
-from ..runtime.graph import Tensor, current_graph
+from ..runtime.graph import Tensor, current_graph, holds
 
 
 _PY_NUMBERS = (bool, int, float, complex)
@@ -55,7 +55,12 @@ class TensorList:
     def append(self, value):
         kind = join_kinds(self.kind, item_kind(value))
         item = ops.expand_dims(value if isinstance(value, Tensor) else ops.convert_to_tensor(value), 0)
-        return TensorList(item if self.tensor is None else ops.concat([self.tensor, item], 0), kind)
+        stacked = item if self.tensor is None else ops.concat([self.tensor, item], 0)
+        if isinstance(value, Tensor):
+            # eagerly the list holds the array itself: an in-place update of it after the append
+            # changes the list's item too, so the list may no longer be read (fuzzer seed 7014487)
+            holds(stacked, value)
+        return TensorList(stacked, kind)
 
     def item(self, value, depth=3):
         """`value` (an item read from the stacked tensor) typed as eagerly."""

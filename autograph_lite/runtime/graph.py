@@ -343,11 +343,18 @@ def _is_view(node):
     return opdef.view(node)
 
 
+def holds(holder, value):
+    """Record that `holder` (a list's stacked tensor) holds `value`'s array, as a Python list holds
+    the array itself: an in-place update of `value` makes `holder` stale, as for a view."""
+    value.node.graph.views.setdefault(id(value), []).append(holder)
+
+
 def _mark_views(graph, old, scope, label, symbol, location):
     """Views of `old` (and views of those) read the updated array eagerly: they may not be read."""
     for view in graph.views.get(id(old), ()):
         if view.stale is None:
-            view.stale = InPlaceUpdate(scope, f"{label} (this value is a slice or view of it)", symbol, location)
+            what = "this value is a slice or view of it" if _is_view(view.node) else "a list holding it"
+            view.stale = InPlaceUpdate(scope, f"{label} ({what})", symbol, location)
             _mark_views(graph, view, scope, label, symbol, location)
 
 

@@ -625,3 +625,19 @@ def test_python_int_arithmetic_is_not_hoisted_out_of_a_loop_that_may_not_run():
     x, y = np.array([2, 0, 2, 0], np.uint8), np.array([-2.5, -2.5, 2.5, 0.0], np.float32)
     assert_every_call_same(python_int_arithmetic_in_a_loop_that_does_not_run, x, y, [2, 5])
     assert_every_call_same(python_int_arithmetic_in_a_loop_that_does_not_run, x, -y, [2, 5])
+
+
+def appends_then_updates_in_place(y, n, s):
+    L1 = [ag.cast(0, np.float32)]
+    v6 = ag.cast(s, np.float32)
+    for r7 in y:
+        L1.append(v6)
+        v6 -= n
+    return L1
+
+
+def test_updating_in_place_an_array_a_carried_list_holds_is_refused():
+    """Seed 7014487: eagerly the list holds v6's array itself, so every item shows the final
+    value; the stacked list held copies, silently different."""
+    with pytest.raises(ag.ConversionError, match="a list holding it"):
+        ag.function(appends_then_updates_in_place)(np.array([-4, -4, 4, 3], np.int32), np.array(2, np.int32), 0)
