@@ -396,13 +396,7 @@ def supersede(old, new, label, symbol, location):
         supersede(_origin(base), None, label, symbol, location)  # a view of a value from outside this block
     for maybe in _maybe_same(old):
         # eagerly the update changes this array too on the runs where the `if` or loop gave it
-        argument = _argument_of(_origin(maybe))
-        if argument is not None:
-            raise ConversionError(
-                f"{label} is updated in place (`{symbol}`) at {location}, and on some runs it is the array of "
-                f"argument '{argument}' (a tensor `if` or loop gave it that array on some "
-                f"paths only), so whether the caller's array changes depends on the data; write "
-                f"`x = x {symbol[:-1]} y` to make a new array, or copy the argument first")
+        _refuse_if_argument(maybe, label, symbol, location)
         if maybe.stale is None:
             maybe.stale = InPlaceUpdate(graph, f"{label} (on some runs the same array)", symbol, location)
         if maybe.node.op == "Placeholder" and not any(t is maybe for t in maybe.node.graph.maybe_updated):
@@ -422,6 +416,18 @@ def supersede(old, new, label, symbol, location):
                     f"array, or in a tensor `if` whose result the variable does not hold); update it outside "
                     f"the block or write `x = x {symbol[:-1]} y`")
             graph.write_backs[id(root)] = (root, new)
+
+
+def _refuse_if_argument(maybe, label, symbol, location):
+    """An update that changes `maybe`'s array on some runs only may not reach an argument: whether
+    the caller's array changes would depend on the data."""
+    argument = _argument_of(_origin(maybe))
+    if argument is not None:
+        raise ConversionError(
+            f"{label} is updated in place (`{symbol}`) at {location}, and on some runs it is the array of "
+            f"argument '{argument}' (a tensor `if` or loop gave it that array on some paths only), so "
+            f"whether the caller's array changes depends on the data; write `x = x {symbol[:-1]} y` to "
+            f"make a new array, or copy the argument first")
 
 
 def _argument_of(t):
@@ -507,13 +513,7 @@ def _carry_maybe_updates(node, subs):
                 continue  # made inside the node
             info = p.stale
             for t in [outer] + _maybe_same(outer):  # and what that array may be in turn
-                argument = _argument_of(_origin(t))
-                if argument is not None:
-                    raise ConversionError(
-                        f"{info.label} is updated in place (`{info.symbol}`) at {info.location}, and on some runs "
-                        f"it is the array of argument '{argument}' (a tensor `if` or loop gave it that array on "
-                        f"some paths only), so whether the caller's array changes depends on the data; write "
-                        f"`x = x {info.symbol[:-1]} y` to make a new array, or copy the argument first")
+                _refuse_if_argument(t, info.label, info.symbol, info.location)
                 if t.stale is None:
                     t.stale = InPlaceUpdate(info.scope, info.label, info.symbol, info.location)
                 if t.node.op == "Placeholder" and not any(u is t for u in t.node.graph.maybe_updated):
