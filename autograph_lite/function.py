@@ -16,6 +16,7 @@ import types
 import numpy as np
 
 from . import nest, operators
+from .call_signature import CallSignature
 from .operators.variables import check_defined
 from .effects import _Effects, _replay
 from .errors import traceback_location, user_location
@@ -43,8 +44,8 @@ def _add_note(exc, text):
 class ConcreteFunction:
     """One traced signature of a Function: its `graph`, callable with matching arguments."""
 
-    def __init__(self, function, graph, input_specs, output_treedef, output_slots, device):
-        self._function, self.graph, self.input_specs = function, graph, input_specs
+    def __init__(self, call_signature, graph, input_specs, output_treedef, output_slots, device):
+        self.call_signature, self.graph, self.input_specs = call_signature, graph, input_specs
         self._output, self._slots, self.device = output_treedef, output_slots, device
         self._plan, self._optimized, self._lock = None, None, threading.Lock()
         self._effects = ()  # steps redoing the trace's effects on the arguments (see _Effects)
@@ -82,10 +83,10 @@ class ConcreteFunction:
         return self.input_specs
 
     def __call__(self, *args, **kwargs):
-        values = self._function._canonicalize(args, kwargs)
+        values = self.call_signature.bind(args, kwargs)
         found = _spec_mismatch(list(self.input_specs), list(values), "")
         if found:
-            raise self._function._signature_error(found, "this concrete function's signature")
+            raise self.call_signature.mismatch_error(found, "this concrete function's signature")
         return self._run(self._arrays(nest.flatten(values)), values)
 
     def _arrays(self, leaves):
@@ -103,9 +104,9 @@ class ConcreteFunction:
             nodes = plan.failing_nodes(e)
             if len(nodes) == 1:
                 _add_note(e, f"while running {nodes[0].op} node '{nodes[0].name}' of "
-                             f"{self._function.__name__}, created at {nodes[0].location}")
+                             f"{self.call_signature.name}, created at {nodes[0].location}")
             elif nodes:
-                _add_note(e, f"while running one of these nodes of {self._function.__name__}: " + "; ".join(
+                _add_note(e, f"while running one of these nodes of {self.call_signature.name}: " + "; ".join(
                     f"{n.op} '{n.name}' created at {n.location}" for n in nodes))
             raise
         if self.graph.write_back_outputs:
@@ -129,7 +130,7 @@ class ConcreteFunction:
                 if j != i and isinstance(other, np.ndarray) and np.may_share_memory(target, other):
                     name = self.graph.inputs[i].node.attrs.get("argument")
                     raise ValueError(
-                        f"{self._function.__name__}(): argument '{name}' is updated in place and shares memory "
+                        f"{self.call_signature.name}(): argument '{name}' is updated in place and shares memory "
                         f"with argument '{self.graph.inputs[j].node.attrs.get('argument')}'; the compiled "
                         f"function cannot make one see the update of the other: pass a copy "
                         f"(called at {user_location()})")
@@ -137,7 +138,7 @@ class ConcreteFunction:
             target[...] = value.get() if devices.is_gpu_array(value) and isinstance(target, np.ndarray) else value
 
     def __repr__(self):
-        return f"<ConcreteFunction {self._function.__name__}{self.input_specs}>"
+        return f"<ConcreteFunction {self.call_signature.name}{self.input_specs}>"
 
 
 class _Literal:
@@ -185,9 +186,9 @@ class Function(TraceCache):
         if not hasattr(self, "__name__"):  # a callable instance: named after its class
             self.__name__ = self.__qualname__ = type(python_function).__name__
         self.python_function = python_function
-        self._signature = inspect.signature(python_function)
-        params = list(self._signature.parameters.values())
-        self._param_names = [p.name for p in params]
+        self.call_signature = CallSignature(self.__name__, inspect.signature(python_function))
+        params = list(self.call_signature.signature.parameters.values())
+        self._param_names = self.call_signature.param_names
         simple = all(p.kind == p.POSITIONAL_OR_KEYWORD and p.default is p.empty for p in params)
         self._n_simple = len(params) if simple else -1
         self._input_signature = None if input_signature is None else list(input_signature)
@@ -212,7 +213,7 @@ class Function(TraceCache):
             if concrete is not None:
                 concrete._last_use = next(self._clock)
                 return concrete._run(args)
-        values = args if len(args) == self._n_simple and not kwargs else self._canonicalize(args, kwargs)
+        values = args if len(args) == self._n_simple and not kwargs else self.call_signature.bind(args, kwargs)
         arrays = []
         try:
             key = (devices.current(), tuple([_key(v, arrays) for v in values]))
@@ -238,7 +239,7 @@ class Function(TraceCache):
         """The ConcreteFunction for these arguments (arrays or TensorSpecs), tracing if needed."""
         if not args and not kwargs and self._input_signature is not None:
             args = tuple(self._input_signature)
-        values = self._canonicalize(args, kwargs)
+        values = self.call_signature.bind(args, kwargs)
         try:
             key = (devices.current(), tuple([_key(v, []) for v in values]))
         except _RefusedArray as e:
@@ -253,17 +254,8 @@ class Function(TraceCache):
                          f"could not match an eager one; pass np.asarray({path}) instead "
                          f"(called at {user_location()})")
 
-    def _canonicalize(self, args, kwargs):
-        """Arguments in parameter order, defaults filled in."""
-        try:
-            bound = self._signature.bind(*args, **kwargs)
-        except TypeError as e:
-            raise TypeError(f"{self.__name__}(): {e} (called at {user_location()})") from None
-        bound.apply_defaults()
-        return tuple(bound.arguments.values())
-
     def _call_python(self, fn, values):
-        bound = self._signature.bind_partial()
+        bound = self.call_signature.signature.bind_partial()
         bound.arguments.update(zip(self._param_names, values))
         return fn(*bound.args, **bound.kwargs)
 
@@ -297,18 +289,10 @@ class Function(TraceCache):
                             f"but was called with {len(values)} (called at {user_location()})")
         found = _spec_mismatch(signature, [_python_to_array(s, v) for s, v in zip(signature, values)], "")
         if found:
-            raise self._signature_error(found, "its input_signature")
+            raise self.call_signature.mismatch_error(found, "its input_signature")
         if not self._traces:
             return self._trace(tuple(signature), devices.current(), values)
         return next(iter(self._traces))
-
-    def _signature_error(self, found, against):
-        path, spec, problem = found
-        index = int(path[1:].split("]")[0])
-        name = self._param_names[index] if index < len(self._param_names) else f"args[{index}]"
-        rest = path[path.index("]") + 1:]
-        return TypeError(f"{self.__name__}(): argument '{name}{rest}' does not match {against}: "
-                         f"expected {spec!r}, {problem} (called at {user_location()})")
 
     def _trace(self, specs, device, values):
         placement = device  # what the indexes key on: the device of the call
@@ -340,7 +324,7 @@ class Function(TraceCache):
                 effects.restore()
                 raise
             steps = effects.finish()
-        concrete = ConcreteFunction(self, graph, tuple(specs), treedef, slots, device)
+        concrete = ConcreteFunction(self.call_signature, graph, tuple(specs), treedef, slots, device)
         concrete._effects = steps
         self.trace_count += 1
         self._add(concrete, placement, argument_keys)

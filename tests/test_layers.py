@@ -19,11 +19,12 @@ MAY_IMPORT = {
     "operators": {"util", "runtime", "ops", "loader", "converters", "pyct"},
     "loader": {"util", "converters", "pyct", "operators"},  # converted code runs in operators' namespace
     "tensor_spec": {"util", "runtime"},
+    "call_signature": {"util"},
     "trace_cache": {"util", "runtime", "tensor_spec"},
     "function": {"util", "runtime", "ops", "operators", "loader", "converters", "pyct", "tensor_spec",
-                 "trace_cache"},
+                 "trace_cache", "call_signature"},
     "autodiff": {"util", "runtime", "ops", "operators", "loader", "converters", "pyct", "tensor_spec",
-                 "trace_cache", "function"},
+                 "trace_cache", "call_signature", "function"},
 }
 EXCEPTIONS = {("converters", "autograph_lite.operators.variables")}
 
@@ -35,8 +36,8 @@ def _layer(module):
     head = parts[0]
     if head in ("nest", "errors"):
         return "util"
-    if head in ("runtime", "ops", "pyct", "converters", "operators", "loader", "tensor_spec", "function",
-                "autodiff"):
+    if head in ("runtime", "ops", "pyct", "converters", "operators", "loader", "tensor_spec", "call_signature",
+                "function", "autodiff"):
         return head
     if head in ("trace_cache", "effects"):
         return "trace_cache"

@@ -34,7 +34,7 @@ def save(f, path):
     print to a file other than stdout/stderr, effects on the caller's containers)."""
     concretes = _concretes(f)
     writer = _format.Writer()
-    name = getattr(f, "__name__", None) or getattr(getattr(f, "_function", None), "__name__", "function")
+    name = f.call_signature.name
     document = {"name": name, "parameters": _parameters(f, writer),
                 "signatures": [_signature(c, writer) for c in concretes]}
     writer.write(path, document)
@@ -59,10 +59,7 @@ def _concretes(f):
 
 
 def _parameters(f, writer):
-    target = f
-    if hasattr(f, "_function") and not hasattr(f, "__signature__") and not hasattr(f, "python_function"):
-        target = f._function
-    signature = inspect.signature(getattr(target, "python_function", target))
+    signature = f.call_signature.signature
     out = []
     for p in signature.parameters.values():
         entry = {"name": p.name, "kind": p.kind.name}
@@ -81,8 +78,7 @@ def _tree(value, writer):
 
 
 def _signature(concrete, writer):
-    function = getattr(concrete, "_function", None)
-    name = getattr(function, "__name__", "function")
+    name = concrete.call_signature.name
     if getattr(concrete, "_effects", ()):
         raise ValueError(f"ag.save: the trace of {name}{concrete.input_specs} changes the caller's lists, dicts "
                          f"or objects; a saved graph cannot redo that. Return the new values instead")

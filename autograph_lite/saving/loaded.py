@@ -13,6 +13,7 @@ import threading
 import numpy as np
 
 from .. import nest
+from ..call_signature import CallSignature
 from ..errors import user_location
 from ..runtime import devices
 from ..runtime.graph import Tensor, copy_graph, current_graph
@@ -35,8 +36,8 @@ class Output:
 class LoadedConcreteFunction:
     """One saved signature: `graph` (as traced; printable), `input_specs`, callable."""
 
-    def __init__(self, function, graph, input_specs, output_treedef, outputs, write_backs):
-        self._function, self.graph, self.input_specs = function, graph, input_specs
+    def __init__(self, call_signature, graph, input_specs, output_treedef, outputs, write_backs):
+        self.call_signature, self.graph, self.input_specs = call_signature, graph, input_specs
         self._treedef, self._outputs, self._write_backs = output_treedef, outputs, write_backs
         self._optimized, self._plans, self._lock = None, {}, threading.Lock()
 
@@ -64,10 +65,10 @@ class LoadedConcreteFunction:
         return self.input_specs
 
     def __call__(self, *args, **kwargs):
-        values = self._function._bind(args, kwargs)
+        values = self.call_signature.bind(args, kwargs)
         found = self._mismatch(values)
         if found:
-            raise self._function._signature_error(found, "this saved signature")
+            raise self.call_signature.mismatch_error(found, "this saved signature")
         return self._call(values)
 
     def _mismatch(self, values):
@@ -96,7 +97,7 @@ class LoadedConcreteFunction:
             nodes = plan.failing_nodes(e)
             if nodes:
                 e.add_note(f"while running {nodes[0].op} node '{nodes[0].name}' of the loaded function "
-                           f"{self._function.__name__}, created at {nodes[0].location}")
+                           f"{self.call_signature.name}, created at {nodes[0].location}")
             raise
         for i, k in self._write_backs:
             target = callers[i]
@@ -104,7 +105,7 @@ class LoadedConcreteFunction:
                 continue  # numpy scalars are immutable: `x += 1` rebinds, as eagerly
             if any(j != i and isinstance(other, np.ndarray) and np.may_share_memory(target, other)
                    for j, other in enumerate(callers)):
-                raise ValueError(f"{self._function.__name__}(): an argument updated in place shares memory with "
+                raise ValueError(f"{self.call_signature.name}(): an argument updated in place shares memory with "
                                  f"another argument; the loaded function cannot make one see the update of the "
                                  f"other: pass a copy (called at {user_location()})")
             value = results[k]
@@ -126,7 +127,7 @@ class LoadedConcreteFunction:
         """Copy the saved graph into the graph being traced, fed with `tensors`; its outputs."""
         graph = current_graph()
         if self._write_backs:
-            raise TypeError(f"{self._function.__name__} (loaded) updates an argument in place, which it "
+            raise TypeError(f"{self.call_signature.name} (loaded) updates an argument in place, which it "
                             f"cannot do inside another trace (at {user_location()})")
         values = {id(p): graph.capture(t) if isinstance(t, Tensor) else _constant(graph, t)
                   for p, t in zip(self.graph.inputs, tensors)}
@@ -141,13 +142,13 @@ class LoadedConcreteFunction:
         leaves = []
         for out in self._outputs:
             if out.kind == "rows":
-                raise TypeError(f"{self._function.__name__} (loaded) returns a list built in a loop, which "
+                raise TypeError(f"{self.call_signature.name} (loaded) returns a list built in a loop, which "
                                 f"it cannot return inside another trace (at {user_location()})")
             leaves.append(out.value if out.kind == "literal" else results[out.index])
         return self._treedef.unflatten(leaves)
 
     def __repr__(self):
-        return f"<LoadedConcreteFunction {self._function.__name__}{self.input_specs}>"
+        return f"<LoadedConcreteFunction {self.call_signature.name}{self.input_specs}>"
 
 
 def _constant(graph, value):
@@ -175,11 +176,12 @@ class LoadedFunction:
     def __init__(self, name, parameters, signatures):
         self.__name__ = self.__qualname__ = name
         self.__signature__ = inspect.Signature(parameters)
-        self._param_names = [p.name for p in parameters]
+        self.call_signature = CallSignature(name, self.__signature__)
+        self._param_names = self.call_signature.param_names
         self.signatures = tuple(signatures)
         self._fast = {}  # (device, (shape, dtype) per array argument) -> the signature they fit
         for s in self.signatures:
-            s._function = self
+            s.call_signature = self.call_signature
         # specs without None dims first: an exact trace wins over a relaxed one, as in a Function
         self._order = sorted(self.signatures, key=lambda s: any(
             None in spec.shape for spec in nest.flatten(list(s.input_specs)) if isinstance(spec, TensorSpec)))
@@ -192,7 +194,7 @@ class LoadedFunction:
             concrete = self._fast.get(fast)
             if concrete is not None and current_graph() is None:
                 return concrete._run(list(args))
-        values = self._bind(args, kwargs)
+        values = self.call_signature.bind(args, kwargs)
         checked = [_as_spec(v) for v in values]
         first = None
         for concrete in self._order:
@@ -206,23 +208,7 @@ class LoadedFunction:
             first = first or found
         against = "its saved signature" if len(self.signatures) == 1 else \
             f"any of its {len(self.signatures)} saved signatures (the first says)"
-        raise self._signature_error(first, against)
-
-    def _bind(self, args, kwargs):
-        try:
-            bound = self.__signature__.bind(*args, **kwargs)
-        except TypeError as e:
-            raise TypeError(f"{self.__name__}(): {e} (called at {user_location(3)})") from None
-        bound.apply_defaults()
-        return tuple(bound.arguments.values())
-
-    def _signature_error(self, found, against):
-        path, spec, problem = found
-        index = int(path[1:].split("]")[0])
-        name = self._param_names[index] if index < len(self._param_names) else f"args[{index}]"
-        rest = path[path.index("]") + 1:]
-        return TypeError(f"{self.__name__}(): argument '{name}{rest}' does not match {against}: "
-                         f"expected {spec!r}, {problem} (called at {user_location(3)})")
+        raise self.call_signature.mismatch_error(first, against)
 
     def __repr__(self):
         return f"<ag.load {self.__name__} ({len(self.signatures)} signatures)>"
