@@ -235,6 +235,16 @@ class Function(TraceCache):
     def __get__(self, instance, owner=None):
         return self if instance is None else types.MethodType(self, instance)
 
+    @property
+    def concrete_functions(self):
+        """The live traces (ConcreteFunctions): at most `max_traces`, oldest first."""
+        return tuple(self._traces)
+
+    @property
+    def input_signature(self):
+        """The TensorSpecs fixing the one signature, or None."""
+        return None if self._input_signature is None else tuple(self._input_signature)
+
     def get_concrete_function(self, *args, **kwargs):
         """The ConcreteFunction for these arguments (arrays or TensorSpecs), tracing if needed."""
         if not args and not kwargs and self._input_signature is not None:

@@ -97,9 +97,9 @@ def _concrete(f, args):
         raise TypeError(f"export_onnx takes an ag.function or a ConcreteFunction, got {type(f).__name__}")
     if args is not None:
         return f.get_concrete_function(*args)
-    if f._input_signature is not None:
+    if f.input_signature is not None:
         return f.get_concrete_function()
-    traces = list(f._traces)
+    traces = list(f.concrete_functions)
     if len(traces) == 1:
         return traces[0]
     found = "none" if not traces else ", ".join(repr(c) for c in traces)

@@ -47,8 +47,8 @@ def _concretes(f):
     if isinstance(f, (ConcreteFunction, LoadedConcreteFunction)):
         return [f]
     if isinstance(f, Function):
-        traces = list(f._traces)
-        if not traces and f._input_signature is not None:
+        traces = list(f.concrete_functions)
+        if not traces and f.input_signature is not None:
             traces = [f.get_concrete_function()]
         if not traces:
             raise ValueError(f"ag.save: {f.__name__} has no traces yet; call it (or "
