@@ -458,28 +458,41 @@ def _first_version(t):
     return t
 
 
-def _maybe_same(t):
+def _maybe_same(t, _seen=None):
     """Other tensors whose array `t` is on some runs: a Cond output is what a branch passes through
-    from outside, a While output its start value (no iterations) or a value its body passes through."""
+    from outside, a While output its start value (no iterations) or a value its body passes through,
+    and another output of the same node that the branch or body gives the same array (`d['a'] = v`
+    in a loop that also carries v: fuzzer seed 8017096)."""
+    seen = {id(t)} if _seen is None else _seen
     node, found = t.node, []
     if node.op == "Cond":
         passed = [node.attrs["then_branch"], node.attrs["else_branch"]]
     elif node.op == "While":
         passed = [node.attrs["body"]]
         found.append(node.inputs[t.index])
+        found += [o for o in node.outputs if o is not t and node.inputs[o.index] is node.inputs[t.index]]
     else:
         return found
+    n = len(node.outputs)
     for sub in passed:
         if t.index < len(sub.outputs):
-            out = sub.outputs[t.index]
-            inside = [out] + _maybe_same(out)  # what the sub-graph's result may be (a Cond/While in it too)
+            inside = _may_be(sub.outputs[t.index])  # what the sub-graph's result may be
             found += [outer for outer, inner in sub.captures if any(inner is v for v in inside)]
             if node.op == "While":  # a loop variable the body passes on from another one
-                found += [node.inputs[k] for k, ph in enumerate(sub.inputs[:len(node.outputs)])
+                found += [node.inputs[k] for k, ph in enumerate(sub.inputs[:n])
                           if k != t.index and any(ph is v for v in inside)]
+            found += [node.outputs[k] for k in range(min(n, len(sub.outputs)))
+                      if k != t.index and any(v is w for v in _may_be(sub.outputs[k]) for w in inside)]
     for other in list(found):
-        found += _maybe_same(other)
+        if id(other) not in seen:
+            seen.add(id(other))
+            found += _maybe_same(other, seen)
     return found
+
+
+def _may_be(t):
+    """`t` and the tensors whose array it is on some runs."""
+    return [t] + _maybe_same(t)
 
 
 def _origin(t):

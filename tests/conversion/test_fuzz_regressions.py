@@ -641,3 +641,23 @@ def test_updating_in_place_an_array_a_carried_list_holds_is_refused():
     value; the stacked list held copies, silently different."""
     with pytest.raises(ag.ConversionError, match="a list holding it"):
         ag.function(appends_then_updates_in_place)(np.array([-4, -4, 4, 3], np.int32), np.array(2, np.int32), 0)
+
+
+def item_and_variable_a_loop_gives_the_same_array(x, y, n, s):
+    D1 = {'a': ag.maximum(x <= s, 1), 'b': s}
+    v6 = (ag.where(n, s, y) - 1) - y
+    for i11 in ag.range(n):
+        if s:
+            v6 = v6
+            D1['a'] = v6
+    if ag.cast(n, np.int8):
+        v6 -= D1['a']
+    return ag.cast(D1['a'], np.int32)
+
+
+def test_an_update_of_a_loop_output_another_output_may_share_is_refused():
+    """Seed 8017096: after the loop D1['a'] and v6 are one array when the loop ran; `v6 -=` changed
+    both eagerly (D1['a'] became 0) while the compiled D1['a'] kept its value."""
+    args = (np.array([True, False, True, False]), np.array([True, False, True, True]), np.array(4, np.int32), 3)
+    with pytest.raises(ag.ConversionError, match="through another name"):
+        ag.function(item_and_variable_a_loop_gives_the_same_array)(*args)
