@@ -163,6 +163,7 @@ class Graph:
         self.write_backs = {}    # top graph: id(argument placeholder) -> (placeholder, its final value)
         self.write_back_outputs = []  # top graph: (input index, output index) to copy after a call
         self.views = {}          # id(tensor) -> tensors that numpy would give as views of its array
+        self.holders = {}        # id(tensor) -> stacked lists holding its array (operators/lists.py)
         self.python_ranges = {}  # id(Range tensor) -> it, for Python's range() on tensors: ints are weak
         self._captured = {}      # id(enclosing tensor, or the parent's placeholder for it) -> (it, placeholder)
         # Node names are unique across a graph and all its sub-graphs.
@@ -180,6 +181,7 @@ class Graph:
                                 location or user_location(2), name=self.unique_name(name or op))
         if op in ("Cond", "While"):
             _carry_updates(node)
+            _carry_views(node)
         elif _is_view(node):
             self.views.setdefault(id(node.inputs[0]), []).append(node.outputs[0])
         return node
@@ -346,16 +348,16 @@ def _is_view(node):
 def holds(holder, value):
     """Record that `holder` (a list's stacked tensor) holds `value`'s array, as a Python list holds
     the array itself: an in-place update of `value` makes `holder` stale, as for a view."""
-    value.node.graph.views.setdefault(id(value), []).append(holder)
+    value.node.graph.holders.setdefault(id(value), []).append(holder)
 
 
 def _mark_views(graph, old, scope, label, symbol, location):
     """Views of `old` (and views of those) read the updated array eagerly: they may not be read."""
-    for view in graph.views.get(id(old), ()):
-        if view.stale is None:
-            what = "this value is a slice or view of it" if _is_view(view.node) else "a list holding it"
-            view.stale = InPlaceUpdate(scope, f"{label} ({what})", symbol, location)
-            _mark_views(graph, view, scope, label, symbol, location)
+    for what, table in (("this value is a slice or view of it", graph.views), ("a list holding it", graph.holders)):
+        for view in table.get(id(old), ()):
+            if view.stale is None:
+                view.stale = InPlaceUpdate(scope, f"{label} ({what})", symbol, location)
+                _mark_views(graph, view, scope, label, symbol, location)
 
 
 def supersede(old, new, label, symbol, location):
@@ -531,6 +533,38 @@ def _carry_maybe_updates(node, subs):
                     t.stale = InPlaceUpdate(info.scope, info.label, info.symbol, info.location)
                 if t.node.op == "Placeholder" and not any(u is t for u in t.node.graph.maybe_updated):
                     t.node.graph.maybe_updated.append(t)
+
+
+def _carry_views(node):
+    """After a Cond or While is built: an output that is, on some runs, a view of an array from
+    before the node (`row = y[0]` in a branch or loop body) is recorded as a view of it, so an
+    in-place update of that array afterwards makes the output stale."""
+    for out in node.outputs:
+        for base in _view_bases(out):
+            views = base.node.graph.views.setdefault(id(base), [])
+            if not any(v is out for v in views):
+                views.append(out)
+
+
+def _view_bases(t):
+    """The tensors whose array `t` is, on some runs, a view of (a Cond/While output through what
+    its branches or body give, a captured placeholder through the value it stands for)."""
+    node = t.node
+    if _is_view(node):
+        base = node.inputs[0]
+        return [base] + _view_bases(base)
+    if node.op == "Placeholder":
+        outer = _origin(t)
+        return [] if outer is t else _view_bases(outer)
+    if node.op not in ("Cond", "While"):
+        return []
+    subs = (node.attrs["then_branch"], node.attrs["else_branch"]) if node.op == "Cond" else (node.attrs["body"],)
+    found = []
+    for sub in subs:
+        if t.index < len(sub.outputs):
+            for v in _may_be(sub.outputs[t.index]):
+                found += [_origin(b) for b in _view_bases(v) if not _within(_origin(b).node.graph, sub)]
+    return found
 
 
 def _carry_updates(node):

@@ -661,3 +661,28 @@ def test_an_update_of_a_loop_output_another_output_may_share_is_refused():
     args = (np.array([True, False, True, False]), np.array([True, False, True, True]), np.array(4, np.int32), 3)
     with pytest.raises(ag.ConversionError, match="through another name"):
         ag.function(item_and_variable_a_loop_gives_the_same_array)(*args)
+
+
+def view_from_a_loop_then_update(x, n):
+    y = x * 1.0
+    row = y[1] * 0
+    for i in ag.range(n):
+        row = y[0]
+    y += 1
+    return row
+
+
+def view_from_a_branch_then_update(x, n):
+    row = x[1] * 0
+    if n > 0:
+        row = x[0]
+    x += 1
+    return row * 2
+
+
+@pytest.mark.parametrize("fn", [view_from_a_loop_then_update, view_from_a_branch_then_update])
+def test_a_view_a_loop_or_branch_gives_out_is_stale_after_its_array_is_updated(fn):
+    """Eagerly `row` is a view of y's array on the runs where the loop ran (or the branch was
+    taken), so `y += 1` changes it; the compiled row kept the old values."""
+    with pytest.raises(ag.ConversionError, match="this value is a slice or view of it"):
+        ag.function(fn)(np.zeros((2, 3)), np.array(1))
