@@ -32,6 +32,7 @@ KNOWN_DIVERGENT = frozenset()
 ALL_FLAGS = frozenset({
     "python_print",      # print(...) of Python values only
     "alias_mutation",    # `v = x; v += ...` on an argument array (mutates the caller's array)
+    "view_alias",        # `v = w[:]` / `v = w[::-1]`: a view, then updates through either name
     "arg_list_append",   # append to the caller's list argument
     "list_item_set",     # L[0] = ... (item assignment on a list)
     "dict_set",          # D['k'] = ... inside branches and loops
@@ -345,9 +346,15 @@ class Generator:
     def st_assign(self, scope, indent, depth, in_loop, staged):
         name = self.fresh("v")
         visible = scope.lookup_all()
+        vecs = sorted(n for n, v in visible.items() if isinstance(v, np.ndarray) and v.ndim == 1)
         if "x" in visible and self.on("alias_mutation", 10):
             src = self.ch.pick(["x", "y"])
             val = visible[src]
+        elif vecs and self.on("view_alias", 10):
+            # a view of a whole vector (same type): updates through it or through its array must be
+            # seen by both names, in branches and loops too, or refused
+            src = f"{self.ch.pick(vecs)}{self.ch.pick(['[:]', '[::-1]'])}"
+            val = self.ev(src, visible)
         else:
             src, val = self.expr(scope, 3)
         self.emit(indent, f"{name} = {src}")
