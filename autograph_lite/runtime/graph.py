@@ -114,7 +114,8 @@ class Node:
     the forward node whose gradient it computes (None in the forward graph). Passes build
     nodes with `Graph.create_node`."""
 
-    __slots__ = ("op", "name", "_inputs", "attrs", "outputs", "location", "graph", "in_place_input", "forward")
+    __slots__ = ("op", "name", "_inputs", "attrs", "outputs", "location", "graph", "in_place_input", "forward",
+                 "_aliases")
 
     def __init__(self, graph, op, name, inputs, attrs, location):
         check_attrs(op, attrs, name, location)
@@ -124,6 +125,7 @@ class Node:
         self.outputs = []
         self.in_place_input = None
         self.forward = _tracing.backward_of
+        self._aliases = None  # a Cond/While's cached _direct_aliases / _view_bases, per output
 
     @property
     def inputs(self):
@@ -396,6 +398,18 @@ def supersede(old, new, label, symbol, location):
                 f"the whole new value with ag.where / ag.concat")
     if base is not old and _origin(base) is not base:
         supersede(_origin(base), None, label, symbol, location)  # a view of a value from outside this block
+    for viewed in _view_bases(old) if old.node.op in ("Cond", "While", "Placeholder") else ():
+        # on some runs `old` is a view of `viewed` (a branch or loop gave it `y[0]`): the update changes it
+        argument = _argument_of(_origin(viewed))
+        if argument is not None:
+            raise ConversionError(
+                f"{label} is updated in place (`{symbol}`) at {location}, and on some runs it is a slice or "
+                f"view of argument '{argument}' (a tensor `if` or loop gave it that view), so the compiled "
+                f"function cannot update the caller's array as eagerly; write `x = x {symbol[:-1]} y`, or "
+                f"copy the view first (`.copy()`)")
+        if viewed.stale is None:
+            viewed.stale = InPlaceUpdate(graph, f"{label} (on some runs a view of this value)", symbol, location)
+            _mark_views(viewed.node.graph, viewed, graph, label, symbol, location)
     for maybe in _maybe_same(old):
         # eagerly the update changes this array too on the runs where the `if` or loop gave it
         _refuse_if_argument(maybe, label, symbol, location)
@@ -460,21 +474,47 @@ def _first_version(t):
     return t
 
 
-def _maybe_same(t, _seen=None):
+def _maybe_same(t):
     """Other tensors whose array `t` is on some runs: a Cond output is what a branch passes through
     from outside, a While output its start value (no iterations) or a value its body passes through,
     and another output of the same node that the branch or body gives the same array (`d['a'] = v`
-    in a loop that also carries v: fuzzer seed 8017096)."""
-    seen = {id(t)} if _seen is None else _seen
+    in a loop that also carries v: fuzzer seed 8017096); and so on, transitively."""
+    found, seen, todo = [], {id(t)}, [t]
+    while todo:
+        for other in _direct_aliases(todo.pop()):
+            if id(other) not in seen:
+                seen.add(id(other))
+                found.append(other)
+                todo.append(other)
+    return found
+
+
+def _cached(t, kind, compute):
+    """compute(t), cached on t's node (a built Cond/While never changes what it passes through)."""
+    node = t.node
+    if node._aliases is None:
+        node._aliases = {}
+    key = (kind, t.index)
+    if key not in node._aliases:
+        node._aliases[key] = compute(t)
+    return node._aliases[key]
+
+
+def _direct_aliases(t):
+    """The tensors whose array `t` may be, one step away (see _maybe_same)."""
+    if t.node.op not in ("Cond", "While"):
+        return []
+    return _cached(t, "same", _compute_direct_aliases)
+
+
+def _compute_direct_aliases(t):
     node, found = t.node, []
     if node.op == "Cond":
         passed = [node.attrs["then_branch"], node.attrs["else_branch"]]
-    elif node.op == "While":
+    else:
         passed = [node.attrs["body"]]
         found.append(node.inputs[t.index])
         found += [o for o in node.outputs if o is not t and node.inputs[o.index] is node.inputs[t.index]]
-    else:
-        return found
     n = len(node.outputs)
     for sub in passed:
         if t.index < len(sub.outputs):
@@ -485,10 +525,6 @@ def _maybe_same(t, _seen=None):
                           if k != t.index and any(ph is v for v in inside)]
             found += [node.outputs[k] for k in range(min(n, len(sub.outputs)))
                       if k != t.index and any(v is w for v in _may_be(sub.outputs[k]) for w in inside)]
-    for other in list(found):
-        if id(other) not in seen:
-            seen.add(id(other))
-            found += _maybe_same(other, seen)
     return found
 
 
@@ -548,7 +584,8 @@ def _carry_views(node):
 
 def _view_bases(t):
     """The tensors whose array `t` is, on some runs, a view of (a Cond/While output through what
-    its branches or body give, a captured placeholder through the value it stands for)."""
+    its branches or body give or its other maybe-aliases, a captured placeholder through the value
+    it stands for)."""
     node = t.node
     if _is_view(node):
         base = node.inputs[0]
@@ -558,12 +595,20 @@ def _view_bases(t):
         return [] if outer is t else _view_bases(outer)
     if node.op not in ("Cond", "While"):
         return []
+    return _cached(t, "views", _compute_view_bases)
+
+
+def _compute_view_bases(t):
+    node = t.node
     subs = (node.attrs["then_branch"], node.attrs["else_branch"]) if node.op == "Cond" else (node.attrs["body"],)
     found = []
     for sub in subs:
         if t.index < len(sub.outputs):
             for v in _may_be(sub.outputs[t.index]):
                 found += [_origin(b) for b in _view_bases(v) if not _within(_origin(b).node.graph, sub)]
+    for other in _maybe_same(t):  # a start value, or an outer value a branch passes on, that is a view
+        if other.node.op not in ("Cond", "While"):
+            found += _view_bases(other)
     return found
 
 

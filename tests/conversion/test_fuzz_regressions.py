@@ -686,3 +686,76 @@ def test_a_view_a_loop_or_branch_gives_out_is_stale_after_its_array_is_updated(f
     taken), so `y += 1` changes it; the compiled row kept the old values."""
     with pytest.raises(ag.ConversionError, match="this value is a slice or view of it"):
         ag.function(fn)(np.zeros((2, 3)), np.array(1))
+
+
+def update_of_a_maybe_view_of_an_argument_in_a_loop(y, n, s):
+    v6 = y[:]
+    if n:
+        v6 = ag.cast(ag.zeros([4], np.int32) + 1, np.int32)
+    w = 0
+    while w < 3 and ag.cast(s, np.int64):
+        w += 1
+        v6 *= 2
+    return y * 2
+
+
+def update_of_a_view_an_inner_loop_passes_on(x, y, n):
+    for i12 in ag.range(1, n, 3):
+        for r13 in x:
+            v14 = y[::-1]
+            w15 = 0
+            while w15 < 1 and v14[3] > 0:
+                w15 += 1
+                v14 = v14
+            v14 -= i12
+
+
+@pytest.mark.parametrize("fn, args", [
+    (update_of_a_maybe_view_of_an_argument_in_a_loop, (np.array([4, 2, 2, -3], np.int32), np.array(0), 3)),
+    (update_of_a_view_an_inner_loop_passes_on, (np.array([1, 2]), np.array([4, 2, 2, 5], np.int8), np.array(4))),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_an_update_of_what_may_be_a_view_of_an_argument_is_refused(fn, args):
+    """Seeds 10001816, 10003202: v6 / v14 is a view of the caller's y on some runs (a tensor `if`
+    kept it, or a loop passed it on); eagerly the update changes y, compiled it silently did not."""
+    before = args[-2].copy() if fn is update_of_a_view_an_inner_loop_passes_on else args[0].copy()
+    with pytest.raises(ag.ConversionError, match="a slice or view of argument 'y'"):
+        ag.function(fn)(*args)
+    np.testing.assert_array_equal(args[-2] if fn is update_of_a_view_an_inner_loop_passes_on else args[0], before)
+
+
+def many_nested_branches_and_loops(x, y, n, s, lst):
+    w1 = 0
+    while w1 < 3 and s:
+        w1 += 1
+        if ag.cast((s + s), np.int8):
+            if n:
+                if 2:
+                    break
+            v2 = (s < x)
+        if (ag.minimum(s, -1) > (s > w1)):
+            return {'r0': x, 'r1': n}
+        for r3 in x:
+            if r3:
+                break
+    D4 = {'a': ag.reduce_max((2 + y)), 'b': (y[3] >= x)}
+    if n:
+        h5 = lambda z6: ag.maximum(y, x[0])
+        v7 = h5(x)
+        v8 = (((s * v7) + (n + w1)) * (n + (v7 > True)))
+    if (y[3] - (s != n)):
+        return {'r0': x, 'r1': n}
+    for i9 in ag.range(1, 4, 1):
+        v10 = (y - ((i9 + x) * (1 % i9)))
+        for i11 in range(3):
+            if w1:
+                return {'r0': (x + (w1 > y)), 'r1': n}
+        v12 = D4['b']
+
+
+def test_alias_questions_on_deeply_nested_blocks_stay_fast():
+    """Seed 10004698: asking what a Cond/While output may alias recursed into every sibling at
+    every level (exponential: the trace did not end in 60 s); the answers are cached per node.
+    The function may return None, so the compiled call refuses, naming the function."""
+    args = (np.array([True, True, False, False]), np.array([4, 2, 2, -3], np.int32), np.array(0, np.int32), 2, [3, 4])
+    with pytest.raises(ag.ConversionError, match="ends without `return`"):
+        ag.function(many_nested_branches_and_loops)(*args)
