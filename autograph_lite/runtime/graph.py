@@ -635,6 +635,15 @@ def _carry_updates(node):
     for sub in (cond_g, body):
         for old in list(sub.updated):
             k = next((k for k, t in enumerate(sub.inputs[:n]) if t is old), None)
+            if k is None and _origin(old) is not old:
+                # an array from before the loop, captured (a branch gave the variable that very array:
+                # `if c: v = x else: v = x`, then `v += y`; fuzzer seed 11016926)
+                info = old.stale
+                raise ConversionError(
+                    f"{info.label} is updated in place (`{info.symbol}`) at {info.location} inside a loop on a "
+                    f"tensor, but its array comes from before the loop under another name (it is not a loop "
+                    f"variable); each iteration would have to see the update of the previous one. Write "
+                    f"`x = x {info.symbol[:-1]} y`, or update the variable that the loop carries")
             if k is None:
                 continue  # made inside the loop body
             outer, info = node.inputs[k], old.stale

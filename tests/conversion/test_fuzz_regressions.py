@@ -759,3 +759,22 @@ def test_alias_questions_on_deeply_nested_blocks_stay_fast():
     args = (np.array([True, True, False, False]), np.array([4, 2, 2, -3], np.int32), np.array(0, np.int32), 2, [3, 4])
     with pytest.raises(ag.ConversionError, match="ends without `return`"):
         ag.function(many_nested_branches_and_loops)(*args)
+
+
+def update_of_an_argument_both_branches_give(x, y, n):
+    for i5 in ag.range(n):
+        if i5:
+            v3 = x
+        else:
+            v3 = x
+        v3 += y
+    return v3, x
+
+
+def test_an_update_in_a_loop_of_an_argument_both_branches_give_is_refused():
+    """Seed 11016926: both branches give v3 the caller's x, so v3 is x's captured array itself;
+    its in-place update inside the loop was dropped, and the caller's x stayed unchanged."""
+    x = np.array([2, 4, 8, 6], np.uint8)
+    with pytest.raises(ag.ConversionError, match="comes from before the loop under another name"):
+        ag.function(update_of_an_argument_both_branches_give)(x, np.array([9, 4, 8, 8], np.uint8), np.array(1))
+    np.testing.assert_array_equal(x, [2, 4, 8, 6])
