@@ -14,6 +14,7 @@ import collections
 import contextlib
 import dataclasses
 import html
+import linecache
 import os
 import shutil
 import subprocess
@@ -156,10 +157,17 @@ class _Summary(list):
     def __str__(self):
         total = sum(row[2] for row in self) or 1.0
         rows = [[short_location(k) if self.title == "line" else k, n, f"{t * 1e6:.1f}", f"{100 * t / total:.1f}",
-                 b, nan, inf] for k, n, t, b, nan, inf in self]
-        return _table([self.title, "nodes", "time_us", "%", "bytes", "nan", "inf"], rows)
+                 b, nan, inf] + ([_source_text(k)] if self.title == "line" else []) for k, n, t, b, nan, inf in self]
+        code = ["code"] if self.title == "line" else []
+        return _table([self.title, "nodes", "time_us", "%", "bytes", "nan", "inf"] + code, rows)
 
     __repr__ = __str__
+
+
+def _source_text(location):
+    """The stripped source line at 'file:line' ('' when it cannot be read)."""
+    path, _, line = str(location).rpartition(":")
+    return linecache.getline(path, int(line)).strip()[:60] if line.isdigit() else ""
 
 
 class Recorder(Interpreter):
@@ -216,10 +224,13 @@ def _ran_graph(f):
 
 
 class Profile:
-    """Time per source line and per op (from the interpreter: relative costs, not the plan's speed)."""
+    """Time per source line and per op, measured node by node in the interpreter: relative costs
+    (the plan runs the same kernels without the interpreter's few µs per node). Constants are left
+    out: the plan binds them once, they cost nothing per call."""
 
     def __init__(self, records):
-        self.records, self.lines, self.ops = records, records.by_line(), records.by_op()
+        self.records = records.where(lambda r: r.op != "Const")
+        self.lines, self.ops = self.records.by_line(), self.records.by_op()
 
     def __str__(self):
         return f"time per source line:\n{self.lines}\n\ntime per op:\n{self.ops}"
@@ -227,10 +238,10 @@ class Profile:
     __repr__ = __str__
 
 
-def profile(f, *args, repeat=1, optimized=False, **kwargs):
+def profile(f, *args, repeat=1, optimized=True, **kwargs):
     """Run `f(*args, **kwargs)` `repeat` times through the interpreter; returns a Profile whose
-    `lines` and `ops` are tables of time per user source line and per op (slowest first).
-    `optimized=True` times the optimized graph (what the plan runs: fused nodes, hoisted code).
+    `lines` and `ops` are tables of time per user source line and per op (slowest first). It times
+    the optimized graph, what the plan runs (folded and hoisted code); `optimized=False` the traced one.
 
         print(ag.debug.profile(step, w, x))
     """

@@ -24,6 +24,7 @@ from .ops.core import constant_node
 from .runtime import devices
 from .runtime.devices import _placement
 from .runtime.graph import Graph, Tensor, _tracing, building
+from .runtime.interpreter import debug_plan, debugging
 from .runtime.lowering import Plan
 from .runtime.passes import optimize
 from .tensor_spec import TensorSpec, _is_array, _python_to_array
@@ -49,6 +50,7 @@ class ConcreteFunction:
         self._output, self._slots, self.device = output_treedef, output_slots, device
         self._plan, self._optimized, self._lock = None, None, threading.Lock()
         self._effects = ()  # steps redoing the trace's effects on the arguments (see _Effects)
+        self.check_numerics = False  # run through ag.debug's NumericsChecker (ag.function(check_numerics=True))
         self._on_gpu = device is not devices.CPU
         # the argument leaves that are graph inputs, and their specs (Python numbers become arrays)
         self._input_leaves = [(i, spec) for i, spec in enumerate(nest.flatten(input_specs))
@@ -95,6 +97,8 @@ class ConcreteFunction:
 
     def _run(self, arrays, values=None):
         plan = self._plan or self.plan
+        if debugging.active or self.check_numerics:  # ag.debug: run the graph through an interpreter
+            plan = debug_plan(self, plan, self.check_numerics)
         callers = arrays
         if self._on_gpu:
             arrays = [self.device.put(a) for a in arrays]
@@ -181,7 +185,7 @@ class Function(TraceCache):
     """A Python function compiled per input signature. Create with `ag.function`."""
 
     def __init__(self, python_function, input_signature=None, reduce_retracing=False, device=None,
-                 autograph=True, max_traces=None):
+                 autograph=True, max_traces=None, check_numerics=False):
         functools.update_wrapper(self, python_function)
         if not hasattr(self, "__name__"):  # a callable instance: named after its class
             self.__name__ = self.__qualname__ = type(python_function).__name__
@@ -195,6 +199,7 @@ class Function(TraceCache):
         self._reduce_retracing = reduce_retracing
         self._device = None if device is None else devices.get(device)
         self._autograph, self._converted = autograph, None
+        self._check_numerics = bool(check_numerics)
         self._fast_path = input_signature is None
         self._init_trace_cache(max_traces)
 
@@ -335,6 +340,7 @@ class Function(TraceCache):
                 raise
             steps = effects.finish()
         concrete = ConcreteFunction(self.call_signature, graph, tuple(specs), treedef, slots, device)
+        concrete.check_numerics = self._check_numerics
         concrete._effects = steps
         self.trace_count += 1
         self._add(concrete, placement, argument_keys)
@@ -386,7 +392,7 @@ def _output_slots(graph, outputs):
     return treedef, slots
 
 def function(func=None, *, input_signature=None, reduce_retracing=False, device=None, autograph=True,
-             max_traces=None):
+             max_traces=None, check_numerics=False):
     """Compile `func` into a graph traced once per input signature.
 
         @ag.function
@@ -400,8 +406,11 @@ def function(func=None, *, input_signature=None, reduce_retracing=False, device=
     `max_traces`: how many traces (graph and plan each) to keep, least recently used dropped
         first; default $AG_MAX_TRACES, else 256. At 32 traces a RetracingWarning names the
         argument that keeps changing.
+    `check_numerics`: every call runs node by node and raises FloatingPointError at the first
+        NaN or Inf, as inside `with ag.debug.check_numerics():` (slow: for debugging).
     """
     def wrap(fn):
         return Function(fn, input_signature=input_signature, reduce_retracing=reduce_retracing,
-                        device=device, autograph=autograph, max_traces=max_traces)
+                        device=device, autograph=autograph, max_traces=max_traces,
+                        check_numerics=check_numerics)
     return wrap if func is None else wrap(func)

@@ -182,6 +182,25 @@ def _nonfinite(value):
     return f"{kinds} ({nan + inf} of {a.size} values)"
 
 
+def _kinds(value):
+    """The set of non-finite kinds ("nan", "inf") a numeric value holds."""
+    value = to_host(value)
+    if not is_numeric(value) or np.asarray(value).dtype.kind not in "fc":
+        return set()
+    a = np.asarray(value)
+    return {k for k, test in (("nan", np.isnan), ("inf", np.isinf)) if test(a).any()}
+
+
+def _new_kinds(value, inputs):
+    """Whether `value` holds a NaN (or Inf) while none of `inputs` does. Arguments are checked when
+    the call starts and every op's output as it is made, so an input holding one got it from a
+    constant the user wrote (`best = -np.inf`): passing that on is not blamed, making a new kind is."""
+    made = _kinds(value)
+    for v in inputs:
+        made -= _kinds(v)
+    return bool(made)
+
+
 def _where_in_code(node):
     """'at f.py:3, in the forward pass', or for a gradient node the forward op and line it differentiates
     (its own location is the backprop engine's)."""
@@ -193,7 +212,9 @@ def _where_in_code(node):
 
 class NumericsChecker(Interpreter):
     """Raises FloatingPointError at the first node whose output holds NaN or Inf, naming the op,
-    the user's `file:line`, the While iterations around it, forward or backward, and its inputs."""
+    the user's `file:line`, the While iterations around it, forward or backward, and its inputs.
+    An argument holding NaN/Inf is reported as the caller's; a NaN/Inf the user wrote as a constant
+    is not blamed on the ops passing it on, only on one making a new kind (NaN from `inf - inf`)."""
 
     def run(self, *args):
         for t, value in zip(self.graph.inputs, args):
@@ -208,12 +229,11 @@ class NumericsChecker(Interpreter):
     def run_node(self, node, inputs):
         outputs = super().run_node(node, inputs)
         if node.op in ("Cond", "While", "Const"):
-            # a Cond's or While's values come from sub-graph nodes, already checked; a constant
-            # holding inf (`best = -np.inf`) is the user's choice: an op it makes NaN/Inf is reported
+            # a Cond's or While's values come from sub-graph nodes, already checked
             return outputs
         for t, value in zip(node.outputs, outputs):
             bad = _nonfinite(value)
-            if bad:
+            if bad and _new_kinds(value, inputs):
                 raise FloatingPointError(self._message(node, t, bad, inputs))
         return outputs
 
@@ -277,10 +297,11 @@ debugging = _Debugging()
 
 
 def debug_plan(concrete, plan, check_numerics=False):
-    """The plan a call of ConcreteFunction `concrete` runs: `plan`, or its traced graph (the optimized
-    one if the class says `optimized`) through this thread's debug interpreter, else through
-    NumericsChecker if `check_numerics` (`ag.function(..., check_numerics=True)`)."""
+    """The plan a call of `concrete` (a ConcreteFunction or a loaded one) runs: `plan`, or its traced
+    graph (the optimized one if the class says `optimized`) on `plan`'s device through this thread's
+    debug interpreter, else through NumericsChecker if `check_numerics` (`ag.function(...,
+    check_numerics=True)`). Callers ask only when `debugging.active or check_numerics`."""
     cls = debugging.interpreter() or (NumericsChecker if check_numerics else None)
     if cls is None:
         return plan
-    return InterpretedPlan(concrete.optimized_graph if cls.optimized else concrete.graph, concrete.device, cls)
+    return InterpretedPlan(concrete.optimized_graph if cls.optimized else concrete.graph, plan.device, cls)

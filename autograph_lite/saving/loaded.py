@@ -17,6 +17,7 @@ from ..call_signature import CallSignature
 from ..errors import user_location
 from ..runtime import devices
 from ..runtime.graph import Tensor, copy_graph, current_graph
+from ..runtime.interpreter import debug_plan, debugging
 from ..runtime.lowering import Plan
 from ..runtime.passes import optimize
 from ..tensor_spec import TensorSpec, _python_to_array
@@ -88,6 +89,8 @@ class LoadedConcreteFunction:
 
     def _run(self, arrays):
         plan = self._plans.get(devices.current()) or self.plan()
+        if debugging.active:  # ag.debug: run the graph through an interpreter
+            plan = debug_plan(self, plan)
         callers = arrays
         if plan.device is not devices.CPU:
             arrays = [plan.device.put(a) for a in arrays]
