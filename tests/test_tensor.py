@@ -72,6 +72,7 @@ def test_to_dot_has_clusters_for_subgraphs():
 
 def test_plan_is_straight_line_python(monkeypatch):
     fn = lambda x, y: ag.tanh(x @ y) + 1.0  # noqa: E731
+    monkeypatch.setenv("AG_NATIVE", "off")  # the Python plan alone (no call of a native graph first)
     monkeypatch.setenv("AG_DISABLE_PASSES", "all")
     source = trace(fn, np.ones((2, 2)), np.ones((2, 2))).plan.source
     assert "def plan(a0, a1):" in source and "while" not in source

@@ -212,7 +212,7 @@ def _always(node):
 
 
 OPS["reshape"] = define("Reshape", lambda xp: lambda x, s: xp.reshape(x, _as_shape(s)), _reshape_infer,
-                        view=_always)
+                        view=_always, reshapes=True)
 
 
 def reshape(x, shape):

@@ -151,7 +151,10 @@ def constant_node(graph, value):
     array = np.asarray(value)
     if array.dtype == object:
         raise TypeError(f"cannot use {value!r} (a {type(value).__name__}) as a tensor value")
-    return graph.add_node("Const", (), {"value": array}, [(array.shape, array.dtype)],
+    # a numpy scalar stays one: a loop that runs zero times gives it back as eager does, not
+    # as a 0-d array
+    held = value if isinstance(value, np.generic) else array
+    return graph.add_node("Const", (), {"value": held}, [(array.shape, array.dtype)],
                           location=user_location(3)).outputs[0]
 
 

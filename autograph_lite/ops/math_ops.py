@@ -243,6 +243,9 @@ def _reduction(public, op_name, reducer, dtype_fn, doc):
     OPS[public] = opdef = define(op_name, kernel, infer, may_raise=False, attrs={"axis": AXES, "keepdims": BOOL},
                                  float_errors="reduce" if reducer in ("sum", "mean", "prod") else None)
     opdef.inline = inline
+    opdef.reduce_with = {"sum": "Add", "mean": "Add", "max": "Maximum", "min": "Minimum", "any": "LogicalOr",
+                         "all": "LogicalAnd"}.get(reducer)
+    opdef.averages = reducer == "mean"
 
     ufunc = getattr(np, _UFUNC_REDUCERS.get(reducer, ""), None)
     reduce = report_eagerly(opdef, getattr(ufunc, "reduce", None))

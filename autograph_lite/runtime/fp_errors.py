@@ -207,12 +207,15 @@ def _positions(code):
 
 
 # C code (native loops) sets the CPU's floating-point flags but nobody reads them: read them
-# after it, and report each raised flag through numpy, as a ufunc would have. Not 'invalid':
-# C's ordered comparisons (x < y) raise it for a NaN operand where numpy's do not.
-_FE_BITS = {"x86_64": {"divide": 4, "over": 8}, "AMD64": {"divide": 4, "over": 8},
-            "aarch64": {"divide": 2, "over": 4}, "arm64": {"divide": 2, "over": 4}}.get(platform.machine())
+# after it, and report each raised flag through numpy, as a ufunc would have, in numpy's
+# order. 'invalid' too: the generated C compares floats quietly (cexpr.Emitter.compare), so
+# only an op making a NaN raises it, as in numpy.
+_FE_BITS = {"x86_64": {"divide": 4, "over": 8, "invalid": 1}, "AMD64": {"divide": 4, "over": 8, "invalid": 1},
+            "aarch64": {"divide": 2, "over": 4, "invalid": 1},
+            "arm64": {"divide": 2, "over": 4, "invalid": 1}}.get(platform.machine())
 _TRIGGER = {"divide": lambda: np.divide(np.float64(1.0), np.float64(0.0)),
-            "over": lambda: np.multiply(np.float64(1e308), np.float64(10.0))}
+            "over": lambda: np.multiply(np.float64(1e308), np.float64(10.0)),
+            "invalid": lambda: np.subtract(np.float64(np.inf), np.float64(np.inf))}
 
 
 @functools.lru_cache(maxsize=1)
@@ -250,7 +253,8 @@ def flag_checked(fn):
 
 # which ops most likely raised an error of a kind, when only a whole loop is known to have
 _LIKELY = {"divide by zero": ("divide", "floor_divide", "remainder", "log", "power"),
-           "overflow": ("exp", "multiply", "power", "square", "add", "subtract", "divide", "matmul")}
+           "overflow": ("exp", "multiply", "power", "square", "add", "subtract", "divide", "matmul"),
+           "invalid value": ("divide", "log", "sqrt", "power", "subtract", "add", "multiply", "remainder")}
 
 
 def may_raise(graph):

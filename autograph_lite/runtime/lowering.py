@@ -16,7 +16,10 @@ import numpy as np
 from ..errors import printable, short_location
 from . import fp_errors
 from .devices import is_gpu_array
-from .native.scalar_loop import NativeLoop
+from .graph import Graph
+from .native.functions import tier_up_after
+from .native.graphs import NativeGraph
+from .native.loops import NativeLoop
 from .opdef import lookup
 
 _plan_ids = itertools.count()
@@ -30,6 +33,7 @@ class Plan:
         self.source, self.fn, self._line_nodes = lowering.run(graph)
         self._spans = lowering.spans  # plan line -> [(node, first column, end column)] of inlined nodes
         self.native_loops = lowering.native_loops  # While loops that run as C once hot
+        self.native = lowering.native  # per While loop: whether it runs as C, and if not, why
         self.filename = lowering.filename
         self.graph, self.device = graph, device
         if device.xp is np and fp_errors.may_raise(graph):  # numpy's warnings name the user's line
@@ -56,6 +60,27 @@ class Plan:
                 nodes = self._line_nodes.get(tb.tb_lineno, nodes)
             tb = tb.tb_next
         return nodes
+
+
+class RegionReport:
+    """One region the lowering considered for native code (the whole graph, or a While loop):
+    `native` (a NativeGraph or NativeLoop) when it runs as C once hot, else None and `why` it
+    stays on numpy. Prints as one line."""
+
+    def __init__(self, region, native, why):
+        self.region, self.native, self.why = region, native, why
+
+    @property
+    def loop(self):  # the NativeLoop of a While region
+        return self.native
+
+    def __repr__(self):
+        r = self.region
+        where = f"graph '{r.name}'" if isinstance(r, Graph) else \
+            f"{r.op} '{r.name}' at {short_location(r.location)}"
+        if self.native is not None:
+            return f"{where}: native C (built at its run {tier_up_after()})"
+        return f"{where}: numpy ({self.why})"
 
 
 def literal(value):
@@ -104,12 +129,22 @@ class _Lowering:
         self.spans = {}      # plan line -> [(inlined node, start, end column)]
         self.lines, self.line_nodes = [], {}
         self.native_loops = []
+        self.native = []     # a NativeRegion per While: native C, or numpy and why
         self.counter = itertools.count()
         self.filename = f"<autograph_lite plan {next(_plan_ids)}>"
 
     def run(self, graph):
         params = [self.fresh(t, "a") for t in graph.inputs]
         self.emit(f"def plan({', '.join(params)}):", 1)
+        native, why = NativeGraph.for_graph(graph) if self.xp is np and graph.nodes else (None, None)
+        if why is not None and not why.startswith("a graph with a while loop"):
+            self.native.append(RegionReport(graph, native, why))
+        if native is not None:  # the whole graph as one C function once hot; this Python until then
+            self.native.append(RegionReport(graph, native, None))
+            result = f"r{next(self.counter)}"  # (it reruns through the plan when numpy would warn)
+            self.emit(f"{result} = {self.bind('k', native)}({', '.join(params)})", 2)
+            self.emit(f"if {result} is not None:", 2)
+            self.emit(f"return {result}", 3)
         outs = self.body(graph, 2)
         returned = [f"{o}.copy()" if self._is_const_array(o) else o for o in outs]
         self.emit(f"return ({', '.join(returned)}{',' if len(returned) == 1 else ''})", 2, reads=graph.outputs)
@@ -242,7 +277,8 @@ class _Lowering:
         cond, body = node.attrs["cond"], node.attrs["body"]
         n = len(body.outputs)
         loop_vars = [self.fresh(t, "l") for t in node.outputs]
-        native = NativeLoop.for_node(node) if self.xp is np else None
+        native, why = NativeLoop.for_node(node) if self.xp is np else (None, f"runs on {self.device.name}")
+        self.native.append(RegionReport(node, native, why))
         if native is not None:  # a loop over scalars: C once it is hot, this Python loop until then
             self.native_loops.append(native)
             result = f"r{next(self.counter)}"

@@ -52,6 +52,11 @@ class OpDef:
     # view(node) -> True when numpy may give the result as a view of input 0 (an in-place
     # update of one then reaches the other; runtime/graph.py tracks it); None: never a view
     view: Optional[Callable] = None
+    # a reduction: the elementwise op folding its elements (Sum: "Add"); native code folds in
+    # numpy's order (runtime/native/render.py). `averages`: the fold is divided by the count (Mean)
+    reduce_with: Optional[str] = None
+    averages: bool = False
+    reshapes: bool = False          # output holds input 0's elements in the same C order (Reshape)
     _eager: dict = dataclasses.field(default_factory=dict, repr=False)
 
     def eager_kernel(self, xp, attrs=None):

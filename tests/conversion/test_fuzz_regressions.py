@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import autograph_lite as ag
-from autograph_lite.runtime.native import compiler, scalar_loop
+from autograph_lite.runtime.native import compiler, loops as scalar_loop
 from helpers import assert_same
 
 CALLS = scalar_loop.TIER_UP_AFTER + 2

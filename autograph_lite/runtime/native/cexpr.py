@@ -23,22 +23,10 @@ import collections
 import numpy as np
 
 from ..opdef import REGISTRY
+from .language import C, CStyleLanguage, Unsupported  # noqa: F401 (Unsupported: cexpr.Unsupported for callers)
 
 Value = collections.namedtuple("Value", "expr dtype weak")
-
-
-class Unsupported(Exception):
-    """The op or dtype has no C translation here; the numpy path runs instead."""
-
-
-C_TYPES = {
-    np.dtype(np.bool_): "uint8_t",
-    np.dtype(np.int8): "int8_t", np.dtype(np.int16): "int16_t",
-    np.dtype(np.int32): "int32_t", np.dtype(np.int64): "int64_t",
-    np.dtype(np.uint8): "uint8_t", np.dtype(np.uint16): "uint16_t",
-    np.dtype(np.uint32): "uint32_t", np.dtype(np.uint64): "uint64_t",
-    np.dtype(np.float32): "float", np.dtype(np.float64): "double",
-}
+C_TYPES = CStyleLanguage.types  # the scalar types every C-family dialect shares
 
 _WEAK_EXAMPLE = {"b": True, "i": 1, "u": 1, "f": 1.0}
 
@@ -72,14 +60,24 @@ def compute_dtype(operands):
 
 
 class Emitter:
-    def __init__(self, vector_math=frozenset()):
-        self.vector_math = vector_math  # libm names with SIMD variants to declare
-        self.helpers = {}               # name -> C definition
-        self.declared = {}              # libm function -> declaration
+    """Writes op expressions in one dialect (`language`, a CStyleLanguage; C by default) and
+    collects what the source must start with (`prelude()`)."""
+
+    def __init__(self, language=None):
+        self.language = language or C()
+        self.helpers = {}               # name -> definition
+        self.declared = {}              # math function -> declaration
 
     def prelude(self):
-        return "\n".join(["#include <stdint.h>", "#include <math.h>",
-                          *self.declared.values(), *self.helpers.values(), ""])
+        return "\n".join([*self.language.includes, *self.declared.values(), *self.helpers.values(), ""])
+
+    def compare(self, a, symbol, b, dtype):
+        """`a symbol b` in `dtype`. On floats `<` and its kin are written quietly (C99's `isless`):
+        they raise no 'invalid' flag for a NaN, as numpy's comparisons warn of none, so a flag
+        raised in native code means an op made a NaN (runtime/fp_errors.py reports it)."""
+        if np.dtype(dtype).kind == "f" and symbol in self.language.quiet_comparisons:
+            return f"{self.language.quiet_comparisons[symbol]}({a}, {b})"
+        return f"({a} {symbol} {b})"
 
     def cast(self, value, dtype):
         dtype = np.dtype(dtype)
@@ -112,12 +110,11 @@ class Emitter:
         return y.expr
 
     def math_function(self, name, dtype):
-        fn = name + ("f" if np.dtype(dtype) == np.float32 else "")
-        if name in self.vector_math and fn not in self.declared:
-            t = c_type(dtype)
-            params = ", ".join([t] * (2 if name == "pow" else 1))
-            # the SIMD variant glibc's libmvec provides, so loops over it vectorize
-            self.declared[fn] = f'__attribute__((simd("notinbranch"))) {t} {fn}({params});'
+        fn = self.language.math_function(name, dtype)
+        if fn not in self.declared:
+            declaration = self.language.math_declaration(name, dtype)
+            if declaration:
+                self.declared[fn] = declaration
         return fn
 
     def int_division(self, which, dtype):
@@ -135,7 +132,7 @@ class Emitter:
         else:
             body = (f"if (b == 0 || b == -1) return 0;\n    {t} r = a % b;\n"
                     f"    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;")
-        self.helpers[fn] = f"static inline {t} {fn}({t} a, {t} b) {{\n    {body}\n}}"
+        self.helpers[fn] = f"{self.language.helper_prefix} {t} {fn}({t} a, {t} b) {{\n    {body}\n}}"
         return fn
 
 
@@ -181,7 +178,7 @@ def compare(symbol):
                 raise Unsupported("a Python int compared with uint64")
             dtype = np.dtype(np.int64)
         a, b = (emitter.cast(v, dtype) for v in operands)
-        return f"({a} {symbol} {b})"
+        return emitter.compare(a, symbol, b, dtype)
     rule.comparison, rule.python = True, EXACT
     return rule
 
@@ -228,12 +225,26 @@ def infix(symbol):
 
 
 def libm(name, python=Python()):
-    """A libm function of float operands (`tanh`, `pow`, ...)."""
+    """A libm function of float operands (`tanh`, `pow`, ...). Except for `sqrt` (correctly
+    rounded everywhere) numpy computes these with its own code, which rounds some results
+    differently: `rule.numpy_loop` tells a renderer to call numpy's inner loop instead."""
     def rule(emitter, operands, out_dtype):
         a = _arithmetic_operands(emitter, operands, out_dtype, floats_only=True)
         return f"{emitter.math_function(name, out_dtype)}({', '.join(a)})"
     rule.python = python
+    rule.numpy_loop = name != "sqrt"
     return rule
+
+
+def needs_numpy_loop(name):
+    """True if op `name` (or a step of its expansion) must be computed by numpy's own loop
+    for results equal to numpy's (see numpy_loops.py)."""
+    opdef = REGISTRY.get(name)
+    if opdef is None:
+        return False
+    if opdef.c_expr is not None:
+        return getattr(opdef.c_expr, "numpy_loop", False)
+    return opdef.expansion is not None and any(needs_numpy_loop(_op_of_ufunc(u)) for u, _ in opdef.expansion)
 
 
 def extremum(test):
@@ -241,7 +252,7 @@ def extremum(test):
     def rule(emitter, operands, out_dtype):
         x, y = _arithmetic_operands(emitter, operands, out_dtype)
         nan = f" || {x} != {x}" if out_dtype.kind == "f" else ""
-        return f"(({x} {test} {y}{nan}) ? {x} : {y})"
+        return f"(({emitter.compare(x, test, y, out_dtype)}{nan}) ? {x} : {y})"
     rule.python = EXACT
     return rule
 

@@ -84,7 +84,8 @@ def _user_stacklevel():
 
 
 def enabled():
-    return os.environ.get("AG_NATIVE_KERNELS", "1") != "0" and compiler() is not None
+    return os.environ.get("AG_NATIVE_KERNELS", "1") != "0" and os.environ.get("AG_NATIVE") != "off" \
+        and compiler() is not None
 
 
 @functools.lru_cache(maxsize=None)
@@ -148,18 +149,21 @@ def _cpu_model():
     return platform.processor()
 
 
-def load(source, symbol):
+def load(source, symbol, flags_read=False):
     """The C function `symbol` of the library built from `source` (C11), or None (see the
-    module docstring). Its `restype`/`argtypes` are the caller's to set."""
+    module docstring). Its `restype`/`argtypes` are the caller's to set. `flags_read`: the
+    caller reads the floating-point flags the code raises (runtime/fp_errors.py), so the
+    compiler must not compute speculatively what the code may not compute (-ftrapping-math)."""
     if not enabled():
         return None
     path, version = compiler()
     libs = ["-lmvec", "-lm"] if vector_math() else ["-lm"]
-    key = hashlib.sha256("\0".join([source, symbol, *FLAGS, *libs, version, _cpu_model()])
+    flags = [f for f in FLAGS if f != "-fno-trapping-math"] if flags_read else FLAGS
+    key = hashlib.sha256("\0".join([source, symbol, *flags, *libs, version, _cpu_model()])
                          .encode()).hexdigest()[:24]
     with _lock:
         if key not in _loaded:
-            _loaded[key] = _load_or_build(path, source, FLAGS + libs, key, symbol)
+            _loaded[key] = _load_or_build(path, source, flags + libs, key, symbol)
         return _loaded[key]
 
 

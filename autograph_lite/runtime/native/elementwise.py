@@ -13,6 +13,7 @@ import ctypes
 import numpy as np
 
 from . import cexpr, compiler
+from .language import C
 
 _CTYPES_SCALAR = {
     "uint8_t": ctypes.c_uint8, "int8_t": ctypes.c_int8, "int16_t": ctypes.c_int16,
@@ -34,7 +35,7 @@ def source(steps, operands, vector_math=frozenset()):
     operands: (dtype, weak, kind) for each input, kind "full", "row" or "scalar".
     Raises cexpr.Unsupported.
     """
-    emitter = cexpr.Emitter(vector_math)
+    emitter = cexpr.Emitter(C(vector_math))
     out_type = cexpr.c_type(steps[-1][2])
     nested = any(kind == "row" for _, _, kind in operands)
     params = ["int64_t n", "int64_t inner", f"{out_type}* restrict out"]

@@ -1,0 +1,102 @@
+"""What every generated native function shares once rendered: tiering (built at its
+`TIER_UP_AFTER`-th run, or its first with `AG_NATIVE=always`), building through the verified
+cache, the tables of numpy inner loops it calls, and passing numpy values in and out through
+ctypes (which releases the GIL during the call). `loops.py` (a While) and `graphs.py` (a
+straight-line graph) are the two kinds.
+
+Statuses the C returns: DONE; PAUSED (a loop spent its budget: call again, Ctrl-C is handled
+in between); INEXACT (Python would compute something differently, or numpy would raise: the
+caller runs its Python code from the start); UNCHANGED (a loop whose body never ran).
+"""
+import ctypes
+import os
+import threading
+
+import numpy as np
+
+from . import cexpr, compiler
+from .elementwise import _CTYPES_SCALAR, as_number
+from .language import Unsupported
+from .numpy_loops import inner_loop
+
+TIER_UP_AFTER = 3
+DONE, PAUSED, INEXACT, UNCHANGED = 0, 1, 2, 3
+BOX = {"b": bool, "i": int, "u": int, "f": float}  # a weak (Python) scalar's type by dtype kind
+
+
+def address(array):
+    """The address of a C-contiguous array's data (`array.ctypes.data` costs three times more)."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(array))
+    except (TypeError, ValueError):  # read-only
+        return array.ctypes.data
+
+
+def tier_up_after():
+    """The run at which native code is built: TIER_UP_AFTER, or the first with AG_NATIVE=always
+    (the test mode that runs everything the generator can write as C from its first call)."""
+    return 1 if os.environ.get("AG_NATIVE") == "always" else TIER_UP_AFTER
+
+
+class NativeFunction:
+    """A rendered C function `symbol` in `text` over `values` (Tensors: scalars by value, arrays
+    by pointer; those at `written` positions by pointer to a cell or a fresh buffer it writes)."""
+
+    def __init__(self, text, symbol, values, written=(), numpy_loops=()):
+        self.text, self.symbol, self.runs = text, symbol, 0
+        self.fn = None  # the C function once built; False when it could not be (warned)
+        self.written = set(written)
+        # per value: None for a scalar, else the (dtype, shape) of its array
+        self.arrays = [None if t.shape == () else (np.dtype(t.dtype), tuple(t.shape)) for t in values]
+        self.scalar_types = [_CTYPES_SCALAR[cexpr.c_type(t.dtype)] for t in values]
+        self.arg_types = [ctypes.c_void_p if a is not None else ctypes.POINTER(c) if i in self.written else c
+                          for i, (a, c) in enumerate(zip(self.arrays, self.scalar_types))]
+        self.tables = ()  # the numpy inner loops the C calls: (functions, data) pointer arrays
+        if numpy_loops:
+            pointers = [inner_loop(ufunc, dtypes) for ufunc, dtypes in numpy_loops]
+            self.tables = tuple((ctypes.c_void_p * len(pointers))(*column) for column in zip(*pointers))
+            self.arg_types += [ctypes.c_void_p, ctypes.c_void_p]
+        self._lock = threading.Lock()
+
+    @classmethod
+    def attempt(cls, make):
+        """(make(), None), or (None, why it stays on numpy)."""
+        if not compiler.enabled():
+            return None, "native code is off (AG_NATIVE_KERNELS=0 or AG_NATIVE=off) or no C compiler works"
+        try:
+            return make(), None
+        except Unsupported as e:
+            return None, str(e)
+
+    def tier_up(self):
+        """The C function if it is built (building it at the run that tiers up), else None."""
+        with self._lock:
+            if self.fn is None:
+                self.runs += 1
+                if self.runs >= tier_up_after():
+                    fn = compiler.load(self.text, self.symbol, flags_read=True)
+                    if fn is not None:
+                        fn.restype, fn.argtypes = ctypes.c_int, self.arg_types
+                    self.fn = fn or False
+            return self.fn or None
+
+    def arguments(self, values, tables=True):
+        """(ctypes arguments for `values`, the arrays they point to). A written array is a fresh
+        copy the C updates; a read one is passed as it is when C-contiguous of its dtype."""
+        cells, held = [], []
+        for i, (v, array) in enumerate(zip(values, self.arrays)):
+            if array is None:  # a scalar: a cell the C writes, or a value
+                cells.append(self.scalar_types[i](as_number(v)) if i in self.written else as_number(v))
+                continue
+            dtype, shape = array
+            buffer = np.array(v, dtype=dtype, order="C", copy=i in self.written)
+            held.append(buffer)
+            cells.append(address(buffer))
+        return cells + list(self.tables) if tables else cells, held
+
+    def results(self, cells, held, boxes):
+        """The written values: a scalar cell boxed (`boxes`: its Python or numpy type), an array as its buffer."""
+        out, arrays = [], iter(held)
+        for box, cell, array in zip(boxes, cells, self.arrays):
+            out.append(box(cell.value) if array is None else next(arrays))
+        return tuple(out)

@@ -1,0 +1,106 @@
+"""A whole straight-line graph over small static-shape values (an LSTM cell, a layer) as one
+C function, entered once per call instead of once per op.
+
+The renderer (render.py) writes every node; the graph's inputs come in as values (scalars)
+or pointers (arrays, read in place), its outputs go out through pointers to cells or fresh
+buffers. A graph with a While stays as it is (its loops are native on their own, loops.py,
+and can pause for Ctrl-C; a whole graph cannot). Tiered like the loops: the Python plan runs
+until the graph's `TIER_UP_AFTER`-th run. INEXACT (a Python scalar op C cannot do exactly, a
+row index numpy refuses) makes that call run the Python plan, which raises where eager does;
+so does FLAGGED (an op raised a floating-point flag, and numpy would warn): the plan warns at
+each op's own line, as eager numpy does. Both are rare; the graph is pure, so rerunning it is.
+"""
+import numpy as np
+
+from . import cexpr, compiler
+from .functions import BOX, DONE, INEXACT, NativeFunction, address
+from .language import C, Unsupported
+from .render import Renderer, Val, _static_shape
+
+
+_FLAGS = "FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID"   # numpy's 'divide', 'over' and 'invalid'
+FLAGGED = 4
+
+
+def _ignored():
+    """True if numpy would say nothing of a floating-point error of any kind here."""
+    modes = np.geterr()
+    return all(modes[k] == "ignore" for k in ("divide", "over", "invalid"))
+
+
+def source(graph, language=None):
+    """C source of `int graph(inputs..., outputs..., [numpy loop tables])` for `graph`, and the
+    numpy inner loops it calls; raises Unsupported."""
+    emitter = cexpr.Emitter(language or C(compiler.vector_math()))
+    renderer = Renderer(emitter)
+    restrict = emitter.language.restrict
+    params, inputs = [], []
+    for i, t in enumerate(graph.inputs):
+        shape, t_c = _static_shape(t, local=False), emitter.language.type(t.dtype)
+        params.append(f"{t_c} a{i}" if shape == () else f"const {t_c}* {restrict} a{i}")
+        inputs.append(Val(f"a{i}", np.dtype(t.dtype), t.weak, shape, None if shape == () else f"a{i}"))
+    for node in graph.walk():
+        if node.op == "While":
+            raise Unsupported("a graph with a while loop (its loops run native on their own)")
+    outs = renderer.graph(graph, inputs, 1)
+    for j, (t, value) in enumerate(zip(graph.outputs, outs)):
+        made_by = t.node
+        if made_by is None or made_by.op in ("Placeholder", "Const", "Cond") or made_by.opdef.view is not None \
+                or value.shape != _static_shape(t):
+            # numpy gives back an input, a constant's copy or a view as such, and a branch may pass
+            # one through: the Python plan does it
+            raise Unsupported(f"output {j} is not a value the graph computes")
+        t_c = emitter.language.type(t.dtype)
+        params.append(f"{t_c}* {restrict} o{j}")
+        target = Val(f"o{j}", np.dtype(t.dtype), t.weak, value.shape, f"o{j}")
+        if value.shape == ():
+            renderer.emit(f"*o{j} = {emitter.cast(cexpr.Value(value.expr, value.dtype, value.weak), t.dtype)};", 1)
+        else:
+            renderer.copy(target, value, 1)
+    # a floating-point flag raised: the Python plan runs the call again and warns at each op's line
+    renderer.emit(f"if (fetestexcept({_FLAGS})) return {FLAGGED};", 1)
+    renderer.emit(f"return {DONE};", 1)
+    if renderer.inexact:
+        renderer.lines += ["ag_inexact:", f"    return {INEXACT};"]
+    if renderer.numpy_loops:
+        params += ["void* const* ag_fn", "void* const* ag_data"]
+    text = "\n".join(["#include <fenv.h>", emitter.prelude(), f"{emitter.language.entry_prefix}int graph({', '.join(params)}) {{",
+                      "    int64_t ag_budget = 0; (void)ag_budget;", f"    feclearexcept({_FLAGS});",
+                      *renderer.lines, "}", ""])
+    return text, renderer.numpy_loops
+
+
+class NativeGraph(NativeFunction):
+    """The C version of a straight-line graph: `native(*inputs)` gives its outputs, or None when
+    the caller should run its Python plan (not yet hot, or INEXACT)."""
+
+    def __init__(self, graph, text, numpy_loops=()):
+        self.n_in = len(graph.inputs)
+        values = list(graph.inputs) + list(graph.outputs)
+        super().__init__(text, "graph", values, written=range(self.n_in, len(values)), numpy_loops=numpy_loops)
+        self.boxes = [BOX[t.dtype.kind] if t.weak else t.dtype.type for t in graph.outputs]
+        self.outputs = self.arrays[self.n_in:]  # per output: None (a scalar) or (dtype, shape)
+
+    @classmethod
+    def for_graph(cls, graph):
+        """(a NativeGraph, None) or (None, why the graph stays on its Python plan)."""
+        return cls.attempt(lambda: cls(graph, *source(graph)))
+
+    def __call__(self, *args):
+        fn = self.fn or self.tier_up()
+        if not fn:
+            return None
+        cells, _ = self.arguments(args, tables=False)
+        buffers = []
+        for ctype, array in zip(self.scalar_types[self.n_in:], self.outputs):
+            if array is None:  # a scalar output: a cell the C writes
+                cells.append(ctype())
+            else:
+                buffers.append(np.empty(array[1], array[0]))
+                cells.append(address(buffers[-1]))
+        status = fn(*cells, *self.tables)
+        if status != DONE and not (status == FLAGGED and _ignored()):
+            return None  # INEXACT, or numpy would warn: the Python plan runs
+        arrays = iter(buffers)
+        return tuple(box(cell.value) if array is None else next(arrays)
+                     for box, cell, array in zip(self.boxes, cells[self.n_in:], self.outputs))

@@ -1,0 +1,131 @@
+"""A While loop over scalars and small arrays of static shape as one C function.
+
+A loop over small values (counters, Newton steps, Collatz, a [10] vector until its sum is
+small) spends its time in the interpreter: each iteration is a handful of numpy calls at
+~0.1-1 µs each. When every node of its condition and body (nested Cond and While
+included) can be written by the renderer (render.py), the loop is one C function: loop
+variables in and out through pointers (an array's buffer is a fresh copy the loop updates
+in place), captured scalars by value, captured arrays by pointer. The graph ops it may
+contain are pure (no printing, randomness or effects), so it may run again from the start.
+
+Tiered: the plan runs the Python loop for the first `TIER_UP_AFTER - 1` runs and
+compiles the C loop at the next one, so a function called once never pays a
+compile. `NativeLoop(...)(*args)` returns the loop's final values, or None when the
+caller should run its Python loop (from the loop's initial values).
+
+The C function returns a status:
+- DONE: the final values are in the pointers; UNCHANGED: the body never ran, the loop
+  gives its inputs back as they came (a Python int stays one);
+- PAUSED: it spent its budget (`BUDGET` elements computed, nested loops counted too) and
+  wrote the loop variables back at the start of an iteration of the outermost loop; it is
+  called again from there. Between the calls the interpreter runs its signal handlers, so
+  Ctrl-C raises KeyboardInterrupt within a few milliseconds, as in the Python loop;
+- INEXACT: weak (Python) scalars are carried as int64/double, and a result that Python
+  would compute differently (an int outgrowing int64, a division by zero that raises, a
+  float power that overflows or turns complex), or an index numpy refuses, stops the C
+  loop; the Python loop then runs the whole loop, so a result never depends on how often
+  the function ran (and raises where eager raises).
+"""
+import numpy as np
+
+from . import cexpr, compiler
+from .functions import BOX, DONE, INEXACT, PAUSED, TIER_UP_AFTER, UNCHANGED, NativeFunction, tier_up_after  # noqa: F401
+from .language import C, Unsupported
+from .render import Renderer, Val, _static_shape
+
+BUDGET = 1 << 18   # elements computed per C call: about a millisecond of simple work
+
+
+def _typed_by_body(node, i):
+    """True if loop variable i's value after an iteration always has the loop's type: the body
+    computes it with an op (not a Cond or While, whose paths may pass the value through)."""
+    made_by = node.attrs["body"].outputs[i].node
+    return made_by is not None and made_by.op not in ("Placeholder", "Cond", "While")
+
+
+def source(node, language=None):
+    """C source of `int loop(T* vars..., captures..., [numpy loop tables])` for While `node`,
+    and the (ufunc, dtypes) of the numpy inner loops it calls; raises Unsupported."""
+    emitter = cexpr.Emitter(language or C(compiler.vector_math()))
+    renderer = Renderer(emitter)
+    n = len(node.attrs["body"].outputs)
+    params, loop_vars, captures = [], [], []
+    renderer.emit(f"int64_t ag_budget = {BUDGET};", 1)
+    renderer.emit("int ag_ran = 0;  /* the body ran: loop variables have their loop types */", 1)
+    for i, t in enumerate(node.inputs):
+        out = node.outputs[i] if i < n else t
+        shape = _static_shape(t, local=i < n)  # a capture is read in place, however large
+        dtype, t_c = np.dtype(out.dtype), emitter.language.type(out.dtype)
+        if i < n and (shape != _static_shape(out) or t.dtype != out.dtype or t.weak != out.weak) and (
+                shape != () or dtype == np.bool_ or not _typed_by_body(node, i)):
+            # the Python loop returns such a variable as the path that last set it left it: as it
+            # came in when a branch passed it through (a Python float stays one). C would convert it.
+            # (A zero-trip loop returns its inputs as they came: UNCHANGED below.)
+            raise Unsupported(f"loop variable {i} starts as {t.dtype}{'(weak)' * t.weak}{list(shape)} and may "
+                              f"stay so or become {out.dtype}{'(weak)' * out.weak}")
+        if i < n and shape == ():  # a scalar loop variable: a local, written back at the end
+            params.append(f"{t_c}* p{i}")
+            loop_vars.append(renderer.declare(dtype, out.weak, (), 1, f"*p{i}"))
+        elif i < n:  # an array loop variable: its buffer, updated in place
+            params.append(f"{t_c}* {emitter.language.restrict} p{i}")
+            loop_vars.append(Val(f"p{i}", dtype, out.weak, shape, f"p{i}"))
+        elif shape == ():
+            params.append(f"{t_c} c{i}")
+            captures.append(Val(f"c{i}", dtype, t.weak))
+        else:
+            params.append(f"const {t_c}* {emitter.language.restrict} c{i}")
+            captures.append(Val(f"c{i}", dtype, t.weak, shape, f"c{i}"))
+
+    def write_back(values):
+        return " ".join(f"*p{i} = {v.expr};" for i, v in enumerate(values) if v.shape == ())
+
+    outs = renderer.while_(node, loop_vars + captures, 1, loop_vars=loop_vars,
+                           pause=lambda values: f"{write_back(values)} return {PAUSED};", ran="ag_ran")
+    renderer.emit(write_back(outs), 1)
+    renderer.emit(f"return ag_ran ? {DONE} : {UNCHANGED};", 1)
+    if renderer.inexact:
+        renderer.lines += ["ag_inexact:", f"    return {INEXACT};"]
+    if renderer.numpy_loops:  # the tables of numpy inner loops it calls (numpy_loops.py)
+        params += ["void* const* ag_fn", "void* const* ag_data"]
+    text = "\n".join([emitter.prelude(), f"{emitter.language.entry_prefix}int loop({', '.join(params)}) {{",
+                      *renderer.lines, "}", ""])
+    return text, renderer.numpy_loops
+
+
+class NativeLoop(NativeFunction):
+    """The C version of one While node, built at its TIER_UP_AFTER-th run."""
+
+    def __init__(self, node, text, numpy_loops=()):
+        self.n = len(node.attrs["body"].outputs)
+        carried = list(node.outputs) + list(node.inputs[self.n:])
+        # loop variables by pointer (an array's buffer, a scalar's cell), captures read as they are
+        super().__init__(text, "loop", carried, written=range(self.n), numpy_loops=numpy_loops)
+        self.boxes = [BOX[t.dtype.kind] if t.weak else t.dtype.type for t in node.outputs]
+        # Python ints may not fit the C type that carries them: (index, min, max + 1)
+        self.weak_ints = [(i, int(np.iinfo(c.dtype).min), int(np.iinfo(c.dtype).max) + 1)
+                          for i, (t, c) in enumerate(zip(node.inputs, carried))
+                          if t.weak and t.dtype.kind in "iu" and c.dtype.kind in "iu"
+                          and not (t.node is not None and t.node.op == "Const"
+                                   and np.can_cast(t.dtype, c.dtype))]  # a literal was checked
+
+    @classmethod
+    def for_node(cls, node):
+        """(a NativeLoop for While `node`, None) or (None, why it stays on numpy)."""
+        return cls.attempt(lambda: cls(node, *source(node)))
+
+    def __call__(self, *args):
+        fn = self.fn or self.tier_up()
+        if not fn:
+            return None
+        for i, low, high in self.weak_ints:
+            if not low <= args[i] < high:
+                return None
+        cells, held = self.arguments(args)
+        status = fn(*cells)
+        if status == UNCHANGED:  # the body never ran: the loop gives its inputs back as they came
+            return tuple(args[:self.n])
+        while status == PAUSED:  # back in the interpreter: a pending Ctrl-C raises here
+            status = fn(*cells)
+        if status != DONE:
+            return None  # INEXACT: the Python loop runs from the start
+        return self.results(cells[:self.n], held, self.boxes)

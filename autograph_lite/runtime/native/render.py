@@ -1,0 +1,527 @@
+"""The C-style renderer: a region of a graph (nodes, nested Cond and While) written as the
+statements of one function, in any dialect (`language.py`), with numpy's semantics.
+
+Every value has a static shape. A 0-d value is a C local (`float v3`); an array is a local
+array (`float v4[10]`), or a pointer into an argument for a captured input or a view.
+An elementwise node becomes a loop over its output, each operand read at the element it
+broadcasts to, the element's expression the op's `c_expr` (cexpr.py); a reduction is a loop
+in the order numpy reduces (pairwise sums as numpy's, so results are bit for bit numpy's);
+`Cond` becomes `if`, `While` becomes `for (;;)`. A node the renderer cannot write raises
+`Unsupported` naming it, and the caller keeps the numpy path for the whole region.
+
+Values of Python scalars (weak) follow Python's rules, not C's: where C would differ (an
+int outgrowing int64, a division by zero that raises) the function jumps to `ag_inexact`
+and the caller reruns the region in Python from its start (loops.py says how).
+"""
+import collections
+import itertools
+import math
+
+import numpy as np
+
+from ..opdef import REGISTRY
+from . import cexpr
+from .language import Unsupported
+from .numpy_loops import LOOP_TYPEDEF
+
+# a value in the function: `expr` names a scalar local, or the start of an array's elements
+# (`base`: the array it points into, so a write to that array is known to reach it)
+Val = collections.namedtuple("Val", "expr dtype weak shape base", defaults=((), None))
+
+MAX_ELEMENTS = 1 << 14     # a larger array stays on numpy
+MAX_LOCAL_BYTES = 1 << 18  # stack bytes of local arrays per function (threads have small stacks)
+_EXACT_DOUBLE = "9007199254740992"   # 2**53: ints up to it are exact as doubles
+_MATMUL = "(n?,k),(k,m?)->(n?,m?)"   # numpy's matmul signature: its loop takes (count, n, k, m)
+
+
+def size_of(shape):
+    return math.prod(shape)
+
+
+def strides_of(shape):
+    """Element strides of a C-contiguous array of `shape`."""
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= d
+    return tuple(reversed(strides))
+
+
+def _static_shape(t, local=True):
+    """`t`'s shape, static; for a `local` value (not an argument read in place) a small one."""
+    shape = t.shape
+    if shape is None or any(d is None for d in shape):
+        raise Unsupported(f"a value of dynamic shape ({t.name})")
+    if local and size_of(shape) > MAX_ELEMENTS:
+        raise Unsupported(f"a value of {size_of(shape)} elements ({t.name}): large arrays run on numpy")
+    return tuple(shape)
+
+
+class Renderer:
+    """Writes graph nodes as statements into `lines`; `emitter` writes their expressions."""
+
+    def __init__(self, emitter):
+        self.emitter, self.language = emitter, emitter.language
+        self.lines, self.counter = [], itertools.count()
+        self.inexact = False   # some result may be one Python computes differently: `ag_inexact`
+        self.local_bytes = 0
+        self.numpy_loops = []  # (ufunc, dtypes) of the numpy inner loops called: ag_fn[j], ag_data[j]
+        self.work = 0          # elements computed per pass over the nodes written (for budgets)
+
+    # --- locals ------------------------------------------------------------------------
+
+    def name(self):
+        return f"v{next(self.counter)}"
+
+    def emit(self, text, indent):
+        self.lines.append("    " * indent + text)
+
+    def local(self, t, indent, expr=None):
+        """A local for tensor `t`: a scalar (set to `expr` if given) or an array."""
+        return self.declare(np.dtype(t.dtype), t.weak, _static_shape(t), indent, expr)
+
+    def declare(self, dtype, weak, shape, indent, expr=None):
+        name, t_c = self.name(), self.language.type(dtype)
+        if shape == ():
+            self.emit(f"{t_c} {name}{f' = {expr}' if expr is not None else ''};", indent)
+            return Val(name, dtype, weak)
+        if size_of(shape) == 0:
+            raise Unsupported("an empty array")
+        self.local_bytes += size_of(shape) * dtype.itemsize
+        if self.local_bytes > MAX_LOCAL_BYTES:
+            raise Unsupported(f"more than {MAX_LOCAL_BYTES} bytes of local arrays")
+        self.emit(f"{t_c} {name}[{size_of(shape)}];", indent)
+        return Val(name, dtype, weak, shape, name)
+
+    def copy(self, target, value, indent):
+        """target = value (same shape; the value cast to the target's dtype)."""
+        if target.shape == ():
+            self.emit(f"{target.expr} = {self.emitter.cast(_scalar(value), target.dtype)};", indent)
+            return
+        self.elementwise_loop(target, [value], lambda v: self.emitter.cast(v[0], target.dtype), indent)
+
+    # --- elements ----------------------------------------------------------------------
+
+    def elementwise_loop(self, out, operands, element, indent):
+        """out[...] = element(operand elements) over out's shape, operands broadcast to it."""
+        self.work += size_of(out.shape)
+        pad = indent
+        if all(v.shape in ((), out.shape) for v in operands):
+            self.emit(f"for (int64_t k = 0; k < {size_of(out.shape)}; k++) {{", pad)
+            index = {id(v): "k" for v in operands}
+            flat = "k"
+        else:
+            names = [f"i{d}" for d in range(len(out.shape))]
+            for d, (i, n) in enumerate(zip(names, out.shape)):
+                self.emit("    " * d + f"for (int64_t {i} = 0; {i} < {n}; {i}++) {{", pad)
+            index = {id(v): _broadcast_index(v.shape, out.shape, names) for v in operands}
+            flat = _broadcast_index(out.shape, out.shape, names)
+        depth = 1 if flat == "k" else len(out.shape)
+        values = [_at(v, index[id(v)]) for v in operands]
+        self.emit("    " * depth + f"{out.expr}[{flat}] = {element(values)};", pad)
+        for d in reversed(range(depth)):
+            self.emit("    " * d + "}", pad)
+
+    # --- nodes -------------------------------------------------------------------------
+
+    def graph(self, graph, inputs, indent):
+        """Write `graph`'s nodes with `inputs` bound to its placeholders; its outputs' Vals."""
+        values = {id(t): v for t, v in zip(graph.inputs, inputs)}
+        for node in graph.nodes:
+            ins = [values[id(t)] for t in node.inputs]
+            outs = self.node(node, ins, indent)
+            values.update((id(t), v) for t, v in zip(node.outputs, outs))
+        return [values[id(t)] for t in graph.outputs]
+
+    def node(self, node, ins, indent):
+        if node.op == "CheckFits":
+            # a Python int numpy would refuse for an array dtype (NEP 50): the Python path
+            # runs instead and raises OverflowError where eager does
+            info = np.iinfo(node.attrs["dtype"])
+            (value,) = ins
+            self.bail(f"{value.expr} < {int(info.min)}LL || {value.expr} > {int(info.max)}LL", indent)
+            return []
+        if node.op == "Cond":
+            return self.cond(node, ins, indent)
+        if node.op == "While":
+            return self.while_(node, ins, indent)
+        if len(node.outputs) != 1:
+            raise Unsupported(f"{node.op} with {len(node.outputs)} outputs")
+        out = node.outputs[0]
+        if node.op == "Const":
+            return [self.constant(node, out, indent)]
+        if node.opdef.reduce_with:
+            return [self.reduction(node, ins, out, indent)]
+        if node.opdef.reshapes:
+            return [self.reshape(ins[0], out)]
+        if node.op == "StridedSlice":
+            return [self.subscript(node, ins, out, indent)]
+        if node.opdef.ufunc and getattr(np, node.opdef.ufunc).signature == _MATMUL:
+            return [self.numpy_matmul(node.opdef.ufunc, ins, np.dtype(out.dtype), _static_shape(out), indent)]
+        if node.opdef.elementwise or node.opdef.c_expr is not None or node.opdef.expansion is not None:
+            return [self.apply(node.op, ins, np.dtype(out.dtype), out.weak, _static_shape(out), indent)]
+        raise Unsupported(f"{node.op} (node '{node.name}') has no C form in a native region")
+
+    def apply(self, op, ins, dtype, weak, shape, indent):
+        """The Val of elementwise op `op` over `ins`, of `dtype` and `shape`."""
+        if shape == () and weak:
+            return self.weak_op(op, ins, dtype, indent)
+        if cexpr.needs_numpy_loop(op):
+            opdef = REGISTRY[op]
+            if opdef.expansion is None:
+                return self.numpy_loop(opdef.ufunc, ins, dtype, shape, indent)
+            (x,) = ins
+            y = None
+            for ufunc, args in opdef.expansion:  # the steps numpy's kernel runs, one by one
+                operands = [x if a == "x" else y if a == "y" else Val(cexpr.literal(a, dtype), dtype, True)
+                            for a in args]
+                y = self.apply(cexpr._op_of_ufunc(ufunc), operands, dtype, False, shape, indent)
+            return y
+        if shape == ():
+            return self.declare(dtype, weak, (), indent, self.emitter.op(op, [_scalar(v) for v in ins], dtype))
+        result = self.declare(dtype, weak, shape, indent)
+        self.elementwise_loop(result, ins, lambda v: self.emitter.op(op, v, dtype), indent)
+        return result
+
+    def numpy_matmul(self, ufunc, ins, dtype, shape, indent):
+        """a @ b of two matrices through numpy's own matmul loop (its BLAS call for floats), as
+        eager numpy calls it: once, over contiguous operands, so the result is numpy's."""
+        a, b = ins
+        if len(a.shape) != 2 or len(b.shape) != 2 or a.dtype != dtype or b.dtype != dtype or dtype.kind not in "iuf":
+            raise Unsupported(f"{ufunc} of {a.shape} and {b.shape} ({a.dtype}, {b.dtype})")
+        (m, k), (_, p) = a.shape, b.shape
+        size = dtype.itemsize
+        result = self.declare(dtype, False, shape, indent)
+        # gufunc arguments: dims (outer count, m, k, p); steps: outer strides, then the core strides
+        steps = [0, 0, 0, k * size, size, p * size, size, p * size, size]
+        self.call_numpy_loop(ufunc, 2, [a.expr, b.expr, result.expr], [1, m, k, p], steps, dtype, indent)
+        self.work += m * k * p
+        return result
+
+    def call_numpy_loop(self, ufunc, nin, pointers, dims, steps, dtype, indent):
+        key = (ufunc, (dtype,) * (nin + 1))
+        if key not in self.numpy_loops:
+            self.numpy_loops.append(key)
+        j = self.numpy_loops.index(key)
+        self.emitter.helpers.setdefault("ag_numpy_loop", LOOP_TYPEDEF)
+        args = ", ".join(f"(char*){p}" for p in pointers)
+        self.emit(f"{{ char* a[] = {{{args}}}; const int64_t d[] = {{{', '.join(map(str, dims))}}}, "
+                  f"s[] = {{{', '.join(map(str, steps))}}}; ((ag_numpy_loop)ag_fn[{j}])(a, d, s, ag_data[{j}]); }}",
+                  indent)
+
+    def numpy_loop(self, ufunc, ins, dtype, shape, indent):
+        """numpy's own inner loop of `ufunc` over `ins` (cast to `dtype`), as eager numpy
+        calls it: once over the contiguous elements (see numpy_loops.py)."""
+        if dtype.kind != "f":
+            raise Unsupported(f"numpy's {ufunc} loop on {dtype}")
+        n, pointers, steps = size_of(shape), [], []
+        for v in ins:
+            if v.shape == ():  # a scalar operand: a local of the dtype, read with step 0
+                local = self.declare(dtype, False, (), indent, self.emitter.cast(_scalar(v), dtype))
+                pointers.append(f"&{local.expr}")
+                steps.append(0 if shape != () else dtype.itemsize)
+            elif v.shape == shape and v.dtype == dtype:
+                pointers.append(v.expr)
+                steps.append(dtype.itemsize)
+            else:
+                raise Unsupported(f"numpy's {ufunc} loop over broadcast or cast operands")
+        result = self.declare(dtype, False, shape, indent)
+        pointers.append(result.expr if shape != () else f"&{result.expr}")
+        steps.append(dtype.itemsize)
+        self.call_numpy_loop(ufunc, len(ins), pointers, [n], steps, dtype, indent)
+        self.work += n * 8
+        return result
+
+    def constant(self, node, out, indent):
+        value = np.asarray(node.attrs["value"])
+        shape = _static_shape(out)
+        dtype = np.dtype(out.dtype)
+        if shape == ():
+            return Val(cexpr.literal(value.item(), dtype), dtype, out.weak)
+        name = self.name()
+        items = ", ".join(_exact_literal(v, dtype) for v in value.astype(dtype).ravel().tolist())
+        self.emit(f"static const {self.language.type(dtype)} {name}[{size_of(shape)}] = {{{items}}};", indent)
+        return Val(name, dtype, out.weak, shape, name)
+
+    def reshape(self, value, out):
+        if value.shape == ():
+            raise Unsupported("a reshape of a scalar")
+        return value._replace(shape=_static_shape(out))
+
+    def subscript(self, node, ins, out, indent):
+        """x[i] by a scalar (a view of row i), or x[...] by constant ints and slices (a copy of
+        the elements it selects: a local is never written after it is made, so a copy reads as
+        numpy's view would)."""
+        index, x = node.attrs["index"], ins[0]
+        if len(index) == 1 and (len(ins) == 2 or type(index[0]) is int):
+            return self.row(node, ins, out, indent)
+        if len(ins) != 1 or x.shape == () or len(index) > len(x.shape) or not all(
+                type(i) is int or (type(i) is slice and all(type(v) in (int, type(None))
+                                                            for v in (i.start, i.stop, i.step))) for i in index):
+            raise Unsupported(f"indexing {index!r}")
+        offset, axes = 0, []  # axes: (count, element step) of each output dim
+        for d, (n, stride) in enumerate(zip(x.shape, strides_of(x.shape))):
+            i = index[d] if d < len(index) else slice(None)
+            if type(i) is int:
+                if not -n <= i < n:
+                    raise Unsupported(f"index {i} out of range")  # numpy raised at the trace
+                offset += (i % n) * stride
+                continue
+            start, stop, step = i.indices(n)
+            axes.append((len(range(start, stop, step)), step * stride))
+            offset += start * stride
+        shape = _static_shape(out)
+        if tuple(c for c, _ in axes) != shape:
+            raise Unsupported(f"indexing {index!r}")
+        result = self.declare(x.dtype, x.weak, shape, indent)
+        if shape == ():
+            self.emit(f"{result.expr} = {x.expr}[{offset}];", indent)
+            return result
+        names = [f"i{d}" for d in range(len(shape))]
+        for d, (name, (count, _)) in enumerate(zip(names, axes)):
+            self.emit("    " * d + f"for (int64_t {name} = 0; {name} < {count}; {name}++) {{", indent)
+        source = " + ".join([str(offset)] + [f"{name} * {step}" for name, (_, step) in zip(names, axes)])
+        self.emit("    " * len(shape) + f"{result.expr}[{_broadcast_index(shape, shape, names)}] = {x.expr}[{source}];",
+                  indent)
+        for d in reversed(range(len(shape))):
+            self.emit("    " * d + "}", indent)
+        self.work += size_of(shape)
+        return result
+
+    def row(self, node, ins, out, indent):
+        """x[i]: row i of an array by a scalar integer (a view into it); numpy raises outside
+        [-n, n), the Python path does the same."""
+        index = node.attrs["index"]
+        x = ins[0]
+        if len(index) != 1 or x.shape == ():
+            raise Unsupported(f"indexing {index!r}")
+        n = x.shape[0]
+        if len(ins) == 1 and type(index[0]) is int and -n <= index[0] < n:  # a constant row
+            position = Val(str(index[0] % n), np.dtype(np.int64), False)
+        elif len(ins) == 2 and ins[1].shape == () and ins[1].dtype.kind in "iu":
+            position = self.declare(np.dtype(np.int64), False, (), indent, f"(int64_t){ins[1].expr}")
+            self.bail(f"{position.expr} < -{n} || {position.expr} >= {n}", indent)
+            self.emit(f"if ({position.expr} < 0) {position.expr} += {n};", indent)
+        else:
+            raise Unsupported(f"indexing {index!r}")
+        rest = size_of(x.shape[1:])
+        if x.shape[1:] == ():
+            return self.declare(x.dtype, x.weak, (), indent, f"{x.expr}[{position.expr}]")
+        return Val(f"({x.expr} + {position.expr} * {rest})", x.dtype, x.weak, _static_shape(out), x.base)
+
+    def reduction(self, node, ins, out, indent):
+        (x,) = ins
+        if x.shape == ():
+            raise Unsupported(f"{node.op} of a scalar")
+        axes = node.attrs.get("axis")
+        ndim = len(x.shape)
+        axes = tuple(range(ndim)) if axes is None else tuple(a % ndim for a in (axes if isinstance(axes, tuple)
+                                                                                   else (axes,)))
+        dtype = np.dtype(out.dtype)
+        combine, averages = node.opdef.reduce_with, node.opdef.averages
+        accumulate = _mean_accumulator(x.dtype, dtype) if averages else dtype
+        if not averages and x.dtype.kind == "f" and dtype != x.dtype:
+            raise Unsupported(f"a float {node.op} in another dtype")
+        if accumulate != x.dtype and accumulate.kind == "f" and size_of(x.shape) > 8192:
+            raise Unsupported(f"{node.op} of {size_of(x.shape)} elements cast to {accumulate}")  # numpy sums casts in 8192-element buffers
+        result = self.declare(dtype, out.weak, _static_shape(out), indent)
+        whole = sorted(set(axes)) == list(range(ndim))
+        if not (whole or len(set(axes)) == 1):
+            raise Unsupported(f"{node.op} over axes {axes}")
+        axis = 0 if whole else axes[0]
+        count = size_of(x.shape) if whole else x.shape[axis]
+        outer, inner = (1, 1) if whole else (size_of(x.shape[:axis]), size_of(x.shape[axis + 1:]))
+        self.work += size_of(x.shape)
+        pairwise = REGISTRY[combine].ufunc == "add" and accumulate.kind == "f"  # a float sum: numpy's pairwise order
+        if pairwise and inner != 1 and accumulate != x.dtype:
+            raise Unsupported(f"{node.op} over a leading axis cast to {accumulate}")
+        # numpy's order: out starts at the identity (0 for a sum) or the first element, then
+        # each output element adds a contiguous run pairwise (inner == 1), or the rows one by one
+        self.emit(f"for (int64_t o = 0; o < {outer}; o++) for (int64_t j = 0; j < {inner}; j++) {{", indent)
+        start = f"({x.expr} + o * {count * inner} + j)"
+        if pairwise and inner == 1:
+            total = f"(({self.language.type(accumulate)})0 + {self.pairwise_sum(x.dtype, accumulate)}({start}, {count}))"
+        else:
+            total = self.fold(combine, start, str(inner), count, x.dtype, accumulate, indent + 1)
+        target = f"{result.expr}[o * {inner} + j]" if result.shape != () else result.expr
+        self.emit(f"    {target} = {self.finish(averages, total, count, accumulate, dtype)};", indent)
+        self.emit("}", indent)
+        return result
+
+    def fold(self, combine, start, stride, count, x_dtype, dtype, indent):
+        """A local folding `count` elements from `start` (every `stride`) with op `combine`, in
+        order, from 0 for a sum (numpy starts at the identity: -0.0 sums to 0.0), else from
+        the first element; its name."""
+        acc = self.name()
+        identity = getattr(np, REGISTRY[combine].ufunc).identity  # numpy's reduce starts there if it has one
+        first = "0" if identity is not None else "1"
+        initial = cexpr.literal(identity, dtype) if identity is not None else \
+            self.emitter.cast(cexpr.Value(f"{start}[0]", x_dtype, False), dtype)
+        self.emit(f"{self.language.type(dtype)} {acc} = {initial};", indent)
+        item = cexpr.Value(f"{start}[m * {stride}]", x_dtype, False)
+        step = self.emitter.op(combine, [cexpr.Value(acc, dtype, False),
+                                         cexpr.Value(self.emitter.cast(item, dtype), dtype, False)], dtype)
+        self.emit(f"for (int64_t m = {first}; m < {count}; m++) {acc} = {step};", indent)
+        return acc
+
+    def finish(self, averages, total, count, accumulate, dtype):
+        if averages:
+            return self.emitter.cast(cexpr.Value(f"({total} / ({self.language.type(accumulate)}){count})",
+                                                 accumulate, False), dtype)
+        return total
+
+    def pairwise_sum(self, x_dtype, dtype):
+        """A helper summing n elements as numpy's pairwise summation does (same order, same
+        rounding): below 8 one by one from 0, up to 128 in eight interleaved sums, else halves."""
+        t, tx = self.language.type(dtype), self.language.type(x_dtype)
+        fn = f"ag_pairwise_{t}_{tx}".replace(" ", "_")
+        if fn not in self.emitter.helpers:
+            item = lambda i: f"(({t})a[{i}])"  # noqa: E731
+            self.emitter.helpers[fn] = "\n".join([
+                f"static {t} {fn}(const {tx}* a, int64_t n) {{",
+                "    if (n < 8) {",
+                f"        {t} res = 0;",
+                f"        for (int64_t i = 0; i < n; i++) res += {item('i')};",
+                "        return res;",
+                "    }",
+                "    if (n <= 128) {",
+                f"        {t} r[8];",
+                "        for (int j = 0; j < 8; j++) r[j] = " + item("j") + ";",
+                "        int64_t i;",
+                "        for (i = 8; i < n - (n % 8); i += 8)",
+                "            for (int j = 0; j < 8; j++) r[j] += " + item("i + j") + ";",
+                f"        {t} res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));",
+                "        for (; i < n; i++) res += " + item("i") + ";",
+                "        return res;",
+                "    }",
+                "    int64_t n2 = n / 2;",
+                "    n2 -= n2 % 8;",
+                f"    return {fn}(a, n2) + {fn}(a + n2, n - n2);",
+                "}"])
+        return fn
+
+    # --- Python scalars ----------------------------------------------------------------
+
+    def weak_op(self, op, ins, dtype, indent):
+        """Op `op` on Python scalars: exactly Python's result, or a jump to `ag_inexact`."""
+        ins = [_scalar(v) for v in ins]
+        kind = dtype.kind
+        a = [self.emitter.cast(v, dtype) for v in ins]
+        python = cexpr.python_scalars(op)
+        if kind in "iu" and python.overflow:  # Python ints do not wrap
+            value = self.declare(dtype, True, (), indent)
+            builtin, x, y = python.overflow
+            self.bail(f"__builtin_{builtin}_overflow({x.format(*a)}, {y.format(*a)}, &{value.expr})", indent)
+            return value
+        if kind in "iu" and python.int_guard:
+            self.bail(python.int_guard.format(*a), indent)
+            return self.declare(dtype, True, (), indent, self.emitter.op(op, ins, dtype))
+        kinds = {v.dtype.kind for v in ins}
+        if cexpr.is_comparison(op) and "f" in kinds and kinds & {"i", "u"}:
+            # Python compares an int with a float exactly; C rounds the int to a double
+            self.bail(" || ".join(f"({v.expr} > {_EXACT_DOUBLE} || {v.expr} < -{_EXACT_DOUBLE})"
+                                  for v in ins if v.dtype.kind in "iu"), indent)
+        if python.exact or kind == "b":
+            return self.declare(dtype, True, (), indent, self.emitter.op(op, ins, dtype))
+        if kind == "f" and python.float_guard == "divisor":  # x / 0 raises; int / int is exact beyond 2**53
+            tests = [f"{a[1]} == 0"] + [f"({v.expr} > {_EXACT_DOUBLE} || {v.expr} < -{_EXACT_DOUBLE})"
+                                        for v in ins if v.dtype.kind in "iu"]
+            self.bail(" || ".join(tests), indent)
+            return self.declare(dtype, True, (), indent, self.emitter.op(op, ins, dtype))
+        if kind == "f" and python.float_guard == "finite":  # Python raises on overflow, gives complex for (-x) ** 0.5
+            value = self.declare(dtype, True, (), indent, self.emitter.op(op, ins, dtype))
+            self.bail(f"!isfinite({value.expr})", indent)
+            return value
+        raise Unsupported(f"{op} on Python scalars")
+
+    def bail(self, test, indent):
+        self.inexact = True
+        self.emit(f"if ({test}) goto ag_inexact;", indent)
+
+    # --- control flow ------------------------------------------------------------------
+
+    def assign(self, targets, values, indent):
+        """targets = values, all read before any is written (`a, b = b, a`)."""
+        written = {t.base or t.expr for t in targets}
+        staged = []
+        for target, value in zip(targets, values):
+            if (value.base or value.expr) in written:  # reads an array (or scalar) written here: a temporary
+                temp = self.declare(target.dtype, target.weak, target.shape, indent)
+                self.copy(temp, value, indent)
+                value = temp
+            staged.append(value)
+        for target, value in zip(targets, staged):
+            if value.expr != target.expr:
+                self.copy(target, value, indent)
+
+    def cond(self, node, ins, indent):
+        outs = [self.local(t, indent) for t in node.outputs]
+        self.emit(f"if ({self.emitter.cast(_scalar(ins[0]), np.bool_)}) {{", indent)
+        self.assign(outs, self.graph(node.attrs["then_branch"], ins[1:], indent + 1), indent + 1)
+        self.emit("} else {", indent)
+        self.assign(outs, self.graph(node.attrs["else_branch"], ins[1:], indent + 1), indent + 1)
+        self.emit("}", indent)
+        return outs
+
+    def while_(self, node, ins, indent, loop_vars=None, pause=None, ran=None):
+        """The loop; `loop_vars`: where its variables live if the caller set them up (else
+        locals set from `ins`); `pause(loop_vars)`: the statements that save them and return
+        PAUSED when the budget is spent, `ran`: a flag set once the body runs (the outermost
+        loop only)."""
+        cond, body = node.attrs["cond"], node.attrs["body"]
+        n = len(body.outputs)
+        if loop_vars is None:
+            loop_vars = [self.local(t, indent) for t in node.outputs]
+            for target, value in zip(loop_vars, ins[:n]):
+                self.copy(target, value, indent)
+        self.emit("for (;;) {", indent)
+        if pause:
+            self.emit(f"if (ag_budget <= 0) {{ {pause(loop_vars)} }}", indent + 1)
+        work = self.work
+        (pred,) = self.graph(cond, loop_vars + ins[n:], indent + 1)
+        self.emit(f"if (!{self.emitter.cast(_scalar(pred), np.bool_)}) break;", indent + 1)
+        self.assign(loop_vars, self.graph(body, loop_vars + ins[n:], indent + 1), indent + 1)
+        if ran:
+            self.emit(f"{ran} = 1;", indent + 1)
+        self.emit(f"ag_budget -= {max(1, self.work - work)};", indent + 1)
+        self.emit("}", indent)
+        return loop_vars
+
+
+def _scalar(value):
+    if value.shape != ():
+        raise Unsupported("an array where a scalar is needed")
+    return cexpr.Value(value.expr, value.dtype, value.weak)
+
+
+def _at(value, index):
+    """The element of `value` at `index` as an operand (a scalar is itself)."""
+    if value.shape == ():
+        return cexpr.Value(value.expr, value.dtype, value.weak)
+    return cexpr.Value(f"{value.expr}[{index}]", value.dtype, value.weak)
+
+
+def _broadcast_index(shape, out_shape, names):
+    """The flat index into a C-contiguous array of `shape` broadcast to `out_shape`, at the
+    loop indices `names` (one per output dim)."""
+    offset = len(out_shape) - len(shape)
+    terms = [f"{names[offset + d]} * {stride}" if stride != 1 else names[offset + d]
+             for d, (n, stride) in enumerate(zip(shape, strides_of(shape))) if n != 1]
+    return " + ".join(terms) or "0"
+
+
+def _mean_accumulator(x_dtype, out_dtype):
+    if x_dtype.kind == "f":
+        return x_dtype
+    return np.dtype(np.float64) if out_dtype.kind == "f" else out_dtype
+
+
+def _exact_literal(value, dtype):
+    """A C literal for `value` of `dtype`, exact (floats in hexadecimal)."""
+    if dtype.kind == "f":
+        if math.isfinite(value):
+            return float.hex(float(value)) + ("f" if dtype == np.float32 else "")
+        return cexpr.literal(value, dtype)
+    if dtype.kind == "b":
+        return "1" if value else "0"
+    return f"{int(value)}" + ("ULL" if dtype.kind == "u" else "LL")
