@@ -294,3 +294,12 @@ def test_a_graph_that_raises_a_flag_warns_at_each_ops_line_as_eager():
         warnings.simplefilter("error")
         assert_identical(two_warnings(x), f(x))
     assert f.get_concrete_function(x).plan.native[0].native.fn
+
+
+def test_a_loop_that_pauses_resumes_where_it_stopped(monkeypatch):
+    """Seed-21 era bug (W2 under AG_NATIVE=always): the call after the last pause ran no
+    iteration and said UNCHANGED, so the loop gave back its initial values."""
+    monkeypatch.setattr(loops, "BUDGET", 5)  # a pause at every iteration
+    x = np.linspace(0.0, 1.0, 8)
+    (loop,) = native_calls(damped, x.reshape(2, 4), np.ones(4), np.float64(0.5), np.int64(6))
+    assert "int64_t ag_budget = 5;" in loop.text

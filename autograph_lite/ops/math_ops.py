@@ -70,9 +70,9 @@ _BINARY = [
     ("pow", "Pow", lambda xp: operator.pow, "x ** y, elementwise.",
      dict(ufunc="power", inline=_infix("**"), c_expr=cexpr.libm("pow", python=cexpr.Python(float_guard="finite")), identity=1, float_errors="power")),
     ("maximum", "Maximum", lambda xp: xp.maximum, "Elementwise maximum (NaN propagates).",
-     dict(ufunc="maximum", c_expr=cexpr.extremum(">="))),
+     dict(ufunc="maximum", c_expr=cexpr.extremum(">"))),
     ("minimum", "Minimum", lambda xp: xp.minimum, "Elementwise minimum (NaN propagates).",
-     dict(ufunc="minimum", c_expr=cexpr.extremum("<="))),
+     dict(ufunc="minimum", c_expr=cexpr.extremum("<"))),
     ("equal", "Equal", lambda xp: operator.eq, "x == y, elementwise; bool result.",
      dict(ufunc="equal", inline=_infix("=="), c_expr=cexpr.compare("=="), commutative=True)),
     ("not_equal", "NotEqual", lambda xp: operator.ne, "x != y, elementwise; bool result.",
@@ -167,7 +167,8 @@ def python_not(x):
 OPS["where"] = define("Select", lambda xp: xp.where,
                       lambda c, x, y: [(broadcast_shapes(c.shape, x.shape, y.shape),
                                         result_dtype(np.where, (c, x, y)))],
-                      elementwise=True, fresh=True, may_raise=False, c_expr=cexpr.select, in_place="copyto")
+                      elementwise=True, fresh=True, may_raise=False, c_expr=cexpr.select, in_place="copyto",
+                      zero_d_array=True)
 
 
 def where(condition, x, y):
@@ -185,7 +186,8 @@ def _cast_to_same(node):
 
 OPS["cast"] = define("Cast", _cast_kernel, lambda x, dtype: [(x.shape, dtype)], elementwise=True,
                      attrs={"dtype": DTYPE},
-                     float_errors="cast", may_raise=False, c_expr=cexpr.cast, simplify=_cast_to_same)
+                     float_errors="cast", may_raise=False, c_expr=cexpr.cast, simplify=_cast_to_same,
+                     zero_d_array=True)
 
 
 def cast(x, dtype):

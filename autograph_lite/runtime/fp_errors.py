@@ -8,10 +8,7 @@ at the user's `file:line` (a node's own location in a plan), so the default filt
 each once per call site, as numpy does. The user's own settings are kept: 'ignore',
 'raise' and 'print' act as numpy's do, and a user's 'call'/'log' handler is left alone.
 """
-import ctypes
-import ctypes.util
 import functools
-import platform
 import sys
 import warnings
 import weakref
@@ -206,49 +203,18 @@ def _positions(code):
     return list(code.co_positions())
 
 
-# C code (native loops) sets the CPU's floating-point flags but nobody reads them: read them
-# after it, and report each raised flag through numpy, as a ufunc would have, in numpy's
-# order. 'invalid' too: the generated C compares floats quietly (cexpr.Emitter.compare), so
-# only an op making a NaN raises it, as in numpy.
-_FE_BITS = {"x86_64": {"divide": 4, "over": 8, "invalid": 1}, "AMD64": {"divide": 4, "over": 8, "invalid": 1},
-            "aarch64": {"divide": 2, "over": 4, "invalid": 1},
-            "arm64": {"divide": 2, "over": 4, "invalid": 1}}.get(platform.machine())
+# Native code (runtime/native/) reads the CPU's floating-point flags itself (<fenv.h>; it writes
+# comparisons quietly, so only an op making a NaN raises 'invalid') and reports each raised one
+# here, through numpy, as a ufunc would have.
 _TRIGGER = {"divide": lambda: np.divide(np.float64(1.0), np.float64(0.0)),
             "over": lambda: np.multiply(np.float64(1e308), np.float64(10.0)),
             "invalid": lambda: np.subtract(np.float64(np.inf), np.float64(np.inf))}
 
 
-@functools.lru_cache(maxsize=1)
-def _libm():
-    for name in (None, ctypes.util.find_library("m")):  # None: the symbols Python already loaded
-        try:
-            libm = ctypes.CDLL(name)
-            libm.fetestexcept.restype = libm.feclearexcept.restype = ctypes.c_int
-            return libm
-        except (OSError, AttributeError, TypeError):
-            continue
-    return None
-
-
-def flag_checked(fn):
-    """`fn` (native code) followed by numpy's report of the floating-point flags it raised."""
-    libm = _libm() if _FE_BITS else None
-    if libm is None:
-        return fn
-    every = sum(_FE_BITS.values())
-
-    def checked(*args):
-        libm.feclearexcept(every)
-        result = fn(*args)
-        raised = libm.fetestexcept(every)
-        if raised:
-            libm.feclearexcept(every)
-            for kind, bit in _FE_BITS.items():
-                if raised & bit:
-                    _TRIGGER[kind]()
-        return result
-    checked.__wrapped__ = fn
-    return checked
+def report(kind):
+    """Report a floating-point error of `kind` ('divide', 'over', 'invalid') that native code
+    raised, through numpy, from the caller's frame (a plan line: the Reporter names the op)."""
+    _TRIGGER[kind]()
 
 
 # which ops most likely raised an error of a kind, when only a whole loop is known to have
@@ -260,11 +226,6 @@ _LIKELY = {"divide by zero": ("divide", "floor_divide", "remainder", "log", "pow
 def may_raise(graph):
     """True if a node of `graph` (or of its sub-graphs) can raise a floating-point error."""
     return any(_float_errors(n.op) or n.op == "FusedElementwise" for n in graph.walk())
-
-
-def may_raise_in(node):
-    """True if a node inside `node`'s sub-graphs can raise a floating-point error."""
-    return any(may_raise(sub) for sub in node.subgraphs())
 
 
 def _float_errors(op):

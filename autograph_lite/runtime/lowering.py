@@ -282,7 +282,7 @@ class _Lowering:
         if native is not None:  # a loop over scalars: C once it is hot, this Python loop until then
             self.native_loops.append(native)
             result = f"r{next(self.counter)}"
-            run = fp_errors.flag_checked(native) if fp_errors.may_raise_in(node) else native
+            run = native  # it reports the floating-point errors it raised itself
             self.emit(f"{result} = {self.bind('k', run)}({', '.join(ins)})", indent, node, node.inputs)
             self.emit(f"if {result} is not None:", indent, node)
             self.emit(f"{', '.join(loop_vars)}, = {result}", indent + 1, node)

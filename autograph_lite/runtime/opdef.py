@@ -57,6 +57,7 @@ class OpDef:
     reduce_with: Optional[str] = None
     averages: bool = False
     reshapes: bool = False          # output holds input 0's elements in the same C order (Reshape)
+    zero_d_array: bool = False      # its kernel gives a 0-d array for a 0-d result (xp.where), not a numpy scalar
     _eager: dict = dataclasses.field(default_factory=dict, repr=False)
 
     def eager_kernel(self, xp, attrs=None):

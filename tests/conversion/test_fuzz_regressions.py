@@ -778,3 +778,46 @@ def test_an_update_in_a_loop_of_an_argument_both_branches_give_is_refused():
     with pytest.raises(ag.ConversionError, match="comes from before the loop under another name"):
         ag.function(update_of_an_argument_both_branches_give)(x, np.array([9, 4, 8, 8], np.uint8), np.array(1))
     np.testing.assert_array_equal(x, [2, 4, 8, 6])
+
+
+# --- native regions (seed 21: the first long run with whole array loops and graphs as C) -------
+
+def loop_reading_a_reversed_view(x, y, n, s, lst):
+    w1 = 0
+    while w1 < 3 and ag.abs(y[1]):
+        w1 += 1
+        v2 = y[::-1]
+        v6 = ((1.5 // (w1 >= v2)) * ag.where((2 or s), (y - w1), n))
+
+
+def max_of_signed_zeros(x, y, n, s, lst):
+    v2 = y
+    return ag.cast(ag.reduce_max(((y - y) * v2)), np.float64)
+
+
+def max_of_a_maximum(x, y, n, s, lst):
+    return [ag.cast(ag.reduce_max(ag.maximum(n, (x / y))), np.float32)]
+
+
+@pytest.mark.parametrize("fn, args", [
+    # 21000241: a captured view (y[::-1] is not contiguous) made the C loop's argument check raise
+    (loop_reading_a_reversed_view, (np.array([3, 0, -1, 1], np.int8), np.array([3, 4, -3, 2], np.int8),
+                                    np.array(3, np.int32), 3, [])),
+    # 21000367: max of -0.0 and 0.0 is numpy's choice (the second of two equal values; its own
+    # SIMD reduce loop, called from the C, for whole runs)
+    (max_of_signed_zeros, (np.array([-4.0, 4.0, 3.5, -1.5]), np.array([-1.5, 3.0, 1.5, 1.0]),
+                           np.array(1, np.int32), 0, [3])),
+    # 21001058: the same in an elementwise maximum
+    (max_of_a_maximum, (np.array([-5, 0, 0, 0], np.int8), np.array([3, -2, 5, -5], np.int8),
+                        np.array(0, np.int32), 3, [])),
+])
+def test_native_regions_keep_numpys_signed_zeros_and_read_views(fn, args):
+    with np.errstate(all="ignore"):
+        eager = fn(*args)
+        compiled = ag.function(fn)
+        for _ in range(scalar_loop.TIER_UP_AFTER + 1):
+            result = compiled(*args)
+            for e, c in zip(ag.nest.flatten(eager), ag.nest.flatten(result)):
+                assert type(c) is type(e)
+                if e is not None:
+                    assert np.array_equal(c, e) and np.signbit(c).tolist() == np.signbit(e).tolist()

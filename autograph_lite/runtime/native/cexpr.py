@@ -248,7 +248,8 @@ def needs_numpy_loop(name):
 
 
 def extremum(test):
-    """maximum (`test` ">=") or minimum ("<="): NaN propagates, as numpy's."""
+    """maximum (`test` ">") or minimum ("<"): NaN propagates, and of two equal values (-0.0 and
+    0.0) the second is the result, as numpy's."""
     def rule(emitter, operands, out_dtype):
         x, y = _arithmetic_operands(emitter, operands, out_dtype)
         nan = f" || {x} != {x}" if out_dtype.kind == "f" else ""

@@ -14,6 +14,7 @@ import threading
 
 import numpy as np
 
+from .. import fp_errors
 from . import cexpr, compiler
 from .elementwise import _CTYPES_SCALAR, as_number
 from .language import Unsupported
@@ -21,6 +22,20 @@ from .numpy_loops import inner_loop
 
 TIER_UP_AFTER = 3
 DONE, PAUSED, INEXACT, UNCHANGED = 0, 1, 2, 3
+STATUS = 15  # the status's bits; above them, the floating-point flags raised (FLAG_BITS)
+# a C helper: the flags numpy reports ('divide', 'over', 'invalid') raised since the call began
+FLAG_BITS = ("static inline int ag_flags(void) {\n"
+             "    return (fetestexcept(FE_DIVBYZERO) ? 16 : 0) | (fetestexcept(FE_OVERFLOW) ? 32 : 0)"
+             " | (fetestexcept(FE_INVALID) ? 64 : 0);\n}")
+_KINDS = {16: "divide", 32: "over", 64: "invalid"}
+
+
+def report_flags(flags):
+    """Report the floating-point errors whose FLAG_BITS are set in `flags` through numpy (its
+    error state decides: warn at the op's line, raise, ignore...), as a ufunc raising them would."""
+    for bit, kind in _KINDS.items():
+        if flags & bit:
+            fp_errors.report(kind)
 BOX = {"b": bool, "i": int, "u": int, "f": float}  # a weak (Python) scalar's type by dtype kind
 
 
@@ -89,7 +104,7 @@ class NativeFunction:
                 cells.append(self.scalar_types[i](as_number(v)) if i in self.written else as_number(v))
                 continue
             dtype, shape = array
-            buffer = np.array(v, dtype=dtype, order="C", copy=i in self.written)
+            buffer = np.array(v, dtype=dtype, order="C", copy=True if i in self.written else None)
             held.append(buffer)
             cells.append(address(buffer))
         return cells + list(self.tables) if tables else cells, held

@@ -13,9 +13,9 @@ each op's own line, as eager numpy does. Both are rare; the graph is pure, so re
 import numpy as np
 
 from . import cexpr, compiler
-from .functions import BOX, DONE, INEXACT, NativeFunction, address
+from .functions import BOX, DONE, FLAG_BITS, INEXACT, NativeFunction, address
 from .language import C, Unsupported
-from .render import Renderer, Val, _static_shape
+from .render import Renderer, Val, _static_shape, placeholder_sources, zero_d_box
 
 
 _FLAGS = "FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID"   # numpy's 'divide', 'over' and 'invalid'
@@ -43,8 +43,11 @@ def source(graph, language=None):
         if node.op == "While":
             raise Unsupported("a graph with a while loop (its loops run native on their own)")
     outs = renderer.graph(graph, inputs, 1)
+    sources = placeholder_sources(graph)
     for j, (t, value) in enumerate(zip(graph.outputs, outs)):
         made_by = t.node
+        if not t.weak and t.shape == ():
+            zero_d_box(t, sources, f"output {j}")  # raises where numpy's kind varies
         if made_by is None or made_by.op in ("Placeholder", "Const", "Cond") or made_by.opdef.view is not None \
                 or value.shape != _static_shape(t):
             # numpy gives back an input, a constant's copy or a view as such, and a branch may pass
@@ -58,14 +61,15 @@ def source(graph, language=None):
         else:
             renderer.copy(target, value, 1)
     # a floating-point flag raised: the Python plan runs the call again and warns at each op's line
-    renderer.emit(f"if (fetestexcept({_FLAGS})) return {FLAGGED};", 1)
+    renderer.emit(f"if (ag_seen | ag_flags()) return {FLAGGED};", 1)
     renderer.emit(f"return {DONE};", 1)
     if renderer.inexact:
         renderer.lines += ["ag_inexact:", f"    return {INEXACT};"]
     if renderer.numpy_loops:
         params += ["void* const* ag_fn", "void* const* ag_data"]
-    text = "\n".join(["#include <fenv.h>", emitter.prelude(), f"{emitter.language.entry_prefix}int graph({', '.join(params)}) {{",
+    text = "\n".join(["#include <fenv.h>", emitter.prelude(), FLAG_BITS, f"{emitter.language.entry_prefix}int graph({', '.join(params)}) {{",
                       "    int64_t ag_budget = 0; (void)ag_budget;", f"    feclearexcept({_FLAGS});",
+                      "    int ag_seen = 0;",
                       *renderer.lines, "}", ""])
     return text, renderer.numpy_loops
 
@@ -78,7 +82,12 @@ class NativeGraph(NativeFunction):
         self.n_in = len(graph.inputs)
         values = list(graph.inputs) + list(graph.outputs)
         super().__init__(text, "graph", values, written=range(self.n_in, len(values)), numpy_loops=numpy_loops)
-        self.boxes = [BOX[t.dtype.kind] if t.weak else t.dtype.type for t in graph.outputs]
+        sources = placeholder_sources(graph)
+        boxes = [(BOX[t.dtype.kind], False) if t.weak else zero_d_box(t, sources, "an output")
+                 if t.shape == () else (None, False) for t in graph.outputs]
+        self.boxes = [box for box, _ in boxes]
+        # a 0-d argument passed through to an output must be a numpy scalar, as the box says
+        self.scalar_inputs = any(needs for _, needs in boxes)
         self.outputs = self.arrays[self.n_in:]  # per output: None (a scalar) or (dtype, shape)
 
     @classmethod
@@ -90,6 +99,8 @@ class NativeGraph(NativeFunction):
         fn = self.fn or self.tier_up()
         if not fn:
             return None
+        if self.scalar_inputs and not all(type(a) is not np.ndarray or a.shape for a in args):
+            return None  # a 0-d array argument: the plan gives it back as it is
         cells, _ = self.arguments(args, tables=False)
         buffers = []
         for ctype, array in zip(self.scalar_types[self.n_in:], self.outputs):

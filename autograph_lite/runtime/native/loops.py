@@ -29,9 +29,10 @@ The C function returns a status:
 import numpy as np
 
 from . import cexpr, compiler
-from .functions import BOX, DONE, INEXACT, PAUSED, TIER_UP_AFTER, UNCHANGED, NativeFunction, tier_up_after  # noqa: F401
+from .functions import (BOX, DONE, FLAG_BITS, INEXACT, PAUSED, STATUS, TIER_UP_AFTER, UNCHANGED,  # noqa: F401
+                        NativeFunction, report_flags, tier_up_after)
 from .language import C, Unsupported
-from .render import Renderer, Val, _static_shape
+from .render import Renderer, Val, _static_shape, placeholder_sources, zero_d_box
 
 BUDGET = 1 << 18   # elements computed per C call: about a millisecond of simple work
 
@@ -80,14 +81,16 @@ def source(node, language=None):
         return " ".join(f"*p{i} = {v.expr};" for i, v in enumerate(values) if v.shape == ())
 
     outs = renderer.while_(node, loop_vars + captures, 1, loop_vars=loop_vars,
-                           pause=lambda values: f"{write_back(values)} return {PAUSED};", ran="ag_ran")
+                           pause=lambda values: f"{write_back(values)} return {PAUSED} | ag_seen | ag_flags();", ran="ag_ran")
     renderer.emit(write_back(outs), 1)
-    renderer.emit(f"return ag_ran ? {DONE} : {UNCHANGED};", 1)
+    renderer.emit(f"return (ag_ran ? {DONE} : {UNCHANGED}) | ag_seen | ag_flags();", 1)
     if renderer.inexact:
         renderer.lines += ["ag_inexact:", f"    return {INEXACT};"]
     if renderer.numpy_loops:  # the tables of numpy inner loops it calls (numpy_loops.py)
         params += ["void* const* ag_fn", "void* const* ag_data"]
-    text = "\n".join([emitter.prelude(), f"{emitter.language.entry_prefix}int loop({', '.join(params)}) {{",
+    text = "\n".join(["#include <fenv.h>", emitter.prelude(), FLAG_BITS,
+                      f"{emitter.language.entry_prefix}int loop({', '.join(params)}) {{",
+                      "    feclearexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID);", "    int ag_seen = 0;",
                       *renderer.lines, "}", ""])
     return text, renderer.numpy_loops
 
@@ -100,7 +103,13 @@ class NativeLoop(NativeFunction):
         carried = list(node.outputs) + list(node.inputs[self.n:])
         # loop variables by pointer (an array's buffer, a scalar's cell), captures read as they are
         super().__init__(text, "loop", carried, written=range(self.n), numpy_loops=numpy_loops)
-        self.boxes = [BOX[t.dtype.kind] if t.weak else t.dtype.type for t in node.outputs]
+        sources = placeholder_sources(node.graph) if node.graph is not None else {}
+        # what the body gives (a zero-trip loop gives its inputs back as they came: UNCHANGED)
+        boxes = [(BOX[t.dtype.kind], False) if t.weak else zero_d_box(t, sources, f"loop variable {i}")
+                 if t.shape == () else (None, False) for i, t in enumerate(node.attrs["body"].outputs)]
+        self.boxes = [box for box, _ in boxes]
+        # a 0-d argument a loop variable may pass on must be a numpy scalar, as the box says
+        self.scalar_inputs = any(needs for _, needs in boxes)
         # Python ints may not fit the C type that carries them: (index, min, max + 1)
         self.weak_ints = [(i, int(np.iinfo(c.dtype).min), int(np.iinfo(c.dtype).max) + 1)
                           for i, (t, c) in enumerate(zip(node.inputs, carried))
@@ -120,12 +129,19 @@ class NativeLoop(NativeFunction):
         for i, low, high in self.weak_ints:
             if not low <= args[i] < high:
                 return None
+        if self.scalar_inputs and not all(type(a) is not np.ndarray or a.shape for a in args):
+            return None  # a 0-d array argument: the Python loop gives it back as it is
         cells, held = self.arguments(args)
         status = fn(*cells)
-        if status == UNCHANGED:  # the body never ran: the loop gives its inputs back as they came
-            return tuple(args[:self.n])
-        while status == PAUSED:  # back in the interpreter: a pending Ctrl-C raises here
+        flags, first = status & ~STATUS, status & STATUS
+        while status & STATUS == PAUSED:  # back in the interpreter: a pending Ctrl-C raises here
             status = fn(*cells)
-        if status != DONE:
-            return None  # INEXACT: the Python loop runs from the start
+            flags |= status & ~STATUS
+        status &= STATUS
+        if status == INEXACT:
+            return None  # the Python loop runs from the start
+        if flags:  # the floating-point errors the loop raised, as numpy reports them
+            report_flags(flags)
+        if first == UNCHANGED:  # the body never ran: the loop gives its inputs back as they came
+            return tuple(args[:self.n])
         return self.results(cells[:self.n], held, self.boxes)

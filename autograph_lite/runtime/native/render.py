@@ -205,6 +205,8 @@ class Renderer:
         j = self.numpy_loops.index(key)
         self.emitter.helpers.setdefault("ag_numpy_loop", LOOP_TYPEDEF)
         args = ", ".join(f"(char*){p}" for p in pointers)
+        # numpy's loops may clear the flags (maximum does, after its comparisons): keep those raised so far
+        self.emit("ag_seen |= ag_flags();", indent)
         self.emit(f"{{ char* a[] = {{{args}}}; const int64_t d[] = {{{', '.join(map(str, dims))}}}, "
                   f"s[] = {{{', '.join(map(str, steps))}}}; ((ag_numpy_loop)ag_fn[{j}])(a, d, s, ag_data[{j}]); }}",
                   indent)
@@ -322,8 +324,6 @@ class Renderer:
         accumulate = _mean_accumulator(x.dtype, dtype) if averages else dtype
         if not averages and x.dtype.kind == "f" and dtype != x.dtype:
             raise Unsupported(f"a float {node.op} in another dtype")
-        if accumulate != x.dtype and accumulate.kind == "f" and size_of(x.shape) > 8192:
-            raise Unsupported(f"{node.op} of {size_of(x.shape)} elements cast to {accumulate}")  # numpy sums casts in 8192-element buffers
         result = self.declare(dtype, out.weak, _static_shape(out), indent)
         whole = sorted(set(axes)) == list(range(ndim))
         if not (whole or len(set(axes)) == 1):
@@ -331,20 +331,48 @@ class Renderer:
         axis = 0 if whole else axes[0]
         count = size_of(x.shape) if whole else x.shape[axis]
         outer, inner = (1, 1) if whole else (size_of(x.shape[:axis]), size_of(x.shape[axis + 1:]))
-        self.work += size_of(x.shape)
-        pairwise = REGISTRY[combine].ufunc == "add" and accumulate.kind == "f"  # a float sum: numpy's pairwise order
-        if pairwise and inner != 1 and accumulate != x.dtype:
+        if accumulate != x.dtype and inner != 1:
             raise Unsupported(f"{node.op} over a leading axis cast to {accumulate}")
-        # numpy's order: out starts at the identity (0 for a sum) or the first element, then
-        # each output element adds a contiguous run pairwise (inner == 1), or the rows one by one
+        self.work += size_of(x.shape)
+        if accumulate.kind == "f" and inner == 1:
+            # a float reduction of contiguous runs: numpy's own loop in reduce mode (its pairwise
+            # sum, its SIMD max with its choice between -0.0 and 0.0), so the result is numpy's
+            return self.numpy_reduction(REGISTRY[combine].ufunc, x, result, outer, count, accumulate, averages,
+                                        indent)
+        # numpy's order otherwise: out starts at the identity (0 for a sum) or the first row, then
+        # adds the rows one by one, element by element
         self.emit(f"for (int64_t o = 0; o < {outer}; o++) for (int64_t j = 0; j < {inner}; j++) {{", indent)
         start = f"({x.expr} + o * {count * inner} + j)"
-        if pairwise and inner == 1:
-            total = f"(({self.language.type(accumulate)})0 + {self.pairwise_sum(x.dtype, accumulate)}({start}, {count}))"
-        else:
-            total = self.fold(combine, start, str(inner), count, x.dtype, accumulate, indent + 1)
+        total = self.fold(combine, start, str(inner), count, x.dtype, accumulate, indent + 1)
         target = f"{result.expr}[o * {inner} + j]" if result.shape != () else result.expr
         self.emit(f"    {target} = {self.finish(averages, total, count, accumulate, dtype)};", indent)
+        self.emit("}", indent)
+        return result
+
+    def numpy_reduction(self, ufunc, x, result, runs, count, dtype, averages, indent):
+        """Each of `runs` contiguous runs of `count` elements of x reduced by numpy's `ufunc` loop
+        called as numpy's reduce calls it: (out, in, out) with out's step 0, out starting at the
+        identity (a sum) or the first element. x is cast to `dtype` first if it differs (a mean of
+        integers: numpy casts too, in 8192-element buffers)."""
+        if x.dtype != dtype:
+            if size_of(x.shape) > 8192:
+                raise Unsupported(f"a reduction of {size_of(x.shape)} elements cast to {dtype}")
+            cast = self.declare(dtype, False, x.shape, indent)
+            self.copy(cast, x, indent)
+            x = cast
+        identity = getattr(np, ufunc).identity
+        t = self.language.type(dtype)
+        acc = self.name()
+        self.emit(f"for (int64_t r = 0; r < {runs}; r++) {{", indent)
+        start = f"({x.expr} + r * {count})"
+        first = cexpr.literal(identity, dtype) if identity is not None else f"{start}[0]"
+        skip = 0 if identity is not None else 1
+        self.emit(f"{t} {acc} = {first};", indent + 1)
+        if count > skip:
+            self.call_numpy_loop(ufunc, 2, [f"&{acc}", f"({start} + {skip})", f"&{acc}"], [count - skip],
+                                 [0, dtype.itemsize, 0], dtype, indent + 1)
+        target = f"{result.expr}[r]" if result.shape != () else result.expr
+        self.emit(f"{target} = {self.finish(averages, acc, count, dtype, result.dtype)};", indent + 1)
         self.emit("}", indent)
         return result
 
@@ -369,36 +397,6 @@ class Renderer:
             return self.emitter.cast(cexpr.Value(f"({total} / ({self.language.type(accumulate)}){count})",
                                                  accumulate, False), dtype)
         return total
-
-    def pairwise_sum(self, x_dtype, dtype):
-        """A helper summing n elements as numpy's pairwise summation does (same order, same
-        rounding): below 8 one by one from 0, up to 128 in eight interleaved sums, else halves."""
-        t, tx = self.language.type(dtype), self.language.type(x_dtype)
-        fn = f"ag_pairwise_{t}_{tx}".replace(" ", "_")
-        if fn not in self.emitter.helpers:
-            item = lambda i: f"(({t})a[{i}])"  # noqa: E731
-            self.emitter.helpers[fn] = "\n".join([
-                f"static {t} {fn}(const {tx}* a, int64_t n) {{",
-                "    if (n < 8) {",
-                f"        {t} res = 0;",
-                f"        for (int64_t i = 0; i < n; i++) res += {item('i')};",
-                "        return res;",
-                "    }",
-                "    if (n <= 128) {",
-                f"        {t} r[8];",
-                "        for (int j = 0; j < 8; j++) r[j] = " + item("j") + ";",
-                "        int64_t i;",
-                "        for (i = 8; i < n - (n % 8); i += 8)",
-                "            for (int j = 0; j < 8; j++) r[j] += " + item("i + j") + ";",
-                f"        {t} res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));",
-                "        for (; i < n; i++) res += " + item("i") + ";",
-                "        return res;",
-                "    }",
-                "    int64_t n2 = n / 2;",
-                "    n2 -= n2 % 8;",
-                f"    return {fn}(a, n2) + {fn}(a + n2, n - n2);",
-                "}"])
-        return fn
 
     # --- Python scalars ----------------------------------------------------------------
 
@@ -486,6 +484,66 @@ class Renderer:
         self.emit(f"ag_budget -= {max(1, self.work - work)};", indent + 1)
         self.emit("}", indent)
         return loop_vars
+
+
+def placeholder_sources(graph, sources=None):
+    """id(placeholder) -> the tensors whose values it may hold, for every Cond branch and While
+    cond/body placeholder nested in `graph` (a While's loop variable: its initial value and the
+    body's result)."""
+    sources = {} if sources is None else sources
+    for node in graph.nodes:
+        if node.op == "Cond":
+            for key in ("then_branch", "else_branch"):
+                branch = node.attrs[key]
+                for p, t in zip(branch.inputs, node.inputs[1:]):
+                    sources[id(p)] = [t]
+                placeholder_sources(branch, sources)
+        elif node.op == "While":
+            cond, body = node.attrs["cond"], node.attrs["body"]
+            n = len(body.outputs)
+            for sub in (cond, body):
+                for i, (p, t) in enumerate(zip(sub.inputs, node.inputs)):
+                    sources[id(p)] = [t, body.outputs[i]] if i < n else [t]
+                placeholder_sources(sub, sources)
+    return sources
+
+
+def zero_d_kinds(t, sources, seen=None):
+    """What 0-d tensor `t` holds when the Python plan runs: a set of "scalar" (a numpy scalar:
+    numpy's ufuncs and reductions give one), "array" (a 0-d array: `where`, `astype`, a 0-d array
+    constant) and "input" (whatever a function argument passed through is). A native region
+    returns a 0-d value as one kind, so it takes a value only if its kinds agree."""
+    seen = set() if seen is None else seen
+    if id(t) in seen:
+        return set()  # a loop variable's own earlier value: decided by its other sources
+    seen.add(id(t))
+    node = t.node
+    if node is None or node.op == "Placeholder":
+        if id(t) not in sources:
+            return {"input"}
+        return set().union(*(zero_d_kinds(s, sources, seen) for s in sources[id(t)]))
+    if node.op == "Const":
+        return {"array" if isinstance(node.attrs["value"], np.ndarray) else "scalar"}
+    if node.op == "Cond":
+        return set().union(*(zero_d_kinds(node.attrs[key].outputs[t.index], sources, seen)
+                             for key in ("then_branch", "else_branch")))
+    if node.op == "While":
+        return zero_d_kinds(node.inputs[t.index], sources, seen) | \
+            zero_d_kinds(node.attrs["body"].outputs[t.index], sources, seen)
+    if node.opdef.zero_d_array:
+        return {"array"}
+    return {"scalar"} if node.opdef.ufunc is not None or node.opdef.reduce_with is not None else {"unknown"}
+
+
+def zero_d_box(t, sources, what):
+    """(the type a native region returns non-weak 0-d tensor `t` as, whether that needs the
+    region's 0-d arguments to be numpy scalars); raises Unsupported where numpy's kind varies."""
+    kinds = zero_d_kinds(t, sources)
+    if kinds == {"array"}:
+        return (lambda v, dtype=np.dtype(t.dtype): np.array(v, dtype)), False
+    if kinds and kinds <= {"scalar", "input"}:
+        return np.dtype(t.dtype).type, "input" in kinds
+    raise Unsupported(f"{what} is a numpy scalar or a 0-d array depending on the path ({sorted(kinds)})")
 
 
 def _scalar(value):
