@@ -389,6 +389,12 @@ def supersede(old, new, label, symbol, location):
         if base.stale is None:
             base.stale = InPlaceUpdate(graph, f"{label} (a slice or view of this value)", symbol, location)
             _mark_views(base.node.graph, base, graph, label, symbol, location)
+        for maybe in _maybe_same(base):
+            # on some runs the viewed array is another one (a branch gave it): the update reaches it
+            # too (fuzzer seed 22010576: a view of what was the argument on some runs)
+            _refuse_if_argument(maybe, label, symbol, location)
+            if maybe.stale is None:
+                maybe.stale = InPlaceUpdate(graph, f"{label} (on some runs a view of this array)", symbol, location)
         argument = _argument_of(_origin(base))
         if argument is not None:
             raise ConversionError(
@@ -652,6 +658,17 @@ def _carry_updates(node):
                     f"{info.label} is updated in place (`{info.symbol}`) at {info.location} inside a loop on a "
                     f"tensor, and the loop also reads the same array under another name; compiled code "
                     f"cannot make that name see the update. Write `x = x {info.symbol[:-1]} y`")
+            version = body.outputs[k] if sub is body else None
+            while version is not None:  # the versions of the loop variable's array the body made
+                if version.node.graph is body and body.holders.get(id(version)):
+                    # a list keeps this array across iterations, and the next one updates it in place
+                    # (fuzzer seed 22012065: every item eagerly became the last value)
+                    raise ConversionError(
+                        f"{info.label} is appended to a list in a loop on a tensor and updated in place "
+                        f"(`{info.symbol}`) at {info.location} by the next iteration; eagerly the list holds "
+                        f"that one array, so every item would change with it. Append a copy "
+                        f"(`.append(x.copy())`) or write `x = x {info.symbol[:-1]} y`")
+                version = None if version is body.inputs[k] else version.previous
             final = body.outputs[k]
             while final is not body.inputs[k] and final.previous is not None:
                 final = final.previous

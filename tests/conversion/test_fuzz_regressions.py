@@ -821,3 +821,40 @@ def test_native_regions_keep_numpys_signed_zeros_and_read_views(fn, args):
                 assert type(c) is type(e)
                 if e is not None:
                     assert np.array_equal(c, e) and np.signbit(c).tolist() == np.signbit(e).tolist()
+
+
+def view_of_what_may_be_the_argument(x, y, n, s, lst):
+    v1 = (x - (ag.maximum(1, s) < (0 // n)))
+    if ag.reduce_sum((s + x)):
+        v1 = x
+    v3 = v1[::-1]
+    if len(lst):
+        v3 += 2
+
+
+def appended_then_updated_by_the_next_iteration(x, y, n, s, lst):
+    v1 = ag.minimum(n, x)
+    L2 = [((x * n) - len(lst))]
+    for i3 in ag.range(n):
+        v1 += y
+        L2.append(v1)
+    return (True, L2,)
+
+
+def test_a_view_of_what_may_be_the_argument_updated_in_place_is_refused():
+    """Seed 22010576: v1 is the argument x on some runs, v3 a view of v1; `v3 += 2` changed the
+    caller's x eagerly on those runs and never when compiled."""
+    x = np.array([3, 9, 4, 1], np.uint8)
+    with pytest.raises(ag.ConversionError, match=r"in place \(`\+=`\) at .*test_fuzz_regressions.py:\d+, and on some runs it is the array of argument 'x'"):
+        ag.function(view_of_what_may_be_the_argument)(
+            x, np.array([-3.5, -4.0, -2.0, -3.0], np.float32), np.array(1, np.int32), 0, [0])
+    np.testing.assert_array_equal(x, [3, 9, 4, 1])
+
+
+def test_an_array_appended_and_updated_by_the_next_iteration_is_refused():
+    """Seed 22012065: eagerly the list holds v1's one array, so each `v1 += y` changed every item
+    appended before; compiled, the items were snapshots."""
+    args = (np.array([0.0, -4.0, -2.0, 0.0], np.float32), np.array([1.5, 1.0, 0.0, 1.5], np.float32),
+            np.array(2, np.int32), 0, [])
+    with pytest.raises(ag.ConversionError, match=r"appended to a list in a loop on a tensor and updated in place \(`\+=`\) at .*test_fuzz_regressions.py:\d+"):
+        ag.function(appended_then_updated_by_the_next_iteration)(*args)
