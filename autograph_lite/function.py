@@ -51,6 +51,7 @@ class ConcreteFunction:
         self._plan, self._optimized, self._lock = None, None, threading.Lock()
         self._effects = ()  # steps redoing the trace's effects on the arguments (see _Effects)
         self.check_numerics = False  # run through ag.debug's NumericsChecker (ag.function(check_numerics=True))
+        self._plain = False  # True when a call is only the plan's (no write-backs, effects, GPU, checks): set by Function
         self._on_gpu = device is not devices.CPU
         # the argument leaves that are graph inputs, and their specs (Python numbers become arrays)
         self._input_leaves = [(i, spec) for i, spec in enumerate(nest.flatten(input_specs))
@@ -97,6 +98,18 @@ class ConcreteFunction:
 
     def _run(self, arrays, values=None):
         plan = self._plan or self.plan
+        if self._plain and not debugging.active:  # the common case, in few steps
+            try:
+                results = plan.fn(*arrays)
+            except Exception as e:
+                self._note_failure(plan, e)
+                raise
+            if self._single:
+                return results[0]
+            if self._flat_tuple:
+                return results
+            return self._output.unflatten([results[s] if isinstance(s, int) else s.get(arrays, results)
+                                           for s in self._slots])
         if debugging.active or self.check_numerics:  # ag.debug: run the graph through an interpreter
             plan = debug_plan(self, plan, self.check_numerics)
         callers = arrays
@@ -105,13 +118,7 @@ class ConcreteFunction:
         try:
             results = plan.fn(*arrays)
         except Exception as e:
-            nodes = plan.failing_nodes(e)
-            if len(nodes) == 1:
-                _add_note(e, f"while running {nodes[0].op} node '{nodes[0].name}' of "
-                             f"{self.call_signature.name}, created at {nodes[0].location}")
-            elif nodes:
-                _add_note(e, f"while running one of these nodes of {self.call_signature.name}: " + "; ".join(
-                    f"{n.op} '{n.name}' created at {n.location}" for n in nodes))
+            self._note_failure(plan, e)
             raise
         if self.graph.write_back_outputs:
             self._write_back(callers, results)
@@ -123,6 +130,16 @@ class ConcreteFunction:
             return results
         return self._output.unflatten([results[s] if isinstance(s, int) else s.get(callers, results)
                                        for s in self._slots])
+
+    def _note_failure(self, plan, e):
+        """Name the node(s) whose plan line raised `e`, and the user's line they came from."""
+        nodes = plan.failing_nodes(e)
+        if len(nodes) == 1:
+            _add_note(e, f"while running {nodes[0].op} node '{nodes[0].name}' of "
+                         f"{self.call_signature.name}, created at {nodes[0].location}")
+        elif nodes:
+            _add_note(e, f"while running one of these nodes of {self.call_signature.name}: " + "; ".join(
+                f"{n.op} '{n.name}' created at {n.location}" for n in nodes))
 
     def _write_back(self, callers, results):
         """Copy the final value of each argument updated in place into the caller's array."""
@@ -342,6 +359,7 @@ class Function(TraceCache):
         concrete = ConcreteFunction(self.call_signature, graph, tuple(specs), treedef, slots, device)
         concrete.check_numerics = self._check_numerics
         concrete._effects = steps
+        concrete._plain = not (steps or self._check_numerics or concrete._on_gpu or graph.write_back_outputs)
         self.trace_count += 1
         self._add(concrete, placement, argument_keys)
         if self.trace_count >= RETRACE_WARNING_AT and not self._warned:
