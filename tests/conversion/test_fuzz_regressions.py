@@ -858,3 +858,29 @@ def test_an_array_appended_and_updated_by_the_next_iteration_is_refused():
             np.array(2, np.int32), 0, [])
     with pytest.raises(ag.ConversionError, match=r"appended to a list in a loop on a tensor and updated in place \(`\+=`\) at .*test_fuzz_regressions.py:\d+"):
         ag.function(appended_then_updated_by_the_next_iteration)(*args)
+
+
+def max_of_a_bool_product(x, y, n, s, lst):
+    return {'r0': ag.cast(ag.reduce_max(((s > x) * len(lst))), np.bool), 'r1': True}
+
+
+def max_of_a_bool_maximum(x, y, n, s, lst):
+    return {'r0': ag.cast(ag.reduce_max(ag.maximum(len(lst), (x < n))), np.float32), 'r1': (n + n)}
+
+
+@pytest.mark.parametrize("fn, sets", [
+    (max_of_a_bool_product, [(np.array([-5, -5, -3, 0]), np.array([-5, -1, 3, -2]), np.array(4, np.int32), 2, [3]),
+                             (np.array([-5, 1, 4, 3]), np.array([-2, 0, 2, 2]), np.array(3, np.int32), 2, [3])]),
+    (max_of_a_bool_maximum, [(np.array([1.0, -2.5, 0.5, 0.5], np.float32), np.array([-5, 1, 3, 3], np.int32),
+                              np.array(1, np.int32), 2, []),
+                             (np.array([-4.0, -0.5, -3.5, 1.0], np.float32), np.array([-3, -4, 0, -5], np.int32),
+                              np.array(2, np.int32), 2, [])]),
+])
+def test_bool_reductions_in_a_native_graph_are_compiled_right(fn, sets):
+    """Seeds 23001577, 23008348: GCC 12.2's SLP vectorizer (-O3, AVX2) miscompiled the max of a
+    bool-to-int64 product in the native graph (False for True, -1 for 1) from the third call on;
+    kernels are built with -fno-tree-slp-vectorize."""
+    compiled = ag.function(fn)
+    for _ in range(scalar_loop.TIER_UP_AFTER):
+        for args in sets:
+            assert_same(fn(*args), compiled(*args))

@@ -45,6 +45,9 @@ log = logging.getLogger("autograph_lite.native")
 FLAGS = ["-O3", "-march=native", "-fPIC", "-shared", "-std=c11",
          # numpy's results: no FMA contraction, no fast-math reassociation; wrapping ints
          "-ffp-contract=off", "-fwrapv",
+         # GCC 12.2's straight-line (SLP) vectorizer at -O3 with AVX2 miscompiled a bool -> int64
+         # max reduction here (fuzzer seeds 23001577, 23008348); the loop vectorizer stays on
+         "-fno-tree-slp-vectorize",
          # lets loops over libm calls vectorize (we never read errno or trap flags)
          "-fno-math-errno", "-fno-trapping-math"]
 
