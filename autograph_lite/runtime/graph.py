@@ -575,6 +575,31 @@ def _carry_maybe_updates(node, subs):
                     t.stale = InPlaceUpdate(info.scope, info.label, info.symbol, info.location)
                 if t.node.op == "Placeholder" and not any(u is t for u in t.node.graph.maybe_updated):
                     t.node.graph.maybe_updated.append(t)
+            if k is not None:  # a loop variable updated on some runs: the loop's own checks apply
+                _check_loop_update(node, k, info)
+
+
+def _check_loop_update(node, k, info):
+    """Loop variable k of While `node` is updated in place (on some runs, through a value that may
+    be its array: fuzzer seeds 23005877, 23007892). Refused where the compiled loop could not show
+    that update as eagerly: the loop reads the same array under another name (the tensor a `for`
+    iterates), or the body hands the variable an array from outside the iteration, which the next
+    iteration would update."""
+    cond_g, body = node.attrs["cond"], node.attrs["body"]
+    outer = node.inputs[k]
+    if any(o is outer for o, _ in body.captures + cond_g.captures):
+        raise ConversionError(
+            f"{info.label} is updated in place (`{info.symbol}`) at {info.location} inside a loop on a "
+            f"tensor, and the loop also reads the same array under another name; compiled code "
+            f"cannot make that name see the update. Write `x = x {info.symbol[:-1]} y`")
+    carried = [body.outputs[k]] + _maybe_same(body.outputs[k])
+    if any(t.node.op == "Placeholder" and t.node.graph is body and t is not body.inputs[k] for t in carried):
+        raise ConversionError(
+            f"{info.label} is updated in place (`{info.symbol}`) at {info.location} inside a loop on a "
+            f"tensor, and the loop then gives it an array from outside the iteration (another "
+            f"variable or argument), which the next iteration would update in place too; compiled "
+            f"code cannot update that array. Write `x = x {info.symbol[:-1]} y`, or copy the array "
+            f"when you assign it (`x = y.copy()`)")
 
 
 def _carry_views(node):

@@ -884,3 +884,43 @@ def test_bool_reductions_in_a_native_graph_are_compiled_right(fn, sets):
     for _ in range(scalar_loop.TIER_UP_AFTER):
         for args in sets:
             assert_same(fn(*args), compiled(*args))
+
+
+def iterated_array_updated_through_an_inner_loop(x, y, n, s, lst):
+    v1 = ag.minimum(ag.minimum((y + False), x), s)
+    for r2 in v1:
+        if n:
+            print('p3', r2, 1)
+        w5 = 0
+        while w5 < 1 and ((r2 * w5) - n):
+            w5 += 1
+            v1 = v1
+        v1 += n
+
+
+def outside_array_given_after_an_inner_loop(x, y, n, s, lst):
+    v35 = ag.negative(x)
+    w36 = 0
+    while w36 < 2 and (ag.reduce_min(x) <= 1.5):
+        w36 += 1
+        w37 = 0
+        while w37 < 1 and (w37 == (s < w36)):
+            w37 += 1
+            v35 = (w37 - x)
+        v35 += (ag.minimum(y, -1) + (y * w37))
+        v35 = y
+
+
+@pytest.mark.parametrize("fn, args, message", [
+    # 23005877: `for r2 in v1` read the rows of v1 as they were; eagerly `v1 += n` changed the rows
+    # still to come (v1 passed through an inner loop, so the update was on some runs only)
+    (iterated_array_updated_through_an_inner_loop, (np.array([0, 4, 1, 2]), np.array([0, 4, 8, 3]),
+                                                    np.array(4, np.int32), 5, []), "reads the same array"),
+    # 23007892: the body gave v35 the argument y, which the next iteration updated in place eagerly
+    (outside_array_given_after_an_inner_loop, (np.array([0.5, 4.0, 2.0, -1.5]), np.array([-3.5, 0.5, -2.5, -3.0]),
+                                               np.array(3, np.int32), 0, []), "an array from outside the iteration"),
+])
+def test_loop_variables_updated_on_some_runs_get_the_loops_checks(fn, args, message):
+    with pytest.raises(ag.ConversionError, match=rf"in place \(`\+=`\) at .*test_fuzz_regressions.py:\d+ inside a "
+                                                 rf"loop on a tensor, and the loop .*{message}"):
+        ag.function(fn)(*args)
