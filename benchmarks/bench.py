@@ -1,5 +1,7 @@
 """Time the workloads of benchmarks/workloads.py (W1-W6): handwritten numpy, ag eager, ag compiled.
 
+The workloads and how a run is reported: docs/workloads.md.
+
     python benchmarks/bench.py [--repeats 15] [--only W3,W4] [--out benchmarks/results]
 
 One process, rounds interleaved so machine noise hits every way alike; medians per
@@ -39,8 +41,8 @@ def calls_per_round(fn, args, target=0.02):
         calls *= 2
 
 
-def interleaved_medians(ways, args, repeats):
-    """Median per-call time of each way, rounds interleaved so drift hits all alike."""
+def interleaved_samples(ways, args, repeats):
+    """Per-call times of each way, one per round, rounds interleaved so drift hits all alike."""
     sizes = {name: calls_per_round(fn, args) for name, fn in ways.items()}
     samples = {name: [] for name in ways}
     for _ in range(repeats):
@@ -49,7 +51,41 @@ def interleaved_medians(ways, args, repeats):
             for _ in range(sizes[name]):
                 fn(*args)
             samples[name].append((time.perf_counter() - start) / sizes[name])
-    return {name: statistics.median(s) for name, s in samples.items()}
+    return samples
+
+
+def interleaved_medians(ways, args, repeats):
+    """Median per-call time of each way (interleaved rounds)."""
+    return {name: statistics.median(s) for name, s in interleaved_samples(ways, args, repeats).items()}
+
+
+def spread(samples):
+    """(p25, p75) of a list of times: the interquartile range printed beside each median."""
+    q = statistics.quantiles(samples, n=4) if len(samples) > 1 else [samples[0]] * 3
+    return q[0], q[2]
+
+
+def thread_scaling(fn, args, seconds=1.0):
+    """Calls per second of `fn(*args)` from two threads over one thread (compiled native code
+    releases the GIL while it runs)."""
+    import threading
+    rates = {}
+    for threads in (1, 2):
+        counts, stop = [0] * threads, time.perf_counter() + seconds
+
+        def worker(i):
+            n = 0
+            while time.perf_counter() < stop:
+                fn(*args)
+                n += 1
+            counts[i] = n
+        workers = [threading.Thread(target=worker, args=(i,)) for i in range(threads)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        rates[threads] = sum(counts) / seconds
+    return rates[2] / rates[1]
 
 
 def first_call_split(fn, args):
@@ -104,7 +140,7 @@ def main():
     wanted = [w.strip() for w in opts.only.split(",") if w.strip()]
     failed, rows = False, []
     print(f"{'workload':<22} {'numpy':>9} {'ag eager':>9} {'compiled':>9} {'eager/np':>9} "
-          f"{'compiled/np':>12} {'first call':>11}  (convert/trace/optimize/lower/run)")
+          f"{'compiled/np (IQR)':>20} {'first call':>11}  (convert/trace/optimize/lower/run)")
     for name, (numpy_fn, ag_fn, make_inputs) in WORKLOADS.items():
         if wanted and name.split()[0] not in wanted:
             continue
@@ -120,21 +156,32 @@ def main():
                    zip(ag.nest.flatten(eager_out), ag.nest.flatten(numpy_out))):
             print(f"MISMATCH in {name}: the numpy reference differs from the ag version", file=sys.stderr)
             failed = True
-        t = interleaved_medians({"numpy": numpy_fn, "eager": ag_fn, "compiled": compiled}, args, opts.repeats)
+        samples = interleaved_samples({"numpy": numpy_fn, "eager": ag_fn, "compiled": compiled}, args, opts.repeats)
+        t = {k: statistics.median(v) for k, v in samples.items()}
+        iqr = {k: spread(v) for k, v in samples.items()}
         split = first_call_split(ag_fn, args)
-        rows.append({"workload": name, "seconds": t, "first_call": split,
-                     "ratio_to_numpy": {k: v / t["numpy"] for k, v in t.items()}})
+        low, high = iqr["compiled"]
+        rows.append({"workload": name, "seconds": t, "iqr_seconds": iqr, "first_call": split,
+                     "ratio_to_numpy": {k: v / t["numpy"] for k, v in t.items()},
+                     "compiled_ratio_iqr": [low / t["numpy"], high / t["numpy"]]})
         stages = "/".join(f"{split[k] * 1e3:.1f}" for k in ("convert", "trace", "optimize", "lower", "run"))
         print(f"{name:<22} {fmt_time(t['numpy']):>9} {fmt_time(t['eager']):>9} {fmt_time(t['compiled']):>9} "
-              f"{t['eager'] / t['numpy']:>9.2f} {t['compiled'] / t['numpy']:>12.2f} "
-              f"{fmt_time(split['total']):>11}  ({stages} ms)")
+              f"{t['eager'] / t['numpy']:>9.2f} {t['compiled'] / t['numpy']:>6.3f} ({low / t['numpy']:.3f}-"
+              f"{high / t['numpy']:.3f}) {fmt_time(split['total']):>11}  ({stages} ms)")
     overhead = identity_overhead(opts.repeats)
     print(f"\ncompiled identity function: {overhead * 1e6:.2f} µs over the plain Python call")
+    scaling = {}
+    for name in WORKLOADS:
+        if name.split()[0] in ("W1", "W6") and (not wanted or name.split()[0] in wanted):
+            numpy_fn, ag_fn, make_inputs = WORKLOADS[name]
+            scaling[name] = thread_scaling(ag.function(ag_fn), make_inputs())
+            print(f"{name}: two threads make {scaling[name]:.2f}x the calls per second of one")
     print(f"medians of {opts.repeats} interleaved rounds; ratios < 1 mean faster than numpy")
     failed |= _compare_with_tensorflow(rows, opts.repeats)
     os.makedirs(opts.out, exist_ok=True)
     with open(os.path.join(opts.out, "results.json"), "w") as f:
-        json.dump({"workloads": rows, "identity_overhead_seconds": overhead, "repeats": opts.repeats}, f, indent=2)
+        json.dump({"workloads": rows, "identity_overhead_seconds": overhead, "two_thread_scaling": scaling,
+                   "repeats": opts.repeats}, f, indent=2)
     _chart(rows, os.path.join(opts.out, "results.png"))
     return 1 if failed else 0
 
