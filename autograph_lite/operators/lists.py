@@ -50,7 +50,15 @@ class TensorList:
         kind = None
         for item in items:
             kind = join_kinds(kind, item_kind(item))
-        return cls(ops.stack(items), kind) if items else cls()
+        if not items:
+            return cls()
+        stacked = ops.stack(items)
+        for item in items:
+            if isinstance(item, Tensor):
+                # as for an append: the list holds the array itself, and a later in-place update of
+                # it changes the item (fuzzer seed 25002913: `L = [v]` before a loop doing `v += i`)
+                holds(stacked, item)
+        return cls(stacked, kind)
 
     def append(self, value):
         kind = join_kinds(self.kind, item_kind(value))

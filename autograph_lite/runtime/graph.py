@@ -360,6 +360,9 @@ def _mark_views(graph, old, scope, label, symbol, location):
             if view.stale is None:
                 view.stale = InPlaceUpdate(scope, f"{label} ({what})", symbol, location)
                 _mark_views(graph, view, scope, label, symbol, location)
+                # and what a tensor `if` or loop gave on as that value (a list carried through a loop
+                # that updates the array it holds: fuzzer seed 25002913)
+                _mark_maybe_aliases(view, None, scope, f"{label} ({what})", symbol, location)
 
 
 def supersede(old, new, label, symbol, location):

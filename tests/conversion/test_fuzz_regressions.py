@@ -924,3 +924,31 @@ def test_loop_variables_updated_on_some_runs_get_the_loops_checks(fn, args, mess
     with pytest.raises(ag.ConversionError, match=rf"in place \(`\+=`\) at .*test_fuzz_regressions.py:\d+ inside a "
                                                  rf"loop on a tensor, and the loop .*{message}"):
         ag.function(fn)(*args)
+
+
+def list_holding_an_array_a_loop_updates(x, y, n, s, lst):
+    v2 = ag.maximum(ag.cast(2, np.bool), y)
+    L3 = [v2]
+    w5 = 0
+    while w5 < 2 and n:
+        w5 += 1
+        for i6 in ag.range(n):
+            w7 = 0
+            while w7 < 1 and ((True > n) == 0):
+                w7 += 1
+                v2 += i6
+        w8 = 0
+        while w8 < 3 and (n >= (s * n)):
+            w8 += 1
+            for e9 in lst:
+                L3.append(ag.cast(x, np.float64))
+    return (ag.cast(ag.reduce_max((ag.minimum(n, True) * y)), np.float64), L3,)
+
+
+def test_a_list_carried_through_a_loop_that_updates_its_array_is_refused():
+    """Seed 25002913: `L3 = [v2]` holds v2's array, and L3 is carried through the outer loop; the
+    inner loop's `v2 += i6` changed L3's item eagerly, while the compiled list kept the old values."""
+    args = (np.array([False, True, True, True]), np.array([2.0, 3.0, 0.5, -1.5]), np.array(4, np.int32), 3, [])
+    with pytest.raises(ag.ConversionError, match=r"'v2'.* updated in place \(`\+=`\) at "
+                                                 r".*test_fuzz_regressions.py:\d+"):
+        ag.function(list_holding_an_array_a_loop_updates)(*args)
