@@ -952,3 +952,20 @@ def test_a_list_carried_through_a_loop_that_updates_its_array_is_refused():
     with pytest.raises(ag.ConversionError, match=r"'v2'.* updated in place \(`\+=`\) at "
                                                  r".*test_fuzz_regressions.py:\d+"):
         ag.function(list_holding_an_array_a_loop_updates)(*args)
+
+
+def signed_zero_constants(x, y, n, s, lst):
+    v21 = ag.sqrt(ag.abs(len(lst)))
+    v22 = (((v21 + v21) / -s) * ((v21 - y) - (3 and s)))
+    return [ag.cast((ag.reduce_max(v22) * y), np.bool), ag.negative(v22), ag.cast(n, np.int64)]
+
+
+def test_constants_zero_and_minus_zero_are_not_merged():
+    """Seed 26003198: CSE merged the constants 0.0 and -0.0 (equal, but another sign): the
+    compiled result had 0.0 where eager has -0.0."""
+    args = (np.array([0.0, -2.0, -2.5, 3.0]), np.array([-2.0, -1.5, 3.5, -0.5]), np.array(3, np.int32), 3, [])
+    eager = signed_zero_constants(*args)
+    compiled = ag.function(signed_zero_constants)
+    for _ in range(scalar_loop.TIER_UP_AFTER + 1):
+        result = compiled(*args)
+        assert np.signbit(result[1]).tolist() == np.signbit(eager[1]).tolist() == [True] * 4

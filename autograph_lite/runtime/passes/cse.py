@@ -14,6 +14,9 @@ def _key(node):
             if value.size > _SMALL:
                 return None
             return ("Const", value.dtype.str, value.shape, value.tobytes(), node.outputs[0].weak)
+        if isinstance(value, (float, np.floating, complex, np.complexfloating)):
+            # by bits, as arrays are: -0.0 == 0.0 but is another constant (fuzzer seed 26003198)
+            return ("Const", type(value), np.asarray(value).tobytes(), node.outputs[0].weak)
         return ("Const", type(value), value, node.outputs[0].weak)
     if not is_pure(node):
         return None
