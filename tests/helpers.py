@@ -8,6 +8,19 @@ def to_host(value):
     return value.get() if type(value).__module__.startswith("cupy") else value
 
 
+def assert_identical(eager, compiled):
+    """Same structure, Python/numpy types, dtypes, shapes and bits (NaN where NaN)."""
+    if isinstance(eager, tuple):
+        assert type(compiled) is tuple and len(compiled) == len(eager)
+        for e, c in zip(eager, compiled):
+            assert_identical(e, c)
+        return
+    assert type(compiled) is type(eager), f"{type(compiled)} != eager {type(eager)}"
+    e, c = np.asarray(eager), np.asarray(compiled)
+    assert c.dtype == e.dtype and c.shape == e.shape
+    assert np.array_equal(c, e, equal_nan=e.dtype.kind in "fc"), f"{c} != eager {e}"
+
+
 def assert_same(eager, compiled):
     """Compiled output equals the eager oracle: structure, values, dtypes, shapes."""
     eager, compiled = to_host(eager), to_host(compiled)

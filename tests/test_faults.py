@@ -15,11 +15,12 @@ import time
 
 import pytest
 
-from autograph_lite.runtime.native import compiler
+from autograph_lite.runtime.native import compiler, entry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HAS_CC = compiler.compiler() is not None
 needs_cc = pytest.mark.skipif(not HAS_CC, reason="no C compiler on this machine")
+HAS_HEADERS = HAS_CC and entry._python_include() is not None
 
 # A tiny scalar loop: its third call builds (or loads) the C loop. Prints a JSON report.
 CHILD = r"""
@@ -42,6 +43,7 @@ with warnings.catch_warnings(record=True) as caught:
     ok = all(g(n) == f(n) and type(g(n)) is type(f(n)) for _ in range(5))
     loops = g.get_concrete_function(n).plan.native_loops
 print(json.dumps({"ok": ok, "native": bool(loops and loops[0].fn),
+                  "entry": bool(loops) and type(loops[0].call).__name__ == "Entry",
                   "warnings": [f"{w.category.__name__}: {w.message}" for w in caught]}))
 """
 
@@ -66,9 +68,11 @@ def run_child(env_changes, code=CHILD, cache=None):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def assert_report(report, native, warnings=(0, 1), match=None):
+def assert_report(report, native, warnings=(0, 1), match=None, entry=None):
     assert report["ok"], report
     assert report["native"] == native, report
+    if entry is not None:  # called through the C entry module (runtime/native/entry.py), not ctypes
+        assert report["entry"] == entry, report
     assert warnings[0] <= len(report["warnings"]) <= warnings[1], report
     if match is not None:
         assert match in report["warnings"][0], report
@@ -97,6 +101,26 @@ def test_a_compiler_that_writes_garbage_as_the_library(tmp_path):
                                  '[ -n "$out" ] && head -c 4096 /dev/urandom > "$out"\nexit 0\n')
     assert_report(run_child({"CC": cc}, cache=tmp_path / "cache"), native=False, warnings=(1, 1),
                   match="cannot be used")
+
+
+@needs_cc
+def test_a_compiler_that_fails_on_the_entry_module_only(tmp_path):
+    """The kernels build, the C entry module does not: calls go through ctypes, one warning."""
+    cc = fake_compiler(tmp_path, f'grep -q PyInit_ k.c && exit 1\nexec {compiler.compiler()[0]} "$@"\n')
+    assert_report(run_child({"CC": cc}, cache=tmp_path / "cache"), native=True, warnings=(1, 1),
+                  match="the C entry module", entry=False)
+
+
+@needs_cc
+@pytest.mark.parametrize("damage", ["truncated", "flipped"])
+def test_a_damaged_entry_module_is_rebuilt(tmp_path, damage):
+    cache, _, _ = populated_cache(tmp_path)
+    [manifest] = kernel_manifests(cache / "kernels", entry_module=True)
+    [library] = (cache / "kernels").glob(f"{manifest.stem}-*.so")
+    data = library.read_bytes()
+    library.write_bytes(data[:len(data) // 2] if damage == "truncated" else data[:-100] + bytes(100))
+    assert_report(run_child({}, cache=cache), native=True, warnings=(0, 0), entry=True)
+    assert_cache_is_sound(manifest)
 
 
 @pytest.mark.parametrize("env, match", [({"CC": "no-such-cc-here"}, "was not found"),
@@ -145,11 +169,18 @@ def test_a_read_only_cache(tmp_path):
 
 def populated_cache(tmp_path):
     cache = tmp_path / "cache"
-    assert_report(run_child({}, cache=cache), native=True, warnings=(0, 0))
+    assert_report(run_child({}, cache=cache), native=True, warnings=(0, 0), entry=HAS_HEADERS)
     assert (cache / "kernels").stat().st_mode & 0o777 == 0o700
-    [manifest] = (cache / "kernels").glob("*.sha256")
-    [library] = (cache / "kernels").glob("*.so")
+    [manifest] = kernel_manifests(cache / "kernels")
+    [library] = (cache / "kernels").glob(f"{manifest.stem}-*.so")
     return cache, manifest, library
+
+
+def kernel_manifests(directory, entry_module=False):
+    """The manifests of the kernels in `directory` (or of the C entry module, runtime/native/entry.py)."""
+    return [m for m in directory.glob("*.sha256")
+            if any(entry_module == (b"PyInit_autograph_lite_entry" in so.read_bytes())
+                   for so in directory.glob(f"{m.stem}-*.so"))]
 
 
 def assert_cache_is_sound(manifest):
@@ -283,8 +314,9 @@ def test_concurrent_builders_of_one_kernel(tmp_path):
         out, err = child.communicate(timeout=120)
         assert child.returncode == 0, err
         assert_report(json.loads(out.strip().splitlines()[-1]), native=True, warnings=(0, 0))
-    [manifest] = (tmp_path / "cache" / "kernels").glob("*.sha256")
-    assert_cache_is_sound(manifest)
+    for manifest in (tmp_path / "cache" / "kernels").glob("*.sha256"):  # the kernel and the entry module
+        assert_cache_is_sound(manifest)
+    assert len(kernel_manifests(tmp_path / "cache" / "kernels")) == 1
 
 
 # --- Ctrl-C ------------------------------------------------------------------------------------

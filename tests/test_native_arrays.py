@@ -10,6 +10,7 @@ import pytest
 import autograph_lite as ag
 from autograph_lite.runtime.native import compiler, loops
 from examples.models import tanh_loop, tanh_loop_inputs
+from helpers import assert_identical
 
 pytestmark = pytest.mark.skipif(compiler.compiler() is None, reason="no C compiler on this machine")
 CALLS = loops.TIER_UP_AFTER + 2
@@ -18,19 +19,6 @@ CALLS = loops.TIER_UP_AFTER + 2
 @pytest.fixture(autouse=True)
 def native_on(monkeypatch):
     monkeypatch.delenv("AG_NATIVE_KERNELS", raising=False)
-
-
-def assert_identical(eager, compiled):
-    """Same structure, Python/numpy types, dtypes, shapes and bits (NaN where NaN)."""
-    if isinstance(eager, tuple):
-        assert type(compiled) is tuple and len(compiled) == len(eager)
-        for e, c in zip(eager, compiled):
-            assert_identical(e, c)
-        return
-    assert type(compiled) is type(eager), f"{type(compiled)} != eager {type(eager)}"
-    e, c = np.asarray(eager), np.asarray(compiled)
-    assert c.dtype == e.dtype and c.shape == e.shape
-    assert np.array_equal(c, e, equal_nan=e.dtype.kind in "fc"), f"{c} != eager {e}"
 
 
 def native_calls(fn, *args):

@@ -255,7 +255,7 @@ def test_a_loop_longer_than_the_budget_resumes_where_it_paused(fn, n):
 
 
 def test_a_failed_build_keeps_every_call_on_the_python_loop(monkeypatch):
-    monkeypatch.setattr(compiler, "load", lambda source, symbol, **flags: None)
+    monkeypatch.setattr(compiler, "load_functions", lambda source, symbols, **flags: None)
     f = ag.function(collatz)
     n = np.int32(27)
     for _ in range(scalar_loop.TIER_UP_AFTER + 3):

@@ -142,7 +142,7 @@ class _Lowering:
         if native is not None:  # the whole graph as one C function once hot; this Python until then
             self.native.append(RegionReport(graph, native, None))
             result = f"r{next(self.counter)}"  # (it reruns through the plan when numpy would warn)
-            self.emit(f"{result} = {self.bind('k', native)}({', '.join(params)})", 2)
+            self.emit(f"{result} = {self.bind('k', native)}.call({', '.join(params)})", 2)
             self.emit(f"if {result} is not None:", 2)
             self.emit(f"return {result}", 3)
         outs = self.body(graph, 2)
@@ -283,7 +283,7 @@ class _Lowering:
             self.native_loops.append(native)
             result = f"r{next(self.counter)}"
             run = native  # it reports the floating-point errors it raised itself
-            self.emit(f"{result} = {self.bind('k', run)}({', '.join(ins)})", indent, node, node.inputs)
+            self.emit(f"{result} = {self.bind('k', run)}.call({', '.join(ins)})", indent, node, node.inputs)
             self.emit(f"if {result} is not None:", indent, node)
             self.emit(f"{', '.join(loop_vars)}, = {result}", indent + 1, node)
             self.emit("else:", indent, node)

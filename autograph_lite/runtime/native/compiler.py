@@ -27,6 +27,8 @@ import atexit
 import ctypes
 import functools
 import hashlib
+import importlib.machinery
+import importlib.util
 import logging
 import os
 import platform
@@ -59,6 +61,12 @@ _warned = False
 
 _SILENCE = "Set AG_NATIVE_KERNELS=0 to run on numpy without trying (this also silences the warning)."
 _FIX_CC = "Set CC to a working C compiler (gcc or clang)."
+
+
+# what a library is, and what runs where it cannot be built (in the one warning)
+KERNEL = ("a generated kernel", "it runs on numpy instead (same results)")
+ENTRY_MODULE = ("the C entry module (runtime/native/entry.c)",
+                "native code is called through ctypes instead (same results, slower calls)")
 
 
 class NativeKernelWarning(RuntimeWarning):
@@ -157,28 +165,62 @@ def load(source, symbol, flags_read=False):
     module docstring). Its `restype`/`argtypes` are the caller's to set. `flags_read`: the
     caller reads the floating-point flags the code raises (runtime/fp_errors.py), so the
     compiler must not compute speculatively what the code may not compute (-ftrapping-math)."""
+    functions = load_functions(source, (symbol,), flags_read)
+    return None if functions is None else functions[0]
+
+
+def load_functions(source, symbols, flags_read=False):
+    """The C functions `symbols` of one library built from `source`, or None (as `load`)."""
     if not enabled():
         return None
-    path, version = compiler()
     libs = ["-lmvec", "-lm"] if vector_math() else ["-lm"]
     flags = [f for f in FLAGS if f != "-fno-trapping-math"] if flags_read else FLAGS
-    key = hashlib.sha256("\0".join([source, symbol, *flags, *libs, version, _cpu_model()])
+
+    def use(library):
+        cdll = ctypes.CDLL(library)
+        return tuple(getattr(cdll, symbol) for symbol in symbols)
+    return _cached(source, flags + libs, "\0".join(symbols), use, KERNEL)
+
+
+def load_extension(source, name, include_dirs):
+    """The CPython extension module `name` built from `source` (C11, against this interpreter's
+    headers and `include_dirs`), or None as `load` (warned once: the callers have a ctypes path)."""
+    if not enabled():
+        return None
+    flags = ["-O2", "-fPIC", "-shared", "-std=c11", *(f"-I{d}" for d in include_dirs)]
+    if sys.platform == "darwin":
+        flags.append("-undefined dynamic_lookup")
+
+    def use(library):
+        loader = importlib.machinery.ExtensionFileLoader(name, library)
+        spec = importlib.util.spec_from_file_location(name, library, loader=loader)
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+        return module
+    # the interpreter's and numpy's ABI are part of what the library was built for
+    return _cached(source, flags, sys.version + importlib.machinery.EXTENSION_SUFFIXES[0], use, ENTRY_MODULE)
+
+
+def _cached(source, flags, what, use, purpose):
+    """`use(path)` of the verified library built from `source` with `flags` (`what` names what
+    is used of it, and keys it too), or None (warned: `purpose` says what it is and what runs instead)."""
+    path, version = compiler()
+    key = hashlib.sha256("\0".join([source, what, *flags, version, _cpu_model()])
                          .encode()).hexdigest()[:24]
     with _lock:
         if key not in _loaded:
-            _loaded[key] = _load_or_build(path, source, flags + libs, key, symbol)
+            _loaded[key] = _load_or_build(path, source, flags, key, use, purpose)
         return _loaded[key]
 
 
-def _load_or_build(path, source, flags, key, symbol):
+def _load_or_build(path, source, flags, key, use, purpose):
     directory = None
     try:
         directory = _usable_dir()
-        return (_load_cached(directory, key, symbol)
-                or _build(directory, path, source, flags, key, symbol))
+        return (_load_cached(directory, key, use)
+                or _build(directory, path, source, flags, key, use, purpose))
     except (OSError, subprocess.SubprocessError) as e:
-        _warn(f"building a native kernel with {path} failed ({e}); it runs on numpy instead "
-              f"(same results)", f"Check that {path} works and that "
+        _warn(f"building {purpose[0]} with {path} failed ({e}); {purpose[1]}", f"Check that {path} works and that "
               f"{directory or 'a temporary directory'} is writable.")
         return None
 
@@ -197,8 +239,8 @@ def _library(directory, key, digest):
     return os.path.join(directory, f"k{key}-{digest[:16]}.so")
 
 
-def _load_cached(directory, key, symbol):
-    """The function from a verified cache entry, or None (a missing or bad entry is removed)."""
+def _load_cached(directory, key, use):
+    """`use(library)` of a verified cache entry, or None (a missing or bad entry is removed)."""
     manifest, library = _manifest(directory, key), None
     try:
         digest = _read_private(manifest).decode("ascii").strip()
@@ -207,10 +249,10 @@ def _load_cached(directory, key, symbol):
         library = _library(directory, key, digest)
         if hashlib.sha256(_read_private(library)).hexdigest() != digest:
             raise _Untrusted("a library whose content does not match its sha256")
-        return getattr(ctypes.CDLL(library), symbol)
+        return use(library)
     except FileNotFoundError:
         return None
-    except (_Untrusted, OSError, AttributeError, UnicodeDecodeError) as e:
+    except (_Untrusted, OSError, AttributeError, ImportError, UnicodeDecodeError) as e:
         log.info("discarding the damaged kernel cache entry %s (%s); rebuilding", manifest, e)
         _remove(manifest)
         if library is not None:
@@ -239,7 +281,7 @@ def _remove(path):
         pass
 
 
-def _build(directory, path, source, flags, key, symbol):
+def _build(directory, path, source, flags, key, use, purpose):
     with tempfile.TemporaryDirectory(dir=directory) as tmp:  # mode 0700
         with open(os.path.join(tmp, "k.c"), "w") as f:
             f.write(source)
@@ -250,8 +292,8 @@ def _build(directory, path, source, flags, key, symbol):
         fix = f"Check that {path} is a working C compiler, or set CC to one."
         if done.returncode != 0:
             message = (done.stderr or done.stdout).strip()[-2000:]
-            _warn(f"the C compiler {path} rejected a generated kernel (exit status "
-                  f"{done.returncode}); it runs on numpy instead (same results)"
+            _warn(f"the C compiler {path} rejected {purpose[0]} (exit status "
+                  f"{done.returncode}); {purpose[1]}"
                   + (f":\n{message}\n" if message else ""),
                   fix + " If it works, this is a bug in autograph_lite: please report it.")
             return None
@@ -259,8 +301,8 @@ def _build(directory, path, source, flags, key, symbol):
             with open(os.path.join(tmp, "k.so"), "rb") as f:
                 data = f.read()
         except FileNotFoundError:
-            _warn(f"the C compiler {path} exited with success but wrote no library; native "
-                  f"kernels run on numpy instead (same results)", fix)
+            _warn(f"the C compiler {path} exited with success but wrote no library for {purpose[0]}; "
+                  f"{purpose[1]}", fix)
             return None
         digest = hashlib.sha256(data).hexdigest()
         library = _library(directory, key, digest)
@@ -269,11 +311,10 @@ def _build(directory, path, source, flags, key, symbol):
             f.write(digest + "\n")
         os.replace(os.path.join(tmp, "manifest"), _manifest(directory, key))
     try:
-        return getattr(ctypes.CDLL(library), symbol)
-    except (OSError, AttributeError) as e:
+        return use(library)
+    except (OSError, AttributeError, ImportError) as e:
         _remove(_manifest(directory, key))
-        _warn(f"the library {path} built for a native kernel cannot be used ({e}); it runs on "
-              f"numpy instead (same results)", fix)
+        _warn(f"the library {path} built for {purpose[0]} cannot be used ({e}); {purpose[1]}", fix)
         return None
 
 

@@ -1,8 +1,14 @@
 """What every generated native function shares once rendered: tiering (built at its
 `TIER_UP_AFTER`-th run, or its first with `AG_NATIVE=always`), building through the verified
-cache, the tables of numpy inner loops it calls, and passing numpy values in and out through
-ctypes (which releases the GIL during the call). `loops.py` (a While) and `graphs.py` (a
-straight-line graph) are the two kinds.
+cache, the tables of numpy inner loops it calls, and the way in from Python. `loops.py` (a
+While) and `graphs.py` (a straight-line graph) are the two kinds.
+
+The way in: a plan calls `native.call(*values)`. Until the function is built that is the
+Python method `call`, which runs the plan's Python code (returns None) or, once built, the C
+through ctypes. When the C entry module is there (entry.py), tiering up binds an `Entry` as
+`native.call`: from then on the plan calls C directly, and the Entry hands a call whose
+values are not in the C's form back to the Python `call`, and a call that raised a
+floating-point flag, or that the C could not finish, to `finish`.
 
 Statuses the C returns: DONE; PAUSED (a loop spent its budget: call again, Ctrl-C is handled
 in between); INEXACT (Python would compute something differently, or numpy would raise: the
@@ -15,14 +21,16 @@ import threading
 import numpy as np
 
 from .. import fp_errors
-from . import cexpr, compiler
+from . import cexpr, compiler, entry
 from .elementwise import _CTYPES_SCALAR, as_number
-from .language import Unsupported
+from .language import C, Unsupported
 from .numpy_loops import inner_loop
+from .render import ZeroDArray
 
 TIER_UP_AFTER = 3
 DONE, PAUSED, INEXACT, UNCHANGED = 0, 1, 2, 3
 STATUS = 15  # the status's bits; above them, the floating-point flags raised (FLAG_BITS)
+FLAGS = 16 | 32 | 64
 # a C helper: the flags numpy reports ('divide', 'over', 'invalid') raised since the call began
 # (on x86-64 the SSE status register alone, read in one instruction: numpy and this code compute
 # floats with SSE/AVX, and the helper runs before every call of a numpy loop)
@@ -65,10 +73,14 @@ def tier_up_after():
 
 class NativeFunction:
     """A rendered C function `symbol` in `text` over `values` (Tensors: scalars by value, arrays
-    by pointer; those at `written` positions by pointer to a cell or a fresh buffer it writes)."""
+    by pointer; those at `written` positions by pointer to a cell or a fresh buffer it writes:
+    a loop's variables, which it updates, when `loop`, else outputs). `boxes`: how each written
+    scalar is given back (a Python type, a numpy scalar type or a ZeroDArray)."""
 
-    def __init__(self, text, symbol, values, written=(), numpy_loops=()):
-        self.text, self.symbol, self.runs = text, symbol, 0
+    loop = False
+
+    def __init__(self, text, symbol, values, written=(), numpy_loops=(), boxes=()):
+        self.symbol, self.runs = symbol, 0
         self.fn = None  # the C function once built; False when it could not be (warned)
         self.written = set(written)
         # per value: None for a scalar, else the (dtype, shape) of its array
@@ -77,10 +89,19 @@ class NativeFunction:
         self.arg_types = [ctypes.c_void_p if a is not None else ctypes.POINTER(c) if i in self.written else c
                           for i, (a, c) in enumerate(zip(self.arrays, self.scalar_types))]
         self.tables = ()  # the numpy inner loops the C calls: (functions, data) pointer arrays
+        params = [(C.types[np.dtype(t.dtype)], a is not None or i in self.written)
+                  for i, (t, a) in enumerate(zip(values, self.arrays))]
         if numpy_loops:
             pointers = [inner_loop(ufunc, dtypes) for ufunc, dtypes in numpy_loops]
             self.tables = tuple((ctypes.c_void_p * len(pointers))(*column) for column in zip(*pointers))
             self.arg_types += [ctypes.c_void_p, ctypes.c_void_p]
+            params += [("void* const", True)] * 2
+        self.text = text + entry.unpack(symbol, params)
+        written_boxes = iter(boxes)
+        role = entry.UPDATE if self.loop else entry.WRITE
+        self.entry_specs = [(role if i in self.written else entry.READ, np.dtype(t.dtype).num,
+                             None if a is None else a[1], _box_code(next(written_boxes)) if i in self.written else 0)
+                            for i, (t, a) in enumerate(zip(values, self.arrays))]
         self._lock = threading.Lock()
 
     @classmethod
@@ -99,11 +120,31 @@ class NativeFunction:
             if self.fn is None:
                 self.runs += 1
                 if self.runs >= tier_up_after():
-                    fn = compiler.load(self.text, self.symbol, flags_read=True)
-                    if fn is not None:
+                    built = compiler.load_functions(self.text, (self.symbol, self.symbol + "_values"),
+                                                    flags_read=True)
+                    fn = None
+                    if built is not None:
+                        fn, values = built
                         fn.restype, fn.argtypes = ctypes.c_int, self.arg_types
+                        self._enter_through(values)
                     self.fn = fn or False
             return self.fn or None
+
+    def _enter_through(self, values):
+        """Bind the C entry to the built `values` function as `self.call`, if the module is there."""
+        module = entry.module()
+        if module is None or any(spec[3] is None for spec in self.entry_specs) or len(self.entry_specs) > entry.MAX_VALUES:
+            return
+        tables = [ctypes.addressof(t) for t in self.tables] or [0, 0]
+        c_entry = module.Entry(self._python_call, self.finish, self.entry_specs, self.loop)
+        c_entry.bind(ctypes.cast(values, ctypes.c_void_p).value, (values, self.tables), *tables)
+        self.call = c_entry
+
+    def call(self, *args):
+        """The region's results, or None: the caller runs its Python code (see the kinds)."""
+        return self._python_call(*args)
+
+    __call__ = call
 
     def arguments(self, values, tables=True):
         """(ctypes arguments for `values`, the arrays they point to). A written array is a fresh
@@ -125,3 +166,16 @@ class NativeFunction:
         for box, cell, array in zip(boxes, cells, self.arrays):
             out.append(box(cell.value) if array is None else next(arrays))
         return tuple(out)
+
+
+def _box_code(box):
+    """How entry.c boxes a scalar result that Python boxes with `box`; None if it cannot."""
+    if box is None:
+        return entry.ARRAY
+    if box in (float, int, bool):
+        return {float: entry.AS_FLOAT, int: entry.AS_INT, bool: entry.AS_BOOL}[box]
+    if isinstance(box, type) and issubclass(box, np.generic):
+        return entry.AS_NUMPY_SCALAR
+    if isinstance(box, ZeroDArray):
+        return entry.AS_ZERO_D
+    return None

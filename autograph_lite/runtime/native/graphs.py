@@ -75,17 +75,18 @@ def source(graph, language=None):
 
 
 class NativeGraph(NativeFunction):
-    """The C version of a straight-line graph: `native(*inputs)` gives its outputs, or None when
-    the caller should run its Python plan (not yet hot, or INEXACT)."""
+    """The C version of a straight-line graph: `native.call(*inputs)` gives its outputs, or None
+    when the caller should run its Python plan (not yet hot, or INEXACT)."""
 
     def __init__(self, graph, text, numpy_loops=()):
         self.n_in = len(graph.inputs)
-        values = list(graph.inputs) + list(graph.outputs)
-        super().__init__(text, "graph", values, written=range(self.n_in, len(values)), numpy_loops=numpy_loops)
         sources = placeholder_sources(graph)
         boxes = [(BOX[t.dtype.kind], False) if t.weak else zero_d_box(t, sources, "an output")
                  if t.shape == () else (None, False) for t in graph.outputs]
         self.boxes = [box for box, _ in boxes]
+        values = list(graph.inputs) + list(graph.outputs)
+        super().__init__(text, "graph", values, written=range(self.n_in, len(values)), numpy_loops=numpy_loops,
+                         boxes=self.boxes)
         # a 0-d argument passed through to an output must be a numpy scalar, as the box says
         self.scalar_inputs = any(needs for _, needs in boxes)
         self.outputs = self.arrays[self.n_in:]  # per output: None (a scalar) or (dtype, shape)
@@ -95,7 +96,7 @@ class NativeGraph(NativeFunction):
         """(a NativeGraph, None) or (None, why the graph stays on its Python plan)."""
         return cls.attempt(lambda: cls(graph, *source(graph)))
 
-    def __call__(self, *args):
+    def _python_call(self, *args):
         fn = self.fn or self.tier_up()
         if not fn:
             return None
@@ -110,8 +111,15 @@ class NativeGraph(NativeFunction):
                 buffers.append(np.empty(array[1], array[0]))
                 cells.append(address(buffers[-1]))
         status = fn(*cells, *self.tables)
-        if status != DONE and not (status == FLAGGED and _ignored()):
-            return None  # INEXACT, or numpy would warn: the Python plan runs
+        if status == INEXACT:
+            return None
         arrays = iter(buffers)
-        return tuple(box(cell.value) if array is None else next(arrays)
-                     for box, cell, array in zip(self.boxes, cells[self.n_in:], self.outputs))
+        return self.finish(status, tuple(box(cell.value) if array is None else next(arrays)
+                                         for box, cell, array in zip(self.boxes, cells[self.n_in:], self.outputs)))
+
+    def finish(self, status, results):
+        """The outputs, or None when numpy would warn of a floating-point error (FLAGGED): the
+        Python plan runs the call again and warns at each op's line."""
+        if status != DONE and not (status == FLAGGED and _ignored()):
+            return None
+        return results

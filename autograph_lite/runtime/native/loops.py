@@ -29,8 +29,9 @@ The C function returns a status:
 import numpy as np
 
 from . import cexpr, compiler
-from .functions import (BOX, DONE, FLAG_BITS, INEXACT, PAUSED, STATUS, TIER_UP_AFTER, UNCHANGED,  # noqa: F401
-                        NativeFunction, report_flags, tier_up_after)
+from .entry import BODY_NEVER_RAN
+from .functions import (BOX, DONE, FLAG_BITS, FLAGS, INEXACT, PAUSED, STATUS, TIER_UP_AFTER,  # noqa: F401
+                        UNCHANGED, NativeFunction, report_flags, tier_up_after)
 from .language import C, Unsupported
 from .render import Renderer, Val, _static_shape, placeholder_sources, zero_d_box
 
@@ -98,31 +99,32 @@ def source(node, language=None):
 class NativeLoop(NativeFunction):
     """The C version of one While node, built at its TIER_UP_AFTER-th run."""
 
+    loop = True
+
     def __init__(self, node, text, numpy_loops=()):
         self.n = len(node.attrs["body"].outputs)
         carried = list(node.outputs) + list(node.inputs[self.n:])
-        # loop variables by pointer (an array's buffer, a scalar's cell), captures read as they are
-        super().__init__(text, "loop", carried, written=range(self.n), numpy_loops=numpy_loops)
         sources = placeholder_sources(node.graph) if node.graph is not None else {}
         # what the body gives (a zero-trip loop gives its inputs back as they came: UNCHANGED)
         boxes = [(BOX[t.dtype.kind], False) if t.weak else zero_d_box(t, sources, f"loop variable {i}")
                  if t.shape == () else (None, False) for i, t in enumerate(node.attrs["body"].outputs)]
         self.boxes = [box for box, _ in boxes]
+        # loop variables by pointer (an array's buffer, a scalar's cell), captures read as they are
+        super().__init__(text, "loop", carried, written=range(self.n), numpy_loops=numpy_loops, boxes=self.boxes)
         # a 0-d argument a loop variable may pass on must be a numpy scalar, as the box says
         self.scalar_inputs = any(needs for _, needs in boxes)
-        # Python ints may not fit the C type that carries them: (index, min, max + 1)
+        # Python ints may not fit the C type that carries them: (index, min, max + 1); a literal
+        # too (a Python int constant of any size is a weak int64 in the graph)
         self.weak_ints = [(i, int(np.iinfo(c.dtype).min), int(np.iinfo(c.dtype).max) + 1)
                           for i, (t, c) in enumerate(zip(node.inputs, carried))
-                          if t.weak and t.dtype.kind in "iu" and c.dtype.kind in "iu"
-                          and not (t.node is not None and t.node.op == "Const"
-                                   and np.can_cast(t.dtype, c.dtype))]  # a literal was checked
+                          if t.weak and t.dtype.kind in "iu" and c.dtype.kind in "iu"]
 
     @classmethod
     def for_node(cls, node):
         """(a NativeLoop for While `node`, None) or (None, why it stays on numpy)."""
         return cls.attempt(lambda: cls(node, *source(node)))
 
-    def __call__(self, *args):
+    def _python_call(self, *args):
         fn = self.fn or self.tier_up()
         if not fn:
             return None
@@ -137,11 +139,15 @@ class NativeLoop(NativeFunction):
         while status & STATUS == PAUSED:  # back in the interpreter: a pending Ctrl-C raises here
             status = fn(*cells)
             flags |= status & ~STATUS
-        status &= STATUS
-        if status == INEXACT:
+        if status & STATUS == INEXACT:
             return None  # the Python loop runs from the start
-        if flags:  # the floating-point errors the loop raised, as numpy reports them
-            report_flags(flags)
         if first == UNCHANGED:  # the body never ran: the loop gives its inputs back as they came
-            return tuple(args[:self.n])
-        return self.results(cells[:self.n], held, self.boxes)
+            return self.finish(UNCHANGED | flags | BODY_NEVER_RAN, tuple(args[:self.n]))
+        return self.finish(status & STATUS | flags, self.results(cells[:self.n], held, self.boxes))
+
+    def finish(self, status, results):
+        """The loop's final values, once the floating-point errors it raised are reported
+        as numpy reports them."""
+        if status & FLAGS:
+            report_flags(status & FLAGS)
+        return results

@@ -535,12 +535,22 @@ def zero_d_kinds(t, sources, seen=None):
     return {"scalar"} if node.opdef.ufunc is not None or node.opdef.reduce_with is not None else {"unknown"}
 
 
+class ZeroDArray:
+    """Boxes a native region's 0-d result as numpy gives it there: a 0-d array of `dtype`."""
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+
+    def __call__(self, value):
+        return np.array(value, self.dtype)
+
+
 def zero_d_box(t, sources, what):
     """(the type a native region returns non-weak 0-d tensor `t` as, whether that needs the
     region's 0-d arguments to be numpy scalars); raises Unsupported where numpy's kind varies."""
     kinds = zero_d_kinds(t, sources)
     if kinds == {"array"}:
-        return (lambda v, dtype=np.dtype(t.dtype): np.array(v, dtype)), False
+        return ZeroDArray(np.dtype(t.dtype)), False
     if kinds and kinds <= {"scalar", "input"}:
         return np.dtype(t.dtype).type, "input" in kinds
     raise Unsupported(f"{what} is a numpy scalar or a 0-d array depending on the path ({sorted(kinds)})")

@@ -1,0 +1,368 @@
+/* The one C entry from Python into generated native functions (entry.py builds it).
+
+An `Entry` stands for one generated function `int f(void* const* values)`: it takes the
+call's arguments as they come (vectorcall: no tuple, no ctypes objects), checks each is in
+the form the C was written for (an aligned C-contiguous array of its dtype and shape, or a
+scalar of its type), points the C at them, allocates the outputs, releases the GIL once
+for the whole call, handles PAUSED (the interpreter's signal handlers run between calls, so
+Ctrl-C raises KeyboardInterrupt) and boxes the results as the Python plan would.
+
+Any argument in another form (a 0-d array, another dtype, a strided view, an int that does
+not fit) is not converted here: the call goes to `fallback` (the Python caller, functions.py)
+with the same arguments, which converts it as numpy does. What this file does is the fast
+case only; what the results are is decided by the Python code it mirrors.
+
+Returned: the results tuple (status DONE, no floating-point flag raised); None (INEXACT:
+the caller runs its Python code); otherwise what `finish(status | flags, results)` returns
+(it reports the flags, or says to run the Python code). A loop whose body never ran
+(UNCHANGED) gives back its loop variables as they came.
+*/
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+#include <numpy/arrayscalars.h>
+#include <stddef.h>
+#include <string.h>
+
+#define DONE 0
+#define PAUSED 1
+#define INEXACT 2
+#define UNCHANGED 3
+#define STATUS 15
+#define MAX_VALUES 256
+#define BODY_NEVER_RAN 256  /* in a finishing list's status: the loop gave its inputs back */
+
+enum role { READ = 0, UPDATE = 1, WRITE = 2 };  /* an argument read; a loop variable; an output */
+enum box { ARRAY = 0, AS_FLOAT, AS_INT, AS_BOOL, AS_NUMPY_SCALAR, AS_ZERO_D };
+
+typedef int (*native_fn)(void* const*);
+
+typedef struct {
+    int role, typenum, ndim, box;  /* ndim -1: a scalar, passed as a pointer to its cell */
+    npy_intp dims[NPY_MAXDIMS];
+    npy_intp size;
+} Spec;
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    native_fn fn;
+    PyObject* keep;      /* keeps the library of fn loaded */
+    PyObject* fallback;  /* called with the same arguments when one is not in the C's form */
+    PyObject* finish;    /* finish(status, results) when a flag was raised or the C did not finish */
+    int loop;
+    Py_ssize_t n_args, n_values, n_updated;
+    void* tables[2];     /* numpy inner-loop tables (functions, data), or NULL */
+    Spec* specs;
+} Entry;
+
+/* A Python or numpy scalar `o` as the numpy item of `typenum` in `cell`; 0 if it is not one
+   this converts exactly as the Python caller would (the caller then converts it). */
+static int to_cell(PyObject* o, int typenum, npy_int64* cell) {
+    if (PyArray_IsScalar(o, Generic)) {
+        PyArray_Descr* d = PyArray_DescrFromScalar(o);
+        int same = d != NULL && d->type_num == typenum;
+        Py_XDECREF(d);
+        if (!same) return 0;
+        PyArray_ScalarAsCtype(o, cell);
+        return 1;
+    }
+    double f;
+    long long i;
+    if (PyBool_Check(o)) {
+        i = o == Py_True;
+        f = (double)i;
+    } else if (PyLong_CheckExact(o)) {
+        int overflow;
+        i = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (overflow || (i == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return 0;
+        }
+        f = (double)i;
+        if (typenum == NPY_DOUBLE || typenum == NPY_FLOAT) {
+            if (i > (1LL << 53) || i < -(1LL << 53)) return 0;  /* Python rounds these itself */
+        }
+    } else if (PyFloat_CheckExact(o)) {
+        f = PyFloat_AS_DOUBLE(o);
+        switch (typenum) {
+            case NPY_DOUBLE: *(double*)cell = f; return 1;
+            case NPY_FLOAT: *(float*)cell = (float)f; return 1;
+            default: return 0;
+        }
+    } else {
+        return 0;
+    }
+    switch (typenum) {  /* an int that does not fit the C type is the caller's to handle */
+        case NPY_BOOL: if (i != 0 && i != 1) return 0; *(npy_bool*)cell = (npy_bool)i; return 1;
+        case NPY_INT8: if (i < -128 || i > 127) return 0; *(npy_int8*)cell = (npy_int8)i; return 1;
+        case NPY_INT16: if (i < -32768 || i > 32767) return 0; *(npy_int16*)cell = (npy_int16)i; return 1;
+        case NPY_INT32: if (i < INT32_MIN || i > INT32_MAX) return 0; *(npy_int32*)cell = (npy_int32)i; return 1;
+        case NPY_INT64: *(npy_int64*)cell = i; return 1;
+        case NPY_UINT8: if (i < 0 || i > 255) return 0; *(npy_uint8*)cell = (npy_uint8)i; return 1;
+        case NPY_UINT16: if (i < 0 || i > 65535) return 0; *(npy_uint16*)cell = (npy_uint16)i; return 1;
+        case NPY_UINT32: if (i < 0 || i > UINT32_MAX) return 0; *(npy_uint32*)cell = (npy_uint32)i; return 1;
+        case NPY_UINT64: if (i < 0) return 0; *(npy_uint64*)cell = (npy_uint64)i; return 1;
+        case NPY_DOUBLE: *(double*)cell = f; return 1;
+        case NPY_FLOAT: *(float*)cell = (float)f; return 1;
+        default: return 0;
+    }
+}
+
+/* The numpy item of `typenum` in `cell` as a Python int (or NULL with an error set). */
+static PyObject* cell_int(int typenum, const void* cell) {
+    switch (typenum) {
+        case NPY_BOOL: return PyLong_FromLong(*(const npy_bool*)cell);
+        case NPY_INT8: return PyLong_FromLong(*(const npy_int8*)cell);
+        case NPY_INT16: return PyLong_FromLong(*(const npy_int16*)cell);
+        case NPY_INT32: return PyLong_FromLong(*(const npy_int32*)cell);
+        case NPY_INT64: return PyLong_FromLongLong(*(const npy_int64*)cell);
+        case NPY_UINT8: return PyLong_FromUnsignedLong(*(const npy_uint8*)cell);
+        case NPY_UINT16: return PyLong_FromUnsignedLong(*(const npy_uint16*)cell);
+        case NPY_UINT32: return PyLong_FromUnsignedLong(*(const npy_uint32*)cell);
+        case NPY_UINT64: return PyLong_FromUnsignedLongLong(*(const npy_uint64*)cell);
+        default: PyErr_SetString(PyExc_TypeError, "autograph_lite entry: not an integer cell"); return NULL;
+    }
+}
+
+/* A scalar result, boxed as its spec says (as functions.py's BOX and render.zero_d_box do). */
+static PyObject* box_cell(const Spec* s, const void* cell) {
+    switch (s->box) {
+        case AS_FLOAT:
+            if (s->typenum == NPY_DOUBLE) return PyFloat_FromDouble(*(const double*)cell);
+            if (s->typenum == NPY_FLOAT) return PyFloat_FromDouble(*(const float*)cell);
+            break;
+        case AS_INT:
+            return cell_int(s->typenum, cell);
+        case AS_BOOL:
+            if (s->typenum == NPY_BOOL) return PyBool_FromLong(*(const npy_bool*)cell);
+            break;
+        case AS_NUMPY_SCALAR: {
+            PyArray_Descr* d = PyArray_DescrFromType(s->typenum);
+            if (d == NULL) return NULL;
+            PyObject* r = PyArray_Scalar((void*)cell, d, NULL);
+            Py_DECREF(d);
+            return r;
+        }
+        case AS_ZERO_D: {
+            PyObject* a = PyArray_EMPTY(0, NULL, s->typenum, 0);
+            if (a != NULL) memcpy(PyArray_DATA((PyArrayObject*)a), cell, PyArray_ITEMSIZE((PyArrayObject*)a));
+            return a;
+        }
+    }
+    PyErr_SetString(PyExc_TypeError, "autograph_lite entry: a result box that does not fit its dtype");
+    return NULL;
+}
+
+/* An array argument in the C's form: aligned, C-contiguous, of the spec's dtype and shape. */
+static int fits(PyObject* o, const Spec* s) {
+    if (!PyArray_Check(o)) return 0;
+    PyArrayObject* a = (PyArrayObject*)o;
+    if (PyArray_TYPE(a) != s->typenum || PyArray_NDIM(a) != s->ndim || !PyArray_ISCARRAY_RO(a)
+            || PyArray_ISBYTESWAPPED(a))
+        return 0;
+    return memcmp(PyArray_DIMS(a), s->dims, s->ndim * sizeof(npy_intp)) == 0;
+}
+
+static PyObject* entry_vectorcall(PyObject* self_, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+    Entry* self = (Entry*)self_;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), n = self->n_values, k;
+    if (self->fn == NULL || kwnames != NULL || nargs != self->n_args)
+        return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+    npy_int64 cells[MAX_VALUES];
+    void* pointers[MAX_VALUES + 2];
+    PyObject* arrays[MAX_VALUES];  /* the arrays this call made (copies, outputs), per value */
+    Py_ssize_t a = 0, made = 0;  /* arrays[:made] are set */
+    for (k = 0; k < n; k++) {
+        const Spec* s = &self->specs[k];
+        arrays[k] = NULL;
+        made = k + 1;
+        PyObject* o = s->role == WRITE ? NULL : args[a++];
+        if (s->ndim < 0) {
+            pointers[k] = &cells[k];
+            if (o != NULL && !to_cell(o, s->typenum, &cells[k])) goto fallback;
+        } else if (o == NULL) {
+            arrays[k] = PyArray_EMPTY(s->ndim, (npy_intp*)s->dims, s->typenum, 0);
+            if (arrays[k] == NULL) goto error;
+            pointers[k] = PyArray_DATA((PyArrayObject*)arrays[k]);
+        } else {
+            if (!fits(o, s)) goto fallback;
+            if (s->role == UPDATE) {  /* a fresh copy the loop updates in place */
+                arrays[k] = PyArray_NewCopy((PyArrayObject*)o, NPY_CORDER);
+                if (arrays[k] == NULL) goto error;
+                pointers[k] = PyArray_DATA((PyArrayObject*)arrays[k]);
+            } else {
+                pointers[k] = PyArray_DATA((PyArrayObject*)o);
+            }
+        }
+    }
+    pointers[n] = self->tables[0];
+    pointers[n + 1] = self->tables[1];
+    int status, first, flags;
+    native_fn fn = self->fn;
+    Py_BEGIN_ALLOW_THREADS
+    status = fn(pointers);
+    Py_END_ALLOW_THREADS
+    first = status & STATUS;
+    flags = status & ~STATUS;
+    while ((status & STATUS) == PAUSED) {  /* back in the interpreter: a pending Ctrl-C raises here */
+        if (PyErr_CheckSignals() < 0) goto error;
+        Py_BEGIN_ALLOW_THREADS
+        status = fn(pointers);
+        Py_END_ALLOW_THREADS
+        flags |= status & ~STATUS;
+    }
+    status &= STATUS;
+    if (status == INEXACT) {
+        for (k = 0; k < n; k++) Py_XDECREF(arrays[k]);
+        Py_RETURN_NONE;
+    }
+    PyObject* results;
+    if (self->loop && first == UNCHANGED) {  /* the body never ran: the inputs as they came */
+        results = PyTuple_New(self->n_updated);
+        if (results == NULL) goto error;
+        for (k = 0; k < self->n_updated; k++) {
+            Py_INCREF(args[k]);
+            PyTuple_SET_ITEM(results, k, args[k]);
+        }
+        for (k = 0; k < n; k++) Py_CLEAR(arrays[k]);
+    } else {
+        Py_ssize_t m = 0, j = 0;
+        for (k = 0; k < n; k++) m += self->specs[k].role != READ;
+        results = PyTuple_New(m);
+        if (results == NULL) goto error;
+        for (k = 0; k < n; k++) {
+            const Spec* s = &self->specs[k];
+            if (s->role == READ) continue;
+            PyObject* r = s->ndim < 0 ? box_cell(s, &cells[k]) : arrays[k];
+            arrays[k] = NULL;
+            if (r == NULL) {
+                Py_DECREF(results);
+                goto error;
+            }
+            PyTuple_SET_ITEM(results, j++, r);
+        }
+    }
+    if (status == DONE && flags == 0) return results;
+    if (self->loop && status == UNCHANGED && flags == 0) return results;
+    return PyObject_CallFunction(self->finish, "iN", status | flags | (first == UNCHANGED ? BODY_NEVER_RAN : 0),
+                                 results);
+fallback:
+    for (Py_ssize_t i = 0; i < made; i++) Py_XDECREF(arrays[i]);
+    return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+error:
+    for (Py_ssize_t i = 0; i < made; i++) Py_XDECREF(arrays[i]);
+    return NULL;
+}
+
+static void entry_dealloc(Entry* self) {
+    Py_XDECREF(self->keep);
+    Py_XDECREF(self->fallback);
+    Py_XDECREF(self->finish);
+    PyMem_Free(self->specs);
+    Py_TYPE(self)->tp_free((PyObject*)self);
+}
+
+/* Entry(fallback, finish, specs, loop): specs a sequence of (role, typenum, shape or None, box). */
+static PyObject* entry_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+    PyObject *fallback, *finish, *specs;
+    int loop;
+    if (!PyArg_ParseTuple(args, "OOOp", &fallback, &finish, &specs, &loop)) return NULL;
+    PyObject* seq = PySequence_Fast(specs, "specs must be a sequence");
+    if (seq == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > MAX_VALUES) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "too many values for one entry");
+        return NULL;
+    }
+    Entry* self = (Entry*)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    self->vectorcall = entry_vectorcall;
+    self->specs = PyMem_Calloc(n ? n : 1, sizeof(Spec));
+    Py_INCREF(fallback);
+    self->fallback = fallback;
+    Py_INCREF(finish);
+    self->finish = finish;
+    self->loop = loop;
+    self->n_values = n;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        Spec* s = &self->specs[k];
+        PyObject* shape;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, k), "iiOi", &s->role, &s->typenum, &shape, &s->box))
+            goto error;
+        s->ndim = -1;
+        if (shape != Py_None) {
+            s->ndim = (int)PySequence_Size(shape);
+            if (s->ndim < 0 || s->ndim > NPY_MAXDIMS) {
+                PyErr_SetString(PyExc_ValueError, "a bad shape");
+                goto error;
+            }
+            for (int d = 0; d < s->ndim; d++) {
+                PyObject* item = PySequence_GetItem(shape, d);
+                s->dims[d] = item ? PyLong_AsSsize_t(item) : -1;
+                Py_XDECREF(item);
+                if (PyErr_Occurred()) goto error;
+            }
+        }
+        if (s->role != WRITE) self->n_args++;
+        if (s->role == UPDATE) self->n_updated++;
+    }
+    Py_DECREF(seq);
+    return (PyObject*)self;
+error:
+    Py_DECREF(seq);
+    Py_DECREF(self);
+    return NULL;
+}
+
+/* entry.bind(address, keep, fn_table, data_table): the built function; calls run it from now on. */
+static PyObject* entry_bind(Entry* self, PyObject* args) {
+    unsigned long long address, fns, data;
+    PyObject* keep;
+    if (!PyArg_ParseTuple(args, "KOKK", &address, &keep, &fns, &data)) return NULL;
+    Py_INCREF(keep);
+    Py_XSETREF(self->keep, keep);
+    self->tables[0] = (void*)(uintptr_t)fns;
+    self->tables[1] = (void*)(uintptr_t)data;
+    self->fn = (native_fn)(uintptr_t)address;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef entry_methods[] = {
+    {"bind", (PyCFunction)entry_bind, METH_VARARGS, "bind(address, keep, fn_table, data_table)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject EntryType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "autograph_lite_entry.Entry",
+    .tp_basicsize = sizeof(Entry),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(Entry, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_new = entry_new,
+    .tp_dealloc = (destructor)entry_dealloc,
+    .tp_methods = entry_methods,
+    .tp_doc = "One generated native function, called from Python (see entry.c).",
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "autograph_lite_entry", NULL, -1, NULL};
+
+PyMODINIT_FUNC PyInit_autograph_lite_entry(void) {
+    import_array();
+    if (PyType_Ready(&EntryType) < 0) return NULL;
+    PyObject* m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    Py_INCREF(&EntryType);
+    if (PyModule_AddObject(m, "Entry", (PyObject*)&EntryType) < 0) {
+        Py_DECREF(&EntryType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

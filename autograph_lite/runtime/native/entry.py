@@ -1,0 +1,59 @@
+"""The C entry into generated native functions: one CPython extension module (entry.c), built
+and cached like the kernels (compiler.py), whose `Entry` calls one generated function.
+
+A ctypes call converts every argument through Python objects (about a microsecond per array);
+an `Entry` takes the arguments as they come, checks their form in C, releases the GIL once
+for the whole call and boxes the results. Each generated function gets a second symbol for
+it, `<name>_values(void* const* values)`, that unpacks one array of pointers into its
+parameters (`unpack`).
+
+Where the module cannot be built (no Python headers: a bare interpreter without its
+development files), `module()` is None and native functions are called through ctypes:
+the same results, at the older cost.
+"""
+import functools
+import os
+import sysconfig
+import threading
+
+import numpy as np
+
+from . import compiler
+
+READ, UPDATE, WRITE = 0, 1, 2       # a value's role: an argument read; a loop variable; an output
+ARRAY, AS_FLOAT, AS_INT, AS_BOOL, AS_NUMPY_SCALAR, AS_ZERO_D = range(6)  # how a result is boxed
+BODY_NEVER_RAN = 256  # in a finishing status: a loop gave its loop variables back as they came
+MAX_VALUES = 256
+
+
+_lock = threading.Lock()
+
+
+def module():
+    """The built extension module, or None (no compiler, no Python headers: warned once)."""
+    with _lock:  # one build per process (and sysconfig's first read is not thread-safe)
+        return _module()
+
+
+@functools.lru_cache(maxsize=None)
+def _module():
+    include = [_python_include(), np.get_include()]
+    if include[0] is None:
+        return None
+    with open(os.path.join(os.path.dirname(__file__), "entry.c")) as f:
+        source = f.read()
+    return compiler.load_extension(source, "autograph_lite_entry", include)
+
+
+@functools.lru_cache(maxsize=None)
+def _python_include():
+    """The directory of this interpreter's Python.h, or None (no development headers)."""
+    path = sysconfig.get_paths().get("include")
+    return path if path and os.path.exists(os.path.join(path, "Python.h")) else None
+
+
+def unpack(symbol, params):
+    """C source of `int <symbol>_values(void* const* v)` calling `symbol` with `params`, each
+    a (C type, by_pointer) pair: v[i] points to the value (a scalar's cell) or is the pointer."""
+    args = [f"({t}*)v[{i}]" if by_pointer else f"*({t}*)v[{i}]" for i, (t, by_pointer) in enumerate(params)]
+    return f"int {symbol}_values(void* const* v) {{ return {symbol}({', '.join(args)}); }}\n"

@@ -1,0 +1,137 @@
+"""The C entry (native/entry.c): a built native function is called from the plan through one
+`Entry`, which takes the arguments in C, releases the GIL once and boxes the results. What it
+gives must equal the ctypes path it replaces (`_python_call`) and eager numpy, for every form
+an argument can come in: the forms it does not take itself (0-d arrays, other dtypes, strided
+views, ints that do not fit) go to the ctypes path unchanged."""
+import warnings
+
+import numpy as np
+import pytest
+
+import autograph_lite as ag
+from autograph_lite.runtime.native import compiler, entry, loops
+from examples.models import collatz, lstm_cell, lstm_inputs
+from helpers import assert_identical
+
+pytestmark = pytest.mark.skipif(compiler.compiler() is None or entry.module() is None,
+                                reason="no C compiler or no Python headers on this machine")
+CALLS = loops.TIER_UP_AFTER + 1
+
+
+@pytest.fixture(autouse=True)
+def native_on(monkeypatch):
+    monkeypatch.delenv("AG_NATIVE_KERNELS", raising=False)
+
+
+def hot(fn, *args):
+    """`fn` compiled and called until its native regions are built and entered through an Entry."""
+    compiled = ag.function(fn)
+    for _ in range(CALLS):
+        compiled(*args)
+    regions = [r.native for r in compiled.get_concrete_function(*args).plan.native if r.native is not None]
+    assert regions and all(type(r.call).__name__ == "Entry" for r in regions)
+    return compiled, regions
+
+
+def mixed(x, y, n, scale):
+    """A loop carrying an array, a numpy scalar, a Python int and a Python float, capturing a bool."""
+    i = 0
+    total = 0.0
+    acc = y
+    while i < n:
+        x = x * scale + 1.0
+        acc = acc + x.sum()
+        total = total + 0.5
+        i += 1
+    return x, acc, i, total
+
+
+@pytest.mark.parametrize("x", [np.arange(6.0).reshape(2, 3), np.arange(6.0, dtype=np.float32).reshape(2, 3)])
+def test_a_loop_through_the_entry_equals_eager_and_the_ctypes_path(x):
+    args = (x, np.float64(0.5), 5, 0.25)
+    compiled, [loop] = hot(mixed, *args)
+    for _ in range(3):
+        assert_identical(mixed(*args), compiled(*args))
+    # the entry and the ctypes path it stands in for give the same values, boxed the same
+    through_entry = compiled(*args)
+    loop.call = loop._python_call
+    assert_identical(compiled(*args), through_entry)
+
+
+@pytest.mark.parametrize("form", ["strided view", "other dtype", "0-d array", "python int too big",
+                                  "fortran order"])
+def test_an_argument_the_entry_does_not_take_goes_to_the_ctypes_path(form):
+    x = np.arange(6.0).reshape(2, 3)
+    args = {"strided view": (np.arange(12.0).reshape(2, 6)[:, ::2], np.float64(0.5), 5, 0.25),
+            "other dtype": (x, np.float32(0.5), 5, 0.25),
+            "0-d array": (x, np.array(0.5), 5, 0.25),
+            "fortran order": (np.asfortranarray(x), np.float64(0.5), 3, 0.25)}.get(form)
+    if form == "python int too big":  # a Python int carried as int64 that does not fit: Python's loop
+        compiled, _ = hot(count, np.int64(40), 0)
+        for _ in range(CALLS):  # a new trace (the int is its constant): past its own tier-up
+            assert_identical(count(np.int64(40), 2 ** 70), compiled(np.int64(40), 2 ** 70))
+        return
+    compiled, _ = hot(mixed, x, np.float64(0.5), 5, 0.25)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert_identical(mixed(*args), compiled(*args))
+
+
+def count(n, start):
+    steps = start
+    while n > 1:
+        n = n // 2
+        steps = steps + 1
+    return n, steps
+
+
+def test_a_zero_trip_loop_gives_its_inputs_back_as_they_came():
+    compiled, _ = hot(count, np.int64(40), 0)
+    for args in [(np.int64(1), 7), (np.int64(0), 0), (np.int64(64), 3)]:
+        assert_identical(count(*args), compiled(*args))
+
+
+def test_w6_through_the_entry():
+    n = np.int32(27)
+    compiled, _ = hot(collatz, n)
+    assert_identical(collatz(n), compiled(n))
+    assert_identical(collatz(np.int32(97)), compiled(np.int32(97)))
+
+
+def test_a_whole_graph_through_the_entry_equals_eager():
+    args = lstm_inputs()
+    compiled, [graph] = hot(lstm_cell, *args)
+    assert_identical(lstm_cell(*args), compiled(*args))
+    outs = graph.call(*args)
+    assert all(o.flags.c_contiguous and o.flags.writeable and o.base is None for o in outs)
+    assert outs[0] is not graph.call(*args)[0]  # fresh outputs on every call
+
+
+def test_floating_point_errors_through_the_entry_warn_at_the_users_line():
+    def blowup(x, n):
+        i = 0
+        while i < n:
+            x = x * 1e200
+            i += 1
+        return x
+    x = np.ones(3)
+    compiled, _ = hot(blowup, x, 1)
+    with pytest.warns(RuntimeWarning, match="overflow") as caught:
+        out = compiled(x, 3)
+    assert np.all(np.isinf(out))
+    assert caught[0].filename == __file__
+    with np.errstate(over="raise"):
+        with pytest.raises(FloatingPointError):
+            compiled(x, 3)
+
+
+def test_a_graph_with_a_warning_reruns_on_its_python_plan():
+    def divide(x, y):
+        return x / y + 1.0
+    x, y = np.ones((2, 2)), np.array([[1.0, 0.0], [2.0, 4.0]])
+    compiled, _ = hot(divide, x, np.ones((2, 2)))
+    with pytest.warns(RuntimeWarning, match="divide by zero"):
+        eager = divide(x, y)
+    with pytest.warns(RuntimeWarning, match="divide by zero") as caught:
+        assert_identical(eager, compiled(x, y))
+    assert caught[0].filename == __file__
