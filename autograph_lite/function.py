@@ -8,7 +8,6 @@ caller's objects in effects.py, TensorSpec and the array-argument rules in tenso
 import functools
 import inspect
 import logging
-import operator
 import os
 import threading
 import types
@@ -26,13 +25,13 @@ from .runtime.devices import _placement
 from .runtime.graph import Graph, Tensor, _tracing, building
 from .runtime.interpreter import debug_plan, debugging
 from .runtime.lowering import Plan
+from .runtime.native import entry as _entry
 from .runtime.passes import optimize
 from .tensor_spec import TensorSpec, _is_array, _python_to_array
 from .trace_cache import (DEFAULT_MAX_TRACES, RETRACE_WARNING_AT, RetracingWarning, TraceCache, _argument_keys,  # noqa: F401 (DEFAULT_MAX_TRACES: re-exported)
                           _key, _RefusedArray, _spec_mismatch, _warn_at_caller)
 
 logger = logging.getLogger("autograph_lite")
-_shape_dtype = operator.attrgetter("shape", "dtype")
 
 
 def _add_note(exc, text):
@@ -228,7 +227,7 @@ class Function(TraceCache):
         if not kwargs and self._fast_path:
             # positional arrays only: a key built at C speed, looked up in its own cache
             try:
-                fast_key = (_placement.device, tuple(map(type, args)), tuple(map(_shape_dtype, args)))
+                fast_key = _entry.fast_key(_placement.device, args)
             except AttributeError:
                 fast_key = None
             concrete = self._fast_cache.get(fast_key)
@@ -251,7 +250,7 @@ class Function(TraceCache):
         elif not kwargs and len(args) == self._n_simple and all(
                 isinstance(a, (np.ndarray, np.generic)) for a in args):
             # array types that reach here were accepted by _key, and the fast key holds the type
-            self._remember_fast((key[0], tuple(map(type, args)), tuple(map(_shape_dtype, args))), concrete)
+            self._remember_fast(_entry.fast_key(key[0], args), concrete)
         return concrete._run(arrays, values)
 
     def __get__(self, instance, owner=None):
@@ -302,6 +301,7 @@ class Function(TraceCache):
     # --- choosing or making a trace -----------------------------------------------------
 
     def _concrete_for(self, key, values):
+        _entry.preload()  # the C fast key, if an earlier process built the entry module
         with self._lock:
             concrete = self._cache.get(key)
             if concrete is None:

@@ -135,3 +135,25 @@ def test_a_graph_with_a_warning_reruns_on_its_python_plan():
     with pytest.warns(RuntimeWarning, match="divide by zero") as caught:
         assert_identical(eager, compiled(x, y))
     assert caught[0].filename == __file__
+
+
+class Float64Subclass(np.float64):
+    pass
+
+
+@pytest.mark.parametrize("value", [np.int32(3), np.float32(1), np.bool_(True), np.uint8(3), np.complex64(1),
+                                   np.str_("ab"), Float64Subclass(2.0), np.ones((2, 3)), np.ones(3)[::2],
+                                   np.ones((2, 2)).view(np.matrix), np.datetime64("2020"), np.void(b"ab"), 1.5])
+def test_the_c_fast_key_is_the_python_one(value):
+    """Function.__call__'s fast-path key, built in C once the module is loaded, is the very
+    tuple the Python spelling builds (else a call could reach another signature's trace)."""
+    c_key = entry.module().fast_key
+    python_key = entry.python_fast_key
+    for args in [(value,), (value, np.zeros(2, np.float32))]:
+        try:
+            expected = python_key("device", args)
+        except AttributeError:
+            with pytest.raises(AttributeError):
+                c_key("device", args)
+            continue
+        assert c_key("device", args) == expected

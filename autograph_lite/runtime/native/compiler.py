@@ -182,9 +182,10 @@ def load_functions(source, symbols, flags_read=False):
     return _cached(source, flags + libs, "\0".join(symbols), use, KERNEL)
 
 
-def load_extension(source, name, include_dirs):
+def load_extension(source, name, include_dirs, build=True):
     """The CPython extension module `name` built from `source` (C11, against this interpreter's
-    headers and `include_dirs`), or None as `load` (warned once: the callers have a ctypes path)."""
+    headers and `include_dirs`), or None as `load` (warned once: the callers have a ctypes path).
+    `build=False`: only if the cache holds it already (None otherwise, silently)."""
     if not enabled():
         return None
     flags = ["-O2", "-fPIC", "-shared", "-std=c11", *(f"-I{d}" for d in include_dirs)]
@@ -198,16 +199,23 @@ def load_extension(source, name, include_dirs):
         loader.exec_module(module)
         return module
     # the interpreter's and numpy's ABI are part of what the library was built for
-    return _cached(source, flags, sys.version + importlib.machinery.EXTENSION_SUFFIXES[0], use, ENTRY_MODULE)
+    return _cached(source, flags, sys.version + importlib.machinery.EXTENSION_SUFFIXES[0], use, ENTRY_MODULE,
+                   build)
 
 
-def _cached(source, flags, what, use, purpose):
+def _cached(source, flags, what, use, purpose, build=True):
     """`use(path)` of the verified library built from `source` with `flags` (`what` names what
-    is used of it, and keys it too), or None (warned: `purpose` says what it is and what runs instead)."""
+    is used of it, and keys it too), or None (warned: `purpose` says what it is and what runs
+    instead). `build=False`: a cached library only, else None."""
     path, version = compiler()
     key = hashlib.sha256("\0".join([source, what, *flags, version, _cpu_model()])
                          .encode()).hexdigest()[:24]
     with _lock:
+        if key not in _loaded and not build:
+            try:
+                return _load_cached(_usable_dir(), key, use)
+            except OSError:
+                return None
         if key not in _loaded:
             _loaded[key] = _load_or_build(path, source, flags, key, use, purpose)
         return _loaded[key]

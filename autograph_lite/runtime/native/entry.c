@@ -351,7 +351,75 @@ static PyTypeObject EntryType = {
     .tp_doc = "One generated native function, called from Python (see entry.c).",
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "autograph_lite_entry", NULL, -1, NULL};
+/* The (shape, dtype) of an argument, as operator.attrgetter("shape", "dtype") gives it. */
+static PyObject* shape_dtype(PyObject* a) {
+    if (PyArray_CheckExact(a)) {
+        PyArrayObject* array = (PyArrayObject*)a;
+        int ndim = PyArray_NDIM(array);
+        PyObject* shape = PyTuple_New(ndim);
+        if (shape == NULL) return NULL;
+        for (int d = 0; d < ndim; d++) {
+            PyObject* n = PyLong_FromSsize_t(PyArray_DIM(array, d));
+            if (n == NULL) {
+                Py_DECREF(shape);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(shape, d, n);
+        }
+        PyObject* dtype = (PyObject*)PyArray_DESCR(array);
+        Py_INCREF(dtype);
+        return Py_BuildValue("(NN)", shape, dtype);
+    }
+    if (PyArray_IsScalar(a, Generic)) {  /* numpy's own bool and number scalars: shape () */
+        PyArray_Descr* d = PyArray_DescrFromScalar(a);
+        if (d == NULL) return NULL;
+        if (Py_TYPE(a) == d->typeobj && (PyTypeNum_ISNUMBER(d->type_num) || PyTypeNum_ISBOOL(d->type_num)))
+            return Py_BuildValue("(()N)", (PyObject*)d);
+        Py_DECREF(d);
+    }
+    PyObject* shape = PyObject_GetAttrString(a, "shape");
+    if (shape == NULL) return NULL;
+    PyObject* dtype = PyObject_GetAttrString(a, "dtype");
+    if (dtype == NULL) {
+        Py_DECREF(shape);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", shape, dtype);
+}
+
+/* fast_key(device, args): (device, (type(a), ...), ((a.shape, a.dtype), ...)), the key of
+   function.py's fast path, built in C; raises AttributeError as the Python spelling does. */
+static PyObject* fast_key(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "fast_key(device, args: tuple)");
+        return NULL;
+    }
+    PyObject* values = args[1];
+    Py_ssize_t n = PyTuple_GET_SIZE(values);
+    PyObject* types = PyTuple_New(n);
+    PyObject* shapes = PyTuple_New(n);
+    if (types == NULL || shapes == NULL) goto error;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject* a = PyTuple_GET_ITEM(values, i);
+        Py_INCREF(Py_TYPE(a));
+        PyTuple_SET_ITEM(types, i, (PyObject*)Py_TYPE(a));
+        PyObject* sd = shape_dtype(a);
+        if (sd == NULL) goto error;
+        PyTuple_SET_ITEM(shapes, i, sd);
+    }
+    return Py_BuildValue("(ONN)", args[0], types, shapes);
+error:
+    Py_XDECREF(types);
+    Py_XDECREF(shapes);
+    return NULL;
+}
+
+static PyMethodDef module_methods[] = {
+    {"fast_key", (PyCFunction)(void (*)(void))fast_key, METH_FASTCALL, "fast_key(device, args)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "autograph_lite_entry", NULL, -1, module_methods};
 
 PyMODINIT_FUNC PyInit_autograph_lite_entry(void) {
     import_array();

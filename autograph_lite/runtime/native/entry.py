@@ -12,6 +12,7 @@ development files), `module()` is None and native functions are called through c
 the same results, at the older cost.
 """
 import functools
+import operator
 import os
 import sysconfig
 import threading
@@ -27,22 +28,54 @@ MAX_VALUES = 256
 
 
 _lock = threading.Lock()
+_shape_dtype = operator.attrgetter("shape", "dtype")
+
+
+def python_fast_key(device, args):
+    """The key of `Function.__call__`'s fast path: (device, arg types, (shape, dtype) per arg);
+    AttributeError for an argument without them. The module's C spelling replaces this one
+    as `fast_key` once the module is loaded (the same tuple, in a third of the time)."""
+    return device, tuple(map(type, args)), tuple(map(_shape_dtype, args))
+
+
+fast_key = python_fast_key
+
+
+_module = None
+_built = False  # module() has run: _module is the module, or None for good
 
 
 def module():
     """The built extension module, or None (no compiler, no Python headers: warned once)."""
+    global _built
     with _lock:  # one build per process (and sysconfig's first read is not thread-safe)
-        return _module()
+        if not _built:
+            _use(_module or _load(build=True))
+            _built = True
+        return _module
 
 
-@functools.lru_cache(maxsize=None)
-def _module():
+def preload():
+    """Load the module if this machine's cache holds it already (a native function built it in
+    an earlier process), so calls take its fast key from the start; never builds it."""
+    with _lock:
+        if _module is None and not _built:
+            _use(_load(build=False))
+
+
+def _use(found):
+    global _module, fast_key
+    if found is not None:
+        _module, fast_key = found, found.fast_key
+
+
+def _load(build):
     include = [_python_include(), np.get_include()]
-    if include[0] is None:
+    if include[0] is None or not compiler.enabled():
         return None
     with open(os.path.join(os.path.dirname(__file__), "entry.c")) as f:
         source = f.read()
-    return compiler.load_extension(source, "autograph_lite_entry", include)
+    return compiler.load_extension(source, "autograph_lite_entry", include, build=build)
 
 
 @functools.lru_cache(maxsize=None)
