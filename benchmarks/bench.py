@@ -1,20 +1,25 @@
-"""Time the workloads of benchmarks/workloads.py (W1-W6): handwritten numpy, ag eager, ag compiled.
+"""Time the workloads of benchmarks/workloads.py (W1-W6): handwritten numpy, ag eager, ag compiled,
+and jax.jit and numba when installed (benchmarks/peer_workloads.py).
 
 The workloads and how a run is reported: docs/workloads.md.
 
     python benchmarks/bench.py [--repeats 15] [--only W3,W4] [--out benchmarks/results]
 
 One process, rounds interleaved so machine noise hits every way alike; medians per
-call, ratios to numpy, the first call split into convert / trace / optimize / lower /
-run, and the overhead of a compiled identity function. Writes results.json and (with
-matplotlib, the `bench` extra) results.png. Exits non-zero if a compiled result differs
-from the eager one.
+call with their interquartile range, ratios to numpy and of ag compiled to each peer, the
+first call split into convert / trace / optimize / lower / run, the first call with an
+empty kernel cache (a fresh process, tier-up compile included) beside each peer's first
+call, the overhead of a compiled identity function and two-thread scaling. Writes
+results.json and (with matplotlib, the `bench` extra) results.png. Exits non-zero if a
+compiled or peer result differs from the eager one.
 """
 import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -23,6 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import autograph_lite as ag  # noqa: E402
 from autograph_lite import loader, operators  # noqa: E402
+from benchmarks.peer_workloads import jax_workloads, numba_workloads  # noqa: E402
 from benchmarks.workloads import WORKLOADS  # noqa: E402
 from examples.timing import fmt_time  # noqa: E402
 
@@ -107,6 +113,50 @@ def first_call_split(fn, args):
             "run": t5 - t4, "total": t5 - t0}
 
 
+COLD = """
+import sys, time
+sys.path.insert(0, {root!r})
+from benchmarks.workloads import WORKLOADS
+import autograph_lite as ag
+from autograph_lite.runtime.native.functions import tier_up_after
+_, fn, make_inputs = WORKLOADS[{name!r}]
+args = make_inputs()
+f = ag.function(fn)
+start = time.perf_counter()
+for _ in range(tier_up_after()):
+    f(*args)
+print(time.perf_counter() - start)
+"""
+
+
+def cold_first_calls(name):
+    """Seconds for the calls up to and including the tier-up to native code, in a fresh process
+    with an empty kernel cache: the first call and the compile a user pays before C runs."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with tempfile.TemporaryDirectory() as cache:
+        done = subprocess.run([sys.executable, "-c", COLD.format(root=root, name=name)], capture_output=True,
+                              text=True, env=dict(os.environ, AG_CACHE_DIR=cache), timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr)
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def load_peers():
+    """({"jax.jit": make, "numba": make} for the peers installed, JAX's backend started; a line
+    naming those missing)."""
+    peers, missing = {}, []
+    for label, make in (("jax.jit", jax_workloads), ("numba", numba_workloads)):
+        if make() is None:
+            missing.append(label)
+        else:
+            peers[label] = make
+    if "jax.jit" in peers:
+        import jax.numpy as jnp
+        jnp.zeros(1).block_until_ready()
+    note = f"not installed: {', '.join(missing)} (pip install \"autograph_lite[peers]\")" if missing else ""
+    return peers, note
+
+
 def identity_overhead(repeats):
     def identity(x):
         return x
@@ -138,6 +188,7 @@ def main():
     parser.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
     opts = parser.parse_args()
     wanted = [w.strip() for w in opts.only.split(",") if w.strip()]
+    peers, missing = load_peers()
     failed, rows = False, []
     print(f"{'workload':<22} {'numpy':>9} {'ag eager':>9} {'compiled':>9} {'eager/np':>9} "
           f"{'compiled/np (IQR)':>20} {'first call':>11}  (convert/trace/optimize/lower/run)")
@@ -156,18 +207,45 @@ def main():
                    zip(ag.nest.flatten(eager_out), ag.nest.flatten(numpy_out))):
             print(f"MISMATCH in {name}: the numpy reference differs from the ag version", file=sys.stderr)
             failed = True
-        samples = interleaved_samples({"numpy": numpy_fn, "eager": ag_fn, "compiled": compiled}, args, opts.repeats)
+        ways = {"numpy": numpy_fn, "eager": ag_fn, "compiled": compiled}
+        peer_first = {}
+        for label, make in peers.items():  # a fresh jit / dispatcher: its first call compiles
+            peer_fn, convert = make()[name.split()[0]]
+            peer_args = convert(args)
+            start = time.perf_counter()
+            peer_out = peer_fn(*peer_args)
+            peer_first[label] = time.perf_counter() - start
+            if not same(eager_out, peer_out, rtol=1e-4, atol=1e-5):
+                print(f"MISMATCH in {name}: the {label} version differs from the ag version", file=sys.stderr)
+                failed = True
+            ways[label] = (lambda f, a: lambda *_: f(*a))(peer_fn, peer_args)
+        samples = interleaved_samples(ways, args, opts.repeats)
         t = {k: statistics.median(v) for k, v in samples.items()}
         iqr = {k: spread(v) for k, v in samples.items()}
         split = first_call_split(ag_fn, args)
+        cold = cold_first_calls(name)
         low, high = iqr["compiled"]
         rows.append({"workload": name, "seconds": t, "iqr_seconds": iqr, "first_call": split,
+                     "first_call_empty_cache_with_tier_up": cold, "peer_first_call": peer_first,
                      "ratio_to_numpy": {k: v / t["numpy"] for k, v in t.items()},
-                     "compiled_ratio_iqr": [low / t["numpy"], high / t["numpy"]]})
+                     "compiled_ratio_iqr": [low / t["numpy"], high / t["numpy"]],
+                     "compiled_over_peer": {label: t["compiled"] / t[label] for label in peers}})
         stages = "/".join(f"{split[k] * 1e3:.1f}" for k in ("convert", "trace", "optimize", "lower", "run"))
         print(f"{name:<22} {fmt_time(t['numpy']):>9} {fmt_time(t['eager']):>9} {fmt_time(t['compiled']):>9} "
               f"{t['eager'] / t['numpy']:>9.2f} {t['compiled'] / t['numpy']:>6.3f} ({low / t['numpy']:.3f}-"
               f"{high / t['numpy']:.3f}) {fmt_time(split['total']):>11}  ({stages} ms)")
+    if peers:
+        print(f"\n{'workload':<22} {'peer':<8} {'peer/np (IQR)':>20} {'compiled/peer':>14} "
+              f"{'first call':>11} {'ag first, empty cache + tier-up':>32}")
+        for row in rows:
+            t, iqr = row["seconds"], row["iqr_seconds"]
+            for label in peers:
+                low, high = (q / t["numpy"] for q in iqr[label])
+                print(f"{row['workload']:<22} {label:<8} {t[label] / t['numpy']:>7.3f} ({low:.3f}-{high:.3f}) "
+                      f"{row['compiled_over_peer'][label]:>14.2f} {fmt_time(row['peer_first_call'][label]):>11} "
+                      f"{fmt_time(row['first_call_empty_cache_with_tier_up']):>32}")
+    if missing:
+        print(missing)
     overhead = identity_overhead(opts.repeats)
     print(f"\ncompiled identity function: {overhead * 1e6:.2f} µs over the plain Python call")
     scaling = {}
@@ -223,14 +301,15 @@ def _chart(rows, path):
     except ImportError:
         print('no chart: matplotlib is missing (pip install "autograph_lite[bench]")')
         return
-    ways = [w for w in ("numpy", "eager", "compiled", "tf.function") if w in rows[0]["ratio_to_numpy"]]
+    ways = [w for w in ("numpy", "eager", "compiled", "jax.jit", "numba", "tf.function")
+            if w in rows[0]["ratio_to_numpy"]]
     fig, ax = plt.subplots(figsize=(9, 4))
     width = 0.8 / len(ways)
     for i, way in enumerate(ways):
         ax.bar([r + i * width for r in range(len(rows))], [row["ratio_to_numpy"][way] for row in rows],
                width, label=way)
     ax.axhline(1.0, color="grey", linewidth=0.8)
-    ax.set_xticks([r + width for r in range(len(rows))], [row["workload"] for row in rows], rotation=15)
+    ax.set_xticks([r + width * (len(ways) - 1) / 2 for r in range(len(rows))], [row["workload"] for row in rows], rotation=15)
     ax.set_ylabel("time relative to numpy (lower is better)")
     ax.set_yscale("log")
     ax.legend()
