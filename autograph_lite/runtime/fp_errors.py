@@ -76,6 +76,10 @@ class Reporter:
         swaps: it runs on every eager op and every plan call that can warn)."""
         if _STATE is None:  # pragma: no cover
             return functools.partial(self.call, fn)
+        from .native import entry
+        module = entry.loaded()
+        if module is not None:  # the same wrapper in C (a third of the cost), once the module is loaded
+            return module.Reporting(fn, self._state_for, _STATE)
         get, set_, reset, state_for = _STATE.get, _STATE.set, _STATE.reset, self._state_for
         last = [(None, None)]  # (the user's state seen last, ours for it): one item, for threads
 

@@ -19,6 +19,7 @@ the caller runs its Python code); otherwise what `finish(status | flags, results
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 #include <numpy/arrayscalars.h>
@@ -168,6 +169,10 @@ static int fits(PyObject* o, const Spec* s) {
 static PyObject* entry_vectorcall(PyObject* self_, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
     Entry* self = (Entry*)self_;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), n = self->n_values, k;
+    if (self->fallback == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "autograph_lite entry: called after it was cleared");
+        return NULL;
+    }
     if (self->fn == NULL || kwnames != NULL || nargs != self->n_args)
         return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
     npy_int64 cells[MAX_VALUES];
@@ -256,10 +261,24 @@ error:
     return NULL;
 }
 
+static int entry_traverse(Entry* self, visitproc visit, void* arg) {
+    Py_VISIT(self->keep);
+    Py_VISIT(self->fallback);
+    Py_VISIT(self->finish);
+    return 0;
+}
+
+static int entry_clear(Entry* self) {  /* fallback and finish are methods of its owner: a cycle */
+    self->fn = NULL;
+    Py_CLEAR(self->keep);
+    Py_CLEAR(self->fallback);
+    Py_CLEAR(self->finish);
+    return 0;
+}
+
 static void entry_dealloc(Entry* self) {
-    Py_XDECREF(self->keep);
-    Py_XDECREF(self->fallback);
-    Py_XDECREF(self->finish);
+    PyObject_GC_UnTrack(self);
+    entry_clear(self);
     PyMem_Free(self->specs);
     Py_TYPE(self)->tp_free((PyObject*)self);
 }
@@ -342,13 +361,136 @@ static PyTypeObject EntryType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "autograph_lite_entry.Entry",
     .tp_basicsize = sizeof(Entry),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
     .tp_vectorcall_offset = offsetof(Entry, vectorcall),
     .tp_call = PyVectorcall_Call,
     .tp_new = entry_new,
     .tp_dealloc = (destructor)entry_dealloc,
+    .tp_traverse = (traverseproc)entry_traverse,
+    .tp_clear = (inquiry)entry_clear,
     .tp_methods = entry_methods,
     .tp_doc = "One generated native function, called from Python (see entry.c).",
+};
+
+/* Reporting(fn, state_for, var): fn(*args) run with numpy's error state `var` set to
+   state_for(the caller's state) (None: left as it is), and reset after: fp_errors.Reporter.wrap
+   in C. The last (caller's state, ours) pair is kept, as the Python spelling keeps it. */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *fn, *state_for, *var, *last_current, *last_ours;
+} Reporting;
+
+static PyObject* reporting_vectorcall(PyObject* self_, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+    Reporting* self = (Reporting*)self_;
+    PyObject* current;
+    if (PyContextVar_Get(self->var, NULL, &current) < 0) return NULL;
+    PyObject* ours;
+    if (current != NULL && current == self->last_current) {
+        ours = self->last_ours;
+        Py_INCREF(ours);
+        Py_DECREF(current);
+    } else {
+        ours = PyObject_CallOneArg(self->state_for, current ? current : Py_None);
+        if (ours == NULL) {
+            Py_XDECREF(current);
+            return NULL;
+        }
+        Py_INCREF(ours);
+        Py_XSETREF(self->last_ours, ours);
+        Py_XSETREF(self->last_current, current);  /* takes our reference */
+    }
+    if (ours == Py_None) {
+        Py_DECREF(ours);
+        return PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
+    }
+    PyObject* token = PyContextVar_Set(self->var, ours);
+    Py_DECREF(ours);
+    if (token == NULL) return NULL;
+    PyObject* result = PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
+    if (result == NULL) {  /* reset with the exception kept */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        int failed = PyContextVar_Reset(self->var, token);
+        Py_DECREF(token);
+        if (failed < 0) {
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+            return NULL;
+        }
+        PyErr_Restore(type, value, tb);
+        return NULL;
+    }
+    int failed = PyContextVar_Reset(self->var, token);
+    Py_DECREF(token);
+    if (failed < 0) {
+        Py_DECREF(result);
+        return NULL;
+    }
+    return result;
+}
+
+static PyObject* reporting_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+    PyObject *fn, *state_for, *var;
+    if (!PyArg_ParseTuple(args, "OOO", &fn, &state_for, &var)) return NULL;
+    if (!PyContextVar_CheckExact(var)) {
+        PyErr_SetString(PyExc_TypeError, "Reporting: var must be a contextvars.ContextVar");
+        return NULL;
+    }
+    Reporting* self = (Reporting*)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->vectorcall = reporting_vectorcall;
+    Py_INCREF(fn);
+    Py_INCREF(state_for);
+    Py_INCREF(var);
+    self->fn = fn;
+    self->state_for = state_for;
+    self->var = var;
+    return (PyObject*)self;
+}
+
+static int reporting_traverse(Reporting* self, visitproc visit, void* arg) {
+    Py_VISIT(self->fn);
+    Py_VISIT(self->state_for);
+    Py_VISIT(self->last_current);
+    Py_VISIT(self->last_ours);
+    return 0;
+}
+
+static int reporting_clear(Reporting* self) {
+    Py_CLEAR(self->fn);
+    Py_CLEAR(self->state_for);
+    Py_CLEAR(self->last_current);
+    Py_CLEAR(self->last_ours);
+    return 0;
+}
+
+static void reporting_dealloc(Reporting* self) {
+    PyObject_GC_UnTrack(self);
+    reporting_clear(self);
+    Py_CLEAR(self->var);
+    Py_TYPE(self)->tp_free((PyObject*)self);
+}
+
+static PyMemberDef reporting_members[] = {
+    {"__wrapped__", T_OBJECT, offsetof(Reporting, fn), READONLY, "the function it runs"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject ReportingType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "autograph_lite_entry.Reporting",
+    .tp_basicsize = sizeof(Reporting),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
+    .tp_vectorcall_offset = offsetof(Reporting, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_new = reporting_new,
+    .tp_dealloc = (destructor)reporting_dealloc,
+    .tp_traverse = (traverseproc)reporting_traverse,
+    .tp_clear = (inquiry)reporting_clear,
+    .tp_members = reporting_members,
+    .tp_doc = "fp_errors.Reporter.wrap in C (see entry.c).",
 };
 
 /* The (shape, dtype) of an argument, as operator.attrgetter("shape", "dtype") gives it. */
@@ -423,12 +565,18 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "autograph_lite_entry
 
 PyMODINIT_FUNC PyInit_autograph_lite_entry(void) {
     import_array();
-    if (PyType_Ready(&EntryType) < 0) return NULL;
+    if (PyType_Ready(&EntryType) < 0 || PyType_Ready(&ReportingType) < 0) return NULL;
     PyObject* m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     Py_INCREF(&EntryType);
     if (PyModule_AddObject(m, "Entry", (PyObject*)&EntryType) < 0) {
         Py_DECREF(&EntryType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&ReportingType);
+    if (PyModule_AddObject(m, "Reporting", (PyObject*)&ReportingType) < 0) {
+        Py_DECREF(&ReportingType);
         Py_DECREF(m);
         return NULL;
     }

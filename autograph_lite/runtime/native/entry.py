@@ -55,6 +55,11 @@ def module():
         return _module
 
 
+def loaded():
+    """The module if it is loaded already, else None (never builds or loads it)."""
+    return _module
+
+
 def preload():
     """Load the module if this machine's cache holds it already (a native function built it in
     an earlier process), so calls take its fast key from the start; never builds it."""
