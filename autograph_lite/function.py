@@ -51,6 +51,7 @@ class ConcreteFunction:
         self._effects = ()  # steps redoing the trace's effects on the arguments (see _Effects)
         self.check_numerics = False  # run through ag.debug's NumericsChecker (ag.function(check_numerics=True))
         self._plain = False  # True when a call is only the plan's (no write-backs, effects, GPU, checks): set by Function
+        self._single_plain = None  # the plan's function once built, when _plain and _single: __call__ calls it
         self._on_gpu = device is not devices.CPU
         # the argument leaves that are graph inputs, and their specs (Python numbers become arrays)
         self._input_leaves = [(i, spec) for i, spec in enumerate(nest.flatten(input_specs))
@@ -78,6 +79,8 @@ class ConcreteFunction:
             with self._lock:
                 if self._plan is None:
                     self._plan = Plan(graph, self.device)
+                    if self._plain and self._single:
+                        self._single_plain = self._plan.fn
         return self._plan
 
     @property
@@ -233,6 +236,13 @@ class Function(TraceCache):
             concrete = self._fast_cache.get(fast_key)
             if concrete is not None:
                 concrete._last_use = next(self._clock)
+                fn = concrete._single_plain
+                if fn is not None and not debugging.active:  # _run's commonest case, a frame less
+                    try:
+                        return fn(*args)[0]
+                    except Exception as e:
+                        concrete._note_failure(concrete._plan, e)
+                        raise
                 return concrete._run(args)
         values = args if len(args) == self._n_simple and not kwargs else self.call_signature.bind(args, kwargs)
         arrays = []

@@ -493,6 +493,32 @@ static PyTypeObject ReportingType = {
     .tp_doc = "fp_errors.Reporter.wrap in C (see entry.c).",
 };
 
+static PyObject* empty_tuple;  /* () */
+/* numpy's bool and number scalar types and their dtypes (the builtin ones, one object each) */
+#define MAX_SCALAR_KINDS 32
+static PyTypeObject* scalar_types[MAX_SCALAR_KINDS];
+static PyObject* scalar_descrs[MAX_SCALAR_KINDS];
+static int n_scalar_kinds;
+
+static int find_scalar_kinds(void) {
+    static const int nums[] = {NPY_BOOL, NPY_BYTE, NPY_UBYTE, NPY_SHORT, NPY_USHORT, NPY_INT, NPY_UINT,
+                               NPY_LONG, NPY_ULONG, NPY_LONGLONG, NPY_ULONGLONG, NPY_HALF, NPY_FLOAT,
+                               NPY_DOUBLE, NPY_LONGDOUBLE, NPY_CFLOAT, NPY_CDOUBLE, NPY_CLONGDOUBLE};
+    for (size_t k = 0; k < sizeof nums / sizeof nums[0] && n_scalar_kinds < MAX_SCALAR_KINDS; k++) {
+        PyArray_Descr* d = PyArray_DescrFromType(nums[k]);
+        if (d == NULL) return -1;
+        int seen = 0;
+        for (int i = 0; i < n_scalar_kinds; i++) seen |= scalar_types[i] == d->typeobj;
+        if (seen) {  /* long and longlong share a type on some platforms: the first dtype is its own */
+            Py_DECREF(d);
+            continue;
+        }
+        scalar_types[n_scalar_kinds] = d->typeobj;
+        scalar_descrs[n_scalar_kinds++] = (PyObject*)d;  /* kept for good */
+    }
+    return 0;
+}
+
 /* The (shape, dtype) of an argument, as operator.attrgetter("shape", "dtype") gives it. */
 static PyObject* shape_dtype(PyObject* a) {
     if (PyArray_CheckExact(a)) {
@@ -509,16 +535,12 @@ static PyObject* shape_dtype(PyObject* a) {
             PyTuple_SET_ITEM(shape, d, n);
         }
         PyObject* dtype = (PyObject*)PyArray_DESCR(array);
-        Py_INCREF(dtype);
-        return Py_BuildValue("(NN)", shape, dtype);
+        PyObject* pair = PyTuple_Pack(2, shape, dtype);
+        Py_DECREF(shape);
+        return pair;
     }
-    if (PyArray_IsScalar(a, Generic)) {  /* numpy's own bool and number scalars: shape () */
-        PyArray_Descr* d = PyArray_DescrFromScalar(a);
-        if (d == NULL) return NULL;
-        if (Py_TYPE(a) == d->typeobj && (PyTypeNum_ISNUMBER(d->type_num) || PyTypeNum_ISBOOL(d->type_num)))
-            return Py_BuildValue("(()N)", (PyObject*)d);
-        Py_DECREF(d);
-    }
+    for (int i = 0; i < n_scalar_kinds; i++)  /* numpy's own bool and number scalars: shape () */
+        if (Py_TYPE(a) == scalar_types[i]) return PyTuple_Pack(2, empty_tuple, scalar_descrs[i]);
     PyObject* shape = PyObject_GetAttrString(a, "shape");
     if (shape == NULL) return NULL;
     PyObject* dtype = PyObject_GetAttrString(a, "dtype");
@@ -549,7 +571,10 @@ static PyObject* fast_key(PyObject* self, PyObject* const* args, Py_ssize_t narg
         if (sd == NULL) goto error;
         PyTuple_SET_ITEM(shapes, i, sd);
     }
-    return Py_BuildValue("(ONN)", args[0], types, shapes);
+    PyObject* key = PyTuple_Pack(3, args[0], types, shapes);
+    Py_DECREF(types);
+    Py_DECREF(shapes);
+    return key;
 error:
     Py_XDECREF(types);
     Py_XDECREF(shapes);
@@ -565,6 +590,8 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "autograph_lite_entry
 
 PyMODINIT_FUNC PyInit_autograph_lite_entry(void) {
     import_array();
+    empty_tuple = PyTuple_New(0);
+    if (empty_tuple == NULL || find_scalar_kinds() < 0) return NULL;
     if (PyType_Ready(&EntryType) < 0 || PyType_Ready(&ReportingType) < 0) return NULL;
     PyObject* m = PyModule_Create(&module);
     if (m == NULL) return NULL;
