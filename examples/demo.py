@@ -21,19 +21,23 @@ def same(a, b):
 
 
 def main():
-    header = f"{'function':<30} {'first call':>11} {'eager':>10} {'compiled':>10} {'speed-up':>9}  same result"
+    header = (f"{'function':<30} {'first call':>11} {'native from':>12} {'eager':>10} {'compiled (IQR)':>26} "
+              f"{'speed-up':>9}  same result")
     print(header)
     print("-" * len(header))
     for name, fn, make_inputs in EXAMPLES:
         args = make_inputs()
         compiled = ag.function(fn)
-        first = first_call_seconds(lambda: ag.function(fn), args)
-        eager_t = median_seconds(fn, args)
-        compiled_t = median_seconds(compiled, args)
+        first, native_from = first_call_seconds(lambda: ag.function(fn), args)
+        eager_t, _ = median_seconds(fn, args)
+        compiled_t, (low, high) = median_seconds(compiled, args)
         ok = same(fn(*args), compiled(*args))
-        print(f"{name:<30} {fmt_time(first):>11} {fmt_time(eager_t):>10} {fmt_time(compiled_t):>10} "
+        print(f"{name:<30} {fmt_time(first):>11} {fmt_time(native_from):>12} {fmt_time(eager_t):>10} "
+              f"{fmt_time(compiled_t) + f' ({fmt_time(low)}-{fmt_time(high)})':>26} "
               f"{eager_t / compiled_t:>8.2f}x  {'yes' if ok else 'NO'}")
-    print("\nmedians of 7 rounds after warm-up; first call = convert + trace + lower + one run\n")
+    print("\nmedians of 7 rounds after warm-up (IQR: the middle half of the rounds); first call = convert +"
+          "\ntrace + lower + one run; native from = from the first call until its native code runs: the calls"
+          "\nup to the tier-up and the C compile they start in the background (fast once the kernel cache has it)\n")
     train_mlp()
     print("\nThe lowered plan of lstm_cell:\n")
     print(ag.function(EXAMPLES[0][1]).get_concrete_function(*EXAMPLES[0][2]()).plan.source)

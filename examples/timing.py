@@ -1,11 +1,23 @@
-"""Timing helpers shared by the demo and the benchmarks: medians after warm-up."""
+"""Timing helpers for the demo: medians with their spread after warm-up, first calls."""
 import statistics
 import time
 
+from autograph_lite.runtime.native import compiler
+from autograph_lite.runtime.native.functions import TIER_UP_AFTER
+
+
+def warm_up(fn, args):
+    """Call `fn` until its native code is built and in use (it is built in the background)."""
+    for _ in range(TIER_UP_AFTER):
+        fn(*args)
+    compiler.wait_for_builds()
+    fn(*args)
+
 
 def median_seconds(fn, args, repeats=7, min_time=0.05):
-    """Median over `repeats` rounds of the per-call time, each round at least `min_time` long."""
-    fn(*args)  # warm-up
+    """(median, (first quartile, third quartile)) over `repeats` rounds of the per-call time,
+    each round at least `min_time` long."""
+    warm_up(fn, args)
     calls = 1
     while True:
         start = time.perf_counter()
@@ -21,15 +33,20 @@ def median_seconds(fn, args, repeats=7, min_time=0.05):
         for _ in range(calls):
             fn(*args)
         rounds.append((time.perf_counter() - start) / calls)
-    return statistics.median(rounds)
+    q1, _, q3 = statistics.quantiles(rounds, n=4)
+    return statistics.median(rounds), (q1, q3)
 
 
 def first_call_seconds(make, args):
-    """Time of the first call of a freshly made compiled function (trace + lower + run)."""
+    """(the first call of a freshly made compiled function: trace + lower + run; the time from
+    its start until native code runs: the calls up to the tier-up and the compile they start,
+    which runs in the background and is quick when the kernel cache holds it)."""
     fn = make()
     start = time.perf_counter()
     fn(*args)
-    return time.perf_counter() - start
+    first = time.perf_counter() - start
+    warm_up(fn, args)
+    return first, time.perf_counter() - start
 
 
 def fmt_time(seconds):

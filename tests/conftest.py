@@ -8,6 +8,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 TEST_DEVICE = os.environ.get("AG_TEST_DEVICE", "cpu")
+# native code is built in the foreground here, so a test knows which run is the first native
+# one; tests/test_native_background.py covers the background builds users get
+os.environ.setdefault("AG_NATIVE_BUILD", "wait")
 
 
 @pytest.fixture(autouse=True, scope="session")

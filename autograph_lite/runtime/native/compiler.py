@@ -17,6 +17,14 @@ The cache is verified, not trusted:
 - writes are atomic (build in a private temporary directory, rename the content-named
   library, then rename the manifest), so processes and threads may build at once.
 
+Builds may run in the background: with `wait=False` a library that must be compiled is
+compiled on a worker thread and the call returns PENDING at once (the caller runs its numpy
+path meanwhile); a later call loads it from the cache. The worker only compiles: loading,
+and any warning, happen on the caller's thread at its line (a failed background build is
+compiled once more there, so it warns as a foreground build does). `wait_for_builds()` waits
+for every build started; `AG_NATIVE_BUILD=wait` (and `AG_NATIVE=always`) makes every build a
+foreground one.
+
 `load(source, symbol)` returns the C function `symbol` of the library, or None when
 native kernels are off (`AG_NATIVE_KERNELS=0`) or anything failed (no compiler, a
 failed build, a library that cannot be loaded); callers then run their numpy path, with
@@ -58,6 +66,33 @@ _loaded = {}          # key -> the loaded C function, or None after a failure
 _usable_dirs = {}     # configured cache directory -> the directory used (it, or a private one)
 _private = None       # this process's private build directory, once one is needed
 _warned = False
+_pending = {}         # key -> the Future of its background build
+_workers = None       # the background builders, once one is needed
+PENDING = "pending"   # what a wait=False load returns while its library is being built
+
+
+def background_builds():
+    """Whether a build may run on a worker thread: not with AG_NATIVE_BUILD=wait, nor with
+    AG_NATIVE=always (native code from the first run: built before it)."""
+    return os.environ.get("AG_NATIVE_BUILD", "background") != "wait" and os.environ.get("AG_NATIVE") != "always"
+
+
+def wait_for_builds():
+    """Wait for every background build started so far (benchmarks: time the native code)."""
+    with _lock:
+        futures = list(_pending.values())
+    for future in futures:
+        future.exception()
+
+
+def _forget_workers():  # a forked child has none of its parent's threads
+    global _workers
+    _workers = None
+    _pending.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_workers)
 
 _SILENCE = "Set AG_NATIVE_KERNELS=0 to run on numpy without trying (this also silences the warning)."
 _FIX_CC = "Set CC to a working C compiler (gcc or clang)."
@@ -160,17 +195,18 @@ def _cpu_model():
     return platform.processor()
 
 
-def load(source, symbol, flags_read=False):
+def load(source, symbol, flags_read=False, wait=True):
     """The C function `symbol` of the library built from `source` (C11), or None (see the
     module docstring). Its `restype`/`argtypes` are the caller's to set. `flags_read`: the
     caller reads the floating-point flags the code raises (runtime/fp_errors.py), so the
     compiler must not compute speculatively what the code may not compute (-ftrapping-math)."""
-    functions = load_functions(source, (symbol,), flags_read)
-    return None if functions is None else functions[0]
+    functions = load_functions(source, (symbol,), flags_read, wait)
+    return functions[0] if isinstance(functions, tuple) else functions
 
 
-def load_functions(source, symbols, flags_read=False):
-    """The C functions `symbols` of one library built from `source`, or None (as `load`)."""
+def load_functions(source, symbols, flags_read=False, wait=True):
+    """The C functions `symbols` of one library built from `source`, or None (as `load`);
+    `wait=False`: PENDING while it is built in the background (see the module docstring)."""
     if not enabled():
         return None
     libs = ["-lmvec", "-lm"] if vector_math() else ["-lm"]
@@ -179,13 +215,14 @@ def load_functions(source, symbols, flags_read=False):
     def use(library):
         cdll = ctypes.CDLL(library)
         return tuple(getattr(cdll, symbol) for symbol in symbols)
-    return _cached(source, flags + libs, "\0".join(symbols), use, KERNEL)
+    return _cached(source, flags + libs, "\0".join(symbols), use, KERNEL, wait=wait)
 
 
-def load_extension(source, name, include_dirs, build=True):
+def load_extension(source, name, include_dirs, build=True, wait=True):
     """The CPython extension module `name` built from `source` (C11, against this interpreter's
     headers and `include_dirs`), or None as `load` (warned once: the callers have a ctypes path).
-    `build=False`: only if the cache holds it already (None otherwise, silently)."""
+    `build=False`: only if the cache holds it already (None otherwise, silently); `wait` as
+    `load_functions`."""
     if not enabled():
         return None
     flags = ["-O2", "-fPIC", "-shared", "-std=c11", *(f"-I{d}" for d in include_dirs)]
@@ -200,13 +237,14 @@ def load_extension(source, name, include_dirs, build=True):
         return module
     # the interpreter's and numpy's ABI are part of what the library was built for
     return _cached(source, flags, sys.version + importlib.machinery.EXTENSION_SUFFIXES[0], use, ENTRY_MODULE,
-                   build)
+                   build, wait)
 
 
-def _cached(source, flags, what, use, purpose, build=True):
+def _cached(source, flags, what, use, purpose, build=True, wait=True):
     """`use(path)` of the verified library built from `source` with `flags` (`what` names what
     is used of it, and keys it too), or None (warned: `purpose` says what it is and what runs
-    instead). `build=False`: a cached library only, else None."""
+    instead). `build=False`: a cached library only, else None. `wait=False`: PENDING while
+    the library is compiled on a worker thread."""
     path, version = compiler()
     key = hashlib.sha256("\0".join([source, what, *flags, version, _cpu_model()])
                          .encode()).hexdigest()[:24]
@@ -216,6 +254,18 @@ def _cached(source, flags, what, use, purpose, build=True):
                 return _load_cached(_usable_dir(), key, use)
             except OSError:
                 return None
+        if key not in _loaded and not wait and background_builds():
+            future = _pending.get(key)
+            if future is None:
+                found = _cached_quietly(key, use)
+                if found is not None:
+                    _loaded[key] = found
+                    return found
+                _pending[key] = _start(_compile_quietly, path, source, flags, key)
+                return PENDING
+            if not future.done():
+                return PENDING
+            del _pending[key]  # built (loaded from the cache below) or failed (built again below, warning)
         if key not in _loaded:
             _loaded[key] = _load_or_build(path, source, flags, key, use, purpose)
         return _loaded[key]
@@ -290,6 +340,28 @@ def _remove(path):
 
 
 def _build(directory, path, source, flags, key, use, purpose):
+    fix = f"Check that {path} is a working C compiler, or set CC to one."
+    try:
+        library = _compile(directory, path, source, flags, key)
+    except _Rejected as e:
+        say, fix, our_bug = e.args
+        _warn(say(*purpose), fix + (" If it works, this is a bug in autograph_lite: please report it." if our_bug else ""))
+        return None
+    try:
+        return use(library)
+    except (OSError, AttributeError, ImportError) as e:
+        _remove(_manifest(directory, key))
+        _warn(f"the library {path} built for {purpose[0]} cannot be used ({e}); {purpose[1]}", fix)
+        return None
+
+
+class _Rejected(Exception):
+    """The compiler built no library: (what happened, given what was built and what runs instead;
+    the fix; whether a working compiler rejecting it is our bug)."""
+
+
+def _compile(directory, path, source, flags, key):
+    """Compile `source` into the cache entry `key` of `directory`; its library's path."""
     with tempfile.TemporaryDirectory(dir=directory) as tmp:  # mode 0700
         with open(os.path.join(tmp, "k.c"), "w") as f:
             f.write(source)
@@ -299,31 +371,53 @@ def _build(directory, path, source, flags, key, use, purpose):
                               capture_output=True, text=True, timeout=120)
         fix = f"Check that {path} is a working C compiler, or set CC to one."
         if done.returncode != 0:
-            message = (done.stderr or done.stdout).strip()[-2000:]
-            _warn(f"the C compiler {path} rejected {purpose[0]} (exit status "
-                  f"{done.returncode}); {purpose[1]}"
-                  + (f":\n{message}\n" if message else ""),
-                  fix + " If it works, this is a bug in autograph_lite: please report it.")
-            return None
+            message, status = (done.stderr or done.stdout).strip()[-2000:], done.returncode
+            raise _Rejected(lambda what, instead: f"the C compiler {path} rejected {what} (exit status {status}); "
+                            f"{instead}" + (f":\n{message}\n" if message else ""), fix, True)
         try:
             with open(os.path.join(tmp, "k.so"), "rb") as f:
                 data = f.read()
         except FileNotFoundError:
-            _warn(f"the C compiler {path} exited with success but wrote no library for {purpose[0]}; "
-                  f"{purpose[1]}", fix)
-            return None
+            raise _Rejected(lambda what, instead: f"the C compiler {path} exited with success but wrote no "
+                            f"library for {what}; {instead}", fix, False) from None
         digest = hashlib.sha256(data).hexdigest()
         library = _library(directory, key, digest)
         os.replace(os.path.join(tmp, "k.so"), library)   # content-named: readers never see it change
         with open(os.path.join(tmp, "manifest"), "w") as f:
             f.write(digest + "\n")
         os.replace(os.path.join(tmp, "manifest"), _manifest(directory, key))
-    try:
-        return use(library)
-    except (OSError, AttributeError, ImportError) as e:
-        _remove(_manifest(directory, key))
-        _warn(f"the library {path} built for {purpose[0]} cannot be used ({e}); {purpose[1]}", fix)
+    return library
+
+
+# --- background builds ------------------------------------------------------------------
+
+def _start(job, *args):
+    global _workers
+    if _workers is None:
+        import concurrent.futures  # its worker threads are joined at exit: a build is never cut off
+        _workers = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="autograph_lite-build")
+    return _workers.submit(job, *args)
+
+
+def _cached_quietly(key, use):
+    """`use` of the cache entry `key` if the configured directory is usable and holds it, else None
+    (a problem with the directory is left for the foreground load to warn about)."""
+    directory = cache_dir()
+    if _usable_dirs.get(directory, directory) != directory or _prepare(directory) is not None:
         return None
+    return _load_cached(directory, key, use)
+
+
+def _compile_quietly(path, source, flags, key):
+    """A background build: into the configured cache directory, or nothing (the foreground load
+    builds again and warns)."""
+    directory = cache_dir()
+    if _prepare(directory) is not None:
+        return
+    try:
+        _compile(directory, path, source, flags, key)
+    except (_Rejected, OSError, subprocess.SubprocessError) as e:
+        log.info("native kernels: a background build failed (%s)", e)
 
 
 def _usable_dir():

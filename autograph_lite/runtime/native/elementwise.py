@@ -5,7 +5,8 @@ registers through the whole chain, and written once.
 computes the flat range [start, stop) of `out` from C-contiguous inputs read as their
 kind says: "full" (the result's shape), "row" (the result's trailing dims, `inner`
 elements, as a bias is; the range is then whole rows) or "scalar" (passed by value).
-It is None when a step has no C translation or no compiler is available. ctypes
+It is None when a step has no C translation or no compiler is available, and
+compiler.PENDING while the kernel is built on a worker thread (ask again later). ctypes
 releases the GIL during the call, so callers may run disjoint ranges on threads.
 """
 import ctypes
@@ -68,9 +69,9 @@ def cpu_kernel(steps, operands):
         text = source(steps, operands, compiler.vector_math())
     except cexpr.Unsupported:
         return None
-    fn = compiler.load(text, "kernel")
-    if fn is None:
-        return None
+    fn = compiler.load(text, "kernel", wait=False)
+    if fn is None or fn is compiler.PENDING:
+        return fn
     fn.restype = None
     fn.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p] + [
         _CTYPES_SCALAR[cexpr.c_type(dtype)] if kind == "scalar" else ctypes.c_void_p

@@ -45,12 +45,16 @@ _module = None
 _built = False  # module() has run: _module is the module, or None for good
 
 
-def module():
-    """The built extension module, or None (no compiler, no Python headers: warned once)."""
+def module(wait=True):
+    """The built extension module, or None (no compiler, no Python headers: warned once);
+    `wait=False`: compiler.PENDING while it is built on a worker thread."""
     global _built
     with _lock:  # one build per process (and sysconfig's first read is not thread-safe)
         if not _built:
-            _use(_module or _load(build=True))
+            found = _module or _load(build=True, wait=wait)
+            if found is compiler.PENDING:
+                return found
+            _use(found)
             _built = True
         return _module
 
@@ -74,13 +78,13 @@ def _use(found):
         _module, fast_key = found, found.fast_key
 
 
-def _load(build):
+def _load(build, wait=True):
     include = [_python_include(), np.get_include()]
     if include[0] is None or not compiler.enabled():
         return None
     with open(os.path.join(os.path.dirname(__file__), "entry.c")) as f:
         source = f.read()
-    return compiler.load_extension(source, "autograph_lite_entry", include, build=build)
+    return compiler.load_extension(source, "autograph_lite_entry", include, build=build, wait=wait)
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,5 +1,6 @@
-"""What every generated native function shares once rendered: tiering (built at its
-`TIER_UP_AFTER`-th run, or its first with `AG_NATIVE=always`), building through the verified
+"""What every generated native function shares once rendered: tiering (built from its
+`TIER_UP_AFTER`-th run on a worker thread, the Python code running until it is there; or
+before its first run with `AG_NATIVE=always`), building through the verified
 cache, the tables of numpy inner loops it calls, and the way in from Python. `loops.py` (a
 While) and `graphs.py` (a straight-line graph) are the two kinds.
 
@@ -120,19 +121,22 @@ class NativeFunction:
             if self.fn is None:
                 self.runs += 1
                 if self.runs >= tier_up_after():
+                    # built on a worker thread: the Python code runs until it is there
                     built = compiler.load_functions(self.text, (self.symbol, self.symbol + "_values"),
-                                                    flags_read=True)
+                                                    flags_read=True, wait=False)
+                    module = None if built is None else entry.module(wait=False)
+                    if built is compiler.PENDING or module is compiler.PENDING:
+                        return None
                     fn = None
                     if built is not None:
                         fn, values = built
                         fn.restype, fn.argtypes = ctypes.c_int, self.arg_types
-                        self._enter_through(values)
+                        self._enter_through(module, values)
                     self.fn = fn or False
             return self.fn or None
 
-    def _enter_through(self, values):
-        """Bind the C entry to the built `values` function as `self.call`, if the module is there."""
-        module = entry.module()
+    def _enter_through(self, module, values):
+        """Bind the C entry to the built `values` function as `self.call`, if the `module` is there."""
         if module is None or any(spec[3] is None for spec in self.entry_specs) or len(self.entry_specs) > entry.MAX_VALUES:
             return
         tables = [ctypes.addressof(t) for t in self.tables] or [0, 0]

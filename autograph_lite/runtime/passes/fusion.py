@@ -16,7 +16,7 @@ import threading
 
 import numpy as np
 
-from ..native import cexpr
+from ..native import cexpr, compiler
 from ..native import elementwise as native_elementwise
 from ..opdef import BOOL, DTYPE, INT, STR, OpDef, Record, TupleOf, lookup, register
 from .util import is_output, subgraphs_first
@@ -180,9 +180,12 @@ class _Native:
         return shape, math.prod(shape), inner
 
     def kernel(self):
-        """The C kernel, or None where there is none (the numpy path runs)."""
+        """The C kernel, or None where there is none or it is still being built (the numpy path runs)."""
         if self.run is None:
-            self.run = native_elementwise.cpu_kernel(self.steps, self.operands) or False
+            run = native_elementwise.cpu_kernel(self.steps, self.operands)
+            if run is compiler.PENDING:
+                return None
+            self.run = run or False
         return self.run or None
 
 
