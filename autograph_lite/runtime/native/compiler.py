@@ -41,13 +41,13 @@ import logging
 import os
 import platform
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
 import threading
 import warnings
 
+from ... import disk_cache
 from ...errors import is_internal_file
 
 log = logging.getLogger("autograph_lite.native")
@@ -175,14 +175,6 @@ def vector_math():
     return frozenset(names)
 
 
-def cache_dir():
-    root = os.environ.get("AG_CACHE_DIR")
-    if not root:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        root = os.path.join(base, "autograph_lite")
-    return os.path.join(root, "kernels")
-
-
 @functools.lru_cache(maxsize=None)
 def _cpu_model():
     try:
@@ -285,8 +277,8 @@ def _load_or_build(path, source, flags, key, use, purpose):
 
 # --- the verified cache ------------------------------------------------------------------
 
-class _Untrusted(Exception):
-    """A cache entry that must not be loaded: not ours, writable by others, or damaged."""
+def cache_dir():
+    return os.path.join(disk_cache.root(), "kernels")
 
 
 def _manifest(directory, key):
@@ -301,42 +293,21 @@ def _load_cached(directory, key, use):
     """`use(library)` of a verified cache entry, or None (a missing or bad entry is removed)."""
     manifest, library = _manifest(directory, key), None
     try:
-        digest = _read_private(manifest).decode("ascii").strip()
+        digest = disk_cache.read_private(manifest).decode("ascii").strip()
         if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
-            raise _Untrusted("a malformed manifest")
+            raise disk_cache.Untrusted("a malformed manifest")
         library = _library(directory, key, digest)
-        if hashlib.sha256(_read_private(library)).hexdigest() != digest:
-            raise _Untrusted("a library whose content does not match its sha256")
+        if hashlib.sha256(disk_cache.read_private(library)).hexdigest() != digest:
+            raise disk_cache.Untrusted("a library whose content does not match its sha256")
         return use(library)
     except FileNotFoundError:
         return None
-    except (_Untrusted, OSError, AttributeError, ImportError, UnicodeDecodeError) as e:
+    except (disk_cache.Untrusted, OSError, AttributeError, ImportError, UnicodeDecodeError) as e:
         log.info("discarding the damaged kernel cache entry %s (%s); rebuilding", manifest, e)
-        _remove(manifest)
+        disk_cache.remove(manifest)
         if library is not None:
-            _remove(library)
+            disk_cache.remove(library)
         return None
-
-
-def _read_private(path):
-    """The bytes of `path` if it is a regular file of ours that group and others cannot write."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode) or not _private_mode(st):
-            raise _Untrusted(f"{path} is not a private regular file of ours")
-        return f.read()
-
-
-def _private_mode(st):
-    return (not hasattr(os, "getuid") or st.st_uid == os.getuid()) and not st.st_mode & 0o022
-
-
-def _remove(path):
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
 
 
 def _build(directory, path, source, flags, key, use, purpose):
@@ -350,7 +321,7 @@ def _build(directory, path, source, flags, key, use, purpose):
     try:
         return use(library)
     except (OSError, AttributeError, ImportError) as e:
-        _remove(_manifest(directory, key))
+        disk_cache.remove(_manifest(directory, key))
         _warn(f"the library {path} built for {purpose[0]} cannot be used ({e}); {purpose[1]}", fix)
         return None
 
@@ -403,7 +374,7 @@ def _cached_quietly(key, use):
     """`use` of the cache entry `key` if the configured directory is usable and holds it, else None
     (a problem with the directory is left for the foreground load to warn about)."""
     directory = cache_dir()
-    if _usable_dirs.get(directory, directory) != directory or _prepare(directory) is not None:
+    if _usable_dirs.get(directory, directory) != directory or disk_cache.prepare(directory) is not None:
         return None
     return _load_cached(directory, key, use)
 
@@ -412,7 +383,7 @@ def _compile_quietly(path, source, flags, key):
     """A background build: into the configured cache directory, or nothing (the foreground load
     builds again and warns)."""
     directory = cache_dir()
-    if _prepare(directory) is not None:
+    if disk_cache.prepare(directory) is not None:
         return
     try:
         _compile(directory, path, source, flags, key)
@@ -424,7 +395,7 @@ def _usable_dir():
     """The configured cache directory if it is private to us, else this process's private one."""
     configured = cache_dir()
     if configured not in _usable_dirs:
-        problem = _prepare(configured)
+        problem = disk_cache.prepare(configured)
         if problem is None:
             _usable_dirs[configured] = configured
         else:
@@ -434,31 +405,6 @@ def _usable_dir():
                   "Point AG_CACHE_DIR at a directory that only you can write "
                   "(autograph_lite creates it with mode 0700).")
     return _usable_dirs[configured]
-
-
-def _prepare(directory):
-    """Create `directory` (and its parent) with mode 0700; None if it is safe to use, else why not."""
-    parent = os.path.dirname(directory)
-    try:
-        os.makedirs(parent, mode=0o700, exist_ok=True)
-        try:
-            os.mkdir(directory, 0o700)
-        except FileExistsError:
-            pass
-        st, parent_st = os.stat(directory), os.stat(parent)
-    except OSError as e:
-        return f"cannot be created ({e.strerror or e})"
-    if not stat.S_ISDIR(st.st_mode):
-        return "is not a directory"
-    if not _private_mode(st):
-        return "is owned by another user or writable by group or others"
-    sticky = parent_st.st_mode & stat.S_ISVTX
-    if hasattr(os, "getuid") and parent_st.st_uid not in (0, os.getuid()) or (
-            parent_st.st_mode & 0o022 and not sticky):
-        return f"is inside {parent}, which another user can change"
-    if not os.access(directory, os.W_OK | os.X_OK):
-        return "is not writable"
-    return None
 
 
 def _private_dir():
