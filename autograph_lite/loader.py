@@ -5,19 +5,34 @@ under a `<autograph_lite converted ...>` file name (registered with linecache so
 tracebacks show it), and rebuilt with the original function's globals, defaults and
 closure cells, so it sees the same variables the original does. Every generated
 line maps back to the user's `file:line` for error messages.
+
+Conversion is a function of the source alone, so its result (the generated source and
+line map) is kept in the disk cache (`disk_cache.py`, under `converted/`), keyed by the
+bytes of the function's file, its place in it, its code's names and positions, and the
+size and time of every file of this package: a later process compiles it without
+parsing and converting again. An entry whose checksum or key does not match is removed
+and the function converted again.
 """
 import ast
 import copy
+import functools
+import hashlib
 import itertools
+import json
 import linecache
+import logging
+import os
+import sys
 import threading
 import types
 import weakref
 
 import gast
 
-from . import converters, errors, operators
+from . import converters, disk_cache, errors, operators
 from .pyct import parser
+
+log = logging.getLogger("autograph_lite")
 
 _ids = itertools.count()
 _cache = weakref.WeakKeyDictionary()   # original function -> Converted
@@ -46,13 +61,41 @@ def _converted(fn):
 
 
 def _build(fn):
-    node, filename, _ = parser.parse_function(fn)
-    taken = set(fn.__code__.co_varnames) | set(fn.__code__.co_names) | set(fn.__code__.co_freevars)
-    ctx = converters.base.Context(filename, taken | converters.base.all_names(node))
     display_name = fn.__code__.co_name if fn.__code__.co_name.isidentifier() else "lambda_"
     # compiled under a private name, so calls to the function's own name (recursion) still
     # reach the module's binding rather than this definition
-    name = node.name = "ag__converted_" + display_name
+    name = "ag__converted_" + display_name
+    key = _stored_key(fn)
+    stored = _load_stored(key)
+    if stored is None:
+        stored = _convert(fn, name, display_name)
+        _store(key, stored)
+    source, line_map, inner_source = stored
+    generated_file = f"<autograph_lite converted {fn.__qualname__} #{next(_ids)}>"
+    linecache.cache[generated_file] = (len(source), None, source.splitlines(True), generated_file)
+    errors.register_source_map(generated_file, line_map)
+
+    code = compile(source, generated_file, "exec")
+    factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    inner_code = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType) and c.co_name == name)
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    cells[_AG] = types.CellType(operators)
+    closure = tuple(cells.get(v) or types.CellType() for v in inner_code.co_freevars)
+    converted = types.FunctionType(inner_code, fn.__globals__, fn.__name__, fn.__defaults__, closure)
+    converted.__kwdefaults__ = copy.copy(fn.__kwdefaults__)
+    converted.__qualname__, converted.__doc__ = fn.__qualname__, fn.__doc__
+    converted.__module__ = fn.__module__
+    converted.__dict__.update(getattr(fn, "__dict__", {}))
+    return Converted(converted, inner_source, generated_file)
+
+
+def _convert(fn, name, display_name):
+    """(module source defining the converted function `name` in a factory over its free
+    variables, {generated line: the user's file:line}, the converted function's own source)."""
+    node, filename, _ = parser.parse_function(fn)
+    taken = set(fn.__code__.co_varnames) | set(fn.__code__.co_names) | set(fn.__code__.co_freevars)
+    ctx = converters.base.Context(filename, taken | converters.base.all_names(node))
+    node.name = name
     node = converters.apply(node, ctx)
 
     freevars = [v for v in fn.__code__.co_freevars if v != _AG]
@@ -66,25 +109,89 @@ def _build(fn):
     module_ast = ast.fix_missing_locations(gast.gast_to_ast(module))
     ast.copy_location(module_ast.body[0], node)
     source = ast.unparse(module_ast)
-    generated_file = f"<autograph_lite converted {fn.__qualname__} #{next(_ids)}>"
-    linecache.cache[generated_file] = (len(source), None, source.splitlines(True), generated_file)
-    errors.register_source_map(generated_file, _line_map(module_ast, source, filename))
-
-    code = compile(source, generated_file, "exec")
-    factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
-    inner_code = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType) and c.co_name == name)
-    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
-    cells[_AG] = types.CellType(operators)
-    closure = tuple(cells.get(v) or types.CellType() for v in inner_code.co_freevars)
-    converted = types.FunctionType(inner_code, fn.__globals__, fn.__name__, fn.__defaults__, closure)
-    converted.__kwdefaults__ = copy.copy(fn.__kwdefaults__)
-    converted.__qualname__, converted.__doc__ = fn.__qualname__, fn.__doc__
-    converted.__module__ = fn.__module__
-    converted.__dict__.update(getattr(fn, "__dict__", {}))
     shown = copy.copy(module_ast.body[0].body[0])
     shown.name = display_name
-    inner_source = ast.unparse(shown)
-    return Converted(converted, inner_source, generated_file)
+    return source, _line_map(module_ast, source, filename), ast.unparse(shown)
+
+
+# --- converted functions in the disk cache ------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _converter_version():
+    """A digest of this interpreter, gast and every file of the package (path, size, mtime)."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    h = hashlib.sha256(f"{sys.version}\0{getattr(gast, '__version__', '')}".encode())
+    for directory, subdirs, files in sorted(os.walk(package)):
+        subdirs.sort()
+        for f in sorted(files):
+            if f.endswith(".py"):
+                st = os.stat(os.path.join(directory, f))
+                h.update(f"{os.path.relpath(os.path.join(directory, f), package)}\0{st.st_size}\0{st.st_mtime_ns}\0"
+                         .encode())
+    return h.hexdigest()
+
+
+def _stored_key(fn):
+    """The cache key of `fn`'s conversion, or None (its file cannot be read: no caching)."""
+    code = fn.__code__
+    try:
+        with open(code.co_filename, "rb") as f:
+            file_digest = hashlib.sha256(f.read()).hexdigest()
+    except (OSError, ValueError):
+        return None
+    identity = [_converter_version(), code.co_filename, file_digest, code.co_firstlineno, code.co_name,
+                fn.__qualname__, code.co_varnames, code.co_names, code.co_freevars, list(code.co_positions())]
+    return hashlib.sha256(repr(identity).encode()).hexdigest()[:32]
+
+
+@functools.lru_cache(maxsize=None)
+def _directory(root):
+    """The cache's `converted/` directory under `root`, or None where it is not private to us."""
+    directory = os.path.join(root, "converted")
+    problem = disk_cache.prepare(directory)
+    if problem is not None:
+        log.info("converted functions are not cached: %s %s", directory, problem)
+        return None
+    return directory
+
+
+def _entry(key):
+    directory = None if key is None else _directory(disk_cache.root())
+    return None if directory is None else os.path.join(directory, f"c{key}.json")
+
+
+def _load_stored(key):
+    """(source, line map, inner source) stored under `key`, or None (a bad entry is removed)."""
+    path = _entry(key)
+    if path is None:
+        return None
+    try:
+        digest, _, payload = disk_cache.read_private(path).partition(b"\n")
+        if hashlib.sha256(payload).hexdigest().encode() != digest:
+            raise disk_cache.Untrusted("its content does not match its sha256")
+        stored = json.loads(payload)
+        if stored["key"] != key:
+            raise disk_cache.Untrusted("it was stored for another function")
+        line_map = {int(line): str(where) for line, where in stored["line_map"].items()}
+        return str(stored["source"]), line_map, str(stored["inner_source"])
+    except FileNotFoundError:
+        return None
+    except (disk_cache.Untrusted, OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        log.info("discarding the converted-function cache entry %s (%s)", path, e)
+        disk_cache.remove(path)
+        return None
+
+
+def _store(key, stored):
+    path = _entry(key)
+    if path is None:
+        return
+    source, line_map, inner_source = stored
+    payload = json.dumps({"key": key, "source": source, "line_map": line_map, "inner_source": inner_source}).encode()
+    try:
+        disk_cache.write_private(path, hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
+    except OSError as e:
+        log.info("could not cache the converted function in %s (%s)", path, e)
 
 
 def _line_map(tree, source, user_file):
