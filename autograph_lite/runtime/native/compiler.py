@@ -331,14 +331,15 @@ class _Rejected(Exception):
     the fix; whether a working compiler rejecting it is our bug)."""
 
 
-def _compile(directory, path, source, flags, key):
-    """Compile `source` into the cache entry `key` of `directory`; its library's path."""
+def _compile(directory, path, source, flags, key, launcher=()):
+    """Compile `source` into the cache entry `key` of `directory`; its library's path.
+    `launcher`: words before the compiler's (`nice`, for a background build)."""
     with tempfile.TemporaryDirectory(dir=directory) as tmp:  # mode 0700
         with open(os.path.join(tmp, "k.c"), "w") as f:
             f.write(source)
         # flags after the source file: libraries must follow the objects that use them;
         # relative names, so the library's bytes do not depend on the temporary path
-        done = subprocess.run([path, "k.c", "-o", "k.so", *flags], cwd=tmp,
+        done = subprocess.run([*launcher, path, "k.c", "-o", "k.so", *flags], cwd=tmp,
                               capture_output=True, text=True, timeout=120)
         fix = f"Check that {path} is a working C compiler, or set CC to one."
         if done.returncode != 0:
@@ -385,8 +386,9 @@ def _compile_quietly(path, source, flags, key):
     directory = cache_dir()
     if disk_cache.prepare(directory) is not None:
         return
+    nice = shutil.which("nice")  # the calls running meanwhile keep the CPU first
     try:
-        _compile(directory, path, source, flags, key)
+        _compile(directory, path, source, flags, key, (nice, "-n", "10") if nice else ())
     except (_Rejected, OSError, subprocess.SubprocessError) as e:
         log.info("native kernels: a background build failed (%s)", e)
 
