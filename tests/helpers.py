@@ -1,4 +1,6 @@
 """Differential test helpers: the eager run is the oracle for the compiled run."""
+import os
+
 import numpy as np
 import autograph_lite as ag
 
@@ -93,3 +95,11 @@ def check_grad(fn, *args, argnums=0, rtol=1e-5, atol=1e-7):
         for g, e in zip(got, expected):
             np.testing.assert_allclose(g, e, rtol=rtol, atol=atol)
     return eager
+
+
+def force_native(monkeypatch):
+    """Native code on for a test of native code, whatever the suite runs under (AG_NATIVE=off
+    and AG_NATIVE_KERNELS=0 turn it off; AG_NATIVE=always is kept: it only tiers up sooner)."""
+    monkeypatch.delenv("AG_NATIVE_KERNELS", raising=False)
+    if os.environ.get("AG_NATIVE") == "off":
+        monkeypatch.delenv("AG_NATIVE")

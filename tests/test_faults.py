@@ -55,9 +55,19 @@ def script(code, directory):
     return str(path)
 
 
-def run_child(env_changes, code=CHILD, cache=None):
+def child_env(**changes):
+    """The environment of a child testing native code: native code on whatever the suite runs
+    under (AG_NATIVE=always kept), PYTHONPATH to this checkout, then `changes`."""
     env = dict(os.environ, PYTHONPATH=ROOT)
     env.pop("AG_NATIVE_KERNELS", None)
+    if env.get("AG_NATIVE") == "off":
+        del env["AG_NATIVE"]
+    env.update(changes)
+    return env
+
+
+def run_child(env_changes, code=CHILD, cache=None):
+    env = child_env()
     if cache is not None:
         env["AG_CACHE_DIR"] = str(cache)
     env.update(env_changes)
@@ -305,8 +315,7 @@ THREADED = CHILD.replace("""    g = ag.function(f)
 
 @needs_cc
 def test_concurrent_builders_of_one_kernel(tmp_path):
-    env = dict(os.environ, PYTHONPATH=ROOT, AG_CACHE_DIR=str(tmp_path / "cache"))
-    env.pop("AG_NATIVE_KERNELS", None)
+    env = child_env(AG_CACHE_DIR=str(tmp_path / "cache"))
     children = [subprocess.Popen([sys.executable, script(THREADED, tmp_path)], env=env, cwd=ROOT,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 for _ in range(4)]
@@ -361,7 +370,7 @@ NESTED_LOOP = LONG_LOOP.replace("""    while i < n:
 def test_ctrl_c_stops_a_long_loop(tmp_path, code, native):
     if native == "1" and not HAS_CC:
         pytest.skip("no C compiler on this machine")
-    env = dict(os.environ, PYTHONPATH=ROOT, AG_CACHE_DIR=str(tmp_path), AG_NATIVE_KERNELS=native)
+    env = child_env(AG_CACHE_DIR=str(tmp_path), AG_NATIVE_KERNELS=native)
     child = subprocess.Popen([sys.executable, script(code, tmp_path)], env=env, cwd=ROOT,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

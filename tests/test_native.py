@@ -8,7 +8,7 @@ import pytest
 import autograph_lite as ag
 from autograph_lite.runtime.native import cexpr, compiler, elementwise
 from autograph_lite.runtime.passes import fusion
-from helpers import assert_same
+from helpers import assert_same, force_native
 
 pytestmark = pytest.mark.skipif(compiler.compiler() is None, reason="no C compiler on this machine")
 
@@ -18,7 +18,7 @@ N = fusion.BLOCKED_MIN_SIZE * 4  # large enough to be fused and split across thr
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("AG_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("AG_NATIVE_KERNELS", raising=False)
+    force_native(monkeypatch)
     compiler._loaded.clear()  # libraries loaded from another test's cache
     monkeypatch.setattr(compiler, "_warned", False)  # each test may see the once-per-process warning
 

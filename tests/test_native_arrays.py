@@ -10,7 +10,7 @@ import pytest
 import autograph_lite as ag
 from autograph_lite.runtime.native import compiler, loops
 from examples.models import tanh_loop, tanh_loop_inputs
-from helpers import assert_identical
+from helpers import assert_identical, force_native
 
 pytestmark = pytest.mark.skipif(compiler.compiler() is None, reason="no C compiler on this machine")
 CALLS = loops.TIER_UP_AFTER + 2
@@ -18,7 +18,7 @@ CALLS = loops.TIER_UP_AFTER + 2
 
 @pytest.fixture(autouse=True)
 def native_on(monkeypatch):
-    monkeypatch.delenv("AG_NATIVE_KERNELS", raising=False)
+    force_native(monkeypatch)
 
 
 def native_calls(fn, *args):

@@ -53,7 +53,9 @@ print(json.dumps({"ok": ok, "started": started, "native": bool(native_loop.fn),
 
 
 def background(**env):
-    return dict(env, AG_NATIVE_BUILD="background")
+    """A child's environment as users have it: background builds, the default tiering (whatever
+    AG_NATIVE the suite runs under)."""
+    return dict(env, AG_NATIVE_BUILD="background", AG_NATIVE="")
 
 
 def test_builds_run_in_the_background_and_every_call_equals_eager(tmp_path):

@@ -11,16 +11,16 @@ import pytest
 import autograph_lite as ag
 from autograph_lite.runtime.native import compiler, entry, loops
 from examples.models import collatz, lstm_cell, lstm_inputs
-from helpers import assert_identical
+from helpers import assert_identical, force_native
 
-pytestmark = pytest.mark.skipif(compiler.compiler() is None or entry.module() is None,
+pytestmark = pytest.mark.skipif(compiler.compiler() is None or entry._python_include() is None,
                                 reason="no C compiler or no Python headers on this machine")
 CALLS = loops.TIER_UP_AFTER + 1
 
 
 @pytest.fixture(autouse=True)
 def native_on(monkeypatch):
-    monkeypatch.delenv("AG_NATIVE_KERNELS", raising=False)
+    force_native(monkeypatch)
 
 
 def hot(fn, *args):

@@ -6,14 +6,14 @@ import pytest
 import autograph_lite as ag
 from autograph_lite.runtime.native import compiler, loops as scalar_loop
 from examples.models import collatz
-from helpers import assert_same
+from helpers import assert_same, force_native
 
 pytestmark = pytest.mark.skipif(compiler.compiler() is None, reason="no C compiler on this machine")
 
 
 @pytest.fixture(autouse=True)
 def native_on(monkeypatch):
-    monkeypatch.delenv("AG_NATIVE_KERNELS", raising=False)
+    force_native(monkeypatch)
 
 
 def gcd(a, b):

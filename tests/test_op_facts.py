@@ -16,6 +16,7 @@ from autograph_lite.runtime.native import cexpr, compiler
 from autograph_lite.runtime.native import elementwise as native_elementwise
 from autograph_lite.runtime.opdef import REGISTRY
 from autograph_lite.runtime.passes import fusion
+from helpers import force_native
 
 IN_PLACE_FORMS = {"+=", "-=", "*=", "/=", "ufunc", "copyto"}
 
@@ -119,7 +120,8 @@ def test_a_new_elementwise_op_is_fused_with_its_neighbours(new_ops):
     assert fused[0].attrs["expr"] == "Add(TestCube(TestExpm1(Mul($0, $1))), $2)"
 
 
-def test_a_new_elementwise_op_is_written_as_c(new_ops):
+def test_a_new_elementwise_op_is_written_as_c(new_ops, monkeypatch):
+    force_native(monkeypatch)
     expm1, cube = new_ops
     steps = [("TestExpm1", (("in", 0),), np.dtype(np.float64)), ("TestCube", (("t", 0),), np.dtype(np.float64))]
     operands = [(np.dtype(np.float64), False, "full")]

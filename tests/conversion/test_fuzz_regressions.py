@@ -10,7 +10,7 @@ import pytest
 
 import autograph_lite as ag
 from autograph_lite.runtime.native import compiler, loops as scalar_loop
-from helpers import assert_same
+from helpers import assert_same, force_native
 
 CALLS = scalar_loop.TIER_UP_AFTER + 2
 
@@ -238,7 +238,7 @@ def unary_loop(op):
 @pytest.mark.parametrize("s", [2, -3, 0.5, 2.5, 1000, 2 ** 62])
 @pytest.mark.parametrize("name", list(UNARY))
 def test_unary_ops_on_python_scalars_in_a_native_loop(name, s, monkeypatch):
-    monkeypatch.delenv("AG_NATIVE_KERNELS", raising=False)
+    force_native(monkeypatch)
     if (name in ("sqrt", "log") and s < 0) or (name in ("exp", "square") and s > 100):
         pytest.skip("a floating-point warning at trace time")
     fn = unary_loop(UNARY[name])
@@ -294,7 +294,7 @@ def counter_compared_with_small_ints(x, n):
     (counter_compared_with_small_ints, np.uint8(1), 500), (counter_compared_with_small_ints, np.int8(1), 500),
 ], ids=lambda v: getattr(v, "__name__", str(v)))
 def test_python_int_counter_with_small_dtypes_in_a_native_loop(fn, x, n, monkeypatch):
-    monkeypatch.delenv("AG_NATIVE_KERNELS", raising=False)
+    force_native(monkeypatch)
     compiled = assert_every_call_same(fn, x, np.array(n))
     [loop] = compiled.get_concrete_function(x, np.array(n)).plan.native_loops
     assert loop.fn, "the C loop was not built"
@@ -345,7 +345,7 @@ def not_in_native_loop(x, limit):
 
 @pytest.mark.skipif(compiler.compiler() is None, reason="no C compiler on this machine")
 def test_not_in_a_native_loop(monkeypatch):
-    monkeypatch.delenv("AG_NATIVE_KERNELS", raising=False)
+    force_native(monkeypatch)
     compiled = assert_every_call_same(not_in_native_loop, np.float64(3.0), np.array(7))
     [loop] = compiled.get_concrete_function(np.float64(3.0), np.array(7)).plan.native_loops
     assert loop.fn, "the C loop was not built"
