@@ -43,6 +43,7 @@ fast_key = python_fast_key
 
 _module = None
 _built = False  # module() has run: _module is the module, or None for good
+_preloaded = False  # preload() has looked in the cache (once per process)
 
 
 def module(wait=True):
@@ -66,10 +67,15 @@ def loaded():
 
 def preload():
     """Load the module if this machine's cache holds it already (a native function built it in
-    an earlier process), so calls take its fast key from the start; never builds it."""
+    an earlier process), so calls take its fast key from the start; never builds it. Looks
+    once per process: a module built later is loaded by `module()`."""
+    global _preloaded
+    if _preloaded:
+        return
     with _lock:
-        if _module is None and not _built:
+        if _module is None and not _built and not _preloaded:
             _use(_load(build=False))
+        _preloaded = True
 
 
 def _use(found):
@@ -82,9 +88,14 @@ def _load(build, wait=True):
     include = [_python_include(), np.get_include()]
     if include[0] is None or not compiler.enabled():
         return None
+    return compiler.load_extension(_source(), "autograph_lite_entry", include, build=build, wait=wait)
+
+
+@functools.lru_cache(maxsize=None)
+def _source():
+    """entry.c's text (read once: a pending build asks for the module on every tier-up check)."""
     with open(os.path.join(os.path.dirname(__file__), "entry.c")) as f:
-        source = f.read()
-    return compiler.load_extension(source, "autograph_lite_entry", include, build=build, wait=wait)
+        return f.read()
 
 
 @functools.lru_cache(maxsize=None)
