@@ -46,3 +46,33 @@ def default_device():
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
+
+
+# --- the CUDA corpus: every fused elementwise kernel the suite's graphs make ----------------
+# tests/test_cuda_kernels.py compiles each with NVRTC (no GPU needed) and checks its C twin
+# against numpy; it runs last so the corpus holds the whole run's kernels.
+
+def _record_fused_nodes():
+    import cuda_corpus
+    from autograph_lite.runtime.passes import fusion
+    made = fusion._fused_node
+
+    def recording(graph, group, before):
+        node = made(graph, group, before)
+        cuda_corpus.record(node)
+        return node
+    fusion._fused_node = recording
+
+
+_record_fused_nodes()
+
+
+def pytest_collection_modifyitems(config, items):
+    last = [item for item in items if item.nodeid.startswith("tests/test_cuda_kernels.py::test_suite_kernels")]
+    items[:] = [item for item in items if item not in last] + last
+
+
+def pytest_terminal_summary(terminalreporter):
+    import cuda_corpus
+    if cuda_corpus.REPORT:
+        terminalreporter.write_line(cuda_corpus.REPORT)

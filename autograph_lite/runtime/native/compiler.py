@@ -109,8 +109,9 @@ class NativeKernelWarning(RuntimeWarning):
     with the same results. Issued once per process."""
 
 
-def _warn(what, fix):
-    """One NativeKernelWarning per process, at the user's line; later problems are only logged."""
+def warn_once(what, fix):
+    """One NativeKernelWarning per process, at the user's line; later problems are only logged
+    (fusion.py's CUDA kernels report through it too)."""
     global _warned
     log.info("native kernels: %s", what)
     if _warned:
@@ -149,10 +150,10 @@ def compiler():
             continue
         return path, (version or [""])[0]
     if os.environ.get("CC"):
-        _warn(f"the C compiler CC={os.environ['CC']!r} was not found or does not run, so native "
+        warn_once(f"the C compiler CC={os.environ['CC']!r} was not found or does not run, so native "
               f"kernels are off and everything runs on numpy (same results)", _FIX_CC)
     else:
-        _warn("no C compiler (cc, gcc or clang) was found on PATH, so native kernels are off and "
+        warn_once("no C compiler (cc, gcc or clang) was found on PATH, so native kernels are off and "
               "everything runs on numpy (same results)",
               "Install gcc or clang, or set CC to a C compiler, for the faster C kernels.")
     return None
@@ -270,7 +271,7 @@ def _load_or_build(path, source, flags, key, use, purpose):
         return (_load_cached(directory, key, use)
                 or _build(directory, path, source, flags, key, use, purpose))
     except (OSError, subprocess.SubprocessError) as e:
-        _warn(f"building {purpose[0]} with {path} failed ({e}); {purpose[1]}", f"Check that {path} works and that "
+        warn_once(f"building {purpose[0]} with {path} failed ({e}); {purpose[1]}", f"Check that {path} works and that "
               f"{directory or 'a temporary directory'} is writable.")
         return None
 
@@ -316,13 +317,13 @@ def _build(directory, path, source, flags, key, use, purpose):
         library = _compile(directory, path, source, flags, key)
     except _Rejected as e:
         say, fix, our_bug = e.args
-        _warn(say(*purpose), fix + (" If it works, this is a bug in autograph_lite: please report it." if our_bug else ""))
+        warn_once(say(*purpose), fix + (" If it works, this is a bug in autograph_lite: please report it." if our_bug else ""))
         return None
     try:
         return use(library)
     except (OSError, AttributeError, ImportError) as e:
         disk_cache.remove(_manifest(directory, key))
-        _warn(f"the library {path} built for {purpose[0]} cannot be used ({e}); {purpose[1]}", fix)
+        warn_once(f"the library {path} built for {purpose[0]} cannot be used ({e}); {purpose[1]}", fix)
         return None
 
 
@@ -402,7 +403,7 @@ def _usable_dir():
             _usable_dirs[configured] = configured
         else:
             _usable_dirs[configured] = _private_dir()
-            _warn(f"the native kernel cache {configured} {problem}, so it is not used: kernels are "
+            warn_once(f"the native kernel cache {configured} {problem}, so it is not used: kernels are "
                   f"built in a private temporary directory for this process (slower start-up)",
                   "Point AG_CACHE_DIR at a directory that only you can write "
                   "(autograph_lite creates it with mode 0700).")

@@ -29,37 +29,34 @@ def as_number(value):
     return value.item() if hasattr(value, "item") else value
 
 
-def source(steps, operands, vector_math=frozenset()):
-    """C source of `void kernel(n, out, inputs...)` for the fused `steps`.
+def source(steps, operands, vector_math=frozenset(), language=None):
+    """Source of `void kernel(n, inner, out, inputs...)` for the fused `steps`, in `language`
+    (a CStyleLanguage: C for this CPU by default, `language.CUDA` for a GPU kernel).
 
     steps: (op, args, dtype) with args ("in", i) or ("t", j), as the fusion pass makes them;
     operands: (dtype, weak, kind) for each input, kind "full", "row" or "scalar".
     Raises cexpr.Unsupported.
     """
-    emitter = cexpr.Emitter(C(vector_math))
-    out_type = cexpr.c_type(steps[-1][2])
-    nested = any(kind == "row" for _, _, kind in operands)
-    params = ["int64_t n", "int64_t inner", f"{out_type}* restrict out"]
+    language = language or C(vector_math)
+    emitter = cexpr.Emitter(language)
+    out_type = language.type(steps[-1][2])
+    rows = any(kind == "row" for _, _, kind in operands)
+    restrict = language.restrict
+    params = ["int64_t n", "int64_t inner", f"{out_type}* {restrict} out"]
     inputs = []
     for i, (dtype, weak, kind) in enumerate(operands):
-        t = cexpr.c_type(dtype)
-        params.append(f"{t} s{i}" if kind == "scalar" else f"const {t}* restrict a{i}")
+        t = language.type(dtype)
+        params.append(f"{t} s{i}" if kind == "scalar" else f"const {t}* {restrict} a{i}")
         expr = {"scalar": f"s{i}", "row": f"a{i}[j]", "full": f"a{i}[i]"}[kind]
         inputs.append(cexpr.Value(expr, np.dtype(dtype), weak))
     body, temps = [], []
     for j, (op, args, dtype) in enumerate(steps):
         values = [inputs[k] if kind == "in" else temps[k] for kind, k in args]
-        body.append(f"{cexpr.c_type(dtype)} t{j} = {emitter.op(op, values, dtype)};")
+        body.append(f"{language.type(dtype)} t{j} = {emitter.op(op, values, dtype)};")
         temps.append(cexpr.Value(f"t{j}", np.dtype(dtype), False))
     body.append(f"out[i] = t{len(steps) - 1};")
-    if nested:  # rows of `inner` elements; row inputs are read at the column j
-        loop = ["    for (int64_t r = 0; r < n / inner; r++) {",
-                "        for (int64_t j = 0; j < inner; j++) {",
-                "            const int64_t i = r * inner + j;",
-                *("            " + line for line in body), "        }", "    }"]
-    else:
-        loop = ["    for (int64_t i = 0; i < n; i++) {", *("        " + line for line in body), "    }"]
-    return "\n".join([emitter.prelude(), f"void kernel({', '.join(params)}) {{", *loop, "}", ""])
+    return "\n".join([emitter.prelude(), f"{language.entry_prefix}void kernel({', '.join(params)}) {{",
+                      *language.elementwise_loop(body, rows), "}", ""])
 
 
 def cpu_kernel(steps, operands):

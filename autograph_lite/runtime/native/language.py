@@ -3,9 +3,10 @@ siblings is spelling only (the model is tinygrad's `CStyleLanguage`).
 
 `render.py` writes a graph region as statements and `cexpr.py` writes each op's expression;
 both ask a `CStyleLanguage` for every word that is dialect-specific: the scalar type names,
-the prelude, how a helper function and the entry function are declared, and the name of a
-math function for a dtype. `C` is the dialect built by the system compiler (`compiler.py`);
-a CUDA dialect overrides the same few members.
+the prelude, how a helper function and the entry function are declared, the name of a
+math function for a dtype, and the loop over the elements of an elementwise kernel. `C` is
+the dialect built by the system compiler (`compiler.py`); `CUDA` overrides the same few
+members for kernels compiled by NVRTC (`cuda.py`).
 """
 import numpy as np
 
@@ -51,6 +52,17 @@ class CStyleLanguage:
         """A declaration the prelude needs before calling math function `name`, or None."""
         return None
 
+    def elementwise_loop(self, body, rows):
+        """The loop of an elementwise kernel over `n` elements (the parameters `n` and `inner`)
+        around `body`, statements over the element index `i`; with `rows`, row inputs are read
+        at the column `j` (`inner` elements a row). A plain loop on one thread."""
+        if rows:
+            return ["    for (int64_t r = 0; r < n / inner; r++) {",
+                    "        for (int64_t j = 0; j < inner; j++) {",
+                    "            const int64_t i = r * inner + j;",
+                    *("            " + line for line in body), "        }", "    }"]
+        return ["    for (int64_t i = 0; i < n; i++) {", *("        " + line for line in body), "    }"]
+
 
 class C(CStyleLanguage):
     """C compiled for this CPU by the system compiler: SIMD variants of libm functions
@@ -64,3 +76,37 @@ class C(CStyleLanguage):
         t = self.type(dtype)
         params = ", ".join([t] * (2 if name == "pow" else 1))
         return f'__attribute__((simd("notinbranch"))) {t} {self.math_function(name, dtype)}({params});'
+
+
+class CUDA(CStyleLanguage):
+    """CUDA C++ for NVRTC (cupy's compiler): no standard headers (the fixed-width types and
+    the float constants are defined in the prelude), kernels `extern "C" __global__`, helpers
+    `__device__`, and elementwise loops grid-strided: thread t of T handles elements t, t+T,
+    ... so any launch size covers any n. The GPU raises no floating-point flags, so comparisons
+    are plain operators; math functions are CUDA's (tanhf, expf, ...: the names C uses)."""
+
+    name = "cuda"
+    includes = (
+        "#ifdef __CUDACC_RTC__",  # NVRTC: no standard headers
+        "typedef signed char int8_t; typedef short int16_t; typedef int int32_t; typedef long long int64_t;",
+        "typedef unsigned char uint8_t; typedef unsigned short uint16_t; typedef unsigned int uint32_t;",
+        "typedef unsigned long long uint64_t;",
+        "#define INFINITY __int_as_float(0x7f800000)",
+        "#define NAN __int_as_float(0x7fffffff)",
+        "#define INT64_MIN (-9223372036854775807LL - 1)",
+        "#else",                  # nvcc
+        "#include <stdint.h>",
+        "#include <math.h>",
+        "#endif",
+    )
+    helper_prefix = "static __device__ __forceinline__"
+    entry_prefix = 'extern "C" __global__ '
+    restrict = "__restrict__"
+    quiet_comparisons = {}
+
+    def elementwise_loop(self, body, rows):
+        lines = ["    const int64_t stride = (int64_t)gridDim.x * blockDim.x;",
+                 "    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {"]
+        if rows:
+            lines.append("        const int64_t j = i % inner;")
+        return [*lines, *("        " + line for line in body), "    }"]

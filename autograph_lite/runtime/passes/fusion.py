@@ -6,7 +6,8 @@ compiler is at hand: every element is read once and written once, the chain runs
 registers. Otherwise, or for a step C has no translation for, it is computed in
 cache-sized blocks: each block runs the chain through scratch buffers (`out=`). Either
 way the range is split among threads (ctypes and numpy release the GIL). Small results,
-broadcasting or strided inputs and other devices evaluate the steps on whole arrays.
+broadcasting or strided inputs evaluate the steps on whole arrays. On a GPU the chain is
+one CUDA kernel from the same generator (runtime/native/cuda.py) where cupy can compile it.
 """
 import concurrent.futures
 import functools
@@ -17,6 +18,7 @@ import threading
 import numpy as np
 
 from ..native import cexpr, compiler
+from ..native import cuda as native_cuda
 from ..native import elementwise as native_elementwise
 from ..opdef import BOOL, DTYPE, INT, STR, OpDef, Record, TupleOf, lookup, register
 from .util import is_output, subgraphs_first
@@ -103,7 +105,7 @@ def run(graph):
 def _fused_kernel(xp, steps, expr, operands):
     whole = _whole_array_evaluator(xp, steps)
     if xp is not np:
-        return whole
+        return _device_kernel(xp, steps, operands, whole)
     out_dtype = steps[-1][2]
     on_numpy = functools.partial(_run_blocks, _block_evaluator(steps))
     native = _Native(steps, operands)
@@ -132,6 +134,36 @@ def _fused_kernel(xp, steps, expr, operands):
     return fused
 
 
+def _device_kernel(xp, steps, operands, whole):
+    """On a GPU array module: the chain as one CUDA kernel (runtime/native/cuda.py), compiled
+    at the first call whose inputs it can read; otherwise, and where the module has no raw
+    kernels (the tests' stand-in) or the chain no CUDA form, the ops one by one."""
+    native, out_dtype, kernel = _Native(steps, operands), steps[-1][2], []
+
+    def fused(*inputs):
+        layout = native.layout(inputs, xp.ndarray)
+        if layout is None:
+            return whole(*inputs)
+        if not kernel:
+            kernel.append(_gpu_kernel(xp, steps, operands))
+        if kernel[0] is None:
+            return whole(*inputs)
+        shape, size, inner = layout
+        out = xp.empty(shape, out_dtype)
+        kernel[0](out, inputs, size, inner)
+        return out
+    return fused
+
+
+def _gpu_kernel(xp, steps, operands):
+    try:
+        return native_cuda.elementwise_kernel(xp, steps, operands)
+    except Exception as e:  # a kernel cupy cannot compile is our bug: say so once, run the ops
+        compiler.warn_once(f"a fused CUDA kernel failed to compile ({type(e).__name__}: {e}), so its ops run "
+                           f"one by one (same results)", "Please report this with the source above.")
+        return None
+
+
 def _in_chunks(run, out, inputs, size):
     chunks = _chunks(size)
     if len(chunks) == 1:
@@ -150,16 +182,17 @@ class _Native:
         self.scalars = [kind == "scalar" for kind in self.kinds]
         self.run = None
 
-    def layout(self, inputs):
+    def layout(self, inputs, array_type=np.ndarray):
         """(shape, size, inner) if `inputs` are what the kernel reads: C-contiguous arrays
-        of its dtypes, all of one shape or (row inputs, whose size is `inner`) of that
-        shape's trailing dims, and scalars where it takes scalars; else None."""
+        (of `array_type`) of its dtypes, all of one shape or (row inputs, whose size is
+        `inner`) of that shape's trailing dims, and host scalars where it takes scalars (passed
+        by value: a device scalar would be a copy to the host); else None."""
         shape, rows = None, None
         for a, kind, dtype in zip(inputs, self.kinds, self.dtypes):
             if kind == "scalar":
-                if isinstance(a, np.ndarray) and a.ndim:
+                if not (isinstance(a, (int, float, bool, np.generic)) or (type(a) is np.ndarray and not a.ndim)):
                     return None
-            elif type(a) is not np.ndarray or a.dtype != dtype or not a.flags.c_contiguous:
+            elif type(a) is not array_type or a.dtype != dtype or not a.flags.c_contiguous:
                 return None
             elif kind == "row":
                 if rows is None:
