@@ -158,7 +158,7 @@ class ConcreteFunction:
                         f"function cannot make one see the update of the other: pass a copy "
                         f"(called at {user_location()})")
             value = results[k]
-            target[...] = value.get() if devices.is_gpu_array(value) and isinstance(target, np.ndarray) else value
+            target[...] = value.get() if devices.is_device_array(value) and isinstance(target, np.ndarray) else value
 
     def __repr__(self):
         return f"<ConcreteFunction {self.call_signature.name}{self.input_specs}>"
@@ -338,9 +338,9 @@ class Function(TraceCache):
 
     def _trace(self, specs, device, values):
         placement = device  # what the indexes key on: the device of the call
-        if device is devices.CPU and self._device is None and any(
-                devices.is_gpu_array(a) for a in nest.flatten(list(values))):
-            device = devices.get("gpu")  # cupy arguments place the graph on the GPU
+        if device is devices.CPU and self._device is None:
+            # device arrays as arguments (cupy's) place the graph on their device
+            device = next(filter(None, map(devices.device_of, nest.flatten(list(values)))), device)
         device = self._device or device
         argument_keys = _argument_keys(specs)
         if os.environ.get("AG_LOG_RETRACES") and self._traces:
@@ -408,7 +408,7 @@ def _output_slots(graph, outputs):
             if isinstance(leaf, Tensor) and leaf.stale is not None:
                 leaf.stale.check_read(graph, f"is returned by {graph.name}")
             tensor = graph.capture(leaf) if isinstance(leaf, Tensor) else constant_node(graph, np.asarray(
-                leaf.get() if devices.is_gpu_array(leaf) else leaf))
+                leaf.get() if devices.is_device_array(leaf) else leaf))
             updated = next((i for i, value in write_backs if value is leaf), None)
             slots.append(len(graph.outputs) if updated is None else _UpdatedArgument(updated, len(graph.outputs)))
             graph.outputs.append(tensor)

@@ -55,12 +55,12 @@ class TensorSpec:
 
 def _is_array(value):
     t = type(value)
-    return t is np.ndarray or isinstance(value, np.generic) or devices.is_gpu_array(value)
+    return t is np.ndarray or isinstance(value, np.generic) or devices.is_device_array(value)
 
 
 def _is_array_input(value):
     """An array argument: an ndarray (subclasses too), a numpy scalar or a GPU array."""
-    return isinstance(value, (np.ndarray, np.generic)) or devices.is_gpu_array(value)
+    return isinstance(value, (np.ndarray, np.generic)) or devices.is_device_array(value)
 
 
 # ndarray methods whose override changes what an operation on the array means; a subclass

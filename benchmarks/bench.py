@@ -35,6 +35,10 @@ from examples.timing import fmt_time, warm_up  # noqa: E402
 
 
 WARMUP_CALLS = 5  # more than native.scalar_loop.TIER_UP_AFTER
+# seconds of rest before a first call is timed, ours and the peers': a first call is what a
+# user meets starting a program, and right after seconds of both cores busy a shared VM runs
+# slower for a moment (W4's empty-cache first call measured 27 ms at rest, 50-80 ms right after)
+SETTLE = 1.0
 
 
 def calls_per_round(fn, args, target=0.02):
@@ -190,7 +194,12 @@ def main():
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--only", default="", help="comma-separated workload ids, e.g. W3,W4")
     parser.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    parser.add_argument("--device", default="cpu", choices=("cpu", "gpu"),
+                        help="gpu: W2, W4 and W5 on the GPU against cupy eager and cupy.fuse (benchmarks/gpu.py)")
     opts = parser.parse_args()
+    if opts.device == "gpu":
+        from benchmarks import gpu
+        return gpu.main(opts.repeats, opts.out)
     wanted = [w.strip() for w in opts.only.split(",") if w.strip()]
     peers, missing = load_peers()
     failed, rows = False, []
@@ -219,6 +228,7 @@ def main():
         for label, make in peers.items():  # a fresh jit / dispatcher: its first call compiles
             peer_fn, convert = make()[name.split()[0]]
             peer_args = convert(args)
+            time.sleep(SETTLE)
             start = time.perf_counter()
             peer_out = peer_fn(*peer_args)
             peer_first[label] = time.perf_counter() - start
@@ -230,6 +240,7 @@ def main():
         t = {k: statistics.median(v) for k, v in samples.items()}
         iqr = {k: spread(v) for k, v in samples.items()}
         split = first_call_split(ag_fn, args)
+        time.sleep(SETTLE)
         cold_first, native_from = cold_first_calls(name)
         low, high = iqr["compiled"]
         rows.append({"workload": name, "seconds": t, "iqr_seconds": iqr, "first_call": split,

@@ -8,6 +8,27 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 TEST_DEVICE = os.environ.get("AG_TEST_DEVICE", "cpu")
+if TEST_DEVICE == "standin":  # tests/standin.py: a strict cupy stand-in, no GPU needed
+    import standin
+    from autograph_lite.runtime import devices
+    devices.register("standin", standin)
+
+
+def _compare_on_the_host():
+    """On a device, numpy.testing's comparisons read device results to the host first (the tests
+    compare values; where values live is tests/test_standin_device.py's subject)."""
+    import functools
+
+    from helpers import to_host
+    for name in ("assert_array_equal", "assert_allclose", "assert_equal", "assert_array_almost_equal",
+                 "assert_almost_equal"):
+        compare = getattr(np.testing, name)
+        setattr(np.testing, name, functools.wraps(compare)(
+            lambda *args, _compare=compare, **kwargs: _compare(*to_host(list(args)), **kwargs)))
+
+
+if TEST_DEVICE != "cpu":
+    _compare_on_the_host()
 # native code is built in the foreground here, so a test knows which run is the first native
 # one; tests/test_native_background.py covers the background builds users get
 os.environ.setdefault("AG_NATIVE_BUILD", "wait")
@@ -27,7 +48,7 @@ def kernel_cache(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def default_device():
-    """AG_TEST_DEVICE=gpu runs every test with the GPU as the default device."""
+    """AG_TEST_DEVICE=gpu (or standin) runs every test with that device as the default."""
     if TEST_DEVICE == "cpu":
         yield
         return

@@ -3,15 +3,25 @@ import os
 
 import numpy as np
 import autograph_lite as ag
+from autograph_lite.runtime import devices
 
 
 def to_host(value):
-    """numpy view of a value that may live on the GPU (cupy)."""
-    return value.get() if type(value).__module__.startswith("cupy") else value
+    """numpy copy of a value that may live on a device (cupy, the stand-in), containers too; a
+    0-d device array (a device has no scalars) as the numpy scalar eager numpy gives."""
+    if type(value) in (tuple, list):
+        return type(value)(to_host(v) for v in value)
+    if type(value) is dict:
+        return {k: to_host(v) for k, v in value.items()}
+    if not devices.is_device_array(value):
+        return value
+    value = value.get()
+    return value[()] if value.ndim == 0 else value
 
 
 def assert_identical(eager, compiled):
     """Same structure, Python/numpy types, dtypes, shapes and bits (NaN where NaN)."""
+    eager, compiled = to_host(eager), to_host(compiled)
     if isinstance(eager, tuple):
         assert type(compiled) is tuple and len(compiled) == len(eager)
         for e, c in zip(eager, compiled):
@@ -91,7 +101,7 @@ def check_grad(fn, *args, argnums=0, rtol=1e-5, atol=1e-7):
     eager = ag.grad(fn, argnums)(*args)
     compiled = ag.function(lambda *a: ag.grad(fn, argnums)(*a))(*args)
     for got in (eager, compiled):
-        got = (got,) if isinstance(argnums, int) else got
+        got = to_host((got,) if isinstance(argnums, int) else got)
         for g, e in zip(got, expected):
             np.testing.assert_allclose(g, e, rtol=rtol, atol=atol)
     return eager
@@ -99,7 +109,9 @@ def check_grad(fn, *args, argnums=0, rtol=1e-5, atol=1e-7):
 
 def force_native(monkeypatch):
     """Native code on for a test of native code, whatever the suite runs under (AG_NATIVE=off
-    and AG_NATIVE_KERNELS=0 turn it off; AG_NATIVE=always is kept: it only tiers up sooner)."""
+    and AG_NATIVE_KERNELS=0 turn it off; AG_NATIVE=always is kept: it only tiers up sooner),
+    and on the CPU, whatever the suite's device: native code is the CPU's backend."""
+    monkeypatch.setattr(devices._placement, "device", devices.CPU)
     monkeypatch.delenv("AG_NATIVE_KERNELS", raising=False)
     if os.environ.get("AG_NATIVE") == "off":
         monkeypatch.delenv("AG_NATIVE")

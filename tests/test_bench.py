@@ -30,3 +30,23 @@ def test_peer_versions_compute_what_the_numpy_versions_do(peer):
 def test_cold_first_calls_run_in_a_fresh_process_with_an_empty_cache():
     first, native_from = bench.cold_first_calls("W6 collatz")
     assert 0 < first < native_from < 60
+
+
+def test_the_gpu_benchmark_runs_on_the_standin(tmp_path, capsys):
+    """benchmarks/gpu.py, as scripts/gpu_check.sh runs it on a GPU, here on the stand-in device at
+    small sizes: its results agree and it writes its JSON and its one summary line."""
+    import json
+
+    import standin
+    from autograph_lite.runtime import devices
+    from benchmarks import gpu
+    devices.register("standin", standin)
+    cases = [(name, fn, lambda make=make: make()) for name, fn, make in gpu.CASES if "64M" not in name
+             and "GPU sizes" not in name and "4M" not in name]
+    cases.append(("W4 elementwise_chain 64M", gpu.elementwise_chain, lambda: gpu.elementwise_inputs(n=1000)))
+    assert gpu.run(standin, "standin", cases, 2, str(tmp_path)) == 0
+    out = capsys.readouterr().out
+    assert out.strip().splitlines()[-1].startswith("GPU bench: W4 64M ")
+    saved = json.loads((tmp_path / "results-gpu.json").read_text())
+    assert [r["workload"] for r in saved["workloads"]] == [name for name, _, _ in cases]
+    assert "cupy.fuse" in saved["workloads"][-1]["seconds"]

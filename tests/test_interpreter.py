@@ -16,6 +16,7 @@ import autograph_lite as ag
 from autograph_lite.function import ConcreteFunction
 from autograph_lite.runtime.interpreter import Interpreter
 from benchmarks.workloads import WORKLOADS
+from helpers import to_host
 
 CONVERSION_MODULES = ["test_while_tensor", "test_if_tensor", "test_for_tensor", "test_break_continue",
                       "test_return_in_loop", "test_logical", "test_ternary", "test_dtypes", "test_lists",
@@ -33,7 +34,7 @@ def _same(plan_out, interp_out, what, exact=True):
         if isinstance(p, list):  # a stack handle or list value: compare item by item
             assert isinstance(i, list) and len(i) == len(p), f"{what}: output {k}"
             continue
-        p, i = np.asarray(p), np.asarray(i)
+        p, i = np.asarray(to_host(p)), np.asarray(to_host(i))
         assert p.dtype == i.dtype, f"{what}: output {k} dtype {i.dtype} != plan's {p.dtype}"
         assert p.shape == i.shape, f"{what}: output {k} shape {i.shape} != plan's {p.shape}"
         if exact or p.dtype.kind not in "fc":
@@ -68,8 +69,8 @@ class Oracle:
 
     def compare(self, concrete, arrays):
         arrays = list(arrays)
-        try:
-            expected = concrete.plan.fn(*_copies(arrays))
+        try:  # the plan takes its arguments on its device, as ConcreteFunction._run gives them
+            expected = concrete.plan.fn(*[concrete.device.put(a) for a in _copies(arrays)])
         except Exception as e:
             for graph in (concrete.graph, concrete.optimized_graph):
                 with pytest.raises(type(e)):

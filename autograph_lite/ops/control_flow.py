@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import nest
 from ..errors import ConversionError, user_location
+from ..runtime import devices
 from ..runtime.graph import Graph, Tensor, building, current_graph
 from .core import apply, convert_to_tensor, define, exemplar
 from .math_ops import cast
@@ -128,7 +129,7 @@ def trace_function(parent, name, fn, args=()):
 def _is_static(value):
     """A leaf that cannot be a tensor and is carried through control flow as the same object."""
     return not isinstance(value, (Tensor, bool, int, float, complex, np.ndarray, np.generic)) \
-        and not type(value).__module__.startswith("cupy")
+        and not devices.is_device_array(value)
 
 
 def build_cond(pred, then_g, then_out, else_g, else_out, names, location, var_names=None):

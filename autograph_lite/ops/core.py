@@ -26,8 +26,9 @@ def apply(op, inputs, attrs=None):
     graph = _tracing.stack[-1] if _tracing.stack else None
     if graph is None or not (op.stateful or any(isinstance(x, Tensor) or (type(x) is list and holds_tensor(x))
                                                 for x in inputs)):
-        # creation ops (no array inputs) follow `with ag.device(...)`
         xp = devices.array_module(inputs) if inputs else devices.current().xp
+        if xp is np and devices.current() is not devices.CPU and not any(isinstance(x, np.ndarray) for x in inputs):
+            xp = devices.current().xp  # creation ops (shapes, Python numbers) follow `with ag.device(...)`
         if op.float_errors and xp is np:  # numpy's warning names the user's line, not this one
             return fp_errors.eager_reporter(op.float_errors).call(op.eager_kernel(xp, attrs), *inputs)
         return op.eager_kernel(xp, attrs)(*inputs)
@@ -165,7 +166,7 @@ def convert_to_tensor(value, graph=None):
         return graph.capture(value)
     if type(value) in (list, tuple) and holds_tensor(value):
         return _pack(value, graph)
-    if devices.is_gpu_array(value):
+    if devices.is_device_array(value):
         value = value.get()
     return constant_node(graph, value)
 

@@ -5,7 +5,10 @@ holding one always runs.
 """
 import builtins
 
+import numpy as np
+
 from ..errors import SymbolicValueError, user_location
+from ..runtime import devices
 from ..runtime.graph import Tensor, current_graph
 from ..runtime.graph import Slot
 from ..runtime.opdef import BOOL, PIECES, STR, STREAM, TEMPLATE, OneOf, OptionalOf
@@ -43,7 +46,19 @@ def _render(entry, values):
 def _print_kernel(xp, template, sep, end, file=None, flush=False):
     def print_values(*values):
         builtins.print(*[_render(a, values) for a in template], sep=sep, end=end, file=file, flush=flush)
-    return print_values
+    if xp is np:
+        return print_values
+
+    def print_device_values(*values):  # read to the host: 0-d arrays print as numpy's scalars do
+        print_values(*[_host_value(v) for v in values])
+    return print_device_values
+
+
+def _host_value(value):
+    if not devices.is_device_array(value):
+        return value
+    value = devices.CPU.put(value)
+    return value[()] if value.ndim == 0 else value
 
 
 PRINT = define("Print", _print_kernel, lambda *inputs, **attrs: [], stateful=True,
@@ -128,7 +143,9 @@ def _refuse_nested_tensors(value, depth=0):
 
 def _assert_kernel(xp, message, location, error=None):
     def check(condition, *values):
-        if not bool(xp.all(condition)):
+        # a condition on the host (a Python value) is checked there, a device one read once
+        if not bool((xp.all if devices.is_device_array(condition) else np.all)(condition)):
+            values = [_host_value(v) for v in values]
             text = _render(message, values) if isinstance(message, tuple) else message
             if error in ("ValueError", "UnboundLocalError"):  # a check Python itself makes, not an `assert`
                 raise {"ValueError": ValueError, "UnboundLocalError": UnboundLocalError}[error](

@@ -177,7 +177,14 @@ def where(condition, x, y):
 
 
 def _cast_kernel(xp, dtype):
-    return lambda x: xp.asarray(x).astype(dtype)
+    if xp is np:
+        return lambda x: np.asarray(x).astype(dtype)
+
+    def cast(x):  # on a device, a host scalar (a loop counter) stays a host scalar: no copy
+        if isinstance(x, (int, float, bool, np.generic)):
+            return np.asarray(x).astype(dtype)[()]
+        return xp.asarray(x).astype(dtype)
+    return cast
 
 
 def _cast_to_same(node):

@@ -1,6 +1,8 @@
 """The device layer: which array module (numpy or cupy) runs kernels, and placement.
 
-Ops never import cupy; they receive the array module `xp` from here.
+Ops never import cupy; they receive the array module `xp` from here. A device is an array
+module with numpy's API and an `ndarray` type: numpy (the CPU), cupy ("gpu", found when
+first asked for), or one `register`ed by name (the tests' strict stand-in for cupy).
 """
 import contextlib
 import threading
@@ -18,7 +20,7 @@ class Device:
 
     def read_predicate(self, value):
         """A device scalar condition as a Python bool (one small device-to-host copy)."""
-        if is_gpu_array(value):
+        if is_device_array(value):
             self.transfers += 1
             self.predicate_reads += 1
         return bool(value)
@@ -26,11 +28,11 @@ class Device:
     def put(self, value):
         """`value` as an array of this device, copying across devices when needed."""
         if self.xp is np:
-            if is_gpu_array(value):
+            if is_device_array(value):
                 self.transfers += 1
                 return value.get()
             return value
-        if is_gpu_array(value):
+        if is_device_array(value):
             return value
         self.transfers += 1
         return self.xp.asarray(value)
@@ -41,6 +43,18 @@ class Device:
 
 CPU = Device("cpu", np)
 _devices = {"cpu": CPU}
+_by_array_type = {}  # the ndarray type of a device's module -> that Device
+
+
+def register(name, xp):
+    """Device `name`, whose arrays are `xp.ndarray`s made and computed by module `xp` (added once:
+    registering it again gives the same Device)."""
+    device = _devices.get(name)
+    if device is not None and device.xp is xp:
+        return device
+    device = _devices[name] = Device(name, xp)
+    _by_array_type[xp.ndarray] = device
+    return device
 
 
 def get(name):
@@ -58,22 +72,36 @@ def get(name):
     except Exception as e:  # cupy present, driver or GPU missing
         raise RuntimeError(f"device 'gpu' is unavailable: {e}. Install a CUDA GPU driver "
                            f"and {GPU_EXTRA_HINT}") from None
-    _devices["gpu"] = _devices["cuda"] = Device("gpu", cupy)
+    _devices["cuda"] = register("gpu", cupy)
     return _devices["gpu"]
-
-
-def is_gpu_array(value):
-    return type(value).__module__.startswith("cupy")
 
 
 _HOST_TYPES = (np.ndarray, float, int, bool, np.float32, np.float64, np.int32, np.int64, np.bool_)
 
 
+def device_of(value):
+    """The Device whose array `value` is, or None for a host value (cupy is not imported to
+    tell: a value of a `cupy` type means cupy is there)."""
+    t = type(value)
+    if t in _HOST_TYPES:
+        return None
+    device = _by_array_type.get(t)
+    if device is None and t.__module__.startswith("cupy") and t.__name__ == "ndarray":
+        return get("gpu")
+    return device
+
+
+def is_device_array(value):
+    """True for an array of a device other than the CPU (cupy's, the stand-in's)."""
+    return device_of(value) is not None
+
+
 def array_module(values):
-    """cupy if any of `values` is a cupy array, else numpy."""
+    """The module of the first device array among `values` (cupy), else numpy."""
     for v in values:
-        if type(v) not in _HOST_TYPES and is_gpu_array(v):
-            return get("gpu").xp
+        device = device_of(v)
+        if device is not None:
+            return device.xp
     return np
 
 

@@ -48,9 +48,11 @@ class Interpreter:
         """The graph's outputs for input arrays `args` (one per graph input)."""
         if len(args) != len(self.graph.inputs):
             raise TypeError(f"graph {self.graph.name} takes {len(self.graph.inputs)} inputs, got {len(args)}")
+        if self.device is not devices.CPU:  # host arrays go to the device, as a compiled call's do
+            args = [self.device.put(a) for a in args]
         results = self.run_graph(self.graph, args)
         # as the plan does: a returned constant array is a copy, so the caller may change it
-        return tuple(r.copy() if t.node.op == "Const" and (isinstance(r, np.ndarray) or devices.is_gpu_array(r))
+        return tuple(r.copy() if t.node.op == "Const" and (isinstance(r, np.ndarray) or devices.is_device_array(r))
                      else r for t, r in zip(self.graph.outputs, results))
 
     def run_graph(self, graph, args):
@@ -131,7 +133,7 @@ def _note_node(exc, node):
 # --- value summaries and the NaN/Inf checker ------------------------------------------------
 
 def to_host(value):
-    return value.get() if devices.is_gpu_array(value) else value
+    return value.get() if devices.is_device_array(value) else value
 
 
 def is_numeric(value):

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import printable, short_location
 from . import fp_errors
-from .devices import is_gpu_array
+from .devices import is_device_array
 from .graph import Graph
 from .native.functions import tier_up_after
 from .native.graphs import NativeGraph
@@ -162,7 +162,7 @@ class _Lowering:
 
     def _is_const_array(self, name):
         value = self.env.get(name)
-        return name.startswith("c") and (isinstance(value, np.ndarray) or is_gpu_array(value))
+        return name.startswith("c") and (isinstance(value, np.ndarray) or is_device_array(value))
 
     def fresh(self, tensor, prefix="v"):
         name = f"{prefix}{next(self.counter)}"

@@ -1,0 +1,267 @@
+"""A strict stand-in for cupy, so the GPU runtime's placement logic runs (and is tested) on a
+machine without a GPU: `AG_TEST_DEVICE=standin` makes it the suite's default device.
+
+It behaves like cupy where placement is concerned:
+- its arrays live on a pretend device: `__array__` raises, as cupy's does, so nothing turns
+  one into a numpy array by accident; its functions refuse numpy arrays (cupy raises
+  TypeError for them) and take Python and numpy scalars;
+- every copy between host and device is counted in `COPIES`: `asarray`/`array` of host data
+  ("to_device"); `.get()`, `bool()`, `int()`, `float()`, `.item()`, `.tolist()` and printing
+  ("to_host");
+- reductions give 0-d arrays, not scalars, as cupy's do; numpy ufuncs and functions called on
+  its arrays dispatch to it (cupy's `__array_ufunc__`/`__array_function__`).
+Underneath, the data are numpy arrays, so results are numpy's bit for bit. It has no raw
+kernels (`RawModule`): fused chains run op by op here (CUDA kernels are checked by
+tests/test_cuda_kernels.py).
+"""
+import collections
+import functools
+import sys
+
+import numpy as np
+
+COPIES = collections.Counter()  # "to_device", "to_host"
+_REFUSED = ("Implicit conversion to a NumPy array is not allowed. Please use `.get()` to construct a "
+            "NumPy array explicitly.")
+
+
+def _unwrap(value):
+    """numpy data of stand-in arrays inside `value`; a numpy array is refused, as cupy does."""
+    if type(value) is ndarray:
+        return value._data
+    if type(value) is np.ndarray:
+        raise TypeError(f"Unsupported type {type(value)} (the stand-in device, like cupy, takes no "
+                        f"numpy arrays: move them with asarray)")
+    if type(value) in (list, tuple):
+        return type(value)(_unwrap(v) for v in value)
+    return value
+
+
+def _wrap(value):
+    if isinstance(value, np.ndarray):
+        return ndarray(value)
+    if isinstance(value, np.generic) and not isinstance(value, (np.str_, np.bytes_)):
+        return ndarray(np.asarray(value))  # cupy's reductions give 0-d arrays
+    if type(value) in (list, tuple):
+        return type(value)(_wrap(v) for v in value)
+    return value
+
+
+def _device_function(fn):
+    @functools.wraps(fn)
+    def on_device(*args, **kwargs):
+        with np.errstate(all="ignore"):  # a GPU raises no floating-point flags: cupy never warns
+            return _wrap(fn(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}))
+    return on_device
+
+
+def _to_host(data):
+    COPIES["to_host"] += 1
+    return data
+
+
+class ndarray:
+    __slots__ = ("_data",)
+    __array_priority__ = 1000
+
+    def __init__(self, data):
+        assert type(data) is np.ndarray
+        self._data = data
+
+    # --- what cupy refuses, and what copies ---
+    def __array__(self, *args, **kwargs):
+        raise TypeError(_REFUSED)
+
+    def get(self):
+        return _to_host(self._data).copy()
+
+    def __bool__(self):
+        return bool(_to_host(self._data))
+
+    def __int__(self):
+        return int(_to_host(self._data))
+
+    def __float__(self):
+        return float(_to_host(self._data))
+
+    def __index__(self):
+        return _to_host(self._data).__index__()
+
+    def item(self, *args):
+        return _to_host(self._data).item(*args)
+
+    def tolist(self):
+        return _to_host(self._data).tolist()
+
+    def __repr__(self):
+        return repr(_to_host(self._data))
+
+    def __str__(self):
+        return str(_to_host(self._data))
+
+    def __format__(self, spec):
+        return format(_to_host(self._data), spec)
+
+    # --- numpy calling us: dispatch to the device, refusing numpy arrays ---
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # numpy hands a numpy scalar operand over as a 0-d array: cupy takes it as the scalar
+        inputs = tuple(x[()] if type(x) is np.ndarray and x.ndim == 0 else x for x in inputs)
+        out = kwargs.get("out")
+        if out is not None:
+            kwargs["out"] = tuple(_unwrap(o) for o in out)
+        with np.errstate(all="ignore"):
+            result = getattr(ufunc, method)(*_unwrap(inputs), **{k: v for k, v in kwargs.items() if k != "out"},
+                                         **({"out": kwargs["out"]} if out is not None else {}))
+        return out[0] if out is not None and len(out) == 1 else _wrap(result)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return _wrap(func(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}))
+
+    # --- the rest: numpy's, on device data ---
+    shape = property(lambda self: self._data.shape)
+    dtype = property(lambda self: self._data.dtype)
+    ndim = property(lambda self: self._data.ndim)
+    size = property(lambda self: self._data.size)
+    itemsize = property(lambda self: self._data.itemsize)
+    nbytes = property(lambda self: self._data.nbytes)
+    strides = property(lambda self: self._data.strides)
+    flags = property(lambda self: self._data.flags)
+    T = property(lambda self: ndarray(self._data.T))
+
+    def __len__(self):
+        return len(self._data)
+
+    def __iter__(self):
+        return (_wrap(row) for row in self._data)
+
+    def __getitem__(self, key):
+        return _wrap(self._data[_unwrap_index(key)])
+
+    def __setitem__(self, key, value):
+        if type(value) is np.ndarray:
+            COPIES["to_device"] += 1  # cupy copies a numpy value in
+        else:
+            value = _unwrap(value)
+        self._data[_unwrap_index(key)] = value
+
+    def __getattr__(self, name):
+        if name.startswith("__"):  # numpy's protocols (__array_interface__, ...) are not forwarded
+            raise AttributeError(name)
+        attr = getattr(self._data, name)
+        return _device_function(attr) if callable(attr) else _wrap(attr)
+
+    def __hash__(self):
+        raise TypeError("unhashable type: 'ndarray'")
+
+
+def _unwrap_index(key):
+    if type(key) is np.ndarray:
+        COPIES["to_device"] += 1  # cupy copies a numpy index array in
+        return key
+    if type(key) is tuple:
+        return tuple(_unwrap_index(k) for k in key)
+    return _unwrap(key)
+
+
+def _operator(ufunc, reflected=False):
+    def op(self, other):
+        if type(other) not in (ndarray, np.ndarray) and not isinstance(other, (int, float, bool, complex, np.generic)):
+            return NotImplemented
+        a, b = (other, self) if reflected else (self, other)
+        with np.errstate(all="ignore"):
+            return _wrap(ufunc(_unwrap(a), _unwrap(b)))
+    return op
+
+
+for _name, _ufunc in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("truediv", np.true_divide),
+                      ("floordiv", np.floor_divide), ("mod", np.remainder), ("pow", np.power),
+                      ("matmul", np.matmul), ("and", np.bitwise_and), ("or", np.bitwise_or),
+                      ("xor", np.bitwise_xor), ("lshift", np.left_shift), ("rshift", np.right_shift)]:
+    setattr(ndarray, f"__{_name}__", _operator(_ufunc))
+    setattr(ndarray, f"__r{_name}__", _operator(_ufunc, reflected=True))
+for _name, _ufunc in [("lt", np.less), ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal),
+                      ("eq", np.equal), ("ne", np.not_equal)]:
+    setattr(ndarray, f"__{_name}__", _operator(_ufunc))
+for _name, _ufunc in [("neg", np.negative), ("pos", np.positive), ("abs", np.absolute), ("invert", np.invert)]:
+    setattr(ndarray, f"__{_name}__", (lambda u: lambda self: _wrap(u(self._data)))(_ufunc))
+
+
+# --- the module's functions -----------------------------------------------------------------
+
+def asarray(value, dtype=None, order=None):
+    """To the device: a copy of host data (counted), or a stand-in array as it is."""
+    if type(value) is ndarray:
+        return value if dtype is None or value.dtype == dtype else value.astype(dtype)
+    COPIES["to_device"] += 1
+    return ndarray(np.array(_unwrap_host(value), dtype=dtype, order=order or "K"))
+
+
+def array(value, dtype=None, copy=True, order="K", ndmin=0):
+    if type(value) is ndarray:
+        return ndarray(np.array(value._data, dtype=dtype, copy=copy, order=order, ndmin=ndmin))
+    COPIES["to_device"] += 1
+    return ndarray(np.array(_unwrap_host(value), dtype=dtype, order=order, ndmin=ndmin))
+
+
+def _unwrap_host(value):
+    if type(value) in (list, tuple):
+        return type(value)(_unwrap_host(v) for v in value)
+    return value._data if type(value) is ndarray else value
+
+
+def asnumpy(value):
+    return value.get() if type(value) is ndarray else np.asarray(value)
+
+
+def get_array_module(*values):
+    return sys.modules[__name__] if any(type(v) is ndarray for v in values) else np
+
+
+class _Random:
+    """`random.default_rng(seed)`: numpy's generator whose arrays are made on the device."""
+
+    def default_rng(self, seed=None):
+        return _Generator(np.random.default_rng(_unwrap(seed)))
+
+
+class _Generator:
+    def __init__(self, rng):
+        self._rng = rng
+
+    def __getattr__(self, name):
+        return _device_function(getattr(self._rng, name))
+
+
+random = _Random()
+
+
+class _Cuda:
+    """The few `cupy.cuda` calls the GPU benchmark makes."""
+
+    class Device:
+        def synchronize(self):
+            pass
+
+    class runtime:
+        @staticmethod
+        def getDeviceCount():
+            return 1
+
+        @staticmethod
+        def getDeviceProperties(index):
+            return {"name": b"stand-in (numpy)"}
+
+
+cuda = _Cuda()
+
+
+def fuse(**kwargs):
+    """`cupy.fuse()`: the function as it is (its ufunc calls run here one by one)."""
+    return lambda fn: fn
+
+
+def __getattr__(name):
+    value = getattr(np, name)
+    if isinstance(value, type) or not callable(value):
+        return value  # dtypes, scalar types, constants
+    return _device_function(value)

@@ -1,0 +1,96 @@
+"""The device discipline of the GPU runtime, on the strict stand-in for cupy (tests/standin.py):
+numpy inputs are copied to the device once per call, device inputs never, outputs stay on the
+device, and a While reads its predicate once per test of its condition and copies nothing else."""
+import numpy as np
+import pytest
+
+import autograph_lite as ag
+import standin
+from autograph_lite.runtime import devices
+from benchmarks.workloads import WORKLOADS
+from helpers import assert_same
+
+DEVICE = devices.register("standin", standin)
+
+
+@pytest.fixture
+def copies():
+    standin.COPIES.clear()
+    return standin.COPIES
+
+
+def test_the_standin_refuses_what_cupy_refuses():
+    a = standin.asarray(np.arange(3.0))
+    with pytest.raises(TypeError, match="Implicit conversion"):
+        np.asarray(a)
+    with pytest.raises(TypeError, match="numpy arrays"):
+        standin.add(a, np.arange(3.0))
+    assert type(standin.sum(a)) is standin.ndarray  # reductions stay on the device, 0-d
+    assert type(np.tanh(a)) is standin.ndarray      # numpy's ufuncs dispatch to the device
+
+
+def test_w1_loop_reads_its_predicate_once_per_test_and_copies_nothing_else(copies):
+    _, tanh_loop, make_inputs = WORKLOADS["W1 tanh_loop"]
+    (x,) = make_inputs()
+    f = ag.function(tanh_loop)
+    on_device = standin.asarray(x)
+    with ag.device("standin"):
+        f(on_device)
+        copies.clear()
+        reads_before = DEVICE.predicate_reads
+        out = f(on_device)
+    tests = 1  # the condition is tested once more than the body runs
+    y = x
+    while np.sum(y) > 1:
+        y, tests = np.tanh(y), tests + 1
+    assert DEVICE.predicate_reads - reads_before == tests
+    assert copies == {"to_host": tests}
+    assert type(out) is standin.ndarray
+    assert_same(tanh_loop(x), out.get())
+
+
+def test_w2_loop_copies_nothing(copies):
+    """W2's loop runs over range(steps): its counter and condition live on the host, so an
+    iteration reads nothing from the device and copies nothing to it."""
+    _, rnn, make_inputs = WORKLOADS["W2 rnn"]
+    args = make_inputs()
+    on_device = [standin.asarray(a) for a in args]
+    f = ag.function(rnn)
+    with ag.device("standin"):
+        f(*on_device)
+        for _ in range(2):
+            copies.clear()
+            out = f(*on_device)
+            assert copies == {}
+            assert type(out) is standin.ndarray
+    assert_same(rnn(*args), out.get())
+
+
+def test_numpy_inputs_are_copied_to_the_device_once_per_call(copies):
+    _, rnn, make_inputs = WORKLOADS["W2 rnn"]
+    args = make_inputs()
+    f = ag.function(rnn)
+    with ag.device("standin"):
+        f(*args)
+        copies.clear()
+        out = f(*args)
+    assert copies == {"to_device": len(args)}
+    assert type(out) is standin.ndarray
+    assert_same(rnn(*args), out.get())
+
+
+def test_a_cond_reads_its_predicate_once(copies):
+    @ag.function
+    def f(x):
+        if ag.reduce_sum(x) > 0:
+            y = x * 2
+        else:
+            y = -x
+        return y + 1
+    x = standin.asarray(np.arange(4.0) - 1)
+    with ag.device("standin"):
+        f(x)
+        copies.clear()
+        out = f(x)
+    assert copies == {"to_host": 1}
+    assert_same(np.arange(4.0) * 2 - 1, out.get())
