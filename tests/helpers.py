@@ -115,3 +115,12 @@ def force_native(monkeypatch):
     monkeypatch.delenv("AG_NATIVE_KERNELS", raising=False)
     if os.environ.get("AG_NATIVE") == "off":
         monkeypatch.delenv("AG_NATIVE")
+
+
+TEST_DEVICE = os.environ.get("AG_TEST_DEVICE", "cpu")
+
+
+def cpu_only(reason):
+    """Skips a test under AG_TEST_DEVICE=gpu/standin: it tests something only the CPU has."""
+    import pytest
+    return pytest.mark.skipif(TEST_DEVICE != "cpu", reason=f"AG_TEST_DEVICE={TEST_DEVICE}: {reason}")

@@ -4,6 +4,7 @@ import pytest
 
 from benchmarks import bench, peer_workloads
 from benchmarks.workloads import WORKLOADS
+from helpers import cpu_only
 
 
 def test_interleaved_samples_spread_and_thread_scaling():
@@ -17,6 +18,7 @@ def test_interleaved_samples_spread_and_thread_scaling():
 
 
 @pytest.mark.parametrize("peer", ["jax_workloads", "numba_workloads"])
+@cpu_only("the peers (jax.jit, numba) take numpy arrays")
 def test_peer_versions_compute_what_the_numpy_versions_do(peer):
     workloads = getattr(peer_workloads, peer)()
     if workloads is None:

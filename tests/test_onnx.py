@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import autograph_lite as ag
+from helpers import to_host
 from autograph_lite.export import onnx as onnx_export
 from autograph_lite.runtime.opdef import REGISTRY
 from benchmarks.workloads import WORKLOADS
@@ -46,6 +47,7 @@ def _leaves(value):
     """The eager result as the model's outputs: tuple items in order, a list as one stacked array."""
     if isinstance(value, tuple):
         return [leaf for v in value for leaf in _leaves(v)]
+    value = to_host(value)
     return [np.asarray(np.stack(value) if isinstance(value, list) else value)]
 
 

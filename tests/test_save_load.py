@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import autograph_lite as ag
+from helpers import to_host
 from autograph_lite import nest
 
 SOURCE = '''
@@ -216,7 +217,7 @@ def _run_elsewhere(tmp_path, calls, env=None):
 
 
 def _same(compiled, eager, what):
-    compiled, eager = np.asarray(compiled), np.asarray(eager)
+    compiled, eager = np.asarray(to_host(compiled)), np.asarray(to_host(eager))
     assert compiled.dtype == eager.dtype, f"{what}: {compiled.dtype} != {eager.dtype}"
     assert compiled.shape == eager.shape, what
     np.testing.assert_array_equal(compiled, eager, err_msg=what)

@@ -26,13 +26,22 @@ def apply(op, inputs, attrs=None):
     graph = _tracing.stack[-1] if _tracing.stack else None
     if graph is None or not (op.stateful or any(isinstance(x, Tensor) or (type(x) is list and holds_tensor(x))
                                                 for x in inputs)):
+        # ops with no inputs follow `with ag.device(...)`; an op with a device array among its
+        # inputs runs there, the host arrays among them copied to it (counted); else numpy
         xp = devices.array_module(inputs) if inputs else devices.current().xp
-        if xp is np and devices.current() is not devices.CPU and not any(isinstance(x, np.ndarray) for x in inputs):
-            xp = devices.current().xp  # creation ops (shapes, Python numbers) follow `with ag.device(...)`
+        if xp is not np:
+            inputs = _on_device(inputs)
         if op.float_errors and xp is np:  # numpy's warning names the user's line, not this one
             return fp_errors.eager_reporter(op.float_errors).call(op.eager_kernel(xp, attrs), *inputs)
         return op.eager_kernel(xp, attrs)(*inputs)
     return add_node(graph, op, inputs, attrs or {})
+
+
+def _on_device(inputs):
+    device = next((d for d in map(devices.device_of, inputs) if d is not None), None)
+    if device is None:  # no input array: a creation op on the current device
+        return inputs
+    return tuple(device.put(x) if type(x) is np.ndarray else x for x in inputs)
 
 
 def add_node(graph, op, inputs, attrs):

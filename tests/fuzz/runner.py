@@ -26,6 +26,7 @@ import warnings
 import numpy as np
 
 import autograph_lite as ag
+from autograph_lite.runtime import devices
 
 _DIR = None
 _COUNTER = itertools.count()
@@ -83,7 +84,11 @@ def _is_tensor_like(value):
 
 
 def compare(eager, compiled, inexact, path="result"):
-    """None if `compiled` matches the eager oracle, else a description of the first difference."""
+    """None if `compiled` matches the eager oracle, else a description of the first difference
+    (a result on a device is read to the host first)."""
+    if devices.is_device_array(compiled):
+        compiled = compiled.get()
+        compiled = compiled[()] if compiled.ndim == 0 else compiled
     if _is_tensor_like(compiled):
         return f"{path}: a symbolic Tensor escaped: {compiled!r}"
     if isinstance(eager, (tuple, list, dict)):
