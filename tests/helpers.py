@@ -58,8 +58,10 @@ def assert_same(eager, compiled):
 
 
 def run_both(fn, *args, **kwargs):
-    """Run `fn` eagerly and under @ag.function; assert equal; return (eager, compiled, Function)."""
-    eager = fn(*args, **kwargs)
+    """Run `fn` eagerly (on the CPU: the oracle is numpy) and under @ag.function (on the test
+    device); assert equal; return (eager, compiled, Function)."""
+    with ag.device("cpu"):
+        eager = fn(*args, **kwargs)
     compiled_fn = ag.function(fn)
     compiled = compiled_fn(*args, **kwargs)
     assert_same(eager, compiled)

@@ -260,8 +260,24 @@ def fuse(**kwargs):
     return lambda fn: fn
 
 
+class _Ufunc:
+    """A numpy ufunc on device arrays, with its methods (`add.at`, `add.reduce`), as cupy's."""
+
+    def __init__(self, ufunc):
+        self._ufunc = ufunc
+        self.__name__ = ufunc.__name__
+
+    def __call__(self, *args, **kwargs):
+        return _device_function(self._ufunc)(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return _device_function(getattr(self._ufunc, name))
+
+
 def __getattr__(name):
     value = getattr(np, name)
+    if isinstance(value, np.ufunc):
+        return _Ufunc(value)
     if isinstance(value, type) or not callable(value):
         return value  # dtypes, scalar types, constants
     return _device_function(value)

@@ -64,10 +64,10 @@ def _scatter_kernel(xp, index):
                                                                       for b in (i.start, i.stop, i.step)))
                      if isinstance(i, slice) else i for i in index)
         add_at = getattr(getattr(xp, "add", None), "at", None)
-        if add_at is not None:
-            add_at(out, full, dy)
-        else:
-            out[full] += dy
+        if add_at is None:  # `out[full] += dy` would count a repeated index once: never silently
+            raise NotImplementedError(f"the gradient of indexing needs {xp.__name__}.add.at (unbuffered "
+                                      f"scatter-add), which this array module lacks")
+        add_at(out, full, dy)
         return out
     return scatter
 

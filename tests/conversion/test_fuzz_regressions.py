@@ -10,7 +10,7 @@ import pytest
 
 import autograph_lite as ag
 from autograph_lite.runtime.native import compiler, loops as scalar_loop
-from helpers import assert_same, force_native
+from helpers import assert_same, cpu_only, force_native, to_host
 
 CALLS = scalar_loop.TIER_UP_AFTER + 2
 
@@ -363,7 +363,7 @@ def test_and_or_of_a_python_int_counter_and_a_python_int_stay_python_ints(last):
     # fuzzer long run seed 3000133: `w and 1` became an int64 tensor, so n * (w and 1) was int64
     y = np.array([1.0, last], np.float32)
     eager, compiled = _and_or_of_loop_counters(y, np.array(2, np.int32)), \
-        ag.function(_and_or_of_loop_counters)(y, np.array(2, np.int32))
+        to_host(ag.function(_and_or_of_loop_counters)(y, np.array(2, np.int32)))
     for e, c in zip(eager, compiled):
         assert np.asarray(c).dtype == np.asarray(e).dtype == np.int32 and c == e
 
@@ -811,6 +811,7 @@ def max_of_a_maximum(x, y, n, s, lst):
     (max_of_a_maximum, (np.array([-5, 0, 0, 0], np.int8), np.array([3, -2, 5, -5], np.int8),
                         np.array(0, np.int32), 3, [])),
 ])
+@cpu_only("native regions are the CPU's backend")
 def test_native_regions_keep_numpys_signed_zeros_and_read_views(fn, args):
     with np.errstate(all="ignore"):
         eager = fn(*args)
