@@ -1,7 +1,7 @@
 """GPU timings (`python benchmarks/bench.py --device gpu`): W2, W4 (4M and 64M float32) and W5
 (its spec sizes, and GPU sizes: N 8192, D 4096, H 4096, out 1024) compiled for the GPU,
-against the same function run eagerly on cupy arrays, `cupy.fuse` (W4) and `jax.jit` when
-JAX has a GPU. Every timed round ends with `cupy.cuda.Device().synchronize()`, so a time is
+against the same function run eagerly on cupy arrays, `cupy.fuse` (W4), and `jax.jit` and
+`torch.compile` (W4) where JAX or PyTorch has a GPU. Every timed round ends with `cupy.cuda.Device().synchronize()`, so a time is
 the work done, not its launch. Writes results-gpu.json and, with matplotlib, results-gpu.png;
 the last line printed is the one-line summary scripts/gpu_check.sh shows.
 """
@@ -37,6 +37,14 @@ def _fused_chain(cupy):
     def chain(x):  # cupy.fuse needs a named function (a lambda fails to compile)
         return cupy.tanh(x * 1.5 + 0.5) * (0.5 * cupy.tanh(x * 0.5) + 0.5) - 0.25 * x * x
     return chain
+
+
+def _torch_gpu():
+    try:
+        import torch
+        return torch if torch.cuda.is_available() else None
+    except Exception:
+        return None
 
 
 def _jax_gpu():
@@ -78,10 +86,10 @@ def main(repeats, out_dir):
     except Exception as e:
         print(f"GPU bench: no GPU here ({type(e).__name__}: {e})")
         return 1
-    return run(cupy, "gpu", CASES, repeats, out_dir, _jax_gpu())
+    return run(cupy, "gpu", CASES, repeats, out_dir, _jax_gpu(), _torch_gpu())
 
 
-def run(cupy, device, cases, repeats, out_dir, jax=None):
+def run(cupy, device, cases, repeats, out_dir, jax=None, torch=None):
     """Times `cases` on `device`, whose array module is `cupy` (the tests pass the stand-in)."""
     sync = cupy.cuda.Device().synchronize
     rows, failed = [], False
@@ -103,6 +111,14 @@ def run(cupy, device, cases, repeats, out_dir, jax=None):
                 jitted = jax.jit(lambda x: jax.numpy.tanh(x * 1.5 + 0.5) * jax.nn.sigmoid(x) - 0.25 * x * x)
                 jx = jax.device_put(host[0])
                 ways["jax.jit"] = (lambda x: jitted(x).block_until_ready(), (jx,))
+            if torch is not None and name.startswith("W4"):
+                chain = torch.compile(lambda x: torch.tanh(x * 1.5 + 0.5) * torch.sigmoid(x) - 0.25 * x * x)
+
+                def torch_chain(x, chain=chain):
+                    out = chain(x)
+                    torch.cuda.synchronize()  # torch's own stream: cupy's synchronize does not wait for it
+                    return out
+                ways["torch.compile"] = (torch_chain, (torch.as_tensor(host[0], device="cuda"),))
             times = {way: timed(f, a, sync, repeats) for way, (f, a) in ways.items()}
         t = {way: m for way, (m, _) in times.items()}
         others = "  ".join(f"{way} {t[way] / t['compiled']:.2f}x" for way in t if way not in ("cupy eager", "compiled"))
