@@ -407,18 +407,8 @@ def supersede(old, new, label, symbol, location):
                 f"the whole new value with ag.where / ag.concat")
     if base is not old and _origin(base) is not base:
         supersede(_origin(base), None, label, symbol, location)  # a view of a value from outside this block
-    for viewed in _view_bases(old) if old.node.op in ("Cond", "While", "Placeholder") else ():
-        # on some runs `old` is a view of `viewed` (a branch or loop gave it `y[0]`): the update changes it
-        argument = _argument_of(_origin(viewed))
-        if argument is not None:
-            raise ConversionError(
-                f"{label} is updated in place (`{symbol}`) at {location}, and on some runs it is a slice or "
-                f"view of argument '{argument}' (a tensor `if` or loop gave it that view), so the compiled "
-                f"function cannot update the caller's array as eagerly; write `x = x {symbol[:-1]} y`, or "
-                f"copy the view first (`.copy()`)")
-        if viewed.stale is None:
-            viewed.stale = InPlaceUpdate(graph, f"{label} (on some runs a view of this value)", symbol, location)
-            _mark_views(viewed.node.graph, viewed, graph, label, symbol, location)
+    if old.node.op in ("Cond", "While", "Placeholder"):
+        _reach_view_bases(old, graph, label, symbol, location)
     for maybe in _maybe_same(old):
         # eagerly the update changes this array too on the runs where the `if` or loop gave it
         _refuse_if_argument(maybe, label, symbol, location)
@@ -453,6 +443,23 @@ def _refuse_if_argument(maybe, label, symbol, location):
             f"argument '{argument}' (a tensor `if` or loop gave it that array on some paths only), so "
             f"whether the caller's array changes depends on the data; write `x = x {symbol[:-1]} y` to "
             f"make a new array, or copy the argument first")
+
+
+def _reach_view_bases(t, scope, label, symbol, location):
+    """An in-place update of `t`, which on some runs is a view of another array (a branch or loop
+    gave it `y[0]`), changes that array on those runs: an argument's is an error (the compiled
+    function cannot update part of the caller's array as eagerly), another is stale from here."""
+    for viewed in _view_bases(t):
+        argument = _argument_of(_origin(viewed))
+        if argument is not None:
+            raise ConversionError(
+                f"{label} is updated in place (`{symbol}`) at {location}, and on some runs it is a slice "
+                f"or view of argument '{argument}' (a tensor `if` or loop gave it that view), so the "
+                f"compiled function cannot update the caller's array as eagerly; write "
+                f"`x = x {symbol[:-1]} y`, or copy the view first (`.copy()`)")
+        if viewed.stale is None:
+            viewed.stale = InPlaceUpdate(scope, f"{label} (on some runs a view of this value)", symbol, location)
+            _mark_views(viewed.node.graph, viewed, scope, label, symbol, location)
 
 
 def _argument_of(t):
@@ -574,6 +581,8 @@ def _carry_maybe_updates(node, subs):
             info = p.stale
             for t in [outer] + _maybe_same(outer):  # and what that array may be in turn
                 _refuse_if_argument(t, info.label, info.symbol, info.location)
+                # and the arrays it is, on some runs, a view of (fuzzer seed 31002425)
+                _reach_view_bases(t, info.scope, info.label, info.symbol, info.location)
                 if t.stale is None:
                     t.stale = InPlaceUpdate(info.scope, info.label, info.symbol, info.location)
                 if t.node.op == "Placeholder" and not any(u is t for u in t.node.graph.maybe_updated):

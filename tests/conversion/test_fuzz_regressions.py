@@ -2,6 +2,7 @@
 each as a differential test: the eager run is the oracle, on every call (before and after a
 scalar loop runs as C, from the third call on)."""
 import contextlib
+import inspect
 import io
 import warnings
 
@@ -970,3 +971,38 @@ def test_constants_zero_and_minus_zero_are_not_merged():
     for _ in range(scalar_loop.TIER_UP_AFTER + 1):
         result = compiled(*args)
         assert np.signbit(result[1]).tolist() == np.signbit(eager[1]).tolist() == [True] * 4
+
+
+def _view_updated_after_an_inner_loop(y, n):
+    v = y[:]
+    w = 0
+    while w < 1 and n:
+        w += 1
+        for _ in v:
+            v = v
+        v *= 2   # changes y eagerly: v is y's view on every run that gets here
+    return ag.cast(y, np.uint8)
+
+
+def _view_of_a_local_updated_after_an_inner_loop(y, n):
+    z = y * 1
+    v = z[:]
+    w = 0
+    while w < 1 and n:
+        w += 1
+        for _ in v:
+            v = v
+        v *= 2   # changes z eagerly
+    return z
+
+
+@pytest.mark.parametrize("fn, what", [(_view_updated_after_an_inner_loop, "slice or view of argument 'y'"),
+                                      (_view_of_a_local_updated_after_an_inner_loop, "updated in place")])
+def test_an_update_through_a_view_carried_by_nested_loops_is_refused(fn, what):
+    # fuzzer seed 31002425: the view's base was not seen through the inner loop, so the compiled
+    # function returned y (or z) unchanged where eager doubled it
+    with pytest.raises(ag.ConversionError, match=what) as info:
+        ag.function(fn)(np.array([1, 4, 0, 1], np.int8), np.array(2, np.int32))
+    lines, first = inspect.getsourcelines(fn)
+    update = first + next(k for k, line in enumerate(lines) if "v *= 2" in line)
+    assert f"test_fuzz_regressions.py:{update}" in str(info.value)
