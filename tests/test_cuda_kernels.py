@@ -1,10 +1,15 @@
 """The CUDA dialect without a GPU: every fused elementwise kernel the test suite's graphs make
-is compiled by NVRTC to PTX for sm_90 (the options cupy uses), and its C twin (the same
-rendering in the CPU dialect) equals numpy on the same inputs: one generator, two spellings.
+is compiled by NVRTC to PTX for sm_90 (the options cupy uses); its C twin (the same rendering
+in the CPU dialect) equals numpy on the same inputs: one generator, two spellings; and its
+CUDA source itself, compiled as C++ and run thread by thread over an emulated grid smaller
+than the data, equals numpy too (the grid-stride loop, the row index, the prelude's types).
 
 The corpus is what conftest.py records over the whole run (these tests run last), plus the
 graphs below, so this file alone still covers every op with a C form in every dtype."""
 import concurrent.futures
+import ctypes
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -148,3 +153,77 @@ def test_a_kernel_of_an_unsupported_dtype_is_refused_in_both_dialects():
     for language in (C(), CUDA()):
         with pytest.raises(Unsupported):
             elementwise.source(steps, operands, language=language)
+
+
+# The CUDA source itself, run on the CPU: compiled as C++ with the CUDA words defined away and
+# the thread coordinates as globals, each "thread" of a small grid called in turn. This checks
+# what the C twin cannot: the grid-stride loop, the row index, the prelude's types.
+_EMULATION = """#include <stdint.h>
+#include <math.h>
+#include <string.h>
+#define __global__
+#define __device__
+#define __forceinline__ inline
+struct ag_dim3 { unsigned x; };
+static ag_dim3 blockIdx, threadIdx, blockDim, gridDim;
+static inline float __int_as_float(int i) { float f; memcpy(&f, &i, sizeof f); return f; }
+extern "C" void set_thread(unsigned block, unsigned thread, unsigned threads, unsigned blocks) {
+    blockIdx.x = block; threadIdx.x = thread; blockDim.x = threads; gridDim.x = blocks;
+}
+"""
+_GRID = (3, 4)  # blocks, threads a block: 12 threads, fewer than the elements, a ragged last stride
+
+
+def _emulated_kernels(kernels, tmp_path):
+    """One library holding kernel_<k> for each CUDA source (its own namespace, the shared
+    prelude lines dropped), or None where there is no C++ compiler."""
+    compiler_path = shutil.which("g++") or shutil.which("clang++")
+    if compiler_path is None:
+        return None
+    shared = set(CUDA.includes)
+    parts = [_EMULATION]
+    for k, source in kernels:
+        body = "\n".join(line for line in source.splitlines() if line not in shared)
+        parts.append(f"namespace k{k} {{\n{body.replace('void kernel(', f'void kernel_{k}(')}\n}}")
+    (tmp_path / "kernels.cpp").write_text("\n".join(parts))
+    done = subprocess.run([compiler_path, "-O1", "-shared", "-fPIC", "-fwrapv", "-ffp-contract=off", "kernels.cpp",
+                           "-o", "kernels.so"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return ctypes.CDLL(str(tmp_path / "kernels.so"))
+
+
+def test_suite_kernels_cuda_source_runs_on_the_cpu(rng, tmp_path):
+    kernels = []
+    for k, ((steps, operands), location) in enumerate(_kernels()):
+        try:
+            kernels.append((k, steps, operands, location, cuda.elementwise_source(steps, operands)))
+        except Unsupported:
+            continue
+    library = _emulated_kernels([(k, source) for k, _, _, _, source in kernels], tmp_path)
+    if library is None:
+        pytest.skip("no C++ compiler (g++ or clang++) to run the CUDA sources on the CPU")
+    blocks, threads = _GRID
+    for k, steps, operands, location, _ in kernels:
+        inputs = _inputs(operands, rng, rows=7, inner=5)  # 35 elements over 12 threads
+        with np.errstate(all="ignore"):
+            expected = np.asarray(fusion._whole_array_evaluator(np, steps)(*inputs))
+        out = np.zeros(expected.shape, np.dtype(steps[-1][2]))
+        kernel = getattr(library, f"kernel_{k}")
+        kernel.restype = None
+        kernel.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p] + [
+            elementwise._CTYPES_SCALAR[CUDA().type(dtype)] if kind == "scalar" else ctypes.c_void_p
+            for dtype, _, kind in operands]
+        args = [elementwise.as_number(v) if kind == "scalar" else v.ctypes.data
+                for v, (_, _, kind) in zip(inputs, operands)]
+        inner = 5 if any(kind == "row" for _, _, kind in operands) else 0
+        for block in range(blocks):
+            for thread in range(threads):
+                library.set_thread(block, thread, threads, blocks)
+                kernel(out.size, inner, out.ctypes.data, *args)
+        if out.dtype.kind == "f":
+            eps = np.finfo(out.dtype).eps
+            np.testing.assert_allclose(out, expected, rtol=16 * eps, atol=160 * eps, equal_nan=True,
+                                       err_msg=f"CUDA source of the kernel at {location}, run on the CPU")
+        else:
+            np.testing.assert_array_equal(out, expected, err_msg=f"CUDA source of the kernel at {location}")
+    assert len(kernels) >= len(CHAINS)
