@@ -165,6 +165,7 @@ _EMULATION = """#include <stdint.h>
 #define __device__
 #define __forceinline__ inline
 struct ag_dim3 { unsigned x; };
+struct alignas(16) float4 { float x, y, z, w; };
 static ag_dim3 blockIdx, threadIdx, blockDim, gridDim;
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, sizeof f); return f; }
 extern "C" void set_thread(unsigned block, unsigned thread, unsigned threads, unsigned blocks) {
@@ -184,7 +185,8 @@ def _emulated_kernels(kernels, tmp_path):
     parts = [_EMULATION]
     for k, source in kernels:
         body = "\n".join(line for line in source.splitlines() if line not in shared)
-        parts.append(f"namespace k{k} {{\n{body.replace('void kernel(', f'void kernel_{k}(')}\n}}")
+        body = body.replace("void kernel(", f"void kernel_{k}(").replace("void kernel_vec4(", f"void kernel_vec4_{k}(")
+        parts.append(f"namespace k{k} {{\n{body}\n}}")
     (tmp_path / "kernels.cpp").write_text("\n".join(parts))
     done = subprocess.run([compiler_path, "-O1", "-shared", "-fPIC", "-fwrapv", "-ffp-contract=off", "kernels.cpp",
                            "-o", "kernels.so"], cwd=tmp_path, capture_output=True, text=True)
@@ -203,27 +205,43 @@ def test_suite_kernels_cuda_source_runs_on_the_cpu(rng, tmp_path):
     if library is None:
         pytest.skip("no C++ compiler (g++ or clang++) to run the CUDA sources on the CPU")
     blocks, threads = _GRID
+    vectorized = 0
     for k, steps, operands, location, _ in kernels:
         inputs = _inputs(operands, rng, rows=7, inner=5)  # 35 elements over 12 threads
         with np.errstate(all="ignore"):
             expected = np.asarray(fusion._whole_array_evaluator(np, steps)(*inputs))
-        out = np.zeros(expected.shape, np.dtype(steps[-1][2]))
-        kernel = getattr(library, f"kernel_{k}")
-        kernel.restype = None
-        kernel.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p] + [
-            elementwise._CTYPES_SCALAR[CUDA().type(dtype)] if kind == "scalar" else ctypes.c_void_p
-            for dtype, _, kind in operands]
+        inputs = [_aligned(v) for v in inputs]  # as cupy's allocations are: the float4 kernel may run
         args = [elementwise.as_number(v) if kind == "scalar" else v.ctypes.data
                 for v, (_, _, kind) in zip(inputs, operands)]
         inner = 5 if any(kind == "row" for _, _, kind in operands) else 0
-        for block in range(blocks):
-            for thread in range(threads):
-                library.set_thread(block, thread, threads, blocks)
-                kernel(out.size, inner, out.ctypes.data, *args)
-        if out.dtype.kind == "f":
-            eps = np.finfo(out.dtype).eps
-            np.testing.assert_allclose(out, expected, rtol=16 * eps, atol=160 * eps, equal_nan=True,
-                                       err_msg=f"CUDA source of the kernel at {location}, run on the CPU")
-        else:
-            np.testing.assert_array_equal(out, expected, err_msg=f"CUDA source of the kernel at {location}")
-    assert len(kernels) >= len(CHAINS)
+        names = [f"kernel_{k}"] + ([f"kernel_vec4_{k}"] if hasattr(library, f"kernel_vec4_{k}") else [])
+        vectorized += len(names) - 1
+        for name in names:
+            out = _aligned(np.zeros(expected.shape, np.dtype(steps[-1][2])))
+            kernel = getattr(library, name)
+            kernel.restype = None
+            kernel.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p] + [
+                elementwise._CTYPES_SCALAR[CUDA().type(dtype)] if kind == "scalar" else ctypes.c_void_p
+                for dtype, _, kind in operands]
+            for block in range(blocks):
+                for thread in range(threads):
+                    library.set_thread(block, thread, threads, blocks)
+                    kernel(out.size, inner, out.ctypes.data, *args)
+            what = f"CUDA source of {name.rsplit('_', 1)[0]} for the kernel at {location}, run on the CPU"
+            if out.dtype.kind == "f":
+                eps = np.finfo(out.dtype).eps
+                np.testing.assert_allclose(out, expected, rtol=16 * eps, atol=160 * eps, equal_nan=True, err_msg=what)
+            else:
+                np.testing.assert_array_equal(out, expected, err_msg=what)
+    assert len(kernels) >= len(CHAINS) and vectorized > 0
+
+
+def _aligned(value):
+    """`value` in memory aligned to 16 bytes (a scalar as it is)."""
+    if not isinstance(value, np.ndarray) or not value.ndim or value.ctypes.data % 16 == 0:
+        return value
+    buffer = np.empty(value.nbytes + 16, np.uint8)
+    offset = -buffer.ctypes.data % 16
+    aligned = buffer[offset:offset + value.nbytes].view(value.dtype).reshape(value.shape)
+    aligned[...] = value
+    return aligned

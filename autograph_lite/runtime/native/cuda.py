@@ -3,7 +3,9 @@ elementwise chain, compiled by NVRTC, launched through cupy.
 
 - `elementwise_source(steps, operands)`: the chain's kernel, the same rendering as the CPU's
   (`elementwise.source`) with the CUDA spellings: a grid-stride loop, `__restrict__`, no
-  standard headers. Raises `Unsupported` as the C dialect does.
+  standard headers; for a float32 chain without row inputs also `kernel_vec4`, which loads
+  and stores float4s (launched when every array is 16-byte aligned). Raises `Unsupported` as
+  the C dialect does.
 - `compile_ptx(source)`: PTX for `ARCH` (sm_90, the H100) with the options cupy compiles
   with, through NVRTC (the `nvidia-cuda-nvrtc` wheel, cupy's, or a CUDA toolkit's library)
   or, where there is no NVRTC library, the toolkit's `nvcc --ptx`. Neither needs a GPU or a
@@ -142,13 +144,21 @@ def elementwise_kernel(xp, steps, operands):
         source = elementwise_source(steps, operands)
     except Unsupported:
         return None
-    kernel = _module(xp, source).get_function("kernel")
+    module = _module(xp, source)
+    kernel = module.get_function("kernel")
+    # the float4 kernel, where the chain has one: used when every array is 16-byte aligned
+    vector = module.get_function("kernel_vec4") if "kernel_vec4(" in source else None
     scalar_types = [np.dtype(dtype).type if kind == "scalar" else None for dtype, _, kind in operands]
 
     def run(out, inputs, n, inner=0):
         args = [t(elementwise.as_number(v)) if t is not None else v for v, t in zip(inputs, scalar_types)]
-        blocks = max(1, min(MAX_BLOCKS, -(-n // THREADS)))
-        kernel((blocks,), (THREADS,), (np.int64(n), np.int64(inner), out, *args))
+        arrays = [out, *(a for a, t in zip(args, scalar_types) if t is None)]
+        if vector is not None and n >= 4 and all(a.data.ptr % 16 == 0 for a in arrays):
+            fn, work = vector, n // 4
+        else:
+            fn, work = kernel, n
+        blocks = max(1, min(MAX_BLOCKS, -(-work // THREADS)))
+        fn((blocks,), (THREADS,), (np.int64(n), np.int64(inner), out, *args))
     return run
 
 

@@ -31,7 +31,10 @@ def as_number(value):
 
 def source(steps, operands, vector_math=frozenset(), language=None):
     """Source of `void kernel(n, inner, out, inputs...)` for the fused `steps`, in `language`
-    (a CStyleLanguage: C for this CPU by default, `language.CUDA` for a GPU kernel).
+    (a CStyleLanguage: C for this CPU by default, `language.CUDA` for a GPU kernel), and, where
+    the language has a vector type for the chain's dtype and no input is read by row, of
+    `kernel_vec<w>` with the same parameters, reading and writing w elements at once (callers
+    use it when every array is aligned to the vector; it does the last n % w elements singly).
 
     steps: (op, args, dtype) with args ("in", i) or ("t", j), as the fusion pass makes them;
     operands: (dtype, weak, kind) for each input, kind "full", "row" or "scalar".
@@ -39,24 +42,46 @@ def source(steps, operands, vector_math=frozenset(), language=None):
     """
     language = language or C(vector_math)
     emitter = cexpr.Emitter(language)
-    out_type = language.type(steps[-1][2])
+    out_dtype = np.dtype(steps[-1][2])
     rows = any(kind == "row" for _, _, kind in operands)
     restrict = language.restrict
-    params = ["int64_t n", "int64_t inner", f"{out_type}* {restrict} out"]
-    inputs = []
+    params = ["int64_t n", "int64_t inner", f"{language.type(out_dtype)}* {restrict} out"]
     for i, (dtype, weak, kind) in enumerate(operands):
         t = language.type(dtype)
         params.append(f"{t} s{i}" if kind == "scalar" else f"const {t}* {restrict} a{i}")
-        expr = {"scalar": f"s{i}", "row": f"a{i}[j]", "full": f"a{i}[i]"}[kind]
-        inputs.append(cexpr.Value(expr, np.dtype(dtype), weak))
+    def values(element):  # each operand's expression, given its index and kind
+        return [cexpr.Value(element(i, kind), np.dtype(dtype), weak) for i, (dtype, weak, kind) in enumerate(operands)]
+    body = _body(emitter, steps, values(lambda i, kind: {"scalar": f"s{i}", "row": f"a{i}[j]", "full": f"a{i}[i]"}[kind]),
+                 "out[i]")
+    lines = [f"{language.entry_prefix}void kernel({', '.join(params)}) {{",
+             *language.elementwise_loop(body, rows), "}"]
+    vector = language.vector_types.get(out_dtype)
+    if vector and not rows and all(kind == "scalar" or np.dtype(d) == out_dtype for d, _, kind in operands):
+        name, width = vector
+        lanes = "xyzw"[:width]
+        loads = [f"const {name} v{i} = ((const {name}*)a{i})[i];"
+                 for i, (_, _, kind) in enumerate(operands) if kind == "full"]
+        vector_body = [*loads, f"{name} r;"]
+        for lane in lanes:  # each lane's chain in its own block: the temporaries' names repeat
+            ins = values(lambda i, kind: f"s{i}" if kind == "scalar" else f"v{i}.{lane}")
+            vector_body += ["{", *("    " + line for line in _body(emitter, steps, ins, f"r.{lane}")), "}"]
+        vector_body.append(f"(({name}*)out)[i] = r;")
+        lines += [f"{language.entry_prefix}void kernel_vec{width}({', '.join(params)}) {{",
+                  *language.elementwise_loop(vector_body, False, count=f"n / {width}"),
+                  *language.elementwise_loop(body, False, start=f"n / {width} * {width}"), "}"]
+    return "\n".join([emitter.prelude(), *lines, ""])
+
+
+def _body(emitter, steps, inputs, target):
+    """The statements computing `steps` on one element from `inputs` (a cexpr.Value per operand),
+    the result stored to `target`."""
     body, temps = [], []
     for j, (op, args, dtype) in enumerate(steps):
         values = [inputs[k] if kind == "in" else temps[k] for kind, k in args]
-        body.append(f"{language.type(dtype)} t{j} = {emitter.op(op, values, dtype)};")
+        body.append(f"{emitter.language.type(dtype)} t{j} = {emitter.op(op, values, dtype)};")
         temps.append(cexpr.Value(f"t{j}", np.dtype(dtype), False))
-    body.append(f"out[i] = t{len(steps) - 1};")
-    return "\n".join([emitter.prelude(), f"{language.entry_prefix}void kernel({', '.join(params)}) {{",
-                      *language.elementwise_loop(body, rows), "}", ""])
+    body.append(f"{target} = t{len(steps) - 1};")
+    return body
 
 
 def cpu_kernel(steps, operands):

@@ -52,16 +52,18 @@ class CStyleLanguage:
         """A declaration the prelude needs before calling math function `name`, or None."""
         return None
 
-    def elementwise_loop(self, body, rows):
-        """The loop of an elementwise kernel over `n` elements (the parameters `n` and `inner`)
-        around `body`, statements over the element index `i`; with `rows`, row inputs are read
-        at the column `j` (`inner` elements a row). A plain loop on one thread."""
+    vector_types = {}  # numpy dtype -> (vector type, lanes) an elementwise kernel may load whole
+
+    def elementwise_loop(self, body, rows, start="0", count="n"):
+        """The loop of an elementwise kernel around `body`, statements over the element index `i`
+        from `start` to `count` (C expressions over the parameters `n` and `inner`); with `rows`,
+        row inputs are read at the column `j` (`inner` elements a row). A plain loop here."""
         if rows:
             return ["    for (int64_t r = 0; r < n / inner; r++) {",
                     "        for (int64_t j = 0; j < inner; j++) {",
                     "            const int64_t i = r * inner + j;",
                     *("            " + line for line in body), "        }", "    }"]
-        return ["    for (int64_t i = 0; i < n; i++) {", *("        " + line for line in body), "    }"]
+        return [f"    for (int64_t i = {start}; i < {count}; i++) {{", *("        " + line for line in body), "    }"]
 
 
 class C(CStyleLanguage):
@@ -82,7 +84,7 @@ class CUDA(CStyleLanguage):
     """CUDA C++ for NVRTC (cupy's compiler): no standard headers (the fixed-width types and
     the float constants are defined in the prelude), kernels `extern "C" __global__`, helpers
     `__device__`, and elementwise loops grid-strided: thread t of T handles elements t, t+T,
-    ... so any launch size covers any n. The GPU raises no floating-point flags, so comparisons
+    ... so any launch size covers any n; float32 chains also get a kernel loading float4s. The GPU raises no floating-point flags, so comparisons
     are plain operators; math functions are CUDA's (tanhf, expf, ...: the names C uses)."""
 
     name = "cuda"
@@ -104,9 +106,12 @@ class CUDA(CStyleLanguage):
     restrict = "__restrict__"
     quiet_comparisons = {}
 
-    def elementwise_loop(self, body, rows):
-        lines = ["    const int64_t stride = (int64_t)gridDim.x * blockDim.x;",
-                 "    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {"]
+    vector_types = {np.dtype(np.float32): ("float4", 4)}  # 16-byte loads and stores
+
+    def elementwise_loop(self, body, rows, start="0", count="n"):
+        first = ("" if start == "0" else f"{start} + ") + "(int64_t)blockIdx.x * blockDim.x + threadIdx.x"
+        lines = ["    {", "    const int64_t stride = (int64_t)gridDim.x * blockDim.x;",
+                 f"    for (int64_t i = {first}; i < {count}; i += stride) {{"]
         if rows:
             lines.append("        const int64_t j = i % inner;")
-        return [*lines, *("        " + line for line in body), "    }"]
+        return [*lines, *("        " + line for line in body), "    }", "    }"]
