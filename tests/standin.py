@@ -10,9 +10,10 @@ It behaves like cupy where placement is concerned:
   ("to_host");
 - reductions give 0-d arrays, not scalars, as cupy's do; numpy ufuncs and functions called on
   its arrays dispatch to it (cupy's `__array_ufunc__`/`__array_function__`).
-Underneath, the data are numpy arrays, so results are numpy's bit for bit. It has no raw
-kernels (`RawModule`): fused chains run op by op here (CUDA kernels are checked by
-tests/test_cuda_kernels.py).
+Underneath, the data are numpy arrays, so results are numpy's bit for bit. Its `RawModule`
+builds the generated CUDA source for the CPU (tests/cuda_emulation.py) and launches it thread
+by thread, counting launches in `LAUNCHES`; without a C++ compiler it has none, as a module
+without raw kernels (fused chains then run op by op).
 """
 import collections
 import functools
@@ -128,6 +129,11 @@ class ndarray:
     flags = property(lambda self: self._data.flags)
     T = property(lambda self: ndarray(self._data.T))
 
+    @property
+    def data(self):
+        """The device pointer, as cupy's `a.data.ptr`."""
+        return _Pointer(self._data.ctypes.data)
+
     def __len__(self):
         return len(self._data)
 
@@ -152,6 +158,11 @@ class ndarray:
 
     def __hash__(self):
         raise TypeError("unhashable type: 'ndarray'")
+
+
+class _Pointer:
+    def __init__(self, ptr):
+        self.ptr = ptr
 
 
 def _unwrap_index(key):
@@ -255,6 +266,36 @@ class _Cuda:
 cuda = _Cuda()
 
 
+class RawModule:
+    """`cupy.RawModule(code=...)`: the CUDA source built for the CPU (tests/cuda_emulation.py);
+    `get_function(name)` launches a kernel as cupy's do, `kernel(grid, block, args)`, with
+    stand-in arrays as pointers and numpy scalars by value. Without a C++ compiler there is no
+    `RawModule` here, as on a module with no raw kernels (fused chains then run op by op)."""
+
+    def __init__(self, code, options=()):
+        import cuda_emulation
+        self._source = code
+        self._tag = "m"
+        self._library = cuda_emulation.build([(self._tag, code)])
+
+    def get_function(self, name):
+        import cuda_emulation
+        launch = cuda_emulation.launcher(self._library, self._source, name, self._tag)
+
+        def kernel(grid, block, args):
+            LAUNCHES[name] += 1
+            values = []
+            for a in args:
+                if type(a) is np.ndarray:
+                    raise TypeError("a numpy array passed to a raw kernel: cupy would refuse it")
+                values.append(a._data.ctypes.data if type(a) is ndarray else a.item())
+            launch(grid[0], block[0], *values)
+        return kernel
+
+
+LAUNCHES = collections.Counter()  # raw kernel name -> launches
+
+
 def fuse(**kwargs):
     """`cupy.fuse()`: the function as it is (its ufunc calls run here one by one)."""
     return lambda fn: fn
@@ -281,3 +322,7 @@ def __getattr__(name):
     if isinstance(value, type) or not callable(value):
         return value  # dtypes, scalar types, constants
     return _device_function(value)
+
+
+if __import__("cuda_emulation").compiler() is None:
+    del RawModule

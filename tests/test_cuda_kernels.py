@@ -7,15 +7,13 @@ than the data, equals numpy too (the grid-stride loop, the row index, the prelud
 The corpus is what conftest.py records over the whole run (these tests run last), plus the
 graphs below, so this file alone still covers every op with a C form in every dtype."""
 import concurrent.futures
-import ctypes
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
 
 import autograph_lite as ag
 import cuda_corpus
+import cuda_emulation
 from autograph_lite.runtime.native import compiler, cuda, elementwise
 from autograph_lite.runtime.native.language import C, CUDA, Unsupported
 from autograph_lite.runtime.passes import fusion
@@ -155,79 +153,35 @@ def test_a_kernel_of_an_unsupported_dtype_is_refused_in_both_dialects():
             elementwise.source(steps, operands, language=language)
 
 
-# The CUDA source itself, run on the CPU: compiled as C++ with the CUDA words defined away and
-# the thread coordinates as globals, each "thread" of a small grid called in turn. This checks
-# what the C twin cannot: the grid-stride loop, the row index, the prelude's types.
-_EMULATION = """#include <stdint.h>
-#include <math.h>
-#include <string.h>
-#define __global__
-#define __device__
-#define __forceinline__ inline
-struct ag_dim3 { unsigned x; };
-struct alignas(16) float4 { float x, y, z, w; };
-static ag_dim3 blockIdx, threadIdx, blockDim, gridDim;
-static inline float __int_as_float(int i) { float f; memcpy(&f, &i, sizeof f); return f; }
-extern "C" void set_thread(unsigned block, unsigned thread, unsigned threads, unsigned blocks) {
-    blockIdx.x = block; threadIdx.x = thread; blockDim.x = threads; gridDim.x = blocks;
-}
-"""
 _GRID = (3, 4)  # blocks, threads a block: 12 threads, fewer than the elements, a ragged last stride
 
 
-def _emulated_kernels(kernels, tmp_path):
-    """One library holding kernel_<k> for each CUDA source (its own namespace, the shared
-    prelude lines dropped), or None where there is no C++ compiler."""
-    compiler_path = shutil.which("g++") or shutil.which("clang++")
-    if compiler_path is None:
-        return None
-    shared = set(CUDA.includes)
-    parts = [_EMULATION]
-    for k, source in kernels:
-        body = "\n".join(line for line in source.splitlines() if line not in shared)
-        body = body.replace("void kernel(", f"void kernel_{k}(").replace("void kernel_vec4(", f"void kernel_vec4_{k}(")
-        parts.append(f"namespace k{k} {{\n{body}\n}}")
-    (tmp_path / "kernels.cpp").write_text("\n".join(parts))
-    done = subprocess.run([compiler_path, "-O1", "-shared", "-fPIC", "-fwrapv", "-ffp-contract=off", "kernels.cpp",
-                           "-o", "kernels.so"], cwd=tmp_path, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-4000:]
-    return ctypes.CDLL(str(tmp_path / "kernels.so"))
-
-
-def test_suite_kernels_cuda_source_runs_on_the_cpu(rng, tmp_path):
+@pytest.mark.skipif(cuda_emulation.compiler() is None, reason="no C++ compiler (g++ or clang++) to run the "
+                                                             "CUDA sources on the CPU")
+def test_suite_kernels_cuda_source_runs_on_the_cpu(rng):
+    """Each kernel's CUDA source run thread by thread over a grid smaller than the data
+    (tests/cuda_emulation.py), the float4 kernel too where there is one, equals numpy."""
     kernels = []
     for k, ((steps, operands), location) in enumerate(_kernels()):
         try:
-            kernels.append((k, steps, operands, location, cuda.elementwise_source(steps, operands)))
+            kernels.append((str(k), steps, operands, location, cuda.elementwise_source(steps, operands)))
         except Unsupported:
             continue
-    library = _emulated_kernels([(k, source) for k, _, _, _, source in kernels], tmp_path)
-    if library is None:
-        pytest.skip("no C++ compiler (g++ or clang++) to run the CUDA sources on the CPU")
-    blocks, threads = _GRID
+    library = cuda_emulation.build([(tag, source) for tag, _, _, _, source in kernels])
     vectorized = 0
-    for k, steps, operands, location, _ in kernels:
-        inputs = _inputs(operands, rng, rows=7, inner=5)  # 35 elements over 12 threads
+    for tag, steps, operands, location, source in kernels:
+        inputs = [_aligned(v) for v in _inputs(operands, rng, rows=7, inner=5)]  # 35 elements, 12 threads
         with np.errstate(all="ignore"):
             expected = np.asarray(fusion._whole_array_evaluator(np, steps)(*inputs))
-        inputs = [_aligned(v) for v in inputs]  # as cupy's allocations are: the float4 kernel may run
         args = [elementwise.as_number(v) if kind == "scalar" else v.ctypes.data
                 for v, (_, _, kind) in zip(inputs, operands)]
         inner = 5 if any(kind == "row" for _, _, kind in operands) else 0
-        names = [f"kernel_{k}"] + ([f"kernel_vec4_{k}"] if hasattr(library, f"kernel_vec4_{k}") else [])
+        names = ["kernel"] + (["kernel_vec4"] if "kernel_vec4(" in source else [])
         vectorized += len(names) - 1
         for name in names:
             out = _aligned(np.zeros(expected.shape, np.dtype(steps[-1][2])))
-            kernel = getattr(library, name)
-            kernel.restype = None
-            kernel.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p] + [
-                elementwise._CTYPES_SCALAR[CUDA().type(dtype)] if kind == "scalar" else ctypes.c_void_p
-                for dtype, _, kind in operands]
-            for block in range(blocks):
-                for thread in range(threads):
-                    library.set_thread(block, thread, threads, blocks)
-                    kernel(out.size, inner, out.ctypes.data, *args)
-            what = f"CUDA source of {name.rsplit('_', 1)[0]} for the kernel at {location}, run on the CPU"
+            cuda_emulation.launcher(library, source, name, tag)(*_GRID, out.size, inner, out.ctypes.data, *args)
+            what = f"CUDA source of {name} for the kernel at {location}, run on the CPU"
             if out.dtype.kind == "f":
                 eps = np.finfo(out.dtype).eps
                 np.testing.assert_allclose(out, expected, rtol=16 * eps, atol=160 * eps, equal_nan=True, err_msg=what)

@@ -94,3 +94,21 @@ def test_a_cond_reads_its_predicate_once(copies):
         out = f(x)
     assert copies == {"to_host": 1}
     assert_same(np.arange(4.0) * 2 - 1, out.get())
+
+
+@pytest.mark.skipif(not hasattr(standin, "RawModule"), reason="no C++ compiler: the stand-in has no raw kernels")
+@pytest.mark.parametrize("offset, kernel", [(0, "kernel_vec4"), (1, "kernel")])
+def test_a_fused_chain_runs_as_one_cuda_kernel(offset, kernel, copies):
+    """W4's chain on the device is one launch of its generated CUDA kernel: the float4 one when
+    the arrays are 16-byte aligned, the plain one otherwise (an array starting one element in)."""
+    numpy_chain, chain, make_inputs = WORKLOADS["W4 elementwise_chain"]
+    x = to_host(make_inputs()[0])[:100_003]  # a length that leaves the float4 kernel a tail
+    on_device = standin.asarray(x)[offset:]
+    f = ag.function(chain)
+    with ag.device("standin"):
+        f(on_device)
+        standin.LAUNCHES.clear()
+        copies.clear()
+        out = f(on_device)
+    assert standin.LAUNCHES == {kernel: 1} and copies == {}
+    np.testing.assert_allclose(out.get(), numpy_chain(x[offset:]), rtol=1e-6, atol=1e-6)
