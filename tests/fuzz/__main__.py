@@ -8,8 +8,9 @@ summary: programs / ok / refused / diverged, refusal rate, programs per second.
 
 Options: --flags all|ci|<comma list> picks the constructs (default: all, including those
 known to diverge on today's main; `ci` is what tests/fuzz/test_fuzz.py runs);
---no-native runs with AG_NATIVE_KERNELS=0; --no-shrink prints failures unshrunk;
---max-failures stops after that many distinct divergences.
+--no-native runs with AG_NATIVE_KERNELS=0; --device standin runs the compiled calls on
+tests/standin.py's strict cupy stand-in (the eager oracle stays numpy); --no-shrink prints
+failures unshrunk; --max-failures stops after that many distinct divergences.
 """
 import argparse
 import collections
@@ -35,10 +36,10 @@ def parse_flags(text):
 
 def _one(job):
     """Generate and run one program (in a worker process with --jobs)."""
-    seed, flags = job
+    seed, flags, device = job
     choices = grammar.RandomChoices(seed)
     program = grammar.generate(choices, flags)
-    return seed, choices.record, runner.run_program(program)
+    return seed, choices.record, runner.run_program(program, compile_fn=runner.compiled_on(device))
 
 
 def main(argv=None):
@@ -52,15 +53,21 @@ def main(argv=None):
     ap.add_argument("--max-failures", type=int, default=50)
     ap.add_argument("--shrink-seconds", type=float, default=60.0)
     ap.add_argument("--jobs", type=int, default=1, help="worker processes")
+    ap.add_argument("--device", default="cpu", choices=("cpu", "standin"))
     args = ap.parse_args(argv)
     if args.no_native:
         os.environ["AG_NATIVE_KERNELS"] = "0"
+    if args.device == "standin":
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        import standin
+        from autograph_lite.runtime import devices
+        devices.register("standin", standin)
     flags = parse_flags(args.flags)
     counts = collections.Counter()
     refusals = collections.Counter()
     seen = {}
     start = time.time()
-    jobs = ((args.seed * 1_000_003 + i, flags) for i in range(args.programs))
+    jobs = ((args.seed * 1_000_003 + i, flags, args.device) for i in range(args.programs))
     pool = None
     if args.jobs > 1:
         import multiprocessing

@@ -176,6 +176,21 @@ def _alarm(signum, frame):
     raise ProgramTimeout()
 
 
+def compiled_on(device):
+    """A `compile_fn` whose compiled calls run with `device` the default (ag.function for 'cpu')."""
+    if device == "cpu":
+        return ag.function
+
+    def compile_fn(fn):
+        compiled = ag.function(fn)
+
+        def call(*args, **kwargs):
+            with ag.device(device):
+                return compiled(*args, **kwargs)
+        return call
+    return compile_fn
+
+
 def run_program(program, rounds=2, compile_fn=None, timeout_s=60):
     """Outcome of `program` (a grammar.Program); `compile_fn` defaults to ag.function."""
     module, path = load(program.source)

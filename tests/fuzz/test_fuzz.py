@@ -38,6 +38,20 @@ def test_seeded_slice():
     assert ok >= 0.6 * len(statuses), sorted(d for s, d in statuses if s == "refused")
 
 
+def test_seeded_slice_on_the_standin_device():
+    """The same programs with their compiled calls on tests/standin.py's strict cupy stand-in:
+    the GPU runtime's placement, transfers and fused CUDA kernels under random programs."""
+    import standin
+    from autograph_lite.runtime import devices
+    devices.register("standin", standin)
+    copies_before = sum(standin.COPIES.values())
+    for seed in range(2000, 2150):
+        program = grammar.generate(grammar.RandomChoices(seed), CI_FLAGS)
+        outcome = runner.run_program(program, compile_fn=runner.compiled_on("standin"))
+        assert outcome.status != "diverged", f"seed {seed}, on the stand-in:\n{program}\n--- {outcome.detail}"
+    assert sum(standin.COPIES.values()) > copies_before  # the calls did run on the device
+
+
 # The comparator itself: each difference the contract names is caught.
 @pytest.mark.parametrize("eager, compiled", [
     (np.float32(1.0), np.float64(1.0)),                   # dtype
