@@ -1,6 +1,7 @@
 """Ops that only gradients create: undo broadcasting, and scatter slices back into place."""
 import numpy as np
 
+from ..runtime import devices
 from ..runtime.graph import Slot
 from ..runtime.opdef import INDEX
 from .core import apply, define, grad_rule
@@ -63,7 +64,7 @@ def _scatter_kernel(xp, index):
         full = tuple(values[i.k] if isinstance(i, Slot) else slice(*(values[b.k] if isinstance(b, Slot) else b
                                                                       for b in (i.start, i.stop, i.step)))
                      if isinstance(i, slice) else i for i in index)
-        add_at = getattr(getattr(xp, "add", None), "at", None)
+        add_at = devices.scatter_add(xp)
         if add_at is None:  # `out[full] += dy` would count a repeated index once: never silently
             raise NotImplementedError(f"the gradient of indexing needs {xp.__name__}.add.at (unbuffered "
                                       f"scatter-add), which this array module lacks")

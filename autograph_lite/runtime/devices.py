@@ -91,6 +91,16 @@ def device_of(value):
     return device
 
 
+def scatter_add(xp):
+    """`fn(out, index, values)` adding `values` into `out[index]`, a repeated index as often as it
+    repeats (numpy's `add.at`; `cupyx.scatter_add` on a cupy whose ufuncs have no `.at`), or None."""
+    add_at = getattr(getattr(xp, "add", None), "at", None)
+    if add_at is None and getattr(xp, "__name__", "") == "cupy":
+        import cupyx
+        return cupyx.scatter_add
+    return add_at
+
+
 def is_device_array(value):
     """True for an array of a device other than the CPU (cupy's, the stand-in's)."""
     return device_of(value) is not None
