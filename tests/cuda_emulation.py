@@ -8,6 +8,7 @@ so the runtime's GPU path (layouts, scalars passed by value, the float4 kernel w
 the launch size) runs under AG_TEST_DEVICE=standin. Math functions are the C library's here,
 not CUDA's: this checks the kernels' structure and semantics, not CUDA's rounding.
 """
+import atexit
 import ctypes
 import hashlib
 import os
@@ -34,6 +35,7 @@ static void ag_set_thread(unsigned block, unsigned thread, unsigned threads, uns
 """
 _KERNEL = re.compile(r'extern "C" __global__ void (\w+)\(([^)]*)\) \{')
 _DIRECTORY = tempfile.mkdtemp(prefix="ag-cuda-emulation-")
+atexit.register(shutil.rmtree, _DIRECTORY, ignore_errors=True)
 
 
 def compiler():
