@@ -165,11 +165,14 @@ def _gpu_kernel(xp, steps, operands):
 
 
 def _in_chunks(run, out, inputs, size):
-    chunks = _chunks(size)
-    if len(chunks) == 1:
-        run(out, inputs, *chunks[0])
-    else:
-        list(_pool().map(lambda c: run(out, inputs, *c), chunks))
+    """`run` over the chunks of [0, size): the calling thread takes the first, the pool the rest."""
+    first, *rest = _chunks(size)
+    others = [_pool().submit(run, out, inputs, *c) for c in rest]
+    try:
+        run(out, inputs, *first)
+    finally:
+        for f in others:
+            f.result()
 
 
 class _Native:
