@@ -157,3 +157,35 @@ def test_the_c_fast_key_is_the_python_one(value):
                 c_key("device", args)
             continue
         assert c_key("device", args) == expected
+
+
+def shrink(x):
+    """W1's loop: an array loop variable updated until its sum is small (a stack copy in C)."""
+    while x.sum() > 1:
+        x = np.tanh(x)
+    return x
+
+
+def test_threads_calling_native_loops_at_once_each_get_their_own_results():
+    """Four threads call the same native loops with different inputs, handing the GIL to each
+    other between C parts (entry.c's hand-off); each result equals its eager value."""
+    import threading
+    rng = np.random.default_rng(0)
+    inputs = [rng.random(10).astype(np.float32) * (i + 1) for i in range(4)]
+    compiled_shrink, _ = hot(shrink, inputs[0])
+    compiled_collatz, _ = hot(collatz, np.int32(27))
+    expected = [(shrink(x), collatz(np.int32(27 + i))) for i, x in enumerate(inputs)]
+    got, barrier = [None] * 4, threading.Barrier(4)
+
+    def work(i):
+        barrier.wait()
+        results = [(compiled_shrink(inputs[i]), compiled_collatz(np.int32(27 + i))) for _ in range(2000)]
+        got[i] = results
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(4):
+        for a, b in got[i]:
+            assert_identical((a, b), expected[i])

@@ -4,7 +4,8 @@ An `Entry` stands for one generated function `int f(void* const* values)`: it ta
 call's arguments as they come (vectorcall: no tuple, no ctypes objects), checks each is in
 the form the C was written for (an aligned C-contiguous array of its dtype and shape, or a
 scalar of its type), points the C at them, allocates the outputs, releases the GIL once
-for the whole call, handles PAUSED (the interpreter's signal handlers run between calls, so
+for the whole call (and takes it back without sleeping when another thread hands it over,
+below), handles PAUSED (the interpreter's signal handlers run between calls, so
 Ctrl-C raises KeyboardInterrupt) and boxes the results as the Python plan would.
 
 Any argument in another form (a 0-d array, another dtype, a strided view, an int that does
@@ -25,6 +26,9 @@ the caller runs its Python code); otherwise what `finish(status | flags, results
 #include <numpy/arrayscalars.h>
 #include <stddef.h>
 #include <string.h>
+#if defined(__unix__) || defined(__APPLE__)
+#include <unistd.h>
+#endif
 
 #define DONE 0
 #define PAUSED 1
@@ -38,6 +42,57 @@ enum role { READ = 0, UPDATE = 1, WRITE = 2 };  /* an argument read; a loop vari
 enum box { ARRAY = 0, AS_FLOAT, AS_INT, AS_BOOL, AS_NUMPY_SCALAR, AS_ZERO_D };
 
 typedef int (*native_fn)(void* const*);
+
+/* Handing the GIL between threads that call native code. A thread back from its C part
+finds the GIL taken by a thread running Python; CPython's take_gil then sleeps on a condition
+variable, and waking it (a futex wake, tens of microseconds on a virtual machine) takes longer
+than the other thread's next C part: the woken thread finds the GIL taken again, sleeps again,
+and gets it in the end only by forcing a switch after the 5 ms switch interval. A call of a
+few microseconds of C then ran slower on two threads than on one.
+
+So a thread back from C first waits, a bounded time, while `holder` says another thread that
+left this module holds the GIL; that thread's next C part releases the GIL and clears
+`holder`, and the waiter takes the GIL without sleeping. It waits by yielding its CPU
+(sched_yield), so a runnable thread of another program gets the core meanwhile. `holder` is
+a hint only (a thread holding the GIL outside this module is not in it; a stale hint costs
+one bounded wait): what is correct never depends on it. One thread waits at a time, and none
+on one CPU. */
+#if defined(__GNUC__) && (defined(__unix__) || defined(__APPLE__))
+#include <sched.h>
+#include <time.h>
+#define HAND_OFF_WAIT_NS 200000
+static int holder __attribute__((aligned(64)));  /* alone on its cache line: polled by the waiter */
+static int waiting __attribute__((aligned(64)));
+static int several_cpus;
+
+static long long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+static inline void hand_off_released(void) { __atomic_store_n(&holder, 0, __ATOMIC_RELEASE); }
+static inline void hand_off_taken(void) { __atomic_store_n(&holder, 1, __ATOMIC_RELEASE); }
+static void wait_for_hand_off(void) {
+    if (!several_cpus || !__atomic_load_n(&holder, __ATOMIC_ACQUIRE)) return;
+    if (__atomic_exchange_n(&waiting, 1, __ATOMIC_ACQUIRE)) return;
+    long long until = now_ns() + HAND_OFF_WAIT_NS;
+    while (__atomic_load_n(&holder, __ATOMIC_ACQUIRE) && now_ns() < until) sched_yield();
+    __atomic_store_n(&waiting, 0, __ATOMIC_RELEASE);
+}
+#else
+static inline void hand_off_released(void) {}
+static inline void hand_off_taken(void) {}
+static inline void wait_for_hand_off(void) {}
+#endif
+
+#define RUN_WITHOUT_GIL(call) do { \
+        PyThreadState* _ts = PyEval_SaveThread(); \
+        hand_off_released(); \
+        call; \
+        wait_for_hand_off(); \
+        PyEval_RestoreThread(_ts); \
+        hand_off_taken(); \
+    } while (0)
 
 typedef struct {
     int role, typenum, ndim, box;  /* ndim -1: a scalar, passed as a pointer to its cell */
@@ -206,16 +261,12 @@ static PyObject* entry_vectorcall(PyObject* self_, PyObject* const* args, size_t
     pointers[n + 1] = self->tables[1];
     int status, first, flags;
     native_fn fn = self->fn;
-    Py_BEGIN_ALLOW_THREADS
-    status = fn(pointers);
-    Py_END_ALLOW_THREADS
+    RUN_WITHOUT_GIL(status = fn(pointers));
     first = status & STATUS;
     flags = status & ~STATUS;
     while ((status & STATUS) == PAUSED) {  /* back in the interpreter: a pending Ctrl-C raises here */
         if (PyErr_CheckSignals() < 0) goto error;
-        Py_BEGIN_ALLOW_THREADS
-        status = fn(pointers);
-        Py_END_ALLOW_THREADS
+        RUN_WITHOUT_GIL(status = fn(pointers));
         flags |= status & ~STATUS;
     }
     status &= STATUS;
@@ -590,6 +641,9 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "autograph_lite_entry
 
 PyMODINIT_FUNC PyInit_autograph_lite_entry(void) {
     import_array();
+#if defined(HAND_OFF_WAIT_NS) && defined(_SC_NPROCESSORS_ONLN)
+    several_cpus = sysconf(_SC_NPROCESSORS_ONLN) > 1;
+#endif
     empty_tuple = PyTuple_New(0);
     if (empty_tuple == NULL || find_scalar_kinds() < 0) return NULL;
     if (PyType_Ready(&EntryType) < 0 || PyType_Ready(&ReportingType) < 0) return NULL;

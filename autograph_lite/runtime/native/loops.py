@@ -5,7 +5,8 @@ small) spends its time in the interpreter: each iteration is a handful of numpy 
 ~0.1-1 µs each. When every node of its condition and body (nested Cond and While
 included) can be written by the renderer (render.py), the loop is one C function: loop
 variables in and out through pointers (an array's buffer is a fresh copy the loop updates
-in place), captured scalars by value, captured arrays by pointer. The graph ops it may
+in place; one of up to STACK_COPY_BYTES is copied to the stack while the loop runs), captured
+scalars by value, captured arrays by pointer. The graph ops it may
 contain are pure (no printing, randomness or effects), so it may run again from the start.
 
 Tiered: the plan runs the Python loop for the first `TIER_UP_AFTER - 1` runs and
@@ -33,9 +34,10 @@ from .entry import BODY_NEVER_RAN
 from .functions import (BOX, DONE, FLAG_BITS, FLAGS, INEXACT, PAUSED, STATUS, TIER_UP_AFTER,  # noqa: F401
                         UNCHANGED, NativeFunction, report_flags, tier_up_after)
 from .language import C, Unsupported
-from .render import Renderer, Val, _static_shape, placeholder_sources, zero_d_box
+from .render import Renderer, Val, _static_shape, placeholder_sources, size_of, zero_d_box
 
 BUDGET = 1 << 18   # elements computed per C call: about a millisecond of simple work
+STACK_COPY_BYTES = 1024  # array loop variables up to this size live on the stack while the loop runs
 
 
 def _typed_by_body(node, i):
@@ -68,6 +70,13 @@ def source(node, language=None):
         if i < n and shape == ():  # a scalar loop variable: a local, written back at the end
             params.append(f"{t_c}* p{i}")
             loop_vars.append(renderer.declare(dtype, out.weak, (), 1, f"*p{i}"))
+        elif i < n and size_of(shape) * dtype.itemsize <= STACK_COPY_BYTES:
+            # a small array loop variable: a copy on this thread's stack, written back at the end
+            # (its buffer may share a cache line with another thread's: writing it every
+            # iteration would bounce that line between the cores)
+            params.append(f"{t_c}* {emitter.language.restrict} p{i}")
+            loop_vars.append(renderer.declare(dtype, out.weak, shape, 1))
+            renderer.copy(loop_vars[-1], Val(f"p{i}", dtype, out.weak, shape, f"p{i}"), 1)
         elif i < n:  # an array loop variable: its buffer, updated in place
             params.append(f"{t_c}* {emitter.language.restrict} p{i}")
             loop_vars.append(Val(f"p{i}", dtype, out.weak, shape, f"p{i}"))
@@ -79,7 +88,9 @@ def source(node, language=None):
             captures.append(Val(f"c{i}", dtype, t.weak, shape, f"c{i}"))
 
     def write_back(values):
-        return " ".join(f"*p{i} = {v.expr};" for i, v in enumerate(values) if v.shape == ())
+        return " ".join(f"*p{i} = {v.expr};" if v.shape == () else
+                        f"for (int64_t k = 0; k < {size_of(v.shape)}; k++) p{i}[k] = {v.expr}[k];"
+                        for i, v in enumerate(values) if v.expr != f"p{i}")
 
     outs = renderer.while_(node, loop_vars + captures, 1, loop_vars=loop_vars,
                            pause=lambda values: f"{write_back(values)} return {PAUSED} | ag_seen | ag_flags();", ran="ag_ran")
