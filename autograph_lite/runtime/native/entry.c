@@ -79,20 +79,15 @@ static void wait_for_hand_off(void) {
     while (__atomic_load_n(&holder, __ATOMIC_ACQUIRE) && now_ns() < until) sched_yield();
     __atomic_store_n(&waiting, 0, __ATOMIC_RELEASE);
 }
+#define SHORT_NS 1000
 #else
 static inline void hand_off_released(void) {}
 static inline void hand_off_taken(void) {}
 static inline void wait_for_hand_off(void) {}
+static long long now_ns(void) { return 0; }
+#define SHORT_NS 0
 #endif
 
-#define RUN_WITHOUT_GIL(call) do { \
-        PyThreadState* _ts = PyEval_SaveThread(); \
-        hand_off_released(); \
-        call; \
-        wait_for_hand_off(); \
-        PyEval_RestoreThread(_ts); \
-        hand_off_taken(); \
-    } while (0)
 
 typedef struct {
     int role, typenum, ndim, box;  /* ndim -1: a scalar, passed as a pointer to its cell */
@@ -110,6 +105,7 @@ typedef struct {
     int loop;
     Py_ssize_t n_args, n_values, n_updated;
     void* tables[2];     /* numpy inner-loop tables (functions, data), or NULL */
+    long long last_ns;   /* how long its C ran at its last call (read and written under the GIL) */
     Spec* specs;
 } Entry;
 
@@ -221,6 +217,26 @@ static int fits(PyObject* o, const Spec* s) {
     return memcmp(PyArray_DIMS(a), s->dims, s->ndim * sizeof(npy_intp)) == 0;
 }
 
+/* Runs self's C, without the GIL unless its last run took under SHORT_NS: releasing and
+taking back the GIL costs more than such a run (numpy keeps the GIL for small arrays too).
+A long run is at most a budget's worth (about a millisecond) before it PAUSEs. */
+static int run_native(Entry* self, void* const* pointers) {
+    int status;
+    long long start = now_ns();
+    if (self->last_ns < SHORT_NS) {
+        status = self->fn(pointers);
+    } else {
+        PyThreadState* saved = PyEval_SaveThread();
+        hand_off_released();
+        status = self->fn(pointers);
+        wait_for_hand_off();
+        PyEval_RestoreThread(saved);
+        hand_off_taken();
+    }
+    self->last_ns = now_ns() - start;
+    return status;
+}
+
 static PyObject* entry_vectorcall(PyObject* self_, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
     Entry* self = (Entry*)self_;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), n = self->n_values, k;
@@ -259,14 +275,12 @@ static PyObject* entry_vectorcall(PyObject* self_, PyObject* const* args, size_t
     }
     pointers[n] = self->tables[0];
     pointers[n + 1] = self->tables[1];
-    int status, first, flags;
-    native_fn fn = self->fn;
-    RUN_WITHOUT_GIL(status = fn(pointers));
+    int status = run_native(self, pointers), first, flags;
     first = status & STATUS;
     flags = status & ~STATUS;
     while ((status & STATUS) == PAUSED) {  /* back in the interpreter: a pending Ctrl-C raises here */
         if (PyErr_CheckSignals() < 0) goto error;
-        RUN_WITHOUT_GIL(status = fn(pointers));
+        status = run_native(self, pointers);
         flags |= status & ~STATUS;
     }
     status &= STATUS;
@@ -400,6 +414,7 @@ static PyObject* entry_bind(Entry* self, PyObject* args) {
     self->tables[0] = (void*)(uintptr_t)fns;
     self->tables[1] = (void*)(uintptr_t)data;
     self->fn = (native_fn)(uintptr_t)address;
+    self->last_ns = SHORT_NS;
     Py_RETURN_NONE;
 }
 
