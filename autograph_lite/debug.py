@@ -24,8 +24,9 @@ import numpy as np
 
 from .errors import short_location
 from .function import ConcreteFunction, Function
+from .runtime.devices import to_host
 from .runtime.graph import Graph
-from .runtime.interpreter import Interpreter, NumericsChecker, debugging, is_numeric, to_host, value_stats
+from .runtime.interpreter import Interpreter, NumericsChecker, debugging, is_numeric, value_stats
 from .runtime.printing import to_dot, to_svg
 
 __all__ = ["check_numerics", "dump", "has_nan_or_inf", "profile", "render", "Record", "Records",

@@ -52,7 +52,7 @@ class ConcreteFunction:
         self.check_numerics = False  # run through ag.debug's NumericsChecker (ag.function(check_numerics=True))
         self._plain = False  # True when a call is only the plan's (no write-backs, effects, GPU, checks): set by Function
         self._single_plain = None  # the plan's function once built, when _plain and _single: __call__ calls it
-        self._on_gpu = device is not devices.CPU
+        self._on_device = device is not devices.CPU
         # the argument leaves that are graph inputs, and their specs (Python numbers become arrays)
         self._input_leaves = [(i, spec) for i, spec in enumerate(nest.flatten(input_specs))
                               if isinstance(spec, TensorSpec)]
@@ -115,7 +115,7 @@ class ConcreteFunction:
         if debugging.active or self.check_numerics:  # ag.debug: run the graph through an interpreter
             plan = debug_plan(self, plan, self.check_numerics)
         callers = arrays
-        if self._on_gpu:
+        if self._on_device:
             arrays = [self.device.put(a) for a in arrays]
         try:
             results = plan.fn(*arrays)
@@ -158,7 +158,7 @@ class ConcreteFunction:
                         f"function cannot make one see the update of the other: pass a copy "
                         f"(called at {user_location()})")
             value = results[k]
-            target[...] = value.get() if devices.is_device_array(value) and isinstance(target, np.ndarray) else value
+            target[...] = devices.to_host(value) if isinstance(target, np.ndarray) else value
 
     def __repr__(self):
         return f"<ConcreteFunction {self.call_signature.name}{self.input_specs}>"
@@ -369,7 +369,7 @@ class Function(TraceCache):
         concrete = ConcreteFunction(self.call_signature, graph, tuple(specs), treedef, slots, device)
         concrete.check_numerics = self._check_numerics
         concrete._effects = steps
-        concrete._plain = not (steps or self._check_numerics or concrete._on_gpu or graph.write_back_outputs)
+        concrete._plain = not (steps or self._check_numerics or concrete._on_device or graph.write_back_outputs)
         self.trace_count += 1
         self._add(concrete, placement, argument_keys)
         if self.trace_count >= RETRACE_WARNING_AT and not self._warned:
@@ -408,7 +408,7 @@ def _output_slots(graph, outputs):
             if isinstance(leaf, Tensor) and leaf.stale is not None:
                 leaf.stale.check_read(graph, f"is returned by {graph.name}")
             tensor = graph.capture(leaf) if isinstance(leaf, Tensor) else constant_node(graph, np.asarray(
-                leaf.get() if devices.is_device_array(leaf) else leaf))
+                devices.to_host(leaf)))
             updated = next((i for i, value in write_backs if value is leaf), None)
             slots.append(len(graph.outputs) if updated is None else _UpdatedArgument(updated, len(graph.outputs)))
             graph.outputs.append(tensor)

@@ -48,6 +48,7 @@ def _torch_gpu():
 
 
 def _jax_gpu():
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # else jax takes 75% of the GPU first
     try:
         import jax
         return jax if jax.devices("gpu") else None

@@ -9,6 +9,7 @@ if ! python -c "import cupy; cupy.cuda.runtime.getDeviceCount()" > "$LOGS/cupy.l
     echo "GPU check: no usable GPU here ($(tail -1 "$LOGS/cupy.log"))"
     exit 1
 fi
+# with xdist each worker compiles the CUDA kernels of its own tests (the full corpus is compiled in CI)
 workers=$(python -c "import xdist" 2>/dev/null && echo "-n 8")
 AG_TEST_DEVICE=gpu python -m pytest -q -p no:cacheprovider $workers > "$LOGS/tests.log" 2>&1
 tests=$?

@@ -10,8 +10,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 TEST_DEVICE = os.environ.get("AG_TEST_DEVICE", "cpu")
 if TEST_DEVICE == "standin":  # tests/standin.py: a strict cupy stand-in, no GPU needed
     import standin
-    from autograph_lite.runtime import devices
-    devices.register("standin", standin)
+    standin.device()
 
 
 def _compare_on_the_host():

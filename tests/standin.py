@@ -326,3 +326,9 @@ def __getattr__(name):
 
 if __import__("cuda_emulation").compiler() is None:
     del RawModule
+
+
+def device():
+    """This module as the registered device "standin" (the same Device each time)."""
+    from autograph_lite.runtime import devices
+    return devices.register("standin", sys.modules[__name__])

@@ -40,9 +40,8 @@ def test_the_gpu_benchmark_runs_on_the_standin(tmp_path, capsys):
     import json
 
     import standin
-    from autograph_lite.runtime import devices
     from benchmarks import gpu
-    devices.register("standin", standin)
+    standin.device()
     cases = [(name, fn, lambda make=make: make()) for name, fn, make in gpu.CASES if "64M" not in name
              and "GPU sizes" not in name and "4M" not in name]
     cases.append(("W4 elementwise_chain 64M", gpu.elementwise_chain, lambda: gpu.elementwise_inputs(n=1000)))

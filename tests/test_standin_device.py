@@ -6,11 +6,10 @@ import pytest
 
 import autograph_lite as ag
 import standin
-from autograph_lite.runtime import devices
 from benchmarks.workloads import WORKLOADS
 from helpers import assert_same, to_host
 
-DEVICE = devices.register("standin", standin)
+DEVICE = standin.device()
 
 
 @pytest.fixture

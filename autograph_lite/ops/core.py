@@ -175,9 +175,7 @@ def convert_to_tensor(value, graph=None):
         return graph.capture(value)
     if type(value) in (list, tuple) and holds_tensor(value):
         return _pack(value, graph)
-    if devices.is_device_array(value):
-        value = value.get()
-    return constant_node(graph, value)
+    return constant_node(graph, devices.to_host(value))
 
 
 def holds_tensor(value):

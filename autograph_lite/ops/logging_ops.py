@@ -50,15 +50,8 @@ def _print_kernel(xp, template, sep, end, file=None, flush=False):
         return print_values
 
     def print_device_values(*values):  # read to the host: 0-d arrays print as numpy's scalars do
-        print_values(*[_host_value(v) for v in values])
+        print_values(*[devices.to_host(v, scalar=True) for v in values])
     return print_device_values
-
-
-def _host_value(value):
-    if not devices.is_device_array(value):
-        return value
-    value = devices.CPU.put(value)
-    return value[()] if value.ndim == 0 else value
 
 
 PRINT = define("Print", _print_kernel, lambda *inputs, **attrs: [], stateful=True,
@@ -145,7 +138,7 @@ def _assert_kernel(xp, message, location, error=None):
     def check(condition, *values):
         # a condition on the host (a Python value) is checked there, a device one read once
         if not bool((xp.all if devices.is_device_array(condition) else np.all)(condition)):
-            values = [_host_value(v) for v in values]
+            values = [devices.to_host(v, scalar=True) for v in values]
             text = _render(message, values) if isinstance(message, tuple) else message
             if error in ("ValueError", "UnboundLocalError"):  # a check Python itself makes, not an `assert`
                 raise {"ValueError": ValueError, "UnboundLocalError": UnboundLocalError}[error](

@@ -49,6 +49,7 @@ _by_array_type = {}  # the ndarray type of a device's module -> that Device
 def register(name, xp):
     """Device `name`, whose arrays are `xp.ndarray`s made and computed by module `xp` (added once:
     registering it again gives the same Device)."""
+    name = name.lower()
     device = _devices.get(name)
     if device is not None and device.xp is xp:
         return device
@@ -58,12 +59,14 @@ def register(name, xp):
 
 
 def get(name):
-    """The Device called `name` ('cpu' or 'gpu'); a clear error if the GPU is unavailable."""
+    """The Device called `name` ('cpu', 'gpu' or a `register`ed name); a clear error if the GPU
+    is unavailable."""
     name = name.lower().split(":")[0]
     if name in _devices:
         return _devices[name]
     if name not in ("gpu", "cuda"):
-        raise ValueError(f"unknown device {name!r}: use 'cpu' or 'gpu'")
+        known = ", ".join(repr(n) for n in sorted({*_devices, "gpu"}))
+        raise ValueError(f"unknown device {name!r}: use one of {known}")
     try:
         import cupy
         cupy.cuda.runtime.getDeviceCount()
@@ -99,6 +102,15 @@ def scatter_add(xp):
         import cupyx
         return cupyx.scatter_add
     return add_at
+
+
+def to_host(value, scalar=False):
+    """`value` as a host value: a device array copied to a numpy array (a counted transfer),
+    anything else as it is; with `scalar`, a 0-d device array becomes a numpy scalar."""
+    if not is_device_array(value):
+        return value
+    value = CPU.put(value)
+    return value[()] if scalar and value.ndim == 0 else value
 
 
 def is_device_array(value):

@@ -132,10 +132,6 @@ def _note_node(exc, node):
 
 # --- value summaries and the NaN/Inf checker ------------------------------------------------
 
-def to_host(value):
-    return value.get() if devices.is_device_array(value) else value
-
-
 def is_numeric(value):
     return isinstance(value, (np.ndarray, np.generic, bool, int, float, complex)) and \
         np.asarray(value).dtype.kind in "biufc"
@@ -144,7 +140,7 @@ def is_numeric(value):
 def value_stats(value):
     """(min, max, mean, nan count, inf count) of a numeric value, min/max/mean over its finite
     values (None where there are none or the value is not numeric)."""
-    value = to_host(value)
+    value = devices.to_host(value)
     if not is_numeric(value):
         return None, None, None, 0, 0
     a = np.asarray(value)
@@ -162,7 +158,7 @@ def value_stats(value):
 
 def _summary(value):
     """'float32[3] min=0 max=2 nan=0 inf=1' for an error message."""
-    value = to_host(value)
+    value = devices.to_host(value)
     if not is_numeric(value):
         return type(value).__name__
     a = np.asarray(value)
@@ -173,7 +169,7 @@ def _summary(value):
 
 def _nonfinite(value):
     """'NaN' / 'Inf' / 'NaN and Inf' (with counts) when a float value holds them, else None."""
-    value = to_host(value)
+    value = devices.to_host(value)
     if not is_numeric(value) or np.asarray(value).dtype.kind not in "fc":
         return None
     a = np.asarray(value)
@@ -186,7 +182,7 @@ def _nonfinite(value):
 
 def _kinds(value):
     """The set of non-finite kinds ("nan", "inf") a numeric value holds."""
-    value = to_host(value)
+    value = devices.to_host(value)
     if not is_numeric(value) or np.asarray(value).dtype.kind not in "fc":
         return set()
     a = np.asarray(value)

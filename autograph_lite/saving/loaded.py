@@ -112,7 +112,7 @@ class LoadedConcreteFunction:
                                  f"another argument; the loaded function cannot make one see the update of the "
                                  f"other: pass a copy (called at {user_location()})")
             value = results[k]
-            target[...] = value.get() if devices.is_device_array(value) else value
+            target[...] = devices.to_host(value)
         return self._treedef.unflatten([self._leaf(o, callers, results) for o in self._outputs])
 
     @staticmethod

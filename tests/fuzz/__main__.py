@@ -60,8 +60,7 @@ def main(argv=None):
     if args.device == "standin":
         sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         import standin
-        from autograph_lite.runtime import devices
-        devices.register("standin", standin)
+        standin.device()
     flags = parse_flags(args.flags)
     counts = collections.Counter()
     refusals = collections.Counter()

@@ -14,7 +14,7 @@ elementwise chain, compiled by NVRTC, launched through cupy.
 - `elementwise_kernel(xp, steps, operands)`: `run(out, inputs, n, inner)` launching the kernel
   on cupy arrays (`xp.RawModule`: cupy compiles it with NVRTC for the GPU at hand and keeps
   the binary in its own disk cache), or None where the array module has no raw kernels (the
-  strict stand-in of the tests) or the chain has no CUDA form: the ops then run one by one.
+  tests' strict stand-in without a C++ compiler) or the chain has no CUDA form: the ops then run one by one.
 """
 import ctypes
 import ctypes.util
@@ -144,10 +144,13 @@ def elementwise_kernel(xp, steps, operands):
         source = elementwise_source(steps, operands)
     except Unsupported:
         return None
-    module = _module(xp, source)
-    kernel = module.get_function("kernel")
-    # the float4 kernel, where the chain has one: used when every array is 16-byte aligned
-    vector = module.get_function("kernel_vec4") if "kernel_vec4(" in source else None
+    try:  # cupy compiles at the first get_function
+        module = _module(xp, source)
+        kernel = module.get_function("kernel")
+        # the float4 kernel, where the chain has one: used when every array is 16-byte aligned
+        vector = module.get_function("kernel_vec4") if "kernel_vec4(" in source else None
+    except Exception as e:
+        raise CompileError(f"{type(e).__name__}: {e}\n--- source ---\n{source}") from e
     scalar_types = [np.dtype(dtype).type if kind == "scalar" else None for dtype, _, kind in operands]
 
     def run(out, inputs, n, inner=0):

@@ -58,7 +58,8 @@ class CStyleLanguage:
         """The loop of an elementwise kernel around `body`, statements over the element index `i`
         from `start` to `count` (C expressions over the parameters `n` and `inner`); with `rows`,
         row inputs are read at the column `j` (`inner` elements a row). A plain loop here."""
-        if rows:
+        if rows:  # the whole range: a kernel with row inputs is not split
+            assert (start, count) == ("0", "n"), "a kernel with row inputs runs over all its rows"
             return ["    for (int64_t r = 0; r < n / inner; r++) {",
                     "        for (int64_t j = 0; j < inner; j++) {",
                     "            const int64_t i = r * inner + j;",

@@ -137,7 +137,8 @@ def _fused_kernel(xp, steps, expr, operands):
 def _device_kernel(xp, steps, operands, whole):
     """On a GPU array module: the chain as one CUDA kernel (runtime/native/cuda.py), compiled
     at the first call whose inputs it can read; otherwise, and where the module has no raw
-    kernels (the tests' stand-in) or the chain no CUDA form, the ops one by one."""
+    kernels (the tests' stand-in without a C++ compiler) or the chain no CUDA form, the ops one
+    by one."""
     native, out_dtype, kernel = _Native(steps, operands), steps[-1][2], []
 
     def fused(*inputs):
@@ -170,9 +171,10 @@ def _in_chunks(run, out, inputs, size):
     others = [_pool().submit(run, out, inputs, *c) for c in rest]
     try:
         run(out, inputs, *first)
-    finally:
-        for f in others:
-            f.result()
+    finally:  # the chunks still running write into `out`: wait for them, whatever happened here
+        concurrent.futures.wait(others)
+    for f in others:
+        f.result()
 
 
 class _Native:
