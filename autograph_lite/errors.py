@@ -2,9 +2,12 @@
 import os
 import sys
 
+import numpy as np
+
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-# Files whose frames are never the user's: the package itself, and code it generates.
-_INTERNAL_PREFIXES = (_PACKAGE_DIR + os.sep, "<autograph_lite")
+# Files whose frames are never the user's: the package itself, code it generates, and numpy
+# (np.sum(t) calls Tensor.sum from numpy's own file).
+_INTERNAL_PREFIXES = (_PACKAGE_DIR + os.sep, "<autograph_lite", os.path.dirname(os.path.abspath(np.__file__)) + os.sep)
 
 
 class SymbolicValueError(TypeError):

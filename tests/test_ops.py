@@ -167,6 +167,24 @@ def test_numpy_ufuncs_on_tensors(rng):
     run_both(lambda a: np.tanh(a) + np.ones(3, np.float32) * a, x)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_])
+def test_numpy_reductions_and_methods_on_tensors(dtype, rng):
+    """np.sum(t, ...), t.all(), np.any(t, axis=...) and the rest take numpy's keywords and give
+    numpy's values, dtypes and shapes."""
+    def f(x):
+        return (np.sum(x), np.sum(x, axis=0), np.sum(x, dtype=np.float64), np.mean(x, axis=1, keepdims=True),
+                np.prod(x, axis=0), np.max(x), x.min(axis=0), np.all(x), x.all(axis=1), np.any(x, keepdims=True),
+                (x > 0).any(), np.all(x > 0, axis=(0, 1)))
+    run_both(f, (rng.normal(size=(3, 4)) * 3).astype(dtype))
+
+
+def test_numpy_reduction_keywords_without_a_graph_form_are_refused_at_the_users_line(rng):
+    def f(x):
+        return np.sum(x, where=x > 0)
+    with pytest.raises(TypeError, match=r"sum\(\) of a symbolic Tensor with where .*test_ops.py:\d+"):
+        ag.function(f)(rng.normal(size=3))
+
+
 # --- shape rules with unknown dims -------------------------------------------------------
 
 def traced_shape(fn, *specs):

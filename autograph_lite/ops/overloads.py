@@ -122,11 +122,25 @@ def _install():
     Tensor.T = property(lambda x: array_ops.transpose(x))
     Tensor.reshape = lambda x, *shape: array_ops.reshape(x, shape[0] if len(shape) == 1 else shape)
     Tensor.astype = lambda x, dtype: math_ops.cast(x, dtype)
-    Tensor.sum = lambda x, axis=None, keepdims=False: math_ops.reduce_sum(x, axis, keepdims)
-    Tensor.mean = lambda x, axis=None, keepdims=False: math_ops.reduce_mean(x, axis, keepdims)
-    Tensor.max = lambda x, axis=None, keepdims=False: math_ops.reduce_max(x, axis, keepdims)
-    Tensor.min = lambda x, axis=None, keepdims=False: math_ops.reduce_min(x, axis, keepdims)
+    for name in ("sum", "mean", "prod", "max", "min", "any", "all"):
+        setattr(Tensor, name, _reduction_method(name, getattr(math_ops, f"reduce_{name}")))
     Tensor.__array_ufunc__ = _array_ufunc
+
+
+def _reduction_method(name, reduce):
+    """`Tensor.<name>`, which `np.<name>(t, ...)` calls too, with numpy's keywords: a `dtype`
+    (sum, mean, prod) casts before reducing, as numpy accumulates in it; `out`, `initial` and
+    `where` have no graph form and are refused at the user's line."""
+    def method(x, axis=None, dtype=None, out=None, keepdims=False, **rest):
+        refused = [k for k, v in (("out", out), *rest.items()) if v is not None and v is not np._NoValue]
+        if refused or (dtype is not None and name not in ("sum", "mean", "prod")):
+            raise TypeError(f"{name}() of a symbolic Tensor with {', '.join(refused or ['dtype'])} is not "
+                            f"supported (at {user_location(2)}); reduce first and combine the result instead")
+        if dtype is not None:
+            x = math_ops.cast(x, dtype)
+        return reduce(x, axis, keepdims is not np._NoValue and bool(keepdims))
+    method.__name__ = method.__qualname__ = name
+    return method
 
 
 def _op_of_ufunc(ufunc):

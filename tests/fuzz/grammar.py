@@ -807,8 +807,8 @@ class Generator:
         if tkey(self.ev(a, visible))[0] != "t" or tkey(self.ev(a, visible))[2] == 0:
             raise Reject("reduce of scalar")
         f = self.ch.pick(["ag.reduce_sum", "ag.reduce_max", "ag.reduce_min", "ag.reduce_any",
-                          "ag.reduce_all"])
-        return f"{f}({a})"
+                          "ag.reduce_all", "np.sum", "np.max", "np.any", "np.all", ".sum", ".min", ".all"])
+        return f"({a}){f}()" if f.startswith(".") else f"{f}({a})"
 
     def ex_cast(self, visible, depth):
         a = self._expr(visible, depth - 1)
