@@ -224,7 +224,7 @@ class Function(TraceCache):
 
     # --- calling ------------------------------------------------------------------------
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args, **kwargs):  # the fast part in C once the entry module loads: see below
         if _tracing.stack:  # called while tracing another function: inline it
             return self._traced_function()(*args, **kwargs)
         if not kwargs and self._fast_path:
@@ -379,6 +379,17 @@ class Function(TraceCache):
 
     def __repr__(self):
         return f"<ag.function {self.__name__} ({self.trace_count} traces)>"
+
+
+def _install_fast_call(module):
+    """entry.c's FastCall takes `Function.__call__`'s place: its fast path in C, the rest (and
+    every call it does not take) the Python method above. Without the entry module (no
+    compiler, AG_NATIVE=off) the Python method stays."""
+    Function.__call__ = module.FastCall(_PYTHON_CALL, _tracing, _placement, debugging)
+
+
+_PYTHON_CALL = Function.__call__
+_entry.on_load(_install_fast_call)
 
 
 def _placeholders(graph, spec, argument):

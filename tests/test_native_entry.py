@@ -189,3 +189,48 @@ def test_threads_calling_native_loops_at_once_each_get_their_own_results():
     for i in range(4):
         for a, b in got[i]:
             assert_identical((a, b), expected[i])
+
+
+def test_function_call_is_entry_cs_fast_call_and_keeps_every_python_path():
+    """Once the entry module is loaded, `Function.__call__` is its FastCall: calls that hit the
+    fast cache run from C (stamping the LRU order), everything else takes the Python method."""
+    from autograph_lite.function import Function
+    entry.module()
+    assert type(Function.__call__).__name__ == "FastCall"
+
+    def f(x, y):
+        return x * 2 + y
+    g = ag.function(f)
+    x = np.arange(3.0)
+    for _ in range(3):
+        assert_identical(f(x, x), g(x, x))
+    concrete = g.get_concrete_function(x, x)
+    stamp = concrete._last_use
+    g(x, x)
+    assert concrete._last_use > stamp
+    assert_identical(f(x, y=x), g(x, y=x))          # keywords
+    assert_identical(f(x, 1.5), g(x, 1.5))          # a Python scalar (no fast key)
+    assert_identical(f(x[:2], x[:2]), g(x[:2], x[:2]))  # another signature
+    assert g.trace_count == 3  # (x, y=x) is the (x, x) trace
+
+    class Model:
+        @ag.function
+        def step(self, v):
+            return v + 1
+    assert_identical(Model().step(x), x + 1)
+    assert Function.__call__.__wrapped__(g, x, x) is not None
+
+
+def test_a_failure_on_the_c_fast_path_names_the_node_and_the_users_line():
+    def pick(x, i):
+        return x[i]
+    g = ag.function(pick)
+    x = np.arange(3.0)
+    for _ in range(3):
+        g(x, np.int64(1))
+    with pytest.raises(IndexError) as info:
+        g(x, np.int64(7))
+    with pytest.raises(IndexError):
+        pick(x, np.int64(7))
+    notes = "\n".join(getattr(info.value, "__notes__", []))
+    assert "of pick, created at" in notes and "test_native_entry.py:" in notes

@@ -617,27 +617,21 @@ static PyObject* shape_dtype(PyObject* a) {
     return Py_BuildValue("(NN)", shape, dtype);
 }
 
-/* fast_key(device, args): (device, (type(a), ...), ((a.shape, a.dtype), ...)), the key of
-   function.py's fast path, built in C; raises AttributeError as the Python spelling does. */
-static PyObject* fast_key(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
-    if (nargs != 2 || !PyTuple_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "fast_key(device, args: tuple)");
-        return NULL;
-    }
-    PyObject* values = args[1];
-    Py_ssize_t n = PyTuple_GET_SIZE(values);
+/* (device, (type(a), ...), ((a.shape, a.dtype), ...)) for the n values at `items`: the key of
+   function.py's fast path; raises AttributeError for a value without a shape, as Python does. */
+static PyObject* make_key(PyObject* device, PyObject* const* items, Py_ssize_t n) {
     PyObject* types = PyTuple_New(n);
     PyObject* shapes = PyTuple_New(n);
     if (types == NULL || shapes == NULL) goto error;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject* a = PyTuple_GET_ITEM(values, i);
+        PyObject* a = items[i];
         Py_INCREF(Py_TYPE(a));
         PyTuple_SET_ITEM(types, i, (PyObject*)Py_TYPE(a));
         PyObject* sd = shape_dtype(a);
         if (sd == NULL) goto error;
         PyTuple_SET_ITEM(shapes, i, sd);
     }
-    PyObject* key = PyTuple_Pack(3, args[0], types, shapes);
+    PyObject* key = PyTuple_Pack(3, device, types, shapes);
     Py_DECREF(types);
     Py_DECREF(shapes);
     return key;
@@ -645,6 +639,201 @@ error:
     Py_XDECREF(types);
     Py_XDECREF(shapes);
     return NULL;
+}
+
+/* fast_key(device, args): make_key for Python (function.py's fast path before FastCall). */
+static PyObject* fast_key(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "fast_key(device, args: tuple)");
+        return NULL;
+    }
+    return make_key(args[0], &PyTuple_GET_ITEM(args[1], 0), PyTuple_GET_SIZE(args[1]));
+}
+
+/* FastCall(python_call, tracing, placement, debugging): `Function.__call__` once this module
+is loaded. It is function.py's fast path written in C: positional array arguments whose key
+is in the Function's `_fast_cache` run the trace's plan directly (stamping its last use, as
+the LRU order needs; a failure gets the plan's note); any other call (keywords, another
+signature, a call while tracing, ag.debug) goes to `python_call`, the Python `__call__`,
+unchanged. It reads the same attributes the Python code reads, so the two cannot disagree. */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *python_call, *tracing, *placement, *debugging;
+} FastCall;
+
+static PyObject *s_stack, *s_fast_path, *s_device, *s_fast_cache, *s_clock, *s_last_use, *s_single_plain,
+    *s_active, *s_plan, *s_note_failure, *s_run;
+
+static PyObject* hit_of(FastCall* self, PyObject* function, PyObject* const* args, Py_ssize_t n) {
+    /* the ConcreteFunction of this call's fast key (a new reference), NULL with no error for
+       a call the Python path takes, NULL with an error for an error the Python path raises */
+    PyObject* stack = PyObject_GetAttr(self->tracing, s_stack);
+    if (stack == NULL) return NULL;
+    int tracing = PyObject_IsTrue(stack);
+    Py_DECREF(stack);
+    if (tracing != 0) return NULL;
+    PyObject* fast = PyObject_GetAttr(function, s_fast_path);
+    if (fast == NULL) return NULL;
+    Py_DECREF(fast);
+    if (fast != Py_True) return NULL;
+    PyObject* device = PyObject_GetAttr(self->placement, s_device);
+    if (device == NULL) return NULL;
+    PyObject* key = make_key(device, args, n);
+    Py_DECREF(device);
+    if (key == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_AttributeError)) PyErr_Clear();
+        return NULL;
+    }
+    PyObject* cache = PyObject_GetAttr(function, s_fast_cache);
+    PyObject* concrete = cache == NULL ? NULL : PyDict_GetItemWithError(cache, key);
+    Py_XINCREF(concrete);
+    Py_XDECREF(cache);
+    Py_DECREF(key);
+    return concrete;
+}
+
+static PyObject* fastcall_vectorcall(PyObject* self_, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+    FastCall* self = (FastCall*)self_;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs < 1 || kwnames != NULL)  /* args[0]: the Function (called unbound, as a method) */
+        return PyObject_Vectorcall(self->python_call, args, nargsf, kwnames);
+    PyObject* concrete = hit_of(self, args[0], args + 1, nargs - 1);
+    if (concrete == NULL)
+        return PyErr_Occurred() ? NULL : PyObject_Vectorcall(self->python_call, args, nargsf, kwnames);
+    PyObject *result = NULL, *clock = PyObject_GetAttr(args[0], s_clock);
+    PyObject* stamp = clock == NULL ? NULL : PyIter_Next(clock);
+    Py_XDECREF(clock);
+    if (stamp == NULL || PyObject_SetAttr(concrete, s_last_use, stamp) < 0) {
+        Py_XDECREF(stamp);
+        Py_DECREF(concrete);
+        return NULL;
+    }
+    Py_DECREF(stamp);
+    PyObject* fn = PyObject_GetAttr(concrete, s_single_plain);
+    PyObject* active = fn == NULL ? NULL : PyObject_GetAttr(self->debugging, s_active);
+    int debugging = active == NULL ? -1 : PyObject_IsTrue(active);
+    Py_XDECREF(active);
+    if (debugging < 0) {
+        Py_XDECREF(fn);
+        Py_DECREF(concrete);
+        return NULL;
+    }
+    if (fn != Py_None && !debugging) {  /* _run's commonest case */
+        PyObject* results = PyObject_Vectorcall(fn, args + 1, nargs - 1, NULL);
+        if (results != NULL) {
+            result = PySequence_GetItem(results, 0);
+            Py_DECREF(results);
+        } else if (PyErr_ExceptionMatches(PyExc_Exception)) {  /* name the failing node, re-raise */
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            PyErr_NormalizeException(&type, &value, &tb);
+            if (tb != NULL) PyException_SetTraceback(value, tb);
+            PyObject* plan = PyObject_GetAttr(concrete, s_plan);
+            PyObject* noted = plan == NULL ? NULL : PyObject_CallMethodObjArgs(concrete, s_note_failure, plan, value, NULL);
+            Py_XDECREF(plan);
+            if (noted != NULL) {
+                Py_DECREF(noted);
+                PyErr_Restore(type, value, tb);
+            } else {
+                Py_XDECREF(type);
+                Py_XDECREF(value);
+                Py_XDECREF(tb);
+            }
+        }
+    } else if (fn != NULL) {
+        PyObject* values = PyTuple_New(nargs - 1);
+        if (values != NULL) {
+            for (Py_ssize_t i = 1; i < nargs; i++) {
+                Py_INCREF(args[i]);
+                PyTuple_SET_ITEM(values, i - 1, args[i]);
+            }
+            result = PyObject_CallMethodOneArg(concrete, s_run, values);
+            Py_DECREF(values);
+        }
+    }
+    Py_XDECREF(fn);
+    Py_DECREF(concrete);
+    return result;
+}
+
+static PyObject* fastcall_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+    PyObject *python_call, *tracing, *placement, *debugging;
+    if (!PyArg_ParseTuple(args, "OOOO:FastCall", &python_call, &tracing, &placement, &debugging)) return NULL;
+    FastCall* self = (FastCall*)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->vectorcall = fastcall_vectorcall;
+    Py_INCREF(python_call);
+    Py_INCREF(tracing);
+    Py_INCREF(placement);
+    Py_INCREF(debugging);
+    self->python_call = python_call;
+    self->tracing = tracing;
+    self->placement = placement;
+    self->debugging = debugging;
+    return (PyObject*)self;
+}
+
+static PyObject* fastcall_get(PyObject* self, PyObject* obj, PyObject* type) {
+    if (obj == NULL || obj == Py_None) {
+        Py_INCREF(self);
+        return self;
+    }
+    return PyMethod_New(self, obj);
+}
+
+static int fastcall_traverse(FastCall* self, visitproc visit, void* arg) {
+    Py_VISIT(self->python_call);
+    Py_VISIT(self->tracing);
+    Py_VISIT(self->placement);
+    Py_VISIT(self->debugging);
+    return 0;
+}
+
+static int fastcall_clear(FastCall* self) {
+    Py_CLEAR(self->python_call);
+    Py_CLEAR(self->tracing);
+    Py_CLEAR(self->placement);
+    Py_CLEAR(self->debugging);
+    return 0;
+}
+
+static void fastcall_dealloc(FastCall* self) {
+    PyObject_GC_UnTrack(self);
+    fastcall_clear(self);
+    Py_TYPE(self)->tp_free((PyObject*)self);
+}
+
+static PyMemberDef fastcall_members[] = {
+    {"__wrapped__", T_OBJECT, offsetof(FastCall, python_call), READONLY, "the Python __call__ it stands in for"},
+    {NULL},
+};
+
+static PyTypeObject FastCallType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "autograph_lite_entry.FastCall",
+    .tp_basicsize = sizeof(FastCall),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_vectorcall_offset = offsetof(FastCall, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_descr_get = fastcall_get,
+    .tp_new = fastcall_new,
+    .tp_traverse = (traverseproc)fastcall_traverse,
+    .tp_clear = (inquiry)fastcall_clear,
+    .tp_dealloc = (destructor)fastcall_dealloc,
+    .tp_members = fastcall_members,
+    .tp_doc = "Function.__call__'s fast path in C (entry.c)",
+};
+
+static int intern_names(void) {
+    struct { PyObject** name; const char* text; } names[] = {
+        {&s_stack, "stack"}, {&s_fast_path, "_fast_path"}, {&s_device, "device"}, {&s_fast_cache, "_fast_cache"},
+        {&s_clock, "_clock"}, {&s_last_use, "_last_use"}, {&s_single_plain, "_single_plain"}, {&s_active, "active"},
+        {&s_plan, "_plan"}, {&s_note_failure, "_note_failure"}, {&s_run, "_run"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL) return -1;
+    return 0;
 }
 
 static PyMethodDef module_methods[] = {
@@ -661,7 +850,9 @@ PyMODINIT_FUNC PyInit_autograph_lite_entry(void) {
 #endif
     empty_tuple = PyTuple_New(0);
     if (empty_tuple == NULL || find_scalar_kinds() < 0) return NULL;
-    if (PyType_Ready(&EntryType) < 0 || PyType_Ready(&ReportingType) < 0) return NULL;
+    if (PyType_Ready(&EntryType) < 0 || PyType_Ready(&ReportingType) < 0 || PyType_Ready(&FastCallType) < 0
+            || intern_names() < 0)
+        return NULL;
     PyObject* m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     Py_INCREF(&EntryType);
@@ -673,6 +864,12 @@ PyMODINIT_FUNC PyInit_autograph_lite_entry(void) {
     Py_INCREF(&ReportingType);
     if (PyModule_AddObject(m, "Reporting", (PyObject*)&ReportingType) < 0) {
         Py_DECREF(&ReportingType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&FastCallType);
+    if (PyModule_AddObject(m, "FastCall", (PyObject*)&FastCallType) < 0) {
+        Py_DECREF(&FastCallType);
         Py_DECREF(m);
         return NULL;
     }

@@ -78,10 +78,23 @@ def preload():
         _preloaded = True
 
 
+_on_load = []  # callbacks given the module once it is loaded (function.py installs FastCall)
+
+
+def on_load(callback):
+    """`callback(module)` once the module is loaded: now if it is, else when it loads."""
+    if _module is not None:
+        callback(_module)
+    else:
+        _on_load.append(callback)
+
+
 def _use(found):
     global _module, fast_key
     if found is not None:
         _module, fast_key = found, found.fast_key
+        for callback in _on_load:
+            callback(found)
 
 
 def _load(build, wait=True):
