@@ -239,6 +239,7 @@ def main():
         samples = interleaved_samples(ways, args, opts.repeats)
         t = {k: statistics.median(v) for k, v in samples.items()}
         iqr = {k: spread(v) for k, v in samples.items()}
+        time.sleep(SETTLE)  # the peers' thread pools may still be spinning from the rounds above
         split = first_call_split(ag_fn, args)
         time.sleep(SETTLE)
         cold_first, native_from = cold_first_calls(name)
