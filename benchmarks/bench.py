@@ -99,6 +99,71 @@ def thread_scaling(fn, args, seconds=1.0):
     return rates[2] / rates[1]
 
 
+CORE_ROUND_TRIP = r"""
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+static volatile long turn __attribute__((aligned(64)));
+static long rounds;
+static int pin(int cpu) {
+#ifdef __linux__
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+#else
+    return 0;
+#endif
+}
+static void* answer(void* unused) {
+    pin(1);
+    for (long i = 0; i < rounds; i++) {
+        while (turn != 2 * i + 1) {}
+        turn = 2 * i + 2;
+    }
+    return 0;
+}
+double round_trip_ns(long n) {  /* a cache line passed from CPU 0 to CPU 1 and back, n times */
+    pthread_t other;
+    struct timespec t0, t1;
+    rounds = n;
+    turn = 0;
+    if (pthread_create(&other, 0, answer, 0) != 0) return -1;
+    int pinned = pin(0);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (long i = 0; i < n; i++) {
+        turn = 2 * i + 1;
+        while (turn != 2 * i + 2) {}
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    pthread_join(other, 0);
+    return pinned != 0 ? -1 : ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / n;
+}
+"""
+
+
+def core_round_trip():
+    """Nanoseconds for a cache line to go from CPU 0 to CPU 1 and back (None without a C compiler
+    or a second CPU), in a thread of its own (it pins itself). Two threads calling compiled code
+    hand the GIL and CPython's shared objects between the cores at every call, so their scaling
+    follows this figure: a virtual machine's host may place its two vCPUs far apart for a while."""
+    import ctypes
+    import threading
+    from autograph_lite.runtime.native import compiler
+    if (os.cpu_count() or 1) < 2:
+        return None
+    fn = compiler.load(CORE_ROUND_TRIP, "round_trip_ns")
+    if fn is None:
+        return None
+    fn.restype, fn.argtypes = ctypes.c_double, [ctypes.c_long]
+    found = []
+    worker = threading.Thread(target=lambda: found.append(fn(200000)))
+    worker.start()
+    worker.join()
+    return found[0] if found and found[0] > 0 else None
+
+
 def first_call_split(fn, args):
     """Seconds for each stage of a first call, on a function never converted before."""
     loader._cache.pop(fn, None)
@@ -274,10 +339,18 @@ def main():
             numpy_fn, ag_fn, make_inputs = WORKLOADS[name]
             fn, fn_args = ag.function(ag_fn), make_inputs()
             warm_up(fn, fn_args)
+            before = core_round_trip()
             runs = sorted(thread_scaling(fn, fn_args) for _ in range(3))  # a busy second core shows in one
-            scaling[name] = runs[1]
+            after = core_round_trip()
+            scaling[name] = {"scaling": runs[1], "core_round_trip_ns": [before, after]}
+            trips = "n/a" if before is None or after is None else f"{before:.0f}/{after:.0f} ns"
             print(f"{name}: two threads make {runs[1]:.2f}x the calls per second of one "
-                  f"(median of 3 one-second runs; {runs[0]:.2f}-{runs[2]:.2f})")
+                  f"(median of 3 one-second runs; {runs[0]:.2f}-{runs[2]:.2f}; core-to-core round trip "
+                  f"before/after: {trips})")
+    if scaling:
+        print("  (two threads hand the GIL and CPython's shared objects between the cores at every call: "
+              "near 100 ns a round trip they scale; at 300+ ns, when a VM's host has put its vCPUs far "
+              "apart, the Python part of a call runs ~3x slower and two threads ~1x)")
     print(f"medians of {opts.repeats} interleaved rounds; ratios < 1 mean faster than numpy")
     failed |= _compare_with_tensorflow(rows, opts.repeats)
     os.makedirs(opts.out, exist_ok=True)

@@ -15,6 +15,8 @@ def test_interleaved_samples_spread_and_thread_scaling():
     assert min(samples["add"]) <= low <= high <= max(samples["add"])
     assert bench.spread([2.0]) == (2.0, 2.0)
     assert bench.thread_scaling(np.add, (x, x), seconds=0.05) > 0
+    round_trip = bench.core_round_trip()  # None without a second CPU or a C compiler
+    assert round_trip is None or 1 < round_trip < 1e6
 
 
 @pytest.mark.parametrize("peer", ["jax_workloads", "numba_workloads"])
