@@ -200,18 +200,20 @@ print(first, time.perf_counter() - start)
 """
 
 
-def cold_first_calls(name):
-    """(the first call, the time until native code runs), in a fresh process with an empty
-    kernel cache: the second is the calls up to the tier-up and the compile they start in the
-    background, the entry module's included."""
+def cold_first_calls(name, runs=3):
+    """(the first call, the time until native code runs), each the median of `runs` fresh
+    processes with an empty kernel cache: the second is the calls up to the tier-up and the
+    compile they start in the background, the entry module's included."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    with tempfile.TemporaryDirectory() as cache:
-        done = subprocess.run([sys.executable, "-c", COLD.format(root=root, name=name)], capture_output=True,
-                              text=True, env=dict(os.environ, AG_CACHE_DIR=cache), timeout=600)
-    if done.returncode != 0:
-        raise RuntimeError(done.stderr)
-    first, native = done.stdout.strip().splitlines()[-1].split()
-    return float(first), float(native)
+    found = []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as cache:
+            done = subprocess.run([sys.executable, "-c", COLD.format(root=root, name=name)], capture_output=True,
+                                  text=True, env=dict(os.environ, AG_CACHE_DIR=cache), timeout=600)
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr)
+        found.append([float(v) for v in done.stdout.strip().splitlines()[-1].split()])
+    return tuple(statistics.median(column) for column in zip(*found))
 
 
 def load_peers():
