@@ -224,10 +224,8 @@ class Function(TraceCache):
 
     # --- calling ------------------------------------------------------------------------
 
-    def __call__(self, *args, **kwargs):  # the fast part in C once the entry module loads: see below
-        if _tracing.stack:  # called while tracing another function: inline it
-            return self._traced_function()(*args, **kwargs)
-        if not kwargs and self._fast_path:
+    def __call__(self, *args, **kwargs):  # in C once the entry module loads: _install_fast_call
+        if not kwargs and self._fast_path and not _tracing.stack:
             # positional arrays only: a key built at C speed, looked up in its own cache
             try:
                 fast_key = _entry.fast_key(_placement.device, args)
@@ -244,6 +242,13 @@ class Function(TraceCache):
                         concrete._note_failure(concrete._plan, e)
                         raise
                 return concrete._run(args)
+        return self._call(*args, **kwargs)
+
+    def _call(self, *args, **kwargs):
+        """A call the fast path does not take (its C spelling's too): traced inline while tracing
+        another function, else keyed, traced if new, and run."""
+        if _tracing.stack:  # called while tracing another function: inline it
+            return self._traced_function()(*args, **kwargs)
         values = args if len(args) == self._n_simple and not kwargs else self.call_signature.bind(args, kwargs)
         arrays = []
         try:
@@ -382,13 +387,12 @@ class Function(TraceCache):
 
 
 def _install_fast_call(module):
-    """entry.c's FastCall takes `Function.__call__`'s place: its fast path in C, the rest (and
-    every call it does not take) the Python method above. Without the entry module (no
-    compiler, AG_NATIVE=off) the Python method stays."""
-    Function.__call__ = module.FastCall(_PYTHON_CALL, _tracing, _placement, debugging)
+    """entry.c's FastCall takes `Function.__call__`'s place: its fast path in C, every call it
+    does not take `Function._call`. Without the entry module (no compiler, AG_NATIVE=off) the
+    Python method stays."""
+    Function.__call__ = module.FastCall(Function._call, _tracing, _placement, debugging)
 
 
-_PYTHON_CALL = Function.__call__
 _entry.on_load(_install_fast_call)
 
 

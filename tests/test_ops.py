@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import autograph_lite as ag
-from helpers import cpu_only, assert_same, run_both
+from helpers import cpu_only, assert_identical, assert_same, run_both
 
 
 def data(shape, dtype, rng, positive=False):
@@ -183,6 +183,23 @@ def test_numpy_reduction_keywords_without_a_graph_form_are_refused_at_the_users_
         return np.sum(x, where=x > 0)
     with pytest.raises(TypeError, match=r"sum\(\) of a symbolic Tensor with where .*test_ops.py:\d+"):
         ag.function(f)(rng.normal(size=3))
+
+
+def test_a_reduction_dtype_accumulates_in_it_as_numpy_does():
+    """np.sum(x, dtype=int8) wraps as numpy's int8 accumulator does; mean with an int dtype
+    truncates; ndarray's positional order (axis, out, keepdims) for max; to one value a
+    narrowing dtype is refused (it would give a 0-d array where numpy gives a scalar)."""
+    def f(a, b, c):
+        return (np.sum(a, axis=0, dtype=np.int8), np.sum(b, axis=1, dtype=bool), np.mean(c, axis=0, dtype=np.int64),
+                np.prod(a, axis=1, dtype=np.int8), a.max(0, None, True), np.any(b, where=True),
+                np.sum(c, dtype=np.float32), np.sum(a, dtype=np.int64))
+    args = (np.full((3, 3), 100, np.int32), np.array([[0, 2, 3], [0, 0, 0]]), np.array([[1.0, -2.5], [2.0, -2.0]]))
+    assert_identical(f(*args), ag.function(f)(*args))
+
+    def narrowing(a):
+        return np.sum(a, dtype=np.int8)
+    with pytest.raises(TypeError, match=r"dtype=int8\) of a symbolic Tensor to one value .*test_ops.py:\d+"):
+        ag.function(narrowing)(args[0])
 
 
 # --- shape rules with unknown dims -------------------------------------------------------

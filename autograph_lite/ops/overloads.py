@@ -128,17 +128,35 @@ def _install():
 
 
 def _reduction_method(name, reduce):
-    """`Tensor.<name>`, which `np.<name>(t, ...)` calls too, with numpy's keywords: a `dtype`
-    (sum, mean, prod) casts before reducing, as numpy accumulates in it; `out`, `initial` and
-    `where` have no graph form and are refused at the user's line."""
-    def method(x, axis=None, dtype=None, out=None, keepdims=False, **rest):
-        refused = [k for k, v in (("out", out), *rest.items()) if v is not None and v is not np._NoValue]
-        if refused or (dtype is not None and name not in ("sum", "mean", "prod")):
-            raise TypeError(f"{name}() of a symbolic Tensor with {', '.join(refused or ['dtype'])} is not "
-                            f"supported (at {user_location(2)}); reduce first and combine the result instead")
-        if dtype is not None:
-            x = math_ops.cast(x, dtype)
-        return reduce(x, axis, keepdims is not np._NoValue and bool(keepdims))
+    """`Tensor.<name>`, which `np.<name>(t, ...)` calls too, with ndarray's parameters: sum, mean
+    and prod take a `dtype` (numpy accumulates in it: the values cast to it, reduced, and the
+    result cast back to it where the reduction widened it, which wraps as accumulating in it
+    does; to a single value that cast would make a 0-d array where numpy gives a scalar, so it
+    is refused); `out`, `initial` and a `where` mask have no graph form and are refused too."""
+    def refuse(given, keepdims, rest):
+        refused = [k for k, v in (*given, *rest.items()) if v is not None and v is not np._NoValue
+                   and not (k == "where" and v is True)]
+        if refused:
+            raise TypeError(f"{name}() of a symbolic Tensor with {', '.join(refused)} is not supported (at "
+                            f"{user_location(3)}); reduce first and combine the result instead")
+        return keepdims is not np._NoValue and bool(keepdims)
+
+    if name in ("sum", "mean", "prod"):
+        def method(x, axis=None, dtype=None, out=None, keepdims=False, **rest):
+            keepdims = refuse([("out", out)], keepdims, rest)
+            if dtype is None:
+                return reduce(x, axis, keepdims)
+            result = reduce(math_ops.cast(x, dtype), axis, keepdims)
+            if result.dtype == np.dtype(dtype):
+                return result
+            if result.ndim == 0:
+                raise TypeError(f"{name}(..., dtype={np.dtype(dtype)}) of a symbolic Tensor to one value is not "
+                                f"supported (at {user_location(2)}): numpy accumulates in {np.dtype(dtype)} and "
+                                f"gives a scalar; reduce along an axis, or cast the result with ag.cast")
+            return math_ops.cast(result, dtype)
+    else:  # max, min, any, all: ndarray's order has no dtype
+        def method(x, axis=None, out=None, keepdims=False, **rest):
+            return reduce(x, axis, refuse([("out", out)], keepdims, rest))
     method.__name__ = method.__qualname__ = name
     return method
 

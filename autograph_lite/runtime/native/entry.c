@@ -222,18 +222,22 @@ taking back the GIL costs more than such a run (numpy keeps the GIL for small ar
 A long run is at most a budget's worth (about a millisecond) before it PAUSEs. */
 static int run_native(Entry* self, void* const* pointers) {
     int status;
-    long long start = now_ns();
+    long long start, took;
     if (self->last_ns < SHORT_NS) {
+        start = now_ns();
         status = self->fn(pointers);
+        took = now_ns() - start;
     } else {
         PyThreadState* saved = PyEval_SaveThread();
         hand_off_released();
+        start = now_ns();
         status = self->fn(pointers);
+        took = now_ns() - start;  /* the C alone: not the wait for the GIL */
         wait_for_hand_off();
         PyEval_RestoreThread(saved);
         hand_off_taken();
     }
-    self->last_ns = now_ns() - start;
+    self->last_ns = took;
     return status;
 }
 
@@ -654,8 +658,9 @@ static PyObject* fast_key(PyObject* self, PyObject* const* args, Py_ssize_t narg
 is loaded. It is function.py's fast path written in C: positional array arguments whose key
 is in the Function's `_fast_cache` run the trace's plan directly (stamping its last use, as
 the LRU order needs; a failure gets the plan's note); any other call (keywords, another
-signature, a call while tracing, ag.debug) goes to `python_call`, the Python `__call__`,
-unchanged. It reads the same attributes the Python code reads, so the two cannot disagree. */
+signature, a call while tracing, ag.debug) goes to `python_call`, `Function._call`, the
+Python method's rest. It reads the attributes the Python fast path reads, so the two cannot
+disagree. */
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
@@ -696,6 +701,10 @@ static PyObject* hit_of(FastCall* self, PyObject* function, PyObject* const* arg
 static PyObject* fastcall_vectorcall(PyObject* self_, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
     FastCall* self = (FastCall*)self_;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (self->python_call == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "autograph_lite FastCall: called after it was cleared");
+        return NULL;
+    }
     if (nargs < 1 || kwnames != NULL)  /* args[0]: the Function (called unbound, as a method) */
         return PyObject_Vectorcall(self->python_call, args, nargsf, kwnames);
     PyObject* concrete = hit_of(self, args[0], args + 1, nargs - 1);

@@ -70,7 +70,7 @@ def source(node, language=None):
         if i < n and shape == ():  # a scalar loop variable: a local, written back at the end
             params.append(f"{t_c}* p{i}")
             loop_vars.append(renderer.declare(dtype, out.weak, (), 1, f"*p{i}"))
-        elif i < n and size_of(shape) * dtype.itemsize <= STACK_COPY_BYTES:
+        elif i < n and 0 < size_of(shape) * dtype.itemsize <= STACK_COPY_BYTES:
             # a small array loop variable: a copy on this thread's stack, written back at the end
             # (its buffer may share a cache line with another thread's: writing it every
             # iteration would bounce that line between the cores)
