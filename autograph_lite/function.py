@@ -233,7 +233,7 @@ class Function(TraceCache):
                 fast_key = None
             concrete = self._fast_cache.get(fast_key)
             if concrete is not None:
-                concrete._last_use = next(self._clock)
+                self._stamp(concrete)
                 fn = concrete._single_plain
                 if fn is not None and not debugging.active:  # _run's commonest case, a frame less
                     try:
@@ -259,7 +259,7 @@ class Function(TraceCache):
         if concrete is None:
             concrete = self._concrete_for(key, values)
         else:
-            concrete._last_use = next(self._clock)
+            self._stamp(concrete)
         if self._input_signature is not None:
             arrays = concrete._arrays(nest.flatten(values))
         elif not kwargs and len(args) == self._n_simple and all(
@@ -326,7 +326,7 @@ class Function(TraceCache):
                     concrete = self._find(key[0], values) or self._trace(self._specs_for(key[0], values),
                                                                          key[0], values)
                 self._point(self._cache, key, concrete)
-            concrete._last_use = next(self._clock)
+            self._stamp(concrete)
             return concrete
 
     def _for_signature(self, values):

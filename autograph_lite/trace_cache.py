@@ -241,10 +241,17 @@ class TraceCache:
         self._relaxed = {}          # (device, structure key) -> traces with None dims, oldest first
         self._latest = {}           # (device, structure key) -> newest trace (what reduce_retracing relaxes)
         self._clock = itertools.count(1)  # stamps each trace's last use: the LRU order
+        self._mru = None            # the trace stamped last (its stamp is the newest)
         self._lock = threading.RLock()
         self._warned = False
         self.trace_count = 0        # traces made, evicted ones included
         self._evictions = 0
+
+    def _stamp(self, concrete):
+        """Mark `concrete` used now (the LRU order); nothing to write if it was the last one used."""
+        if self._mru is not concrete:
+            concrete._last_use = next(self._clock)
+            self._mru = concrete
 
     def _remember_fast(self, fast_key, concrete):
         with self._lock:
@@ -284,7 +291,7 @@ class TraceCache:
     def _add(self, concrete, device, argument_keys):
         specs = concrete.input_specs
         signature, structure = (device, _key(specs, [])), (device, _structure_key(specs))
-        concrete._last_use = next(self._clock)
+        self._stamp(concrete)
         self._traces[concrete] = _TraceEntry(signature, structure, argument_keys)
         if _has_none_dims(specs):
             self._relaxed.setdefault(structure, []).append(concrete)
@@ -298,6 +305,8 @@ class TraceCache:
     def _evict(self, concrete):
         """Forget the least recently used trace: with no reference left, its graph and plan are freed."""
         entry = self._traces.pop(concrete)
+        if self._mru is concrete:
+            self._mru = None
         signature, structure = entry.signature, entry.structure
         if self._exact.get(signature) is concrete:
             del self._exact[signature]

@@ -105,7 +105,7 @@ typedef struct {
     int loop;
     Py_ssize_t n_args, n_values, n_updated;
     void* tables[2];     /* numpy inner-loop tables (functions, data), or NULL */
-    long long last_ns;   /* how long its C ran at its last call (read and written under the GIL) */
+    int short_run;       /* its last run took under SHORT_NS (under the GIL; written only on a change) */
     Spec* specs;
 } Entry;
 
@@ -223,7 +223,7 @@ A long run is at most a budget's worth (about a millisecond) before it PAUSEs. *
 static int run_native(Entry* self, void* const* pointers) {
     int status;
     long long start, took;
-    if (self->last_ns < SHORT_NS) {
+    if (self->short_run) {
         start = now_ns();
         status = self->fn(pointers);
         took = now_ns() - start;
@@ -237,7 +237,8 @@ static int run_native(Entry* self, void* const* pointers) {
         PyEval_RestoreThread(saved);
         hand_off_taken();
     }
-    self->last_ns = took;
+    if ((took < SHORT_NS) != self->short_run)  /* no write in the steady state: both threads read this line */
+        self->short_run = took < SHORT_NS;
     return status;
 }
 
@@ -418,7 +419,7 @@ static PyObject* entry_bind(Entry* self, PyObject* args) {
     self->tables[0] = (void*)(uintptr_t)fns;
     self->tables[1] = (void*)(uintptr_t)data;
     self->fn = (native_fn)(uintptr_t)address;
-    self->last_ns = SHORT_NS;
+    self->short_run = 0;
     Py_RETURN_NONE;
 }
 
@@ -667,8 +668,8 @@ typedef struct {
     PyObject *python_call, *tracing, *placement, *debugging;
 } FastCall;
 
-static PyObject *s_stack, *s_fast_path, *s_device, *s_fast_cache, *s_clock, *s_last_use, *s_single_plain,
-    *s_active, *s_plan, *s_note_failure, *s_run;
+static PyObject *s_stack, *s_fast_path, *s_device, *s_fast_cache, *s_clock, *s_last_use, *s_mru,
+    *s_single_plain, *s_active, *s_plan, *s_note_failure, *s_run;
 
 static PyObject* hit_of(FastCall* self, PyObject* function, PyObject* const* args, Py_ssize_t n) {
     /* the ConcreteFunction of this call's fast key (a new reference), NULL with no error for
@@ -698,6 +699,25 @@ static PyObject* hit_of(FastCall* self, PyObject* function, PyObject* const* arg
     return concrete;
 }
 
+/* TraceCache._stamp in C: the LRU stamp, written only when `concrete` is not the most recent
+   trace already (it has the newest stamp then; not writing keeps the line unshared). */
+static int stamp(PyObject* function, PyObject* concrete) {
+    PyObject* mru = PyObject_GetAttr(function, s_mru);
+    if (mru == NULL) return -1;
+    Py_DECREF(mru);
+    if (mru == concrete) return 0;
+    PyObject* clock = PyObject_GetAttr(function, s_clock);
+    PyObject* now = clock == NULL ? NULL : PyIter_Next(clock);
+    Py_XDECREF(clock);
+    if (now == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "autograph_lite FastCall: the clock stopped");
+        return -1;
+    }
+    int failed = PyObject_SetAttr(concrete, s_last_use, now) < 0 || PyObject_SetAttr(function, s_mru, concrete) < 0;
+    Py_DECREF(now);
+    return failed ? -1 : 0;
+}
+
 static PyObject* fastcall_vectorcall(PyObject* self_, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
     FastCall* self = (FastCall*)self_;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
@@ -710,15 +730,11 @@ static PyObject* fastcall_vectorcall(PyObject* self_, PyObject* const* args, siz
     PyObject* concrete = hit_of(self, args[0], args + 1, nargs - 1);
     if (concrete == NULL)
         return PyErr_Occurred() ? NULL : PyObject_Vectorcall(self->python_call, args, nargsf, kwnames);
-    PyObject *result = NULL, *clock = PyObject_GetAttr(args[0], s_clock);
-    PyObject* stamp = clock == NULL ? NULL : PyIter_Next(clock);
-    Py_XDECREF(clock);
-    if (stamp == NULL || PyObject_SetAttr(concrete, s_last_use, stamp) < 0) {
-        Py_XDECREF(stamp);
+    PyObject* result = NULL;
+    if (stamp(args[0], concrete) < 0) {
         Py_DECREF(concrete);
         return NULL;
     }
-    Py_DECREF(stamp);
     PyObject* fn = PyObject_GetAttr(concrete, s_single_plain);
     PyObject* active = fn == NULL ? NULL : PyObject_GetAttr(self->debugging, s_active);
     int debugging = active == NULL ? -1 : PyObject_IsTrue(active);
@@ -837,7 +853,7 @@ static PyTypeObject FastCallType = {
 static int intern_names(void) {
     struct { PyObject** name; const char* text; } names[] = {
         {&s_stack, "stack"}, {&s_fast_path, "_fast_path"}, {&s_device, "device"}, {&s_fast_cache, "_fast_cache"},
-        {&s_clock, "_clock"}, {&s_last_use, "_last_use"}, {&s_single_plain, "_single_plain"}, {&s_active, "active"},
+        {&s_clock, "_clock"}, {&s_last_use, "_last_use"}, {&s_mru, "_mru"}, {&s_single_plain, "_single_plain"}, {&s_active, "active"},
         {&s_plan, "_plan"}, {&s_note_failure, "_note_failure"}, {&s_run, "_run"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
