@@ -834,6 +834,16 @@ static PyMemberDef fastcall_members[] = {
     {NULL},
 };
 
+static PyObject* fastcall_name(PyObject* self, void* qualified) {
+    return PyUnicode_FromString(qualified ? "Function.__call__" : "__call__");
+}
+
+static PyGetSetDef fastcall_getset[] = {
+    {"__name__", fastcall_name, NULL, NULL, NULL},
+    {"__qualname__", fastcall_name, NULL, NULL, (void*)1},
+    {NULL},
+};
+
 static PyTypeObject FastCallType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "autograph_lite_entry.FastCall",
@@ -847,6 +857,7 @@ static PyTypeObject FastCallType = {
     .tp_clear = (inquiry)fastcall_clear,
     .tp_dealloc = (destructor)fastcall_dealloc,
     .tp_members = fastcall_members,
+    .tp_getset = fastcall_getset,
     .tp_doc = "Function.__call__'s fast path in C (entry.c)",
 };
 
