@@ -242,6 +242,7 @@ class TraceCache:
         self._latest = {}           # (device, structure key) -> newest trace (what reduce_retracing relaxes)
         self._clock = itertools.count(1)  # stamps each trace's last use: the LRU order
         self._mru = None            # the trace stamped last (its stamp is the newest)
+        self._fast_memo = None      # entry.c's Memo of the last fast-cache hit (FastCall's)
         self._lock = threading.RLock()
         self._warned = False
         self.trace_count = 0        # traces made, evicted ones included
@@ -307,6 +308,7 @@ class TraceCache:
         entry = self._traces.pop(concrete)
         if self._mru is concrete:
             self._mru = None
+        self._fast_memo = None
         signature, structure = entry.signature, entry.structure
         if self._exact.get(signature) is concrete:
             del self._exact[signature]

@@ -237,3 +237,22 @@ def test_a_failure_on_the_c_fast_path_names_the_node_and_the_users_line():
         pick(x, np.int64(7))
     notes = "\n".join(getattr(info.value, "__notes__", []))
     assert "of pick, created at" in notes and "test_native_entry.py:" in notes
+
+
+def test_the_fast_call_memo_never_serves_another_signature():
+    """FastCall remembers its last hit by pointers and sizes: alternating shapes, dtypes, array
+    subclasses and numpy scalars each get their own trace, and an evicted trace is not served."""
+    class Sub(np.ndarray):
+        pass
+
+    def f(x, k):
+        return x * k
+    g = ag.function(f, max_traces=2)
+    entry.module()
+    a32, a64 = np.arange(4.0, dtype=np.float32), np.arange(4.0)
+    calls = [(a32, np.float32(2)), (a64, np.float32(2)), (a32[:3], np.float32(2)), (a32, np.float64(2)),
+             (a64.view(Sub), np.float32(2)), (a32, np.float32(2))]
+    for _ in range(3):
+        for args in calls:
+            assert_identical(f(*args), g(*args))
+    assert type(g(a64.view(Sub), np.float32(2))) is type(f(a64.view(Sub), np.float32(2)))

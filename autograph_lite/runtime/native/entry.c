@@ -668,8 +668,110 @@ typedef struct {
     PyObject *python_call, *tracing, *placement, *debugging;
 } FastCall;
 
-static PyObject *s_stack, *s_fast_path, *s_device, *s_fast_cache, *s_clock, *s_last_use, *s_mru,
+static PyObject *s_stack, *s_fast_path, *s_device, *s_fast_cache, *s_fast_memo, *s_clock, *s_last_use, *s_mru,
     *s_single_plain, *s_active, *s_plan, *s_note_failure, *s_run;
+
+/* Memo: the last fast-cache hit of a Function (its `_fast_memo`): the device and each array
+argument's type, shape and dtype object (a numpy scalar's type alone), and the trace they found. A call whose arguments
+match it by pointers and sizes takes that trace without building the key tuple (no
+allocations, no reference counts of shared types, dtypes and small ints written: each such
+write moves a cache line between the cores of two threads calling at once). Only calls of
+plain ndarrays (not subclasses) and numpy's scalars are memoized; TraceCache drops the memo when it evicts a trace. */
+#define MEMO_ARGS 8
+typedef struct {
+    PyObject_HEAD
+    PyObject *device, *concrete;
+    Py_ssize_t n;
+    PyObject* types[MEMO_ARGS];
+    PyObject* descrs[MEMO_ARGS];
+    int ndims[MEMO_ARGS];
+    npy_intp dims[MEMO_ARGS][NPY_MAXDIMS];
+} Memo;
+
+static PyTypeObject MemoType;
+
+static int memo_matches(Memo* memo, PyObject* device, PyObject* const* args, Py_ssize_t n) {
+    if (memo->device != device || memo->n != n) return 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject* a = args[i];
+        if ((PyObject*)Py_TYPE(a) != memo->types[i]) return 0;
+        if (memo->ndims[i] < 0) continue;  /* a numpy scalar of a builtin kind: its type is its key */
+        PyArrayObject* array = (PyArrayObject*)a;
+        if ((PyObject*)PyArray_DESCR(array) != memo->descrs[i] || PyArray_NDIM(array) != memo->ndims[i]
+                || memcmp(PyArray_DIMS(array), memo->dims[i], memo->ndims[i] * sizeof(npy_intp)) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+static int scalar_kind(PyObject* a) {  /* index of a's type among numpy's scalar kinds, or -1 */
+    for (int i = 0; i < n_scalar_kinds; i++)
+        if (Py_TYPE(a) == scalar_types[i]) return i;
+    return -1;
+}
+
+static PyObject* memo_new(PyObject* device, PyObject* const* args, Py_ssize_t n, PyObject* concrete) {
+    /* a Memo of this hit, or NULL with no error when the arguments are not all plain ndarrays */
+    if (n > MEMO_ARGS) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!PyArray_CheckExact(args[i]) && scalar_kind(args[i]) < 0) return NULL;
+    Memo* memo = PyObject_GC_New(Memo, &MemoType);
+    if (memo == NULL) return NULL;
+    Py_INCREF(device);
+    Py_INCREF(concrete);
+    memo->device = device;
+    memo->concrete = concrete;
+    memo->n = n;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int kind = scalar_kind(args[i]);
+        memo->types[i] = (PyObject*)Py_TYPE(args[i]);
+        memo->descrs[i] = kind >= 0 ? scalar_descrs[kind] : (PyObject*)PyArray_DESCR((PyArrayObject*)args[i]);
+        Py_INCREF(memo->types[i]);
+        Py_INCREF(memo->descrs[i]);
+        memo->ndims[i] = kind >= 0 ? -1 : PyArray_NDIM((PyArrayObject*)args[i]);
+        if (kind < 0) memcpy(memo->dims[i], PyArray_DIMS((PyArrayObject*)args[i]), memo->ndims[i] * sizeof(npy_intp));
+    }
+    PyObject_GC_Track(memo);
+    return (PyObject*)memo;
+}
+
+static int memo_traverse(Memo* memo, visitproc visit, void* arg) {
+    Py_VISIT(memo->device);
+    Py_VISIT(memo->concrete);
+    for (Py_ssize_t i = 0; i < memo->n; i++) {
+        Py_VISIT(memo->types[i]);
+        Py_VISIT(memo->descrs[i]);
+    }
+    return 0;
+}
+
+static int memo_clear(Memo* memo) {
+    Py_CLEAR(memo->device);
+    Py_CLEAR(memo->concrete);
+    for (Py_ssize_t i = 0; i < memo->n; i++) {
+        Py_CLEAR(memo->types[i]);
+        Py_CLEAR(memo->descrs[i]);
+    }
+    memo->n = 0;
+    return 0;
+}
+
+static void memo_dealloc(Memo* memo) {
+    PyObject_GC_UnTrack(memo);
+    memo_clear(memo);
+    PyObject_GC_Del(memo);
+}
+
+static PyTypeObject MemoType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "autograph_lite_entry.Memo",
+    .tp_basicsize = sizeof(Memo),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)memo_traverse,
+    .tp_clear = (inquiry)memo_clear,
+    .tp_dealloc = (destructor)memo_dealloc,
+    .tp_doc = "the last fast-cache hit of a Function (entry.c)",
+};
 
 static PyObject* hit_of(FastCall* self, PyObject* function, PyObject* const* args, Py_ssize_t n) {
     /* the ConcreteFunction of this call's fast key (a new reference), NULL with no error for
@@ -685,9 +787,22 @@ static PyObject* hit_of(FastCall* self, PyObject* function, PyObject* const* arg
     if (fast != Py_True) return NULL;
     PyObject* device = PyObject_GetAttr(self->placement, s_device);
     if (device == NULL) return NULL;
+    PyObject* memo = PyObject_GetAttr(function, s_fast_memo);
+    if (memo == NULL) {
+        Py_DECREF(device);
+        return NULL;
+    }
+    if (Py_TYPE(memo) == &MemoType && memo_matches((Memo*)memo, device, args, n)) {
+        PyObject* concrete = ((Memo*)memo)->concrete;
+        Py_INCREF(concrete);
+        Py_DECREF(memo);
+        Py_DECREF(device);
+        return concrete;
+    }
+    Py_DECREF(memo);
     PyObject* key = make_key(device, args, n);
-    Py_DECREF(device);
     if (key == NULL) {
+        Py_DECREF(device);
         if (PyErr_ExceptionMatches(PyExc_AttributeError)) PyErr_Clear();
         return NULL;
     }
@@ -696,6 +811,17 @@ static PyObject* hit_of(FastCall* self, PyObject* function, PyObject* const* arg
     Py_XINCREF(concrete);
     Py_XDECREF(cache);
     Py_DECREF(key);
+    if (concrete != NULL) {
+        memo = memo_new(device, args, n, concrete);
+        if (memo != NULL) {
+            int failed = PyObject_SetAttr(function, s_fast_memo, memo);
+            Py_DECREF(memo);
+            if (failed < 0) Py_CLEAR(concrete);
+        } else if (PyErr_Occurred()) {
+            Py_CLEAR(concrete);
+        }
+    }
+    Py_DECREF(device);
     return concrete;
 }
 
@@ -863,7 +989,7 @@ static PyTypeObject FastCallType = {
 
 static int intern_names(void) {
     struct { PyObject** name; const char* text; } names[] = {
-        {&s_stack, "stack"}, {&s_fast_path, "_fast_path"}, {&s_device, "device"}, {&s_fast_cache, "_fast_cache"},
+        {&s_stack, "stack"}, {&s_fast_path, "_fast_path"}, {&s_device, "device"}, {&s_fast_cache, "_fast_cache"}, {&s_fast_memo, "_fast_memo"},
         {&s_clock, "_clock"}, {&s_last_use, "_last_use"}, {&s_mru, "_mru"}, {&s_single_plain, "_single_plain"}, {&s_active, "active"},
         {&s_plan, "_plan"}, {&s_note_failure, "_note_failure"}, {&s_run, "_run"},
     };
@@ -887,7 +1013,7 @@ PyMODINIT_FUNC PyInit_autograph_lite_entry(void) {
     empty_tuple = PyTuple_New(0);
     if (empty_tuple == NULL || find_scalar_kinds() < 0) return NULL;
     if (PyType_Ready(&EntryType) < 0 || PyType_Ready(&ReportingType) < 0 || PyType_Ready(&FastCallType) < 0
-            || intern_names() < 0)
+            || PyType_Ready(&MemoType) < 0 || intern_names() < 0)
         return NULL;
     PyObject* m = PyModule_Create(&module);
     if (m == NULL) return NULL;
