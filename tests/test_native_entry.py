@@ -256,3 +256,31 @@ def test_the_fast_call_memo_never_serves_another_signature():
         for args in calls:
             assert_identical(f(*args), g(*args))
     assert type(g(a64.view(Sub), np.float32(2))) is type(f(a64.view(Sub), np.float32(2)))
+
+
+class Tagged(np.ndarray):
+    """An ndarray subclass: numpy's ops give Tagged results."""
+
+
+def scale(x, k):
+    return x * k
+
+
+def halve(x, n):
+    i = 0
+    while i < n:
+        x = x * 0.5
+        i += 1
+    return x
+
+
+@pytest.mark.parametrize("fn, other", [(scale, np.float32(2)), (halve, np.int64(3))])
+def test_an_ndarray_subclass_argument_keeps_its_type_after_the_tier_up(fn, other):
+    """Native code would return plain arrays: a subclass argument runs the Python plan, so its
+    results are of its type (as eager) on every call, before and after native code is built."""
+    x = np.arange(4.0)
+    compiled, _ = hot(fn, x, other)
+    tagged = x.view(Tagged)
+    for _ in range(CALLS):
+        assert_identical(fn(tagged, other), compiled(tagged, other))
+    assert_identical(fn(x, other), compiled(x, other))

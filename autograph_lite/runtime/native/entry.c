@@ -207,9 +207,10 @@ static PyObject* box_cell(const Spec* s, const void* cell) {
     return NULL;
 }
 
-/* An array argument in the C's form: aligned, C-contiguous, of the spec's dtype and shape. */
+/* An array argument in the C's form: a plain ndarray (a subclass's type is kept by numpy's
+   ops, not by the C's results), aligned, C-contiguous, of the spec's dtype and shape. */
 static int fits(PyObject* o, const Spec* s) {
-    if (!PyArray_Check(o)) return 0;
+    if (!PyArray_CheckExact(o)) return 0;
     PyArrayObject* a = (PyArrayObject*)o;
     if (PyArray_TYPE(a) != s->typenum || PyArray_NDIM(a) != s->ndim || !PyArray_ISCARRAY_RO(a)
             || PyArray_ISBYTESWAPPED(a))

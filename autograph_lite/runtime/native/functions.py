@@ -58,6 +58,12 @@ def report_flags(flags):
 BOX = {"b": bool, "i": int, "u": int, "f": float}  # a weak (Python) scalar's type by dtype kind
 
 
+def subclass_among(args):
+    """True if an argument is an ndarray subclass: numpy's ops give results of its type, the
+    C's results would be plain arrays, so such a call runs the Python plan."""
+    return any(isinstance(a, np.ndarray) and type(a) is not np.ndarray for a in args)
+
+
 def address(array):
     """The address of a C-contiguous array's data (`array.ctypes.data` costs three times more)."""
     try:

@@ -13,7 +13,7 @@ each op's own line, as eager numpy does. Both are rare; the graph is pure, so re
 import numpy as np
 
 from . import cexpr, compiler
-from .functions import BOX, DONE, FLAG_BITS, INEXACT, NativeFunction, address
+from .functions import BOX, DONE, FLAG_BITS, INEXACT, NativeFunction, address, subclass_among
 from .language import C, Unsupported
 from .render import Renderer, Val, _static_shape, placeholder_sources, zero_d_box
 
@@ -98,7 +98,7 @@ class NativeGraph(NativeFunction):
 
     def _python_call(self, *args):
         fn = self.fn or self.tier_up()
-        if not fn:
+        if not fn or subclass_among(args):
             return None
         if self.scalar_inputs and not all(type(a) is not np.ndarray or a.shape for a in args):
             return None  # a 0-d array argument: the plan gives it back as it is

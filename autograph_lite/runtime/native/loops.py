@@ -32,7 +32,7 @@ import numpy as np
 from . import cexpr, compiler
 from .entry import BODY_NEVER_RAN
 from .functions import (BOX, DONE, FLAG_BITS, FLAGS, INEXACT, PAUSED, STATUS, TIER_UP_AFTER,  # noqa: F401
-                        UNCHANGED, NativeFunction, report_flags, tier_up_after)
+                        UNCHANGED, NativeFunction, report_flags, subclass_among, tier_up_after)
 from .language import C, Unsupported
 from .render import Renderer, Val, _static_shape, placeholder_sources, size_of, zero_d_box
 
@@ -137,7 +137,7 @@ class NativeLoop(NativeFunction):
 
     def _python_call(self, *args):
         fn = self.fn or self.tier_up()
-        if not fn:
+        if not fn or subclass_among(args):
             return None
         for i, low, high in self.weak_ints:
             if not low <= args[i] < high:
