@@ -592,6 +592,12 @@ static int find_scalar_kinds(void) {
 }
 
 /* The (shape, dtype) of an argument, as operator.attrgetter("shape", "dtype") gives it. */
+static int scalar_kind(PyObject* a) {  /* index of a's type among numpy's scalar kinds, or -1 */
+    for (int i = 0; i < n_scalar_kinds; i++)
+        if (Py_TYPE(a) == scalar_types[i]) return i;
+    return -1;
+}
+
 static PyObject* shape_dtype(PyObject* a) {
     if (PyArray_CheckExact(a)) {
         PyArrayObject* array = (PyArrayObject*)a;
@@ -611,8 +617,8 @@ static PyObject* shape_dtype(PyObject* a) {
         Py_DECREF(shape);
         return pair;
     }
-    for (int i = 0; i < n_scalar_kinds; i++)  /* numpy's own bool and number scalars: shape () */
-        if (Py_TYPE(a) == scalar_types[i]) return PyTuple_Pack(2, empty_tuple, scalar_descrs[i]);
+    int kind = scalar_kind(a);  /* numpy's own bool and number scalars: shape () */
+    if (kind >= 0) return PyTuple_Pack(2, empty_tuple, scalar_descrs[kind]);
     PyObject* shape = PyObject_GetAttrString(a, "shape");
     if (shape == NULL) return NULL;
     PyObject* dtype = PyObject_GetAttrString(a, "dtype");
@@ -703,12 +709,6 @@ static int memo_matches(Memo* memo, PyObject* device, PyObject* const* args, Py_
             return 0;
     }
     return 1;
-}
-
-static int scalar_kind(PyObject* a) {  /* index of a's type among numpy's scalar kinds, or -1 */
-    for (int i = 0; i < n_scalar_kinds; i++)
-        if (Py_TYPE(a) == scalar_types[i]) return i;
-    return -1;
 }
 
 static PyObject* memo_new(PyObject* device, PyObject* const* args, Py_ssize_t n, PyObject* concrete) {
@@ -1013,28 +1013,14 @@ PyMODINIT_FUNC PyInit_autograph_lite_entry(void) {
 #endif
     empty_tuple = PyTuple_New(0);
     if (empty_tuple == NULL || find_scalar_kinds() < 0) return NULL;
-    if (PyType_Ready(&EntryType) < 0 || PyType_Ready(&ReportingType) < 0 || PyType_Ready(&FastCallType) < 0
-            || PyType_Ready(&MemoType) < 0 || intern_names() < 0)
-        return NULL;
+    if (PyType_Ready(&MemoType) < 0 || intern_names() < 0) return NULL;
     PyObject* m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    Py_INCREF(&EntryType);
-    if (PyModule_AddObject(m, "Entry", (PyObject*)&EntryType) < 0) {
-        Py_DECREF(&EntryType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    Py_INCREF(&ReportingType);
-    if (PyModule_AddObject(m, "Reporting", (PyObject*)&ReportingType) < 0) {
-        Py_DECREF(&ReportingType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    Py_INCREF(&FastCallType);
-    if (PyModule_AddObject(m, "FastCall", (PyObject*)&FastCallType) < 0) {
-        Py_DECREF(&FastCallType);
-        Py_DECREF(m);
-        return NULL;
-    }
+    PyTypeObject* types[] = {&EntryType, &ReportingType, &FastCallType};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (PyModule_AddType(m, types[i]) < 0) {  /* readies the type; named by its tp_name's last part */
+            Py_DECREF(m);
+            return NULL;
+        }
     return m;
 }
