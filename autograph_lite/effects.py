@@ -40,7 +40,7 @@ class _ReplayError(Exception):
 class _Effects:
     """The argument state a trace may change, and what each call must redo (see above)."""
 
-    def __init__(self, function, graph, values, traced):
+    def __init__(self, function, graph, values, traced, roots=()):
         self._function, self._graph = function, graph
         self._origin = {}     # id(traced object) -> (path, traced object): found again in the arguments
         self._copies = []     # (path, traced copy, its items before): list/dict arguments
@@ -48,6 +48,8 @@ class _Effects:
         self._seen = set()
         for i, (name, value, view) in enumerate(zip(function._param_names, values, traced)):
             self._walk(value, view, ((i, name),), False)
+        for i, (name, obj) in enumerate(roots, len(values)):  # a bound method's self: paths past the arguments
+            self._walk(obj, obj, ((i, name),), False)
         # list arguments a staged if/while/for must not change (operators/control_flow.py checks)
         graph.argument_lists = {id(view): (view, _label(path)) for path, view, _ in self._copies
                                 if type(view) is list}

@@ -16,13 +16,14 @@ import numpy as np
 
 from . import nest, operators
 from .call_signature import CallSignature
+from .operators import outside_state
 from .operators.variables import check_defined
 from .effects import _Effects, _replay
 from .errors import traceback_location, user_location
 from .ops.core import constant_node
 from .runtime import devices
 from .runtime.devices import _placement
-from .runtime.graph import Graph, Tensor, _tracing, building
+from .runtime.graph import Graph, Tensor, _tracing, building, copy_graph
 from .runtime.interpreter import debug_plan, debugging
 from .runtime.lowering import Plan
 from .runtime.native import entry as _entry
@@ -49,6 +50,9 @@ class ConcreteFunction:
         self._output, self._slots, self.device = output_treedef, output_slots, device
         self._plan, self._optimized, self._lock = None, None, threading.Lock()
         self._effects = ()  # steps redoing the trace's effects on the arguments (see _Effects)
+        self._effect_roots = ()  # objects besides the arguments the effects reach (a bound method's self)
+        self._outside = None  # OutsideState: what the trace read from outside its arguments, or None
+        self._last_outside = None  # the arrays read from outside at the latest call
         self.check_numerics = False  # run through ag.debug's NumericsChecker (ag.function(check_numerics=True))
         self._plain = False  # True when a call is only the plan's (no write-backs, effects, GPU, checks): set by Function
         self._single_plain = None  # the plan's function once built, when _plain and _single: __call__ calls it
@@ -84,6 +88,17 @@ class ConcreteFunction:
         return self._plan
 
     @property
+    def graph_with_state(self):
+        """`graph` with the arrays it reads from outside its arguments as constants, holding their
+        values at the latest call (what ag.save and ag.export_onnx write: a graph that outlives
+        its source takes the state with it, as a SavedModel takes its variables)."""
+        if self._outside is None:
+            return self.graph
+        values = self._last_outside or self._outside.trace_values
+        outside = self.graph.inputs[len(self.graph.inputs) - len(values):]
+        return copy_graph(self.graph, freeze={id(t): np.array(devices.to_host(v)) for t, v in zip(outside, values)})
+
+    @property
     def structured_input_signature(self):
         return self.input_specs
 
@@ -92,7 +107,17 @@ class ConcreteFunction:
         found = _spec_mismatch(list(self.input_specs), list(values), "")
         if found:
             raise self.call_signature.mismatch_error(found, "this concrete function's signature")
-        return self._run(self._arrays(nest.flatten(values)), values)
+        leaves = nest.flatten(values)
+        arrays = self._arrays(leaves)
+        if self._outside is not None:
+            feeds = self._outside.read(leaves)
+            if feeds is None:
+                raise ValueError(f"{self.call_signature.name}: this concrete function was traced with outside "
+                                 f"state that has changed ({self._outside.why(leaves)}); call the Function, "
+                                 f"which traces again (called at {user_location()})")
+            arrays += feeds
+            self._last_outside = feeds
+        return self._run(arrays, values)
 
     def _arrays(self, leaves):
         """The graph inputs among the leaves of arguments that fit `input_specs`, converted as the specs say."""
@@ -125,7 +150,7 @@ class ConcreteFunction:
         if self.graph.write_back_outputs:
             self._write_back(callers, results)
         if self._effects:  # the trace changed the caller's containers or objects: redo it
-            _replay(self._effects, values, results)
+            _replay(self._effects, tuple(values) + self._effect_roots, results)
         if self._single:
             return results[0]
         if self._flat_tuple:
@@ -220,6 +245,7 @@ class Function(TraceCache):
         self._autograph, self._converted = autograph, None
         self._check_numerics = bool(check_numerics)
         self._fast_path = input_signature is None
+        self._bound_self = _bound_self(python_function)
         self._init_trace_cache(max_traces)
 
     # --- calling ------------------------------------------------------------------------
@@ -262,11 +288,40 @@ class Function(TraceCache):
             self._stamp(concrete)
         if self._input_signature is not None:
             arrays = concrete._arrays(nest.flatten(values))
-        elif not kwargs and len(args) == self._n_simple and all(
+        if concrete._outside is not None:  # state read from outside the arguments: guarded, fed
+            concrete, feeds = self._with_outside(concrete, key, values)
+            concrete._last_outside = feeds
+            return concrete._run(arrays + feeds, values)
+        if self._input_signature is None and not kwargs and len(args) == self._n_simple and all(
                 isinstance(a, (np.ndarray, np.generic)) for a in args):
             # array types that reach here were accepted by _key, and the fast key holds the type
             self._remember_fast(_entry.fast_key(key[0], args), concrete)
         return concrete._run(arrays, values)
+
+    def _with_outside(self, concrete, key, values):
+        """(a trace whose guards hold for this call, the arrays it reads from outside): `concrete`,
+        another live trace of the same signature, or a new trace (counted as a retrace)."""
+        leaves = nest.flatten(values)
+        feeds = concrete._outside.read(leaves)
+        if feeds is not None:
+            return concrete, feeds
+        with self._lock:
+            signature = self._traces[concrete].signature if concrete in self._traces else None
+            for other in reversed(list(self._traces)):
+                if other is not concrete and other._outside is not None and \
+                        self._traces[other].signature == signature:
+                    feeds = other._outside.read(leaves)
+                    if feeds is not None:
+                        break
+            else:
+                other = self._trace(concrete.input_specs, key[0], values, reason=concrete._outside.why(leaves))
+                feeds = [] if other._outside is None else other._outside.read(leaves)
+                if feeds is None:
+                    raise RuntimeError(f"{self.__name__}: the state it reads from outside its arguments changed "
+                                       f"while it was traced ({other._outside.why(leaves)})")
+            self._point(self._cache, key, other)
+            self._stamp(other)
+        return other, feeds
 
     def __get__(self, instance, owner=None):
         return self if instance is None else types.MethodType(self, instance)
@@ -341,7 +396,7 @@ class Function(TraceCache):
             return self._trace(tuple(signature), devices.current(), values)
         return next(iter(self._traces))
 
-    def _trace(self, specs, device, values):
+    def _trace(self, specs, device, values, reason=None):
         placement = device  # what the indexes key on: the device of the call
         if device is devices.CPU and self._device is None:
             # device arrays as arguments (cupy's) place the graph on their device
@@ -350,12 +405,16 @@ class Function(TraceCache):
         argument_keys = _argument_keys(specs)
         if os.environ.get("AG_LOG_RETRACES") and self._traces:
             logger.warning("retracing %s (trace %d) called at %s: %s", self.__name__, self.trace_count + 1,
-                           user_location(), self._why_retrace(specs, argument_keys))
+                           user_location(), reason or self._why_retrace(specs, argument_keys))
         graph = Graph(self.__name__)
-        with building(graph):
+        roots = () if self._bound_self is None else (("self", self._bound_self),)
+        leaves = nest.flatten(list(values))
+        reads = outside_state.Reads(graph, leaves, _leaf_labels(self._param_names, values), self._bound_self)
+        with building(graph), reads.recording():
             inputs = [_placeholders(graph, spec, name) for spec, name in zip(specs, self._param_names)]
             graph.inputs = [t for t in nest.flatten(inputs) if isinstance(t, Tensor)]
-            effects = _Effects(self, graph, values, inputs)
+            effects = _Effects(self, graph, values, inputs, roots)
+            reads.swap_in()
             try:
                 outputs = self._call_python(self._traced_function(), inputs)
                 check_defined(outputs)
@@ -367,13 +426,16 @@ class Function(TraceCache):
                 raise
             try:
                 treedef, slots = _output_slots(graph, outputs)
+                reads.finish(self.__name__)
             except BaseException:
                 effects.restore()
                 raise
             steps = effects.finish()
+        outside = reads.state(self.__name__, leaves)  # the hooks are off: values read as the caller sees them
         concrete = ConcreteFunction(self.call_signature, graph, tuple(specs), treedef, slots, device)
         concrete.check_numerics = self._check_numerics
-        concrete._effects = steps
+        concrete._effects, concrete._outside = steps, outside
+        concrete._effect_roots = tuple(obj for _, obj in roots)
         concrete._plain = not (steps or self._check_numerics or concrete._on_device or graph.write_back_outputs)
         self.trace_count += 1
         self._add(concrete, placement, argument_keys)
@@ -384,6 +446,19 @@ class Function(TraceCache):
 
     def __repr__(self):
         return f"<ag.function {self.__name__} ({self.trace_count} traces)>"
+
+
+def _bound_self(fn):
+    """The object a compiled bound method or callable object reads its state from, or None."""
+    if isinstance(fn, types.MethodType):
+        return fn.__self__
+    if isinstance(fn, (types.FunctionType, types.BuiltinFunctionType, type, functools.partial)):
+        return None
+    return fn
+
+
+def _leaf_labels(names, values):
+    return [label for name, value in zip(names, values) for label in nest.paths(value, name)]
 
 
 def _install_fast_call(module):

@@ -241,6 +241,32 @@ def identity_overhead(repeats):
     return t["compiled"] - t["python"]
 
 
+class _Settings:
+    """16 Python floats a compiled function reads from an argument object: 16 guarded values."""
+    def __init__(self):
+        for k in range(16):
+            setattr(self, f"a{k}", float(k))
+
+
+def _read_settings(x, s):
+    return x * (s.a0 + s.a1 + s.a2 + s.a3 + s.a4 + s.a5 + s.a6 + s.a7 +
+                s.a8 + s.a9 + s.a10 + s.a11 + s.a12 + s.a13 + s.a14 + s.a15)
+
+
+def guard_cost(repeats):
+    """(seconds per guarded value, seconds a call of a function with 16 guards costs over the
+    plain Python call): the check a compiled call makes of the outside state its trace read."""
+    import timeit
+    compiled, settings, x = ag.function(_read_settings), _Settings(), np.ones(3)
+    compiled(x, settings)
+    state = compiled.concrete_functions[0]._outside
+    leaves, number = [x, settings], 20000
+    per_read = statistics.median(timeit.repeat(lambda: state.read(leaves), number=number, repeat=max(repeats, 5)))
+    empty = statistics.median(timeit.repeat(lambda: None, number=number, repeat=max(repeats, 5)))
+    t = interleaved_medians({"python": _read_settings, "compiled": compiled}, (x, settings), repeats)
+    return (per_read - empty) / number / len(state), t["compiled"] - t["python"]
+
+
 def same(a, b, rtol=1e-5, atol=1e-6):
     a, b = ag.nest.flatten(a), ag.nest.flatten(b)
     return len(a) == len(b) and all(
@@ -335,6 +361,9 @@ def main():
         print(missing)
     overhead = identity_overhead(opts.repeats)
     print(f"\ncompiled identity function: {overhead * 1e6:.2f} µs over the plain Python call")
+    per_guard, guarded_overhead = guard_cost(opts.repeats)
+    print(f"outside-state guards: {per_guard * 1e6:.3f} µs per guarded value; a function reading 16 Python "
+          f"values from an object: {guarded_overhead * 1e6:.2f} µs over its plain Python call")
     scaling = {}
     for name in WORKLOADS:
         if name.split()[0] in ("W1", "W6") and (not wanted or name.split()[0] in wanted):
@@ -358,6 +387,7 @@ def main():
     os.makedirs(opts.out, exist_ok=True)
     with open(os.path.join(opts.out, "results.json"), "w") as f:
         json.dump({"workloads": rows, "identity_overhead_seconds": overhead, "two_thread_scaling": scaling,
+                   "guard_seconds_per_value": per_guard, "guarded_call_overhead_seconds": guarded_overhead,
                    "repeats": opts.repeats}, f, indent=2)
     _chart(rows, os.path.join(opts.out, "results.png"))
     return 1 if failed else 0

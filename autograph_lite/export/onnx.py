@@ -66,7 +66,8 @@ def export_onnx(f, path, opset=DEFAULT_OPSET, *, args=None):
     if not isinstance(opset, int) or not DEFAULT_OPSET <= opset <= onnx.defs.onnx_opset_version():
         raise ValueError(f"opset must be an int from {DEFAULT_OPSET} to {onnx.defs.onnx_opset_version()}, "
                          f"got {opset!r}")
-    graph = _concrete(f, args).graph
+    concrete = _concrete(f, args)
+    graph = getattr(concrete, "graph_with_state", concrete.graph)  # outside state exported as constants
     ctx = _Builder(onnx, _Names())
     output_names = [f"output_{i}" for i in range(len(graph.outputs))]
     ctx.names.taken.update(output_names)  # an argument may be called output_0

@@ -15,7 +15,7 @@ import types
 from .. import ops
 from ..errors import ConversionError, user_location
 from ..runtime.graph import current_graph
-from . import control_flow, lists, py_builtins
+from . import control_flow, lists, outside_state, py_builtins
 
 _REPLACED = {builtins.print: py_builtins.print_, builtins.range: py_builtins.range_,
              builtins.len: py_builtins.len_, builtins.str: py_builtins.str_, ops.stack: lists.stack, ops.concat: lists.concat,
@@ -113,7 +113,8 @@ def _recursion_guarded(original, converted):
                     f"{original.__qualname__} calls itself more than {MAX_RECURSION} levels deep while "
                     f"tracing (at {user_location()}); recursion whose depth depends on a tensor cannot "
                     f"become a graph: rewrite it as a loop")
-            return converted(*args, **kwargs)
+            # while a trace runs: a copy seeing the outside state as the trace must (outside_state.py)
+            return outside_state.function_for(original, converted)(*args, **kwargs)
         finally:
             depths[key] -= 1
     return guarded

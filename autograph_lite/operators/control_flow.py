@@ -16,6 +16,7 @@ from .. import nest, ops
 from ..errors import ConversionError, SymbolicValueError, traceback_location, user_location
 from ..ops.array_ops import constant_value
 from ..ops.core import apply
+from . import outside_state
 from ..ops.logging_ops import ASSERT
 from ..ops.control_flow import build_cond, python_int, stage_while, trace_function, zero_like
 from ..runtime.graph import Tensor, building, current_graph
@@ -96,7 +97,7 @@ class _ExtraState:
         values = tuple(self._cell_get()) if self._cell_get else ()
         for label, (base, kind, key) in zip(self.composite_names, self._places):
             try:
-                values += (getattr(base, key) if kind == "attr" else base[key],)
+                values += (outside_state.read_carried(base, kind, key),)
             except (KeyError, IndexError, AttributeError):
                 values += (Undefined(label),)
         return values
@@ -159,7 +160,7 @@ def _uncarriable(base, kind, key, static):
         return None
     cls = type(base)
     if isinstance(base, (type, types.ModuleType)) or cls.__setattr__ is not object.__setattr__ \
-            or cls.__getattribute__ is not object.__getattribute__:
+            or outside_state.own_getattribute(cls) is not object.__getattribute__:
         return f"attributes of a {cls.__name__} cannot be carried (it is a class or module, or customises " \
                f"attribute access)"
     if hasattr(getattr(cls, key, None), "__set__"):

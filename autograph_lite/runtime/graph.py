@@ -772,22 +772,29 @@ def backward_of(node):
         _tracing.backward_of = saved
 
 
-def copy_graph(graph, parent=None, outer=None):
+def copy_graph(graph, parent=None, outer=None, freeze=None):
     """A deep copy of `graph` (new nodes and tensors, sub-graphs copied too) for passes to rewrite.
 
-    `outer` maps ids of the parent graph's tensors to their copies (for captures).
+    `outer` maps ids of the parent graph's tensors to their copies (for captures); `freeze` maps
+    ids of inputs to arrays: those inputs become Const nodes holding them (ag.save of a trace that
+    reads state outside its arguments).
     """
     new = Graph(graph.name, parent=parent)
     new._name_counts = graph._name_counts
-    values = {}
+    values, freeze = {}, freeze or {}
     for t in graph.inputs:
         values[id(t)] = Tensor(None, t.index, t.shape, t.dtype, t.weak)
     for old_t in graph.inputs:
-        node = Node(new, "Placeholder", old_t.node.name, (), dict(old_t.node.attrs), old_t.node.location)
+        frozen = id(old_t) in freeze
+        attrs = {"value": freeze[id(old_t)]} if frozen else dict(old_t.node.attrs)
+        node = Node(new, "Const" if frozen else "Placeholder", old_t.node.name, (), attrs, old_t.node.location)
         t = values[id(old_t)]
         t.node = node
         node.outputs = [t]
-    new.inputs = [values[id(t)] for t in graph.inputs]
+        if frozen:
+            t.index = 0
+            new.nodes.append(node)
+    new.inputs = [values[id(t)] for t in graph.inputs if id(t) not in freeze]
     for node in graph.nodes:
         attrs = {k: copy_graph(v, new, values) if isinstance(v, Graph) else v for k, v in node.attrs.items()}
         copy = new.create_node(node.op, [values[id(i)] for i in node.inputs], attrs,

@@ -209,7 +209,7 @@ TEMPLATE = TupleOf(OneOf(STR, SLOT, PIECES))              # a print's arguments
 
 # ops the executor handles itself (no kernel in REGISTRY) and their attrs
 STRUCTURAL = {
-    "Placeholder": {"argument": STR},
+    "Placeholder": {"argument": STR, "outside": STR},
     "Const": {"value": OneOf(SCALAR, ARRAY)},
     "Cond": {"then_branch": GRAPH, "else_branch": GRAPH},
     "While": {"cond": GRAPH, "body": GRAPH},

@@ -87,7 +87,7 @@ def _signature(concrete, writer):
     except SaveError as e:
         raise ValueError(f"ag.save: a signature of {name} holds an argument a file cannot: {e}") from None
     treedef, outputs = _output_slots(concrete, writer)
-    graph = concrete.graph
+    graph = getattr(concrete, "graph_with_state", concrete.graph)  # outside state saved as constants
     return {"inputs": inputs, "graph": encode_graph(graph, writer),
             "output_tree": treedef.to_json(), "outputs": outputs,
             "write_backs": [list(p) for p in getattr(concrete, "_write_backs", None) or graph.write_back_outputs]}

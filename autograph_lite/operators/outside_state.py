@@ -1,0 +1,687 @@
+"""State a trace reads from outside its arguments: arrays become graph inputs, the rest guards.
+
+Eagerly, a function sees its globals, closure cells and the attributes of the objects it is
+given as they are at each call. A trace reads them once, so what it read must be read again
+on every call (TorchDynamo's guards, `torch/_dynamo/guards.py`, work the same way):
+
+- an array reached that way becomes a graph input (a Placeholder with an `outside` attr),
+  fetched by the same path (`self.Ws[0]`, a global `G`) at each call, so rebinding it or
+  changing it in place is seen; its type, shape and dtype are guarded;
+- a Python or numpy scalar, string, None, function, class or object is guarded: by value,
+  or by identity. A change retraces (and counts towards the RetracingWarning);
+- lists, tuples and dicts are guarded by type and length, and their items as above.
+
+Where the trace reads: every user function it runs (operators/call.py asks `function_for`
+for a copy of it whose globals and cells hold the substitutes), and every attribute read on
+an object reached from the roots (a thread-local `__getattribute__` hook on the object's
+class, installed for the trace only). The roots are the arguments' leaves, a bound method's
+`self` and those functions' globals and cells. Modules are not guarded. After the trace,
+`Reads.finish` compiles the guards into one generated function, `OutsideState.read`, which
+returns the arrays to feed (or None when a guard fails) in one pass.
+"""
+import contextlib
+import functools
+import keyword
+import math
+import reprlib
+import threading
+import types
+
+import numpy as np
+
+from ..errors import ConversionError, user_location
+from ..runtime.graph import Tensor
+
+_local = threading.local()  # .reads: the Reads of the trace running on this thread
+
+_SCALARS = (bool, int, float, complex, str, bytes, type(None), np.generic)
+_BY_VALUE = (range, slice, frozenset, np.dtype)
+_BY_IDENTITY = (types.FunctionType, types.BuiltinFunctionType, type, types.MethodDescriptorType,
+                types.WrapperDescriptorType, types.BuiltinMethodType)
+MAX_ITEMS = 256  # a container with more items is guarded as one value when it holds scalars only
+MAX_DEPTH = 8
+
+
+def active():
+    return getattr(_local, "reads", None)
+
+
+def read_carried(base, kind, key):
+    """An attribute or item that a tensor `if`/`while` carries, read as its start value: an array
+    there is guarded and fed like any read, a Python value is not guarded (the block may overwrite
+    it on every path; where it does not, the block's other rules apply)."""
+    reads = getattr(_local, "reads", None)
+    _local.reads = None
+    try:
+        value = getattr(base, key) if kind == "attr" else base[key]
+    finally:
+        _local.reads = reads
+    if reads is not None and kind == "attr" and (type(value) is np.ndarray or type(value) in (list, tuple, dict)):
+        return reads.attribute(base, key, value)
+    return value
+
+
+def function_for(original, converted):
+    """The function a trace should run for a user function: `converted`, or a copy of it whose
+    globals and closure cells hold what the trace must see (arrays as graph inputs)."""
+    reads = getattr(_local, "reads", None)
+    return converted if reads is None else reads.function(original, converted)
+
+
+class Reads:
+    """What one trace read from outside its arguments (see the module docstring)."""
+
+    def __init__(self, graph, leaves, leaf_labels, bound_self):
+        self.graph = graph
+        self._seen = {}      # path -> (the value read, what the trace got instead)
+        self._guards = {}    # path -> (kind, payload): insertion order is the order of checks
+        self._labels = {}    # path -> its words (`self.Ws[0]`)
+        self._inputs = []    # paths of the arrays fed as inputs, in placeholder order
+        self._objects = {}   # id(object) -> its path (the first found)
+        self._keep = []      # everything indexed stays alive, so ids stay unique
+        self._roots = []     # the constants the generated reader fetches roots from
+        self._watched = []   # (path, object, its attributes before): objects the effects replay does not cover
+        self._globals = {}   # id(globals dict) -> (dict, its copy for the trace, the substituted names)
+        self._copies = []    # (path, the container, its copy with stand-ins, the copy's items)
+        self._real = []      # (path, list or dict, its items): containers outside args and self, read as they are
+        self._hooked = []
+        self._unhooked = []  # (path, object): reads of its attributes cannot be seen (a builtin type's instance)
+        self._swapped = []   # (object, name, its value, the stand-in put in its place during the trace)
+        for j, (leaf, label) in enumerate(zip(leaves, leaf_labels)):
+            if _has_attributes(leaf) or _unhookable(leaf):
+                self._root((("leaf", j),), label, leaf, watch=False)
+        if bound_self is not None and (_has_attributes(bound_self) or _unhookable(bound_self)):
+            self._root((("self",),), "self", bound_self, watch=False, constant=bound_self)
+
+    # --- during the trace ---------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def recording(self):
+        previous = getattr(_local, "reads", None)
+        _local.reads = self
+        try:
+            yield self
+        finally:
+            _local.reads = previous
+            self._swap_out()  # a trace that failed: the caller's values back
+            for cls in self._hooked:
+                _unhook(cls)
+            self._hooked.clear()
+
+    def _root(self, path, label, value, watch, constant=None):
+        self._labels[path] = label
+        self._guards[path] = ("root", constant)
+        self._seen[path] = (value, value)
+        # the effects replay covers an argument's `__dict__`; state in slots only this check sees
+        self._index_object(path, value, watch or not hasattr(value, "__dict__"))
+
+    def _index_object(self, path, obj, watch):
+        self._objects.setdefault(id(obj), path)
+        self._keep.append(obj)
+        cls = type(obj)
+        if _unhookable(obj) or (isinstance(obj, (list, dict)) and type(obj) not in (list, dict)):
+            self._unhooked.append((path, obj))
+        elif cls not in self._hooked and _hook(cls):
+            self._hooked.append(cls)
+        if watch:
+            self._watched.append((path, obj, _state(obj)))
+
+    def swap_in(self):
+        """Objects whose attribute reads cannot be intercepted (`types.SimpleNamespace`): every
+        attribute is read now, and stand-ins (Tensors for arrays) put in its place until `finish`.
+        Called once the effects replay has taken its snapshot of the arguments."""
+        for path, obj in self._unhooked:
+            if isinstance(obj, (list, dict)):  # a list or dict subclass: its items (and its size) too
+                self._guards[path + (("size", None),)] = ("size", len(obj))
+                self._labels[path + (("size", None),)] = self._labels[path]
+                items = list(dict.items(obj) if isinstance(obj, dict) else enumerate(obj))
+                for key, value in items:
+                    stand_in = self.see(path + (("item", key),), f"{self._labels[path]}[{key!r}]", value)
+                    if stand_in is not value:
+                        (dict.__setitem__ if isinstance(obj, dict) else list.__setitem__)(obj, key, stand_in)
+                        self._swapped.append((obj, ("item", key), value, stand_in))
+                if not isinstance(getattr(obj, "__dict__", None), dict):
+                    continue
+            store = vars(obj)
+            for name, value in list(store.items()):
+                if name[:2] == "__":
+                    continue
+                stand_in = self.see(path + (("attr", name),), self._labels[path] + _attr_label(name), value)
+                if stand_in is not value:
+                    store[name] = stand_in
+                    self._swapped.append((obj, ("attr", name), value, stand_in))
+
+    def _swap_out(self):
+        for obj, (kind, key), value, stand_in in self._swapped:
+            if kind == "attr" and vars(obj).get(key, _MISSING) is stand_in:  # not set by the trace: put back
+                vars(obj)[key] = value
+            elif kind == "item" and isinstance(obj, dict) and dict.get(obj, key, _MISSING) is stand_in:
+                dict.__setitem__(obj, key, value)
+            elif kind == "item" and isinstance(obj, list) and key < len(obj) and list.__getitem__(obj, key) is stand_in:
+                list.__setitem__(obj, key, value)
+        self._swapped.clear()
+
+    def attribute(self, obj, name, value):
+        """An attribute read on an object: the value the trace sees (a Tensor for an array)."""
+        parent = self._objects.get(id(obj))
+        if parent is None or name[:2] == "__":
+            return value
+        return self.see(parent + (("attr", name),), self._labels[parent] + _attr_label(name), value)
+
+    def missing(self, obj, name):
+        parent = self._objects.get(id(obj))
+        if parent is not None and name[:2] != "__":
+            path = parent + (("absent", name),)
+            self._guards.setdefault(path, ("absent", name))
+            self._labels.setdefault(path, self._labels[parent] + _attr_label(name))
+
+    def see(self, path, label, value, depth=0):
+        """Guard `value`, read at `path`; what the trace should see in its place."""
+        seen = self._seen.get(path)
+        if seen is not None:
+            # the same value again gets the same stand-in; another one was set by the trace itself
+            return seen[1] if seen[0] is value else value
+        self._labels[path] = label
+        self._keep.append(value)
+        stand_in = value
+        t = type(value)
+        if isinstance(value, Tensor) or t is types.ModuleType:
+            self._seen[path] = (value, value)
+            return value
+        if t is np.ndarray:
+            self._guards[path] = ("array", (value.shape, value.dtype))
+            stand_in = self._input(path, label, value)
+        elif isinstance(value, _SCALARS) or isinstance(value, _BY_VALUE):
+            self._guards[path] = ("value", value)
+        elif t is types.MethodType:
+            self._guards[path] = ("method", (value.__func__, value.__self__))
+        elif t in (list, tuple, dict) or (isinstance(value, tuple) and hasattr(t, "_fields")):
+            stand_in = self._container(path, label, value, depth)
+        elif isinstance(value, _BY_IDENTITY) or not _has_attributes(value):
+            self._guards[path] = ("identity", value)
+        else:
+            self._guards[path] = ("identity", value)
+            self._index_object(path, value, watch=True)
+        self._seen[path] = (value, stand_in)
+        return stand_in
+
+    def _container(self, path, label, value, depth):
+        items = list(value.items()) if type(value) is dict else list(enumerate(value))
+        if len(items) > MAX_ITEMS or depth >= MAX_DEPTH:
+            if all(type(v) in _SCALARS[:-1] for _, v in items):
+                self._guards[path] = ("equal", (type(value), value if type(value) is tuple else
+                                                type(value)(value), [type(v) for _, v in items]))
+                return value
+            raise ConversionError(
+                f"{label} (a {type(value).__name__} of {len(items)} items) is read by the compiled function at "
+                f"{user_location()}; a compiled call reads outside state again on every call, and a container this "
+                f"large or deep is not guarded item by item: pass it as an argument")
+        self._guards[path] = ("length", (type(value), len(items)))
+        stand_ins = [(k, self.see(path + (("item", k),), f"{label}[{k!r}]", v, depth + 1)) for k, v in items]
+        if all(s is v for (_, s), (_, v) in zip(stand_ins, items)):
+            if type(value) is not tuple:
+                self._index_object(path, value, watch=False)
+                if path[0][0] not in ("leaf", "self"):  # the effects replay does not cover it: checked here
+                    self._real.append((path, value, items))
+            return value
+        if type(value) is dict:
+            copy = {k: s for k, s in stand_ins}
+        elif type(value) is list:
+            copy = [s for _, s in stand_ins]
+        else:
+            copy = type(value)(*[s for _, s in stand_ins]) if hasattr(type(value), "_fields") else \
+                tuple(s for _, s in stand_ins)
+        if type(value) in (list, dict):
+            self._copies.append((path, value, copy, list(copy.items()) if type(copy) is dict else list(copy)))
+        return copy
+
+    def _input(self, path, label, array):
+        root = self.graph
+        p = root.placeholder(array.shape, array.dtype, name=_name(label), outside=label)
+        root.inputs.append(p)
+        self._inputs.append(path)
+        return p
+
+    def function(self, original, converted):
+        """`converted` with its globals and cells as the trace must see them (see `function_for`)."""
+        code = original.__code__
+        globals_ = original.__globals__
+        entry = self._globals.get(id(globals_))
+        if entry is None:
+            entry = self._globals[id(globals_)] = (globals_, None, {})
+        k = self._root_index(globals_)
+        names = entry[2]
+        changed = {}
+        for name in _global_names(code):
+            if name in globals_ and name not in names:
+                value = globals_[name]
+                stand_in = self.see((("global", k, name),), name, value)
+                names[name] = (value, stand_in)
+            if name in names and names[name][1] is not names[name][0]:
+                changed[name] = names[name][1]
+        cells = dict(zip(code.co_freevars, original.__closure__ or ()))
+        new_cells = {}
+        for name, cell in cells.items():
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                continue  # not yet assigned: reading it raises, eagerly too
+            stand_in = self.see((("cell", self._root_index(cell), name),), name, value)
+            if stand_in is not value:
+                new_cells[name] = types.CellType(stand_in)
+        if not changed and not new_cells:
+            return converted
+        if changed:
+            copy = entry[1]
+            if copy is None:
+                copy = dict(globals_)
+                self._globals[id(globals_)] = entry = (globals_, copy, names)
+            copy.update(changed)
+            globals_ = copy
+        else:
+            globals_ = entry[1] or globals_
+        closure = tuple(new_cells.get(name, cell) for name, cell in
+                            zip(converted.__code__.co_freevars, converted.__closure__ or ()))
+        fn = types.FunctionType(converted.__code__, globals_, converted.__name__, converted.__defaults__, closure)
+        fn.__kwdefaults__, fn.__qualname__ = converted.__kwdefaults__, converted.__qualname__
+        fn.__dict__.update(converted.__dict__)
+        return fn
+
+    def _root_index(self, obj):
+        index = next((k for k, r in enumerate(self._roots) if r is obj), None)
+        if index is None:
+            self._roots.append(obj)
+            index = len(self._roots) - 1
+        return index
+
+    # --- after the trace ----------------------------------------------------------------
+
+    def finish(self, name):
+        """Before the effects replay is worked out: the trace's writes into stand-in containers of
+        the arguments and `self` moved into the real ones (effects.py replays them); any other write
+        to outside state a ConversionError."""
+        self._swap_out()
+        problems = []
+        for globals_, copy, names in self._globals.values():
+            if copy is None:
+                continue
+            for key, value in copy.items():
+                if globals_.get(key, _MISSING) is not value and (key not in names or names[key][1] is not value):
+                    problems.append(f"global {key!r} rebound")
+        for path, real, copy, before in self._copies:
+            now = list(copy.items()) if type(copy) is dict else list(copy)
+            if len(now) == len(before) and all(a is b for a, b in zip(now, before)):
+                continue
+            if path[0][0] in ("leaf", "self"):
+                # the arguments' and self's containers are the effects replay's (effects.py): it sees the
+                # change in the real container, and restores it after the trace
+                _copy_back(real, copy, before)
+            else:
+                problems.append(f"{self._labels[path]} changed")
+        for path, real, before in self._real:
+            now = list(real.items()) if type(real) is dict else list(enumerate(real))
+            if len(now) != len(before) or any(a[0] != b[0] or a[1] is not b[1] for a, b in zip(now, before)):
+                problems.append(f"{self._labels[path]} {_change(before, now)}")
+                real.clear()
+                real.update(before) if type(real) is dict else real.extend(v for _, v in before)
+        for path, obj, before in self._watched:
+            after = _state(obj)
+            changed = [key for key in set(before) | set(after) if before.get(key, _MISSING) is not after.get(key, _MISSING)]
+            if changed:
+                problems.append(f"{self._labels[path]}{_attr_label(sorted(map(str, changed))[0])} set")
+                _restore_state(obj, before, after)
+        if problems:
+            raise _write_error(name, problems)
+
+    def state(self, name, leaves):
+        """After the effects replay restored the arguments and `self`: the OutsideState of this
+        trace (None when it read nothing to guard). A guard that fails now names a value the trace
+        itself changed (a list a closure holds, appended to): a ConversionError."""
+        if not any(g[0] != "root" for g in self._guards.values()):
+            return None
+        state = OutsideState(self._guards, self._labels, self._inputs, self._roots)
+        state.trace_values = [self._seen[p][0] for p in self._inputs]
+        if state.read(leaves) is None:
+            raise _write_error(name, [state.why(leaves)])
+        return state
+
+
+def _write_error(name, problems):
+    return ConversionError(
+        f"{name} changes state outside its arguments while tracing ({'; '.join(problems)}); a compiled call runs "
+        f"Python side effects only while tracing, so later calls would not redo them as eager calls do. Return "
+        f"the new value, keep it on an argument object or on `self` (writes there are replayed on every call), "
+        f"or do it in a function marked @ag.do_not_convert, which runs while tracing only")
+
+
+_MISSING = object()
+
+
+def _change(before, now):
+    """What happened to a container's (key, item) pairs, in words."""
+    old, new = dict(before), dict(now)
+    for k in new:
+        if k not in old:
+            return f"gained item {k!r}"
+        if new[k] is not old[k]:
+            return f"had item {k!r} set"
+    return f"lost item {next(k for k in old if k not in new)!r}"
+
+
+def _copy_back(real, copy, before):
+    """Put what a trace did to `copy` (a container with stand-ins) into `real`, stand-ins undone."""
+    if type(real) is list:
+        originals = {id(s): o for s, o in zip(before, real)}
+        real[:] = [originals.get(id(v), v) for v in copy]
+    else:
+        originals = {id(s): real[k] for k, s in before}
+        new = {k: originals.get(id(v), v) for k, v in copy.items()}
+        real.clear()
+        real.update(new)
+
+
+class OutsideState:
+    """The guards of one trace and the arrays it reads from outside, compiled into `read`."""
+
+    def __init__(self, guards, labels, inputs, roots):
+        self._guards, self._labels, self._roots = guards, labels, roots
+        self.inputs = [labels[p] for p in inputs]
+        self.read = _compile(guards, inputs, roots)
+        self.trace_values = []  # the arrays read while tracing
+
+    def why(self, leaves):
+        """The first guard `leaves` fail, in words (for the retrace log and warning)."""
+        for path, (kind, payload) in self._guards.items():
+            if kind == "root":
+                continue
+            try:
+                value = _fetch(path[:-1] if kind in ("absent", "size") else path, leaves, self._roots, self._guards)
+            except Exception as e:  # noqa: BLE001 - failing to reach it is the change
+                return f"{self._labels[path]} is gone ({type(e).__name__}: {e})"
+            if not _holds(kind, payload, value):
+                return f"{self._labels[path]} {_describe(kind, payload, value)}"
+        return "outside state changed"
+
+    def __len__(self):
+        """How many values are guarded."""
+        return sum(1 for g in self._guards.values() if g[0] != "root")
+
+
+def _fetch(path, leaves, roots, guards):
+    step = path[0]
+    if step[0] == "leaf":
+        value = leaves[step[1]]
+    elif step[0] == "self":
+        value = guards[(("self",),)][1]
+    elif step[0] == "global":
+        value = roots[step[1]][step[2]]
+    else:
+        value = roots[step[1]].cell_contents
+    for kind, key in path[1:]:
+        value = getattr(value, key) if kind == "attr" else value[key]
+    return value
+
+
+def _holds(kind, payload, value):
+    """The generated reader's check of one guard, in Python (for `why`)."""
+    if kind == "absent":
+        return not hasattr(value, payload)
+    if kind == "size":
+        return len(value) == payload
+    if kind == "array":
+        return type(value) is np.ndarray and value.shape == payload[0] and value.dtype == payload[1]
+    if kind == "value":
+        return type(value) is type(payload) and (_same(value, payload) if isinstance(
+            payload, (float, complex, np.inexact)) else bool(value == payload))
+    if kind == "identity":
+        return value is payload
+    if kind == "method":
+        return type(value) is types.MethodType and value.__func__ is payload[0] and value.__self__ is payload[1]
+    if kind == "length":
+        return type(value) is payload[0] and len(value) == payload[1]
+    return type(value) is payload[0] and value == payload[1] and [type(i) for i in value] == payload[2]
+
+
+def _describe(kind, payload, now):
+    if kind == "array":
+        return f"was an array of shape {payload[0]} and dtype {payload[1]}, is {_brief(now)}"
+    if kind == "absent":
+        return "was absent, is set"
+    if kind == "size":
+        return f"held {payload} items, holds {len(now)}"
+    if kind == "length":
+        return f"was a {payload[0].__name__} of {payload[1]} items, is {_brief(now)}"
+    return f"was {_brief(payload if kind != 'method' else payload[0])}, is {_brief(now)}"
+
+
+def _brief(value):
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape} and dtype {value.dtype}"
+    return reprlib.repr(value)
+
+
+def _compile(guards, inputs, roots):
+    """One generated function: fetch each guarded value by its path, check it, return the inputs.
+
+    Every constant (names, keys, expected values) is bound as a default argument, never written
+    into the source, so a hostile string or key cannot change what the code does."""
+    consts, lines, var = {}, [], {}
+
+    def const(value):
+        name = f"k{len(consts)}"
+        consts[name] = value
+        return name
+
+    self_root = next((payload for kind, payload in guards.values() if kind == "root" and payload is not None), None)
+    for path, (kind, payload) in guards.items():
+        src = _source(path[:-1] if kind in ("absent", "size") else path, var, const, self_root)
+        if kind == "absent":
+            lines.append(f"if hasattr({src}, {const(payload)}): return None")
+            continue
+        if kind == "size":
+            lines.append(f"if len({src}) != {int(payload)}: return None")
+            continue
+        v = f"v{len(var)}"
+        var[path] = v
+        lines.append(f"{v} = {src}")
+        if kind == "root":
+            continue
+        if kind == "array":
+            lines.append(f"if type({v}) is not ndarray or {v}.shape != {const(payload[0])} "
+                         f"or {v}.dtype != {const(payload[1])}: return None")
+        elif kind == "value":
+            lines.append(f"if {_value_check(v, payload, const)}: return None")
+        elif kind == "identity":
+            lines.append(f"if {v} is not {const(payload)}: return None")
+        elif kind == "method":
+            lines.append(f"if type({v}) is not MethodType or {v}.__func__ is not {const(payload[0])} "
+                         f"or {v}.__self__ is not {const(payload[1])}: return None")
+        elif kind == "length":
+            lines.append(f"if type({v}) is not {const(payload[0])} or len({v}) != {payload[1]}: return None")
+        elif kind == "equal":
+            t, snapshot, item_types = payload
+            lines.append(f"if type({v}) is not {const(t)} or {v} != {const(snapshot)} or "
+                         f"[type(i) for i in {v}] != {const(item_types)}: return None")
+    result = "[" + ", ".join(var[p] for p in inputs) + "]"
+    params = ", ".join(["leaves"] + [f"{k}={k}" for k in consts] +
+                       ["roots=roots", "ndarray=ndarray", "MethodType=MethodType", "_same=_same"])
+    body = "\n".join("        " + line for line in lines) or "        pass"
+    source = (f"def make({', '.join(['roots', 'ndarray', 'MethodType', '_same'] + list(consts))}):\n"
+              f"    def read({params}):\n"
+              f"      try:\n{body}\n"
+              f"      except Exception:\n"
+              f"        return None\n"
+              f"      return {result}\n"
+              f"    return read\n")
+    namespace = {}
+    exec(compile(source, "<autograph_lite outside-state guards>", "exec"), namespace)
+    return namespace["make"](roots, np.ndarray, types.MethodType, _same, **consts)
+
+
+def _source(path, var, const, self_root):
+    for n in range(len(path), 0, -1):
+        if path[:n] in var:
+            src, rest = var[path[:n]], path[n:]
+            break
+    else:
+        step = path[0]
+        if step[0] == "leaf":
+            src = f"leaves[{int(step[1])}]"
+        elif step[0] == "self":
+            src = const(self_root)
+        elif step[0] == "global":
+            src = f"roots[{int(step[1])}][{const(step[2])}]"
+        else:
+            src = f"roots[{int(step[1])}].cell_contents"
+        rest = path[1:]
+    for kind, key in rest:
+        if kind == "attr" and key.isidentifier() and not keyword.iskeyword(key) and key[:2] != "__":
+            src = f"{src}.{key}"
+        elif kind == "attr":
+            src = f"getattr({src}, {const(key)})"
+        else:
+            src = f"{src}[{const(key)}]"
+    return src
+
+
+def _value_check(v, expected, const):
+    t = type(expected)
+    if expected is None:
+        return f"{v} is not None"
+    if isinstance(expected, (float, complex, np.floating, np.complexfloating)) and (
+            expected != expected or expected == 0):
+        return f"type({v}) is not {const(t)} or not _same({v}, {const(expected)})"
+    return f"type({v}) is not {const(t)} or {v} != {const(expected)}"
+
+
+def _same(a, b):
+    """Equal as a cache key sees floats: NaN is NaN, -0.0 is not 0.0."""
+    if a != a or b != b:
+        return a != a and b != b
+    if a == 0 and isinstance(a, (float, np.floating)):
+        return math.copysign(1.0, a) == math.copysign(1.0, b)
+    return a == b
+
+
+def _has_attributes(value):
+    """An object whose attributes a trace may read: a user class's instance (not a module,
+    class, function, container, array or one of ours)."""
+    t = type(value)
+    if isinstance(value, _SCALARS) or isinstance(value, _BY_IDENTITY) or isinstance(value, _BY_VALUE) or \
+            t in (list, tuple, dict, set, np.ndarray, types.ModuleType, types.MethodType) or isinstance(value, Tensor):
+        return False
+    return (t.__module__ or "").split(".")[0] != "autograph_lite" and t.__flags__ & (1 << 9) != 0  # a heap type
+
+
+def _slots(cls):
+    names = []
+    for klass in cls.__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        names += [slots] if isinstance(slots, str) else list(slots)
+    return [name for name in names if name not in ("__dict__", "__weakref__")]
+
+
+def _state(obj):
+    """An object's attributes: its `__dict__` and its slots (read past any hook)."""
+    state = dict(vars(obj)) if isinstance(getattr(obj, "__dict__", None), dict) else {}
+    for name in _slots(type(obj)):
+        try:
+            state.setdefault(name, object.__getattribute__(obj, name))
+        except AttributeError:
+            pass  # an empty slot
+    return state
+
+
+def _restore_state(obj, before, after):
+    for name in after:
+        if name not in before:
+            object.__delattr__(obj, name)
+    for name, value in before.items():
+        object.__setattr__(obj, name, value)
+
+
+def _unhookable(value):
+    """An instance of a builtin type with a `__dict__` (types.SimpleNamespace): its attributes can be
+    read and swapped, but reads of them cannot be intercepted."""
+    if type(value).__flags__ & (1 << 9) or isinstance(value, (types.ModuleType, type, types.FunctionType,
+                                                             types.MethodType, functools.partial)):
+        return False
+    return isinstance(getattr(value, "__dict__", None), dict)
+
+
+def _global_names(code, _cache={}):
+    names = _cache.get(code)
+    if names is None:
+        found = set(code.co_names)
+        for c in code.co_consts:
+            if isinstance(c, types.CodeType):
+                found |= _global_names(c)
+        names = _cache[code] = frozenset(found)
+    return names
+
+
+def _attr_label(name):
+    return f".{name}" if isinstance(name, str) and name.isidentifier() else f".<{name!r}>"
+
+
+def _name(label):
+    name = "".join(c if c.isalnum() else "_" for c in label).strip("_")
+    return name or "outside"
+
+
+# --- reading attributes while a trace runs ---------------------------------------------
+
+_hook_lock = threading.Lock()
+_hooks = {}  # class -> [users, its own __getattribute__ or _MISSING]
+
+
+def _hook(cls):
+    """Route attribute reads on `cls`'s instances through the running trace's Reads (thread-local)."""
+    if not (cls.__flags__ & (1 << 9)):  # a builtin type: its attributes cannot be intercepted
+        return False
+    with _hook_lock:
+        entry = _hooks.get(cls)
+        if entry is not None:
+            entry[0] += 1
+            return True
+        own = cls.__dict__.get("__getattribute__", _MISSING)
+        resolved = cls.__getattribute__
+
+        def __getattribute__(self, name):
+            try:
+                value = resolved(self, name)
+            except AttributeError:
+                reads = getattr(_local, "reads", None)
+                if reads is not None:
+                    reads.missing(self, name)
+                raise
+            reads = getattr(_local, "reads", None)
+            return value if reads is None else reads.attribute(self, name, value)
+        __getattribute__.__ag_resolved__ = resolved
+        try:
+            cls.__getattribute__ = __getattribute__
+        except (TypeError, AttributeError):
+            return False
+        _hooks[cls] = [1, own]
+        return True
+
+
+def own_getattribute(cls):
+    """`cls.__getattribute__` as the class defines it, whether or not a trace has hooked it."""
+    found = cls.__getattribute__
+    while hasattr(found, "__ag_resolved__"):
+        found = found.__ag_resolved__
+    return found
+
+
+def _unhook(cls):
+    with _hook_lock:
+        entry = _hooks[cls]
+        entry[0] -= 1
+        if entry[0]:
+            return
+        del _hooks[cls]
+        if entry[1] is _MISSING:
+            del cls.__getattribute__
+        else:
+            cls.__getattribute__ = entry[1]

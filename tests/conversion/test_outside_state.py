@@ -1,0 +1,300 @@
+"""State outside the arguments (attributes, globals, closures) is read on every call, as eagerly.
+
+Each test runs a function eagerly and compiled, changing the state between calls: arrays so
+reached are graph inputs read by reference, Python values are guarded (a change retraces).
+"""
+import numpy as np
+import pytest
+
+import autograph_lite as ag
+
+from helpers import assert_same
+
+
+class MLP:
+    def __init__(self, seed=0):
+        r = np.random.default_rng(seed)
+        self.Ws = [r.standard_normal((4, 4)), r.standard_normal((4, 2))]
+        self.bs = [np.zeros(4), np.zeros(2)]
+        self.scale = 1.0
+
+    def __call__(self, x):
+        h = x
+        for W, b in zip(self.Ws, self.bs):
+            h = np.tanh(h @ W + b) * self.scale
+        return h * GAIN
+
+
+GAIN = 2.0
+
+
+def test_model_weights_are_not_frozen():
+    global GAIN
+    eager, compiled = MLP(), MLP()
+    f = ag.function(MLP.__call__)
+    x = np.ones((3, 4))
+    changes = [
+        lambda m: m.Ws.__setitem__(0, m.Ws[0] + 1),        # an item of a list attribute rebound
+        lambda m: m.Ws[1].__imul__(2),                      # an array changed in place
+        lambda m: setattr(m, "bs", [np.ones(4), np.ones(2)]),  # the attribute rebound to a new list
+        lambda m: setattr(m, "scale", 3.0),                 # a Python float attribute: retraces
+    ]
+    try:
+        for change in changes + [None]:
+            assert_same(MLP.__call__(eager, x), f(compiled, x))
+            if change:
+                change(eager)
+                change(compiled)
+        GAIN = 5.0                                          # a module global rebound
+        assert_same(MLP.__call__(eager, x), f(compiled, x))
+    finally:
+        GAIN = 2.0
+    assert f.trace_count == 3  # the first, scale changed, GAIN changed: arrays never retrace
+
+
+class Accumulator:
+    def __init__(self):
+        self.total = np.zeros(2)
+
+    def add(self, x):
+        self.total = self.total + x
+        return self.total
+
+
+def test_bound_method_setting_state():
+    eager, compiled = Accumulator(), Accumulator()
+    f = ag.function(compiled.add)
+    for k in range(3):
+        assert_same(eager.add(np.ones(2)), f(np.ones(2)))
+        assert type(compiled.total) is np.ndarray
+        assert_same(eager.total, compiled.total)
+    assert_same(compiled.total + 1.0, np.full(2, 4.0))
+    assert f.trace_count == 1
+
+
+TABLE = np.arange(3.0)
+
+
+def scaled_table(x):
+    return TABLE * 2 + x
+
+
+def test_global_array_is_read_by_reference_not_folded():
+    f = ag.function(scaled_table)
+    x = np.ones(3)
+    before = TABLE.copy()
+    try:
+        for k in range(3):
+            assert_same(scaled_table(x), f(x))
+            TABLE[...] += 10.0  # in place: a folded constant would keep the old contents
+    finally:
+        TABLE[...] = before
+    assert f.trace_count == 1
+    assert f.concrete_functions[0]._outside.inputs == ["TABLE"]
+
+
+def test_closure_array_and_scalar():
+    w = np.ones(3)
+    k = 2.0
+
+    def f(x):
+        return x * w + k
+
+    cf = ag.function(f)
+    for step in range(4):
+        assert_same(f(np.arange(3.0)), cf(np.arange(3.0)))
+        if step == 1:
+            w = w * 3  # noqa: F841 - the cell is rebound; f sees it
+        if step == 2:
+            k = -1.0  # noqa: F841
+    assert cf.trace_count == 2
+
+
+class Config:
+    def __init__(self):
+        self.mode = "train"
+        self.rate = 0.5
+
+
+def test_python_values_on_an_argument_object_are_guarded():
+    def step(x, cfg):
+        if cfg.mode == "train":
+            return x * cfg.rate
+        return x
+
+    f, cfg = ag.function(step), Config()
+    x = np.ones(2)
+    for change in ("rate", "mode", None):
+        assert_same(step(x, cfg), f(x, cfg))
+        if change == "rate":
+            cfg.rate = 0.25
+        elif change == "mode":
+            cfg.mode = "eval"
+    assert f.trace_count == 3
+
+
+def test_retrace_is_logged_with_the_guard_that_failed(caplog, monkeypatch):
+    monkeypatch.setenv("AG_LOG_RETRACES", "1")
+    cfg = Config()
+    f = ag.function(lambda x, c: x * c.rate)
+    f(np.ones(2), cfg)
+    cfg.rate = 2.0
+    with caplog.at_level("WARNING", logger="autograph_lite"):
+        f(np.ones(2), cfg)
+    assert "c.rate was 0.5, is 2.0" in caplog.text
+
+
+def test_concrete_function_refuses_changed_state():
+    cfg = Config()
+    f = ag.function(lambda x, c: x * c.rate)
+    concrete = f.get_concrete_function(np.ones(2), cfg)
+    assert_same(concrete(np.ones(2), cfg), np.full(2, 0.5))
+    cfg.rate = 2.0
+    with pytest.raises(ValueError, match="c.rate was 0.5, is 2.0"):
+        concrete(np.ones(2), cfg)
+
+
+def test_attribute_appearing_later_retraces():
+    class Box:
+        pass
+
+    def f(x, b):
+        return x + (b.extra if hasattr(b, "extra") else 0.0)
+
+    cf, box = ag.function(f), Box()
+    assert_same(f(np.ones(2), box), cf(np.ones(2), box))
+    box.extra = 5.0
+    assert_same(f(np.ones(2), box), cf(np.ones(2), box))
+    assert cf.trace_count == 2
+
+
+def test_hostile_attribute_names_and_keys_are_data():
+    class Odd:
+        pass
+
+    o = Odd()
+    setattr(o, "a b); import os #", np.ones(2))
+    o.d = {"'); raise SystemExit('": 3.0}
+
+    def f(x, o):
+        return x * getattr(o, "a b); import os #") + o.d["'); raise SystemExit('"]
+
+    cf = ag.function(f)
+    assert_same(f(np.ones(2), o), cf(np.ones(2), o))
+    o.d["'); raise SystemExit('"] = 4.0
+    assert_same(f(np.ones(2), o), cf(np.ones(2), o))
+
+
+def test_write_to_a_global_container_is_refused_and_undone():
+    log = []
+
+    def f(x):
+        log.append(x)
+        return x
+
+    with pytest.raises(ag.ConversionError, match="log gained item 0"):
+        ag.function(f)(np.ones(2))
+    assert log == []
+
+
+def test_functions_without_outside_state_keep_the_fast_path():
+    f = ag.function(lambda x: np.tanh(x) * 2)
+    f(np.ones(3))
+    assert f.concrete_functions[0]._outside is None
+    assert f._fast_cache  # the C fast path's cache holds it
+
+
+def test_training_loop_with_weights_on_self_equals_eager():
+    from examples.train_weights_on_self import main
+    eager, compiled, traces = main(steps=100, verbose=False)
+    assert eager == compiled  # bit for bit, all 100 losses
+    assert eager[-1] < eager[0] / 10 and traces == 1
+
+
+def test_simple_namespace_attributes_are_read_each_call():
+    import types
+    ns = types.SimpleNamespace(w=np.ones(2), k=2.0, unused=[1, 2])
+
+    def f(x, ns):
+        return x * ns.w + ns.k
+
+    cf = ag.function(f)
+    for change in ("inplace", "rebind", "scalar", None):
+        assert_same(f(np.ones(2), ns), cf(np.ones(2), ns))
+        assert type(ns.w) is np.ndarray
+        if change == "inplace":
+            ns.w *= 3
+        elif change == "rebind":
+            ns.w = np.full(2, -1.0)
+        elif change == "scalar":
+            ns.k = 5.0
+    assert cf.trace_count == 2
+
+
+def test_save_and_onnx_take_the_outside_state_with_them(tmp_path):
+    w = np.arange(3.0)
+    f = ag.function(lambda x: x * w + 1.0)
+    f(np.ones(3))
+    w *= 2
+    expected = np.ones(3) * w + 1.0
+    assert_same(expected, f(np.ones(3)))  # the latest call read the doubled w
+    path = str(tmp_path / "f.agz")
+    ag.save(f, path)
+    w *= 10  # later changes do not reach the saved file
+    assert_same(expected, ag.load(path)(np.ones(3)))
+    onnx = pytest.importorskip("onnx")
+    model = ag.export_onnx(f, str(tmp_path / "f.onnx"))
+    assert len(model.graph.input) == 1  # w is a constant of the model, not an input
+    ort = pytest.importorskip("onnxruntime")
+    session = ort.InferenceSession(str(tmp_path / "f.onnx"))
+    (out,) = session.run(None, {model.graph.input[0].name: np.ones(3)})
+    # the array the latest call read, with its contents when exported (w *= 10 changed it in place)
+    np.testing.assert_array_equal(out, np.ones(3) * w + 1.0)
+
+
+class Slotted:
+    __slots__ = ("w", "k")
+
+    def __init__(self):
+        self.w, self.k = np.ones(2), 1.0
+
+
+def test_slots_objects_are_read_each_call_and_writes_refused():
+    def f(x, o):
+        return x * o.w + o.k
+
+    o, cf = Slotted(), ag.function(f)
+    for change in ("w", "k", None):
+        assert_same(f(np.ones(2), o), cf(np.ones(2), o))
+        if change == "w":
+            o.w = o.w * 4
+        elif change == "k":
+            o.k = 3.0
+
+    def g(x, o):
+        o.w = x * 2
+        return x
+
+    with pytest.raises(ag.ConversionError, match=r"o\.w set"):
+        ag.function(g)(np.ones(2), o)
+    assert type(o.w) is np.ndarray  # restored
+
+
+class Params(dict):
+    pass
+
+
+def test_dict_subclass_items_are_read_each_call():
+    def f(x, p):
+        return x * p["w"] + p["b"]
+
+    p, cf = Params(w=np.ones(2), b=0.5), ag.function(f)
+    for change in ("inplace", "rebind", "scalar", None):
+        assert_same(f(np.ones(2), p), cf(np.ones(2), p))
+        assert type(p["w"]) is np.ndarray
+        if change == "inplace":
+            p["w"] *= 3
+        elif change == "rebind":
+            p["w"] = np.full(2, 7.0)
+        elif change == "scalar":
+            p["b"] = -1.0
