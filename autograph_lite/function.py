@@ -314,7 +314,8 @@ class Function(TraceCache):
                     if feeds is not None:
                         break
             else:
-                other = self._trace(concrete.input_specs, key[0], values, reason=concrete._outside.why(leaves))
+                self._outside_change = concrete._outside.why(leaves)
+                other = self._trace(concrete.input_specs, key[0], values, reason=self._outside_change)
                 feeds = [] if other._outside is None else other._outside.read(leaves)
                 if feeds is None:
                     raise RuntimeError(f"{self.__name__}: the state it reads from outside its arguments changed "

@@ -245,6 +245,7 @@ class TraceCache:
         self._fast_memo = None      # entry.c's Memo of the last fast-cache hit (FastCall's)
         self._lock = threading.RLock()
         self._warned = False
+        self._outside_change = None  # the last failed guard of outside state, in words (the warning names it)
         self.trace_count = 0        # traces made, evicted ones included
         self._evictions = 0
 
@@ -351,7 +352,13 @@ class TraceCache:
                 changing.append((len(distinct), name, kinds))
         changing.sort(key=lambda item: -item[0])
         what = "; ".join(f"argument '{name}' keeps changing {' and '.join(kinds)} ({count} different)"
-                         for count, name, kinds in changing) or "its arguments keep changing identity"
+                         for count, name, kinds in changing)
+        if self._outside_change and not what:
+            return (f"{self.__name__} has traced {self.trace_count} times: a Python value it reads from outside its "
+                    f"arguments keeps changing (last: {self._outside_change}). Each change traces and compiles "
+                    f"again; keep a value that changes in an array (arrays are read on every call, never traced "
+                    f"again) or pass it as an argument. Set AG_LOG_RETRACES=1 to log each retrace.")
+        what = what or "its arguments keep changing identity"
         kinds = {kind for _, _, ks in changing for kind in ks}
         advice = []
         if kinds & {"shape", "dtype"}:

@@ -652,9 +652,16 @@ def _hook(cls):
                 value = resolved(self, name)
             except AttributeError:
                 reads = getattr(_local, "reads", None)
-                if reads is not None:
+                fallback = getattr(type(self), "__getattr__", None)
+                if reads is None or fallback is None:
+                    if reads is not None:
+                        reads.missing(self, name)
+                    raise
+                try:  # what Python would call next, called here so its result is seen
+                    value = fallback(self, name)
+                except AttributeError:
                     reads.missing(self, name)
-                raise
+                    raise
             reads = getattr(_local, "reads", None)
             return value if reads is None else reads.attribute(self, name, value)
         __getattribute__.__ag_resolved__ = resolved

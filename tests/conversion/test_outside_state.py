@@ -298,3 +298,34 @@ def test_dict_subclass_items_are_read_each_call():
             p["w"] = np.full(2, 7.0)
         elif change == "scalar":
             p["b"] = -1.0
+
+
+def test_a_value_changing_every_call_warns_naming_it():
+    cfg = Config()
+    f = ag.function(lambda x, c: x * c.rate)
+    with pytest.warns(ag.RetracingWarning, match=r"reads from outside its arguments keeps changing \(last: c\.rate"):
+        for k in range(40):
+            cfg.rate = float(k)
+            assert_same(np.full(2, float(k)), f(np.ones(2), cfg))
+
+
+class Lazy:
+    def __init__(self):
+        self.scale = 2.0
+
+    def __getattr__(self, name):  # computed attributes: their results are guarded too
+        if name == "double":
+            return self.scale * 2
+        raise AttributeError(name)
+
+
+def test_getattr_computed_attributes_are_guarded():
+    o = Lazy()
+
+    def f(x, o):
+        return x * o.double
+
+    cf = ag.function(f)
+    for scale in (2.0, 5.0):
+        o.scale = scale
+        assert_same(f(np.ones(2), o), cf(np.ones(2), o))
