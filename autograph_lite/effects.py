@@ -86,6 +86,13 @@ class _Effects:
                 if type(v) in (list, dict, set):
                     self._walk(v, v, path + ((("attr", k), f".{k}"),), True)
 
+    def adopt(self, index, label, obj, before):
+        """Take on an object the trace reached outside the arguments and `roots` (a global's, an
+        attribute's): its attribute writes are replayed like an argument object's. A call passes it
+        as `values[index]`."""
+        self._direct.append((((index, label),), obj, dict(before)))
+        self._origin.setdefault(id(obj), (((index, label),), obj))
+
     def restore(self):
         """Put the caller's objects and containers back as they were before the trace."""
         for _, obj, before in self._direct:

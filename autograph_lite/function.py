@@ -428,6 +428,9 @@ class Function(TraceCache):
             try:
                 treedef, slots = _output_slots(graph, outputs)
                 reads.finish(self.__name__)
+                for k, (label, obj, before) in enumerate(reads.adopted, len(values) + len(roots)):
+                    effects.adopt(k, label, obj, before)
+                roots += tuple((label, obj) for label, obj, _ in reads.adopted)
             except BaseException:
                 effects.restore()
                 raise

@@ -87,6 +87,8 @@ class Reads:
         self._hooked = []
         self._unhooked = []  # (path, object): reads of its attributes cannot be seen (a builtin type's instance)
         self._swapped = []   # (object, name, its value, the stand-in put in its place during the trace)
+        self.adopted = []    # (label, object, its attributes before): writes the effects replay takes on
+        self._finished = False
         for j, (leaf, label) in enumerate(zip(leaves, leaf_labels)):
             if _has_attributes(leaf) or _unhookable(leaf):
                 self._root((("leaf", j),), label, leaf, watch=False)
@@ -104,6 +106,9 @@ class Reads:
         finally:
             _local.reads = previous
             self._swap_out()  # a trace that failed: the caller's values back
+            if not self._finished:
+                for _, obj, before in self._watched:
+                    _restore_state(obj, before, _state(obj))
             for cls in self._hooked:
                 _unhook(cls)
             self._hooked.clear()
@@ -298,9 +303,11 @@ class Reads:
 
     def finish(self, name):
         """Before the effects replay is worked out: the trace's writes into stand-in containers of
-        the arguments and `self` moved into the real ones (effects.py replays them); any other write
-        to outside state a ConversionError."""
+        the arguments and `self` moved into the real ones, objects reached otherwise whose attributes
+        it set listed in `adopted` (effects.py replays both); any other write to outside state a
+        ConversionError."""
         self._swap_out()
+        self._finished = True
         problems = []
         for globals_, copy, names in self._globals.values():
             if copy is None:
@@ -327,8 +334,13 @@ class Reads:
         for path, obj, before in self._watched:
             after = _state(obj)
             changed = [key for key in set(before) | set(after) if before.get(key, _MISSING) is not after.get(key, _MISSING)]
-            if changed:
-                problems.append(f"{self._labels[path]}{_attr_label(sorted(map(str, changed))[0])} set")
+            if changed and isinstance(getattr(obj, "__dict__", None), dict) and not _slots(type(obj)):
+                # an object reached through a global, a cell or another object (guarded by identity):
+                # the effects replay redoes its attribute writes, as for an argument's
+                self.adopted.append((self._labels[path], obj, before))
+            elif changed:
+                problems.append(f"{self._labels[path]}{_attr_label(sorted(map(str, changed))[0])} set (an object "
+                                f"with __slots__)")
                 _restore_state(obj, before, after)
         if problems:
             raise _write_error(name, problems)

@@ -329,3 +329,40 @@ def test_getattr_computed_attributes_are_guarded():
     for scale in (2.0, 5.0):
         o.scale = scale
         assert_same(f(np.ones(2), o), cf(np.ones(2), o))
+
+
+class Holder:
+    def __init__(self):
+        self.last = np.zeros(2)
+        self.inner = Accumulator()
+
+
+HELD = Holder()
+
+
+def writes_through_a_global(x):
+    HELD.last = x * 2           # an object a global holds
+    HELD.inner.total = HELD.inner.total + x   # an object another object holds
+    return HELD.last + 1
+
+
+def test_writes_to_objects_reached_outside_the_arguments_happen_every_call():
+    f = ag.function(writes_through_a_global)
+    expected_total = np.zeros(2)
+    for k in range(3):
+        x = np.full(2, k + 1.0)
+        assert_same(x * 2 + 1, f(x))
+        expected_total = expected_total + x
+        assert_same(x * 2, HELD.last)
+        assert_same(expected_total, HELD.inner.total)
+    assert f.trace_count == 1
+
+
+def test_a_failed_trace_leaves_no_tensor_in_outside_objects():
+    def f(x):
+        HELD.last = x * 2
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        ag.function(f)(np.ones(2))
+    assert type(HELD.last) is np.ndarray

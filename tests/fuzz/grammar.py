@@ -55,7 +55,11 @@ ALL_FLAGS = frozenset({
     "helper_print",      # print inside module-level helper functions
     "small_int_weak",    # Python ints meeting int8/uint8 arrays in arithmetic
     "ag_unary_on_python",  # ag.abs/square/negative/... of a Python scalar
+    "outside_state",     # module globals and an object's attributes read and written, changed between calls
 })
+
+# the state an `outside_state` program keeps outside its arguments: its names, and sample values
+OUTSIDE_READS = ["G", "K", "STATE.w", "STATE.k", "STATE.acc"]
 
 
 class Choices:
@@ -178,6 +182,7 @@ class Generator:
         self.inexact = False
         self.helpers = []    # (name, param sample, return sample)
         self.genv = {"np": np, "ag": ag}
+        self.outside = False  # the program reads and writes module-level state (flag outside_state)
 
     # ---------------------------------------------------------------- small utilities
     def ev(self, src, env):
@@ -209,6 +214,8 @@ class Generator:
         self.emit(0, "import autograph_lite as ag")
         self.emit(0, "")
         self.emit(0, "")
+        if self.on("outside_state", 15):
+            self.outside_state(d1)
         if "helpers" in self.allowed:
             for _ in range(ch.int(0, 2) if self.on("helpers", 40) else 0):
                 self.helper()
@@ -220,6 +227,27 @@ class Generator:
         source = "\n".join(self.lines) + "\n"
         return Program(source, self.dtypes, frozenset(self.used), self.inexact,
                        [tuple(a) for a in inputs])
+
+    def outside_state(self, dtype):
+        """Module-level state the functions read and write; the runner calls `reset()` before the
+        eager and the compiled runs and `mutate(step)` before each call, so both see the same
+        changes between calls: an array changed in place and one rebound (read by reference),
+        a float global and an int attribute (guarded: they retrace)."""
+        self.outside = True
+        g = [self.ch.int(0 if dtype == "uint8" else -3, 3) for _ in range(VEC)]
+        w = [self.ch.int(-4, 4) / 2 for _ in range(VEC)]
+        for line in ["class _State:", "    pass", "", "", "STATE = _State()", "", "",
+                     "def reset():", "    global G, K", f"    G = np.array({g}, np.{dtype})", "    K = 0.5",
+                     f"    STATE.w = np.array({w}, np.float64)", "    STATE.k = 2",
+                     f"    STATE.acc = np.zeros({VEC})", "", "",
+                     "def mutate(step):", "    global K", "    if step % 4 == 1:", "        G[...] = G[::-1]",
+                     "    elif step % 4 == 2:", "        STATE.w = STATE.w + 1.0", "    elif step % 4 == 3:",
+                     "        K = K + 1.0", "    elif step:", "        STATE.k = STATE.k + 1", "", "",
+                     "reset()", "", ""]:
+            self.emit(0, line)
+        import types
+        self.genv.update(G=np.array(g, dtype), K=0.5, STATE=types.SimpleNamespace(
+            w=np.array(w), k=2, acc=np.zeros(VEC)))
 
     def arg_samples(self):
         d1, d2 = self.dtypes
@@ -315,6 +343,7 @@ class Generator:
             (3 if compound else 0, "while"), (4 if compound else 0, "for"),
             (2 if in_loop else 0, "break"), (2 if in_loop else 0, "continue"),
             (1, "return"), (2, "print"), (3, "list"), (2, "dict"), (2, "closure"),
+            (2 if self.outside and indent == 1 else 0, "state_write"),
         ])
         for _ in range(4):
             mark = len(self.lines)
@@ -326,6 +355,10 @@ class Generator:
                 scope.vars, self.lists, self.dicts, self.used = saved
                 kind = "assign"
         self.emit(indent, "pass")
+
+    def st_state_write(self, scope, indent, depth, in_loop, staged):
+        """`STATE.acc = <float64 vector>`: a write to an attribute the runner compares after each call."""
+        self.emit(indent, f"STATE.acc = {self.typed(scope, tkey(self.genv['STATE'].acc), 2)}")
 
     def assignable(self, scope, staged):
         """Variables a nested block may rebind (not arguments, not loop targets)."""
@@ -679,6 +712,8 @@ class Generator:
 
     def leaf(self, visible):
         ch = self.ch
+        if self.outside and ch.chance(15):
+            return ch.pick(OUTSIDE_READS)
         r = ch.int(0, 9)
         if r < 8:
             var = self.pick_var(visible, lambda k: True)

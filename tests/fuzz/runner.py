@@ -79,6 +79,14 @@ def _call(fn, args):
             return None, out.getvalue(), args, e
 
 
+def _stateful_call(module, fn, step, args):
+    """`_call` after `module.mutate(step)`; the result holds what the call left in `STATE.acc` too."""
+    module.mutate(step)
+    res, out, args, exc = _call(fn, args)
+    # copied now: a result may be the global array itself, which a later mutate changes in place
+    return copy.deepcopy((res, module.STATE.acc)), out, args, exc
+
+
 def _is_tensor_like(value):
     return isinstance(value, ag.Tensor)
 
@@ -219,43 +227,54 @@ def _describe(exc):
 
 def _run(module, path, program, rounds, compile_fn, phase):
     fn = module.f
+    stateful = hasattr(module, "reset")  # outside state: changed between calls, compared after each
+    sequence = [(rnd, i, args) for rnd in range(rounds) for i, args in enumerate(program.inputs)]
     phase.append("eager")
-    eager = [_call(fn, args) for args in program.inputs]
+    if stateful:
+        module.reset()
+        eager = [_stateful_call(module, fn, step, args) for step, (_, _, args) in enumerate(sequence)]
+    else:
+        eager = [_call(fn, args) for args in program.inputs]
     phase.append("compiled")
     compiled_fn = compile_fn(fn)
     calls = 0
-    for rnd in range(rounds):
-        for i, args in enumerate(program.inputs):
-            calls += 1
+    if stateful:
+        module.reset()
+    for step, (rnd, i, args) in enumerate(sequence):
+        calls += 1
+        if stateful:
+            e_res, e_out, e_args, e_exc = eager[step]
+            c_res, c_out, c_args, c_exc = _stateful_call(module, compiled_fn, step, args)
+        else:
             e_res, e_out, e_args, e_exc = eager[i]
             c_res, c_out, c_args, c_exc = _call(compiled_fn, args)
-            where = f"input set {i}, call {calls}"
-            if c_exc is not None and e_exc is None:
-                if clear_refusal(c_exc, path):
-                    return Outcome("refused", _describe(c_exc), program)
-                tb = "".join(traceback.format_exception(c_exc)[-6:])
-                return Outcome("diverged", f"{where}: compiled raised, eager returned {e_res!r}:\n"
-                               f"{tb}", program)
-            if e_exc is not None:
-                if c_exc is None:
-                    return Outcome("diverged", f"{where}: eager raised {_describe(e_exc)}; "
-                                   f"compiled returned {c_res!r}", program)
-                continue
-            diff = compare(e_res, c_res, program.inexact)
-            if diff is None and c_out != e_out:
-                diff = f"printed output {c_out!r} != eager {e_out!r}"
-            if diff is None:
-                for name, ea, ca in zip("xynsl", e_args, c_args):
-                    d = compare(ea, ca, False, f"argument {name} after the call")
-                    if d:
-                        diff = d
-                        break
-            if diff is None:
-                e_alias = _aliases(e_res, e_args)
-                c_alias = _aliases(c_res, c_args)
-                if any(c and not e for e, c in zip(e_alias, c_alias)):
-                    diff = "an output shares memory with an input array (eager's does not)"
-            if diff is not None:
-                return Outcome("diverged", f"{where}: {diff}\n  eager:    {e_res!r}\n"
-                               f"  compiled: {c_res!r}", program)
+        where = f"input set {i}, call {calls}"
+        if c_exc is not None and e_exc is None:
+            if clear_refusal(c_exc, path):
+                return Outcome("refused", _describe(c_exc), program)
+            tb = "".join(traceback.format_exception(c_exc)[-6:])
+            return Outcome("diverged", f"{where}: compiled raised, eager returned {e_res!r}:\n"
+                           f"{tb}", program)
+        if e_exc is not None:
+            if c_exc is None:
+                return Outcome("diverged", f"{where}: eager raised {_describe(e_exc)}; "
+                               f"compiled returned {c_res!r}", program)
+            continue
+        diff = compare(e_res, c_res, program.inexact)
+        if diff is None and c_out != e_out:
+            diff = f"printed output {c_out!r} != eager {e_out!r}"
+        if diff is None:
+            for name, ea, ca in zip("xynsl", e_args, c_args):
+                d = compare(ea, ca, False, f"argument {name} after the call")
+                if d:
+                    diff = d
+                    break
+        if diff is None:
+            e_alias = _aliases(e_res, e_args)
+            c_alias = _aliases(c_res, c_args)
+            if any(c and not e for e, c in zip(e_alias, c_alias)):
+                diff = "an output shares memory with an input array (eager's does not)"
+        if diff is not None:
+            return Outcome("diverged", f"{where}: {diff}\n  eager:    {e_res!r}\n"
+                           f"  compiled: {c_res!r}", program)
     return Outcome("ok", "", program)
