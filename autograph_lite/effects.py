@@ -11,7 +11,7 @@ import numpy as np
 from . import nest
 from .errors import ConversionError, user_location
 from .runtime.graph import Tensor
-from .tensor_spec import _is_array, _is_array_input
+from .tensor_spec import _is_array_input
 
 
 # --- effects of a trace on the caller's containers and objects ------------------------
@@ -176,11 +176,6 @@ class _Effects:
             for root, new in self._graph.write_backs.values():  # an argument updated in place: the caller's array
                 if new is value and id(root) in self._origin:
                     return ("path", self._origin[id(root)][0])
-            if what and _is_array(old) and any(n.op == "Const" and isinstance(n.attrs.get("value"), np.ndarray)
-                                               and np.may_share_memory(n.attrs["value"], old)
-                                               for n in self._graph.walk()):
-                raise _ReplayError(f"{what} is read (as a constant: the arrays of objects are not inputs) and "
-                                   f"assigned a new value; pass it as an argument and return its new value")
             if value.stale is not None:
                 value.stale.check_read(self._graph, f"is stored into an argument by {self._graph.name}")
             tensor = self._graph.capture(value)
