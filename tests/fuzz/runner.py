@@ -65,9 +65,11 @@ def unload(module, path):
         os.remove(path)
 
 
-def _call(fn, args):
-    """(result, stdout, args after the call, exception) of one call on copies of `args`."""
+def _call(fn, args, seed):
+    """(result, stdout, args after the call, exception) of one call on copies of `args`, numpy's
+    global RandomState seeded with `seed` first (eager and compiled calls draw the same numbers)."""
     args = copy.deepcopy(args)
+    np.random.seed(seed)
     out = io.StringIO()
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
@@ -220,7 +222,7 @@ def _describe(exc):
 def _run(module, path, program, rounds, compile_fn, phase):
     fn = module.f
     phase.append("eager")
-    eager = [_call(fn, args) for args in program.inputs]
+    eager = [_call(fn, args, i) for i, args in enumerate(program.inputs)]
     phase.append("compiled")
     compiled_fn = compile_fn(fn)
     calls = 0
@@ -228,7 +230,7 @@ def _run(module, path, program, rounds, compile_fn, phase):
         for i, args in enumerate(program.inputs):
             calls += 1
             e_res, e_out, e_args, e_exc = eager[i]
-            c_res, c_out, c_args, c_exc = _call(compiled_fn, args)
+            c_res, c_out, c_args, c_exc = _call(compiled_fn, args, i)
             where = f"input set {i}, call {calls}"
             if c_exc is not None and e_exc is None:
                 if clear_refusal(c_exc, path):
