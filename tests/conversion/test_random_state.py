@@ -79,6 +79,17 @@ def test_seed_between_calls_is_seen():
     assert_identical(want, compiled(x))
 
 
+def unused_draws(x):
+    np.random.random(5)       # unused: still advances the stream, as eagerly
+    first = np.random.random()
+    np.random.random(5)
+    return x - first           # the order of draws matters: first is the 6th number
+
+
+def test_unused_draws_are_kept_in_order():
+    interleaved_global(unused_draws, np.zeros(2), seed=12)
+
+
 def draws(rng, x):
     return rng.random(3) + x, rng.normal(loc=x, scale=2.0), rng.integers(0, 10, size=2)
 
@@ -232,6 +243,21 @@ def test_save_keeps_the_global_random_state_and_refuses_a_generator(tmp_path):
     np.random.seed(6)
     for w in want:
         assert_identical(w, loaded(x))
+
+    def typed(x):
+        return x + np.random.randint(0, 9, size=3, dtype=np.int32), np.random.randint(5, dtype=int)
+
+    compiled = ag.function(typed)
+    compiled(x)
+    ag.save(compiled, tmp_path / "typed.agz")
+    loaded = ag.load(tmp_path / "typed.agz")
+    np.random.seed(7)
+    want = [typed(x), typed(x)]
+    np.random.seed(7)
+    for w in want:
+        got = loaded(x)
+        assert type(got[1]) is int
+        assert_identical(w, got)
 
     rng = np.random.default_rng(0)
     compiled = ag.function(lambda x: x + rng.random(x.shape))
