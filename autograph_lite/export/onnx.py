@@ -29,6 +29,7 @@ NOT_EXPORTABLE = {
                  "cast the Python int explicitly (ag.cast / np.int8(...)) so no check is needed",
     "RandomNormal": "ONNX draws from another generator, so results could never equal the eager run's",
     "RandomUniform": "ONNX draws from another generator, so results could never equal the eager run's",
+    "RandomDraw": "it calls a numpy (or cupy) generator object held by reference; ONNX has no such object",
     "StackNew": "per-run stacks exist only in gradients of While loops; export the forward function",
     "StackPush": "per-run stacks exist only in gradients of While loops; export the forward function",
     "StackPop": "per-run stacks exist only in gradients of While loops; export the forward function",

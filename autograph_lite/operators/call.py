@@ -12,7 +12,10 @@ import sys
 import threading
 import types
 
+import numpy as np
+
 from .. import ops
+from ..ops import generator_draws
 from ..errors import ConversionError, user_location
 from ..runtime.graph import current_graph
 from . import control_flow, lists, outside_state, py_builtins
@@ -24,6 +27,10 @@ _REPLACED = {builtins.print: py_builtins.print_, builtins.range: py_builtins.ran
 _LIBRARY_ROOTS = set(getattr(sys, "stdlib_module_names", ())) | {
     "numpy", "scipy", "cupy", "cupyx", "numba", "jax", "jaxlib", "tensorflow", "torch", "gast",
     "autograph_lite", "builtins", "pytest", "_pytest", "pluggy"}
+
+_GENERATOR_TYPES = (np.random.Generator, np.random.RandomState, np.random.BitGenerator)
+# numpy's functions of its global RandomState that are not its methods: refused as those are
+_GLOBAL_STATE_FUNCTIONS = (np.random.seed, np.random.get_state, np.random.set_state)
 
 MAX_RECURSION = 50
 _depth = threading.local()
@@ -56,6 +63,13 @@ def call(f):
         replaced = None
     if replaced is not None:
         return replaced
+    if current_graph() is not None:
+        if generator_draws.is_draw_method(f):
+            return generator_draws.method_call(f)
+        if any(f is g for g in _GLOBAL_STATE_FUNCTIONS):
+            return generator_draws.method_call(getattr(np.random.mtrand._rand, f.__name__))
+        if f is np.random.default_rng or (isinstance(f, type) and issubclass(f, _GENERATOR_TYPES)):
+            return generator_draws.made_generator(f)
     if isinstance(f, types.BuiltinMethodType) and type(f.__self__) in _CONTAINERS:
         return _container_method(f)
     if isinstance(f, types.MethodType):

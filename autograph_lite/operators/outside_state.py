@@ -30,6 +30,7 @@ import types
 import numpy as np
 
 from ..errors import ConversionError, user_location
+from ..runtime import devices
 from ..runtime.graph import Tensor
 
 _local = threading.local()  # .reads: the Reads of the trace running on this thread
@@ -193,8 +194,8 @@ class Reads:
         if isinstance(value, Tensor) or t is types.ModuleType:
             self._seen[path] = (value, value)
             return value
-        if t is np.ndarray:
-            self._guards[path] = ("array", (value.shape, value.dtype))
+        if t is np.ndarray or devices.device_of(value) is not None:  # a device's array (cupy's) too
+            self._guards[path] = ("array", (t, value.shape, value.dtype))
             stand_in = self._input(path, label, value)
         elif isinstance(value, _SCALARS) or isinstance(value, _BY_VALUE):
             self._guards[path] = ("value", value)
@@ -441,7 +442,7 @@ def _holds(kind, payload, value):
     if kind == "size":
         return len(value) == payload
     if kind == "array":
-        return type(value) is np.ndarray and value.shape == payload[0] and value.dtype == payload[1]
+        return type(value) is payload[0] and value.shape == payload[1] and value.dtype == payload[2]
     if kind == "value":
         return type(value) is type(payload) and (_same(value, payload) if isinstance(
             payload, (float, complex, np.inexact)) else bool(value == payload))
@@ -456,7 +457,7 @@ def _holds(kind, payload, value):
 
 def _describe(kind, payload, now):
     if kind == "array":
-        return f"was an array of shape {payload[0]} and dtype {payload[1]}, is {_brief(now)}"
+        return f"was an array of shape {payload[1]} and dtype {payload[2]}, is {_brief(now)}"
     if kind == "absent":
         return "was absent, is set"
     if kind == "size":
@@ -467,7 +468,7 @@ def _describe(kind, payload, now):
 
 
 def _brief(value):
-    if isinstance(value, np.ndarray):
+    if isinstance(value, np.ndarray) or devices.device_of(value) is not None:
         return f"an array of shape {value.shape} and dtype {value.dtype}"
     return reprlib.repr(value)
 
@@ -499,8 +500,8 @@ def _compile(guards, inputs, roots):
         if kind == "root":
             continue
         if kind == "array":
-            lines.append(f"if type({v}) is not ndarray or {v}.shape != {const(payload[0])} "
-                         f"or {v}.dtype != {const(payload[1])}: return None")
+            lines.append(f"if type({v}) is not {const(payload[0])} or {v}.shape != {const(payload[1])} "
+                         f"or {v}.dtype != {const(payload[2])}: return None")
         elif kind == "value":
             lines.append(f"if {_value_check(v, payload, const)}: return None")
         elif kind == "identity":
@@ -580,7 +581,8 @@ def _has_attributes(value):
     class, function, container, array or one of ours)."""
     t = type(value)
     if isinstance(value, _SCALARS) or isinstance(value, _BY_IDENTITY) or isinstance(value, _BY_VALUE) or \
-            t in (list, tuple, dict, set, np.ndarray, types.ModuleType, types.MethodType) or isinstance(value, Tensor):
+            t in (list, tuple, dict, set, np.ndarray, types.ModuleType, types.MethodType) or isinstance(value, Tensor) \
+            or devices.device_of(value) is not None:
         return False
     return (t.__module__ or "").split(".")[0] != "autograph_lite" and t.__flags__ & (1 << 9) != 0  # a heap type
 

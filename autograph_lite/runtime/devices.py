@@ -94,6 +94,27 @@ def device_of(value):
     return device
 
 
+def module_device(xp):
+    """The Device whose array module is `xp`."""
+    return next(d for d in _devices.values() if d.xp is xp)
+
+
+def generator_device(value):
+    """The Device whose arrays random generator `value` makes (numpy's `Generator`,
+    `RandomState` or bit generator: the CPU; a device module's own `random.Generator` or
+    `random.RandomState`, cupy's: that device), or None when `value` is not a generator."""
+    if isinstance(value, (np.random.Generator, np.random.RandomState, np.random.BitGenerator)):
+        return CPU
+    t = type(value)
+    for device in list(_devices.values()):
+        random = getattr(device.xp, "random", None)
+        if any(t is getattr(random, name, None) for name in ("Generator", "RandomState")):
+            return device
+    if t.__module__.startswith("cupy") and t.__name__ in ("Generator", "RandomState"):
+        return get("gpu")  # cupy's, before anything asked for the GPU device
+    return None
+
+
 def scatter_add(xp):
     """`fn(out, index, values)` adding `values` into `out[index]`, a repeated index as often as it
     repeats (numpy's `add.at`; `cupyx.scatter_add` on a cupy whose ufuncs have no `.at`), or None."""

@@ -167,6 +167,7 @@ class Graph:
         self.views = {}          # id(tensor) -> tensors that numpy would give as views of its array
         self.holders = {}        # id(tensor) -> stacked lists holding its array (operators/lists.py)
         self.python_ranges = {}  # id(Range tensor) -> it, for Python's range() on tensors: ints are weak
+        self.made_generators = {}  # top graph: id -> a random generator the traced code made from a seed
         self._captured = {}      # id(enclosing tensor, or the parent's placeholder for it) -> (it, placeholder)
         # Node names are unique across a graph and all its sub-graphs.
         self._name_counts = parent._name_counts if parent else collections.Counter()

@@ -149,6 +149,24 @@ ELLIPSIS = AttrType("ellipsis", lambda value: value is Ellipsis)
 STREAM = AttrType("stream", lambda value: callable(getattr(value, "write", None)))
 
 
+def _is_generator(value):
+    from .devices import generator_device
+    return generator_device(value) is not None
+
+
+# an object held by reference, used when the graph runs (not copied, compared or folded): a
+# random generator, which each run advances (only numpy's global RandomState can be saved)
+REFERENCE = AttrType("reference", _is_generator)
+
+
+def _is_scalar_type(value):
+    import numpy as np
+    return isinstance(value, type) and (value in (bool, int, float, complex) or issubclass(value, np.generic))
+
+
+SCALAR_TYPE = AttrType("scalar type", _is_scalar_type)  # `dtype=int` as given (not as np.dtype(int))
+
+
 class TupleOf(AttrType):
     """A tuple of any length whose items all have type `item`."""
 
@@ -206,6 +224,26 @@ INDEX = TupleOf(OneOf(INT, NONE, ELLIPSIS, SLOT, SLICE))  # x[...]: tensor parts
 # formatted text whose values come when the node runs: text, or (slot, conversion, format spec)
 PIECES = TupleOf(OneOf(STR, Record(SLOT, OptionalOf(STR), STR)))
 TEMPLATE = TupleOf(OneOf(STR, SLOT, PIECES))              # a print's arguments
+
+
+class _CallValue(AttrType):
+    """A Python argument of a call a node makes when it runs: a scalar, str, None, dtype, scalar
+    type, array, Slot (the node's k-th input) or a tuple of these."""
+
+    _LEAVES = (SCALAR, STR, NONE, DTYPE, SCALAR_TYPE, ARRAY, SLOT)
+
+    def __init__(self):
+        super().__init__("call value", None)
+
+    def accepts(self, value):
+        if type(value) is tuple:
+            return all(self.accepts(v) for v in value)
+        return any(leaf.accepts(value) for leaf in self._LEAVES)
+
+
+CALL_VALUE = _CallValue()
+CALL_ARGS = TupleOf(CALL_VALUE)                     # positional arguments
+CALL_KWARGS = TupleOf(Record(STR, CALL_VALUE))      # keyword arguments as (name, value) pairs
 
 # ops the executor handles itself (no kernel in REGISTRY) and their attrs
 STRUCTURAL = {

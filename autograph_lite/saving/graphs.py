@@ -3,7 +3,8 @@
 A value is JSON that says what it is: null, true/false, an int, a string, a list (a tuple), or
 an object with one key naming a type from the attr schema: {"float": hex}, {"complex": [hex,
 hex]}, {"dtype": name}, {"array": member}, {"graph": graph}, {"slot": k}, {"slice": [a, b, c]},
-{"ellipsis": true}, {"stream": "stdout" | "stderr"}, {"spec": {"shape", "dtype"}}.
+{"ellipsis": true}, {"stream": "stdout" | "stderr"}, {"random_state": "global"} (numpy's global
+RandomState), {"scalar_type": "int" | "numpy.int32" | ...}, {"spec": {"shape", "dtype"}}.
 
 A graph: {"name", "inputs": [placeholder], "nodes": [node], "outputs": [ref], "captures"}.
 A node: {"op", "name", "location", "inputs": [ref], "attrs": {name: value}, "outputs":
@@ -21,7 +22,7 @@ import numpy as np
 from ..errors import LoadError
 from ..ops.control_flow import relax_shape
 from ..runtime.graph import Graph, Slot
-from ..runtime.opdef import REGISTRY, STRUCTURAL, AttrError, check_attrs
+from ..runtime.opdef import REFERENCE, REGISTRY, SCALAR_TYPE, STRUCTURAL, AttrError, check_attrs
 from ..tensor_spec import TensorSpec
 from .format import DTYPES
 
@@ -66,8 +67,30 @@ def encode_value(value, writer, refs=None):
     for name, stream in _STREAMS.items():
         if value is stream():
             return {"stream": name}
+    if SCALAR_TYPE.accepts(value):  # a draw's `dtype=int` or `dtype=np.int32`, as given
+        name = value.__name__ if value in _PY_TYPES.values() else f"numpy.{np.dtype(value).name}"
+        if _scalar_type(name) is not value:
+            raise SaveError(f"scalar type {value!r} cannot be saved")
+        return {"scalar_type": name}
+    if value is np.random.mtrand._rand:  # np.random.*: the loading process's, as eager code there uses
+        return {"random_state": "global"}
+    if REFERENCE.accepts(value):
+        raise SaveError(f"it draws from the random generator {_brief(value)}, which cannot be saved: a loaded "
+                        f"function could not draw from that same object. Only numpy's global RandomState "
+                        f"(np.random.*) is saved, as the loading process's")
     raise SaveError(f"a {t.__name__} ({_brief(value)}) cannot be saved: a saved function holds only "
                     f"numbers, strings, None, tuples, dtypes, arrays and graphs")
+
+
+_PY_TYPES = {t.__name__: t for t in (bool, int, float, complex)}
+
+
+def _scalar_type(name):
+    """The scalar type saved as `name` ('int', 'numpy.int32'), or None."""
+    if name.startswith("numpy."):
+        dtype = DTYPES.get(name[len("numpy."):])
+        return None if dtype is None else dtype.type
+    return _PY_TYPES.get(name)
 
 
 def _brief(value):
@@ -158,6 +181,10 @@ def decode_value(obj, arrays, parent=None, where="a value"):
         return Ellipsis
     if kind == "stream" and body in _STREAMS:
         return _STREAMS[body]()
+    if kind == "scalar_type" and type(body) is str and _scalar_type(body) is not None:
+        return _scalar_type(body)
+    if kind == "random_state" and body == "global":
+        return np.random.mtrand._rand
     if kind == "spec" and type(body) is dict and set(body) == {"shape", "dtype"}:
         return TensorSpec(decode_shape(body["shape"], where), decode_dtype(body["dtype"], where))
     fail(f"{where}: {_brief(obj)} is not a saved value")

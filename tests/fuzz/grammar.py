@@ -56,6 +56,7 @@ ALL_FLAGS = frozenset({
     "small_int_weak",    # Python ints meeting int8/uint8 arrays in arithmetic
     "ag_unary_on_python",  # ag.abs/square/negative/... of a Python scalar
     "outside_state",     # module globals and an object's attributes read and written, changed between calls
+    "random_draws",      # np.random.random() / standard_normal(4) / randint(...): the runner seeds before each run
 })
 
 # the state an `outside_state` program keeps outside its arguments: its names, and sample values
@@ -696,7 +697,7 @@ class Generator:
         kind = ch.weighted([
             (4, "leaf"), (5, "binop"), (6 if want_bool else 2, "compare"), (1, "unary"),
             (2 if want_bool else 1, "boolop"), (1, "ternary"), (2, "call"), (1, "reduce"),
-            (1, "cast"), (1, "index"), (1, "container"),
+            (1, "cast"), (1, "index"), (1, "container"), (1, "random"),
         ])
         for _ in range(5):
             try:
@@ -730,6 +731,13 @@ class Generator:
             if "small_int_weak" not in self.allowed:
                 raise Reject("python int with a small int dtype")
             self.used.add("small_int_weak")
+
+    def ex_random(self, visible, depth):
+        """A draw from numpy's global RandomState: a Python float or int, or a vector."""
+        if not self.on("random_draws", 50):
+            raise Reject("random draws")
+        return self.ch.pick(["np.random.random()", f"np.random.standard_normal({VEC})", "np.random.randint(5)",
+                             f"np.random.random({VEC})", f"np.random.randint(0, 5, {VEC})"])
 
     def ex_binop(self, visible, depth):
         ops = ["+", "-", "*"]

@@ -65,9 +65,11 @@ def unload(module, path):
         os.remove(path)
 
 
-def _call(fn, args):
-    """(result, stdout, args after the call, exception) of one call on copies of `args`."""
+def _call(fn, args, seed):
+    """(result, stdout, args after the call, exception) of one call on copies of `args`, numpy's
+    global RandomState seeded with `seed` first (eager and compiled calls draw the same numbers)."""
     args = copy.deepcopy(args)
+    np.random.seed(seed)
     out = io.StringIO()
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
@@ -79,10 +81,10 @@ def _call(fn, args):
             return None, out.getvalue(), args, e
 
 
-def _stateful_call(module, fn, step, args):
+def _stateful_call(module, fn, step, args, seed):
     """`_call` after `module.mutate(step)`; the result holds what the call left in `STATE.acc` too."""
     module.mutate(step)
-    res, out, args, exc = _call(fn, args)
+    res, out, args, exc = _call(fn, args, seed)
     # copied now: a result may be the global array itself, which a later mutate changes in place
     return copy.deepcopy((res, module.STATE.acc)), out, args, exc
 
@@ -232,9 +234,9 @@ def _run(module, path, program, rounds, compile_fn, phase):
     phase.append("eager")
     if stateful:
         module.reset()
-        eager = [_stateful_call(module, fn, step, args) for step, (_, _, args) in enumerate(sequence)]
+        eager = [_stateful_call(module, fn, step, args, i) for step, (_, i, args) in enumerate(sequence)]
     else:
-        eager = [_call(fn, args) for args in program.inputs]
+        eager = [_call(fn, args, i) for i, args in enumerate(program.inputs)]
     phase.append("compiled")
     compiled_fn = compile_fn(fn)
     calls = 0
@@ -244,10 +246,10 @@ def _run(module, path, program, rounds, compile_fn, phase):
         calls += 1
         if stateful:
             e_res, e_out, e_args, e_exc = eager[step]
-            c_res, c_out, c_args, c_exc = _stateful_call(module, compiled_fn, step, args)
+            c_res, c_out, c_args, c_exc = _stateful_call(module, compiled_fn, step, args, i)
         else:
             e_res, e_out, e_args, e_exc = eager[i]
-            c_res, c_out, c_args, c_exc = _call(compiled_fn, args)
+            c_res, c_out, c_args, c_exc = _call(compiled_fn, args, i)
         where = f"input set {i}, call {calls}"
         if c_exc is not None and e_exc is None:
             if clear_refusal(c_exc, path):
