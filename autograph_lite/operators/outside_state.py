@@ -23,6 +23,7 @@ import contextlib
 import functools
 import keyword
 import math
+import random
 import reprlib
 import threading
 import types
@@ -89,6 +90,7 @@ class Reads:
         self._unhooked = []  # (path, object): reads of its attributes cannot be seen (a builtin type's instance)
         self._swapped = []   # (object, name, its value, the stand-in put in its place during the trace)
         self.adopted = []    # (label, object, its attributes before): writes the effects replay takes on
+        self._random_before = _global_random_states()
         self._finished = False
         for j, (leaf, label) in enumerate(zip(leaves, leaf_labels)):
             if _has_attributes(leaf) or _unhookable(leaf):
@@ -343,6 +345,12 @@ class Reads:
                 problems.append(f"{self._labels[path]}{_attr_label(sorted(map(str, changed))[0])} set (an object "
                                 f"with __slots__)")
                 _restore_state(obj, before, after)
+        if _global_random_states() != self._random_before:
+            raise ConversionError(
+                f"{name}: numpy's global random state or Python's `random` module advanced while tracing, so a "
+                f"function called as it is (library code, or one marked @ag.do_not_convert) drew random numbers; "
+                f"they would be constants of the trace, the same on every call. Draw with np.random.* (or a "
+                f"Generator's methods, or `random.*`) in the compiled function's own code: those draw on each call")
         if problems:
             raise _write_error(name, problems)
 
@@ -368,6 +376,13 @@ def _write_error(name, problems):
 
 
 _MISSING = object()
+
+
+def _global_random_states():
+    """numpy's global RandomState and Python's `random` as comparable values (a trace's own draws
+    use copies of them, so any change while tracing is a draw made outside the graph)."""
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    return kind, keys.tobytes(), pos, has_gauss, gauss, random.getstate()
 
 
 def _change(before, now):

@@ -12,6 +12,7 @@ A generator the traced code makes from a seed (`np.random.default_rng(0)` inside
 is made anew by every eager call, so its draws are the trace's own: drawn once, at the trace.
 """
 import copy
+import random
 
 import numpy as np
 
@@ -27,6 +28,8 @@ _NOT_DRAWS = {
     "seed": ("reseeds the generator", _OUTSIDE),
     "set_state": ("sets the generator's state", _OUTSIDE),
     "get_state": ("reads the generator's state", _OUTSIDE),
+    "setstate": ("sets the generator's state", _OUTSIDE),
+    "getstate": ("reads the generator's state", _OUTSIDE),
     "__getstate__": ("reads the generator's state", _OUTSIDE),
     "__setstate__": ("sets the generator's state", _OUTSIDE),
     "shuffle": ("shuffles its argument in place", "use permutation(x), which returns a shuffled copy"),
@@ -105,6 +108,8 @@ def call_name(generator, method):
     """How the user wrote the call, near enough: `np.random.rand()`, `Generator.random()`."""
     if generator is np.random.mtrand._rand:
         return f"np.random.{method}()"
+    if generator is getattr(random, "_inst", None):
+        return f"random.{method}()"
     return f"{type(generator).__name__}.{method}()"
 
 

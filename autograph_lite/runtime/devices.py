@@ -5,6 +5,7 @@ module with numpy's API and an `ndarray` type: numpy (the CPU), cupy ("gpu", fou
 first asked for), or one `register`ed by name (the tests' strict stand-in for cupy).
 """
 import contextlib
+import random
 import threading
 
 import numpy as np
@@ -101,14 +102,14 @@ def module_device(xp):
 
 def generator_device(value):
     """The Device whose arrays random generator `value` makes (numpy's `Generator`,
-    `RandomState` or bit generator: the CPU; a device module's own `random.Generator` or
+    `RandomState` or bit generator, Python's `random.Random`: the CPU; a device module's own `random.Generator` or
     `random.RandomState`, cupy's: that device), or None when `value` is not a generator."""
-    if isinstance(value, (np.random.Generator, np.random.RandomState, np.random.BitGenerator)):
-        return CPU
+    if isinstance(value, (np.random.Generator, np.random.RandomState, np.random.BitGenerator, random.Random)):
+        return CPU  # Python's `random` module too: its functions are methods of a random.Random
     t = type(value)
     for device in list(_devices.values()):
-        random = getattr(device.xp, "random", None)
-        if any(t is getattr(random, name, None) for name in ("Generator", "RandomState")):
+        xp_random = getattr(device.xp, "random", None)
+        if any(t is getattr(xp_random, name, None) for name in ("Generator", "RandomState")):
             return device
     if t.__module__.startswith("cupy") and t.__name__ in ("Generator", "RandomState"):
         return get("gpu")  # cupy's, before anything asked for the GPU device

@@ -366,3 +366,20 @@ def test_a_failed_trace_leaves_no_tensor_in_outside_objects():
     with pytest.raises(ValueError, match="boom"):
         ag.function(f)(np.ones(2))
     assert type(HELD.last) is np.ndarray
+
+
+def test_rebinding_a_generator_on_self_is_seen():
+    class Noisy:
+        def __init__(self, seed):
+            self.rng = np.random.default_rng(seed)
+
+        def __call__(self, x):
+            return x + self.rng.standard_normal(x.shape)
+
+    eager, compiled = Noisy(0), Noisy(0)
+    f = ag.function(Noisy.__call__)
+    for k in range(4):
+        assert_same(Noisy.__call__(eager, np.zeros(3)), f(compiled, np.zeros(3)))
+        if k == 1:
+            eager.rng, compiled.rng = np.random.default_rng(7), np.random.default_rng(7)
+    assert f.trace_count == 2

@@ -284,3 +284,29 @@ def test_gradient_through_x_plus_noise():
     rng = np.random.default_rng(0)
     with pytest.raises(NotImplementedError, match="no gradient is defined for op RandomDraw"):
         ag.grad(lambda x: np.sum(rng.normal(loc=x)))(x)
+
+
+def test_python_random_module_draws_each_call():
+    import random
+
+    def f(x):
+        if random.random() < 0.5:  # a data-dependent branch on a draw: a graph Cond
+            return x + random.gauss(0.0, 1.0)
+        return x - random.randint(1, 5)
+
+    compiled = ag.function(f)
+    random.seed(3)
+    eager = [f(np.zeros(2)) for _ in range(6)]
+    random.seed(3)
+    for e in eager:
+        assert_identical(e, compiled(np.zeros(2)))
+    assert compiled.trace_count == 1
+
+
+def test_library_code_drawing_while_tracing_is_refused():
+    @ag.do_not_convert
+    def noise(shape):
+        return np.random.standard_normal(shape)  # runs while tracing only: its numbers would freeze
+
+    with pytest.raises(ag.ConversionError, match="global random state or Python's `random` module advanced"):
+        ag.function(lambda x: x + noise(x.shape))(np.zeros(3))
