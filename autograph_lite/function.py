@@ -53,6 +53,7 @@ class ConcreteFunction:
         self._effect_roots = ()  # objects besides the arguments the effects reach (a bound method's self)
         self._outside = None  # OutsideState: what the trace read from outside its arguments, or None
         self._last_outside = None  # the arrays read from outside at the latest call
+        self._retrace = None  # Function._call: what a fast-path call whose guards fail goes to
         self.check_numerics = False  # run through ag.debug's NumericsChecker (ag.function(check_numerics=True))
         self._plain = False  # True when a call is only the plan's (no write-backs, effects, GPU, checks): set by Function
         self._single_plain = None  # the plan's function once built, when _plain and _single: __call__ calls it
@@ -137,6 +138,14 @@ class ConcreteFunction:
                 return results
             return self._output.unflatten([results[s] if isinstance(s, int) else s.get(arrays, results)
                                            for s in self._slots])
+        if values is None:  # from the fast path (FastCall too): the positional arrays are the arguments
+            values = arrays
+            if self._outside is not None:
+                feeds = self._outside.read(arrays)
+                if feeds is None:  # a guard failed: the Function finds the trace that fits, or traces
+                    return self._retrace(*arrays)
+                self._last_outside = feeds
+                arrays = list(arrays) + feeds
         if debugging.active or self.check_numerics:  # ag.debug: run the graph through an interpreter
             plan = debug_plan(self, plan, self.check_numerics)
         callers = arrays
@@ -291,11 +300,13 @@ class Function(TraceCache):
         if concrete._outside is not None:  # state read from outside the arguments: guarded, fed
             concrete, feeds = self._with_outside(concrete, key, values)
             concrete._last_outside = feeds
-            return concrete._run(arrays + feeds, values)
         if self._input_signature is None and not kwargs and len(args) == self._n_simple and all(
                 isinstance(a, (np.ndarray, np.generic)) for a in args):
-            # array types that reach here were accepted by _key, and the fast key holds the type
+            # array types that reach here were accepted by _key, and the fast key holds the type;
+            # a trace with outside state checks its guards in _run (it is never _plain)
             self._remember_fast(_entry.fast_key(key[0], args), concrete)
+        if concrete._outside is not None:
+            return concrete._run(arrays + feeds, values)
         return concrete._run(arrays, values)
 
     def _with_outside(self, concrete, key, values):
@@ -440,7 +451,9 @@ class Function(TraceCache):
         concrete.check_numerics = self._check_numerics
         concrete._effects, concrete._outside = steps, outside
         concrete._effect_roots = tuple(obj for _, obj in roots)
-        concrete._plain = not (steps or self._check_numerics or concrete._on_device or graph.write_back_outputs)
+        concrete._plain = not (steps or self._check_numerics or concrete._on_device or graph.write_back_outputs
+                               or outside is not None)
+        concrete._retrace = self._call
         self.trace_count += 1
         self._add(concrete, placement, argument_keys)
         if self.trace_count >= RETRACE_WARNING_AT and not self._warned:

@@ -383,3 +383,33 @@ def test_rebinding_a_generator_on_self_is_seen():
         if k == 1:
             eager.rng, compiled.rng = np.random.default_rng(7), np.random.default_rng(7)
     assert f.trace_count == 2
+
+
+class LastSeen:
+    def remember(self, x):
+        self.last = x * 2  # writes only: no outside state read, so the C fast path takes the calls
+        return x
+
+
+def test_bound_method_that_only_writes_self_on_the_fast_path():
+    o = LastSeen()
+    f = ag.function(o.remember)
+    for k in range(4):
+        f(np.full(2, float(k)))
+        assert_same(np.full(2, 2.0 * k), o.last)
+
+
+def test_guarded_trace_on_the_fast_path_retraces_when_a_guard_fails():
+    w = np.ones(2)
+    scale = 1.0
+
+    def f(x):
+        return x * w * scale
+
+    cf = ag.function(f)
+    for k in range(3):
+        assert_same(f(np.ones(2)), cf(np.ones(2)))  # calls after the first take the fast cache
+    assert cf._fast_cache
+    scale = 4.0  # noqa: F841
+    assert_same(f(np.ones(2)), cf(np.ones(2)))
+    assert cf.trace_count == 2
