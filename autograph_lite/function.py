@@ -260,7 +260,8 @@ class Function(TraceCache):
     # --- calling ------------------------------------------------------------------------
 
     def __call__(self, *args, **kwargs):  # in C once the entry module loads: _install_fast_call
-        if not kwargs and self._fast_path and not _tracing.stack:
+        if not kwargs and self._fast_path and not _tracing.stack and (
+                self._fast_path is True or _modules_hold(self._fast_path)):
             # positional arrays only: a key built at C speed, looked up in its own cache
             try:
                 fast_key = _entry.fast_key(_placement.device, args)
@@ -451,11 +452,18 @@ class Function(TraceCache):
         concrete.check_numerics = self._check_numerics
         concrete._effects, concrete._outside = steps, outside
         concrete._effect_roots = tuple(obj for _, obj in roots)
+        # a trace whose only outside state is module globals (`np`) stays plain: the fast path checks
+        # those before it runs the plan (Function._fast_path), _call checks them with the rest
         concrete._plain = not (steps or self._check_numerics or concrete._on_device or graph.write_back_outputs
-                               or outside is not None)
+                               or (outside is not None and not outside.modules_only))
         concrete._retrace = self._call
+        concrete._module_guards = [] if outside is None else outside.module_guards
         self.trace_count += 1
         self._add(concrete, placement, argument_keys)
+        if self._input_signature is None:
+            # the module globals any live trace read, checked before each fast-path call (FastCall too)
+            guards = {(id(d), name): (d, name, m) for c in self._traces for d, name, m in c._module_guards}
+            self._fast_path = tuple(guards.values()) or True
         if self.trace_count >= RETRACE_WARNING_AT and not self._warned:
             self._warned = True
             _warn_at_caller(self._retracing_message(), RetracingWarning)
@@ -463,6 +471,11 @@ class Function(TraceCache):
 
     def __repr__(self):
         return f"<ag.function {self.__name__} ({self.trace_count} traces)>"
+
+
+def _modules_hold(guards):
+    """Whether each module global a trace read (`np`) still names the same module."""
+    return all(d.get(name) is module for d, name, module in guards)
 
 
 def _bound_self(fn):

@@ -193,7 +193,11 @@ class Reads:
         self._keep.append(value)
         stand_in = value
         t = type(value)
-        if isinstance(value, Tensor) or t is types.ModuleType:
+        if isinstance(value, Tensor) or (t is types.ModuleType and path[0][0] != "global"):
+            self._seen[path] = (value, value)
+            return value
+        if t is types.ModuleType:  # a module global (`np`): checked in C by the fast path, see module_guards
+            self._guards[path] = ("module", value)
             self._seen[path] = (value, value)
             return value
         if t is np.ndarray or devices.device_of(value) is not None:  # a device's array (cupy's) too
@@ -430,6 +434,18 @@ class OutsideState:
                 return f"{self._labels[path]} {_describe(kind, payload, value)}"
         return "outside state changed"
 
+    @property
+    def module_guards(self):
+        """(globals dict, name, module) of each module global the trace read (`np`, `ag`)."""
+        return [(self._roots[path[0][1]], path[0][2], payload) for path, (kind, payload) in self._guards.items()
+                if kind == "module"]
+
+    @property
+    def modules_only(self):
+        """Whether the module globals are all this trace guards (no arrays to feed, no other values):
+        then the fast path's own check of them (Function._fast_path) is the whole check."""
+        return all(kind in ("root", "module") for kind, _ in self._guards.values())
+
     def __len__(self):
         """How many values are guarded."""
         return sum(1 for g in self._guards.values() if g[0] != "root")
@@ -461,7 +477,7 @@ def _holds(kind, payload, value):
     if kind == "value":
         return type(value) is type(payload) and (_same(value, payload) if isinstance(
             payload, (float, complex, np.inexact)) else bool(value == payload))
-    if kind == "identity":
+    if kind in ("identity", "module"):
         return value is payload
     if kind == "method":
         return type(value) is types.MethodType and value.__func__ is payload[0] and value.__self__ is payload[1]
@@ -519,7 +535,7 @@ def _compile(guards, inputs, roots):
                          f"or {v}.dtype != {const(payload[2])}: return None")
         elif kind == "value":
             lines.append(f"if {_value_check(v, payload, const)}: return None")
-        elif kind == "identity":
+        elif kind in ("identity", "module"):
             lines.append(f"if {v} is not {const(payload)}: return None")
         elif kind == "method":
             lines.append(f"if type({v}) is not MethodType or {v}.__func__ is not {const(payload[0])} "

@@ -774,6 +774,23 @@ static PyTypeObject MemoType = {
     .tp_doc = "the last fast-cache hit of a Function (entry.c)",
 };
 
+static int modules_hold(PyObject* guards) {
+    /* _fast_path as a tuple of (globals dict, name, module): 1 when each name still holds its
+       module (a trace's module globals, function.py's _modules_hold), else 0 (the Python path) */
+    if (!PyTuple_CheckExact(guards)) return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(guards); i++) {
+        PyObject* guard = PyTuple_GET_ITEM(guards, i);
+        if (!PyTuple_CheckExact(guard) || PyTuple_GET_SIZE(guard) != 3 || !PyDict_Check(PyTuple_GET_ITEM(guard, 0)))
+            return 0;
+        PyObject* now = PyDict_GetItemWithError(PyTuple_GET_ITEM(guard, 0), PyTuple_GET_ITEM(guard, 1));
+        if (now != PyTuple_GET_ITEM(guard, 2)) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static PyObject* hit_of(FastCall* self, PyObject* function, PyObject* const* args, Py_ssize_t n) {
     /* the ConcreteFunction of this call's fast key (a new reference), NULL with no error for
        a call the Python path takes, NULL with an error for an error the Python path raises */
@@ -784,8 +801,9 @@ static PyObject* hit_of(FastCall* self, PyObject* function, PyObject* const* arg
     if (tracing != 0) return NULL;
     PyObject* fast = PyObject_GetAttr(function, s_fast_path);
     if (fast == NULL) return NULL;
+    int holds = fast == Py_True || modules_hold(fast);
     Py_DECREF(fast);
-    if (fast != Py_True) return NULL;
+    if (holds <= 0) return NULL;  /* an error (< 0) is the Python path's to raise again */
     PyObject* device = PyObject_GetAttr(self->placement, s_device);
     if (device == NULL) return NULL;
     PyObject* memo = PyObject_GetAttr(function, s_fast_memo);
