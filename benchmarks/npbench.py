@@ -132,6 +132,18 @@ def first_difference(eager, compiled, where="result"):
     return f"{at}: {c[index]!r} where eager gives {e[index]!r} ({np.size(close) - np.count_nonzero(close)} elements differ)"
 
 
+def call_difference(eager, eager_args, result, args, names):
+    """The first difference between two calls: in the result, else in an array argument's final
+    contents (None if there is none)."""
+    found = first_difference(eager, result)
+    for name, before, after in zip(names, eager_args, args):
+        if found:
+            break
+        if isinstance(before, np.ndarray):
+            found = first_difference(before, after, f"argument {name}")
+    return found
+
+
 def _brief(value):
     return f"{type(value).__name__} of {len(value)}"
 
@@ -179,8 +191,7 @@ def run_kernel(root, name, preset=PRESET):
         record[f"{call}_s"] = time.perf_counter() - start
         if call == "eager_first":
             first_eager, first_eager_args = eager, eager_args
-    nondeterministic = first_difference(first_eager, eager) or next(
-        (d for e, c in zip(first_eager_args, eager_args) for d in [first_difference(e, c)] if d), None)
+    nondeterministic = call_difference(first_eager, first_eager_args, eager, eager_args, info["input_args"])
     if nondeterministic:
         return dict(record, status="skipped", detail=f"two eager calls differ: {nondeterministic}"[:200])
     compiled = ag.function(kernel)
@@ -195,9 +206,7 @@ def run_kernel(root, name, preset=PRESET):
             prefix = "" if call == "first" else "second call: "
             return dict(record, status=status, detail=prefix + detail)
         record[f"{call}_call_s"] = time.perf_counter() - start
-        difference = first_difference(eager, result) or next(
-            (d for i, (e, c) in enumerate(zip(eager_args, compiled_args)) if isinstance(e, np.ndarray)
-             for d in [first_difference(e, c, f"argument {info['input_args'][i]}")] if d), None)
+        difference = call_difference(eager, eager_args, result, compiled_args, info["input_args"])
         if difference:
             return dict(record, status="differs", detail=f"{call} call: {difference}"[:200])
     return dict(record, status="equal", detail="")

@@ -94,3 +94,12 @@ def test_a_refusal_is_reported_at_its_innermost_line_of_the_kernel():
         "refused", "k_numpy.py:11: operator & is supported on bool tensors only (got Tensor)", 11)
     status, detail, line = npbench.classify_error(TypeError("numpy.sin has no autograph_lite op"), file)
     assert status == "crashed" and line is None and detail.startswith("TypeError: numpy.sin")
+
+
+def test_an_argument_left_different_is_the_difference_when_the_results_agree():
+    A, x = np.ones((2, 2)), np.ones(2)
+    changed = A.copy()
+    changed[0, 1] = 0.0
+    assert npbench.call_difference(1.0, [A, x], 1.0, [A.copy(), x.copy()], ["A", "x"]) is None
+    assert npbench.call_difference(1.0, [A, x], 1.0, [changed, x], ["A", "x"]).startswith("argument A[0, 1]: ")
+    assert npbench.call_difference(1.0, [A], 2.0, [changed], ["A"]).startswith("result: ")
