@@ -46,6 +46,7 @@ class _Effects:
         self._copies = []     # (path, traced copy, its items before): list/dict arguments
         self._direct = []     # (path, caller's object, its state before): objects, sets, containers they hold
         self._seen = set()
+        self._cells = []      # (path, value before, value after): closure variables the trace rebound
         for i, (name, value, view) in enumerate(zip(function._param_names, values, traced)):
             self._walk(value, view, ((i, name),), False)
         for i, (name, obj) in enumerate(roots, len(values)):  # a bound method's self: paths past the arguments
@@ -92,6 +93,12 @@ class _Effects:
         as `values[index]`."""
         self._direct.append((((index, label),), obj, dict(before)))
         self._origin.setdefault(id(obj), (((index, label),), obj))
+
+    def adopt_cell(self, index, label, cell, before, now):
+        """Take on a closure variable the trace rebound (`nonlocal state; state = state + x`): set
+        again after each call, or refused as an object's attribute would be. A call passes the cell
+        as `values[index]`."""
+        self._cells.append((((index, label),), before, now))
 
     def restore(self):
         """Put the caller's objects and containers back as they were before the trace."""
@@ -155,6 +162,12 @@ class _Effects:
             for k in old:
                 if t is not list and k not in dict(after):
                     problems.append(f"argument '{_label(path)}': {what} {k!r} deleted")
+        for path, before, now in self._cells:
+            try:
+                steps.append(("set", path, ("attr", "cell_contents"),
+                              self._recipe(now, before, f"closure variable {path[0][1]!r}")))
+            except _ReplayError as e:
+                problems.append(str(e))
         if problems:
             code = getattr(self._function.python_function, "__code__", None)
             where = f"{code.co_filename}:{code.co_firstlineno}" if code else user_location()

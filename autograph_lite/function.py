@@ -443,6 +443,9 @@ class Function(TraceCache):
                 for k, (label, obj, before) in enumerate(reads.adopted, len(values) + len(roots)):
                     effects.adopt(k, label, obj, before)
                 roots += tuple((label, obj) for label, obj, _ in reads.adopted)
+                for k, (name, cell, before, now) in enumerate(reads.cell_writes, len(values) + len(roots)):
+                    effects.adopt_cell(k, name, cell, before, now)
+                roots += tuple((name, cell) for name, cell, _, _ in reads.cell_writes)
             except BaseException:
                 effects.restore()
                 raise

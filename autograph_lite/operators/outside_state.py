@@ -90,6 +90,8 @@ class Reads:
         self._unhooked = []  # (path, object): reads of its attributes cannot be seen (a builtin type's instance)
         self._swapped = []   # (object, name, its value, the stand-in put in its place during the trace)
         self.adopted = []    # (label, object, its attributes before): writes the effects replay takes on
+        self._cells = {}     # id(closure cell) -> (its name, the cell, its value, the stand-in cell or None, stand-in)
+        self.cell_writes = []  # (name, cell, its value before, the value the trace left): replayed
         self._random_before = _global_random_states()
         self._finished = False
         for j, (leaf, label) in enumerate(zip(leaves, leaf_labels)):
@@ -112,6 +114,8 @@ class Reads:
             if not self._finished:
                 for _, obj, before in self._watched:
                     _restore_state(obj, before, _state(obj))
+                for _, cell, before, _, _ in self._cells.values():
+                    cell.cell_contents = before
             for cls in self._hooked:
                 _unhook(cls)
             self._hooked.clear()
@@ -274,13 +278,20 @@ class Reads:
         cells = dict(zip(code.co_freevars, original.__closure__ or ()))
         new_cells = {}
         for name, cell in cells.items():
+            known = self._cells.get(id(cell))
+            if known is not None:  # seen by an earlier call: the same stand-in cell, writes and all
+                if known[3] is not None:
+                    new_cells[name] = known[3]
+                continue
             try:
                 value = cell.cell_contents
             except ValueError:
                 continue  # not yet assigned: reading it raises, eagerly too
             stand_in = self.see((("cell", self._root_index(cell), name),), name, value)
+            self._cells[id(cell)] = (name, cell, value, None if stand_in is value else types.CellType(stand_in),
+                                     stand_in)
             if stand_in is not value:
-                new_cells[name] = types.CellType(stand_in)
+                new_cells[name] = self._cells[id(cell)][3]
         if not changed and not new_cells:
             return converted
         if changed:
@@ -316,6 +327,15 @@ class Reads:
         self._swap_out()
         self._finished = True
         problems = []
+        for name, cell, before, stand_in_cell, stand_in in self._cells.values():
+            try:
+                now = (stand_in_cell or cell).cell_contents
+            except ValueError:
+                problems.append(f"closure variable {name!r} deleted")
+                continue
+            if now is not before and now is not stand_in:
+                self.cell_writes.append((name, cell, before, now))  # the effects replay sets it each call
+            cell.cell_contents = before
         for globals_, copy, names in self._globals.values():
             if copy is None:
                 continue

@@ -436,3 +436,34 @@ def test_a_rebound_module_global_is_seen_on_the_fast_path(tmp_path, monkeypatch)
         assert f.trace_count == 2
     finally:
         sys.modules.pop("uses_np", None)
+
+
+def _accumulator(init):
+    state = init
+
+    def step(x):
+        nonlocal state
+        state = state + x
+        return state
+    return step
+
+
+@pytest.mark.parametrize("init", [np.zeros(2), 0.0], ids=["array", "python_float"])
+def test_nonlocal_rebound_by_the_trace_is_set_every_call(init):
+    eager, compiled = _accumulator(init), ag.function(_accumulator(init))
+    for k in range(4):
+        assert_same(eager(np.ones(2)), compiled(np.ones(2)))
+    assert_same(np.full(2, 4.0), compiled.python_function.__closure__[0].cell_contents)
+
+
+def test_failed_trace_restores_a_closure_variable():
+    state = 0.0
+
+    def step(x):
+        nonlocal state
+        state = state + x
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        ag.function(step)(np.ones(2))
+    assert state == 0.0
