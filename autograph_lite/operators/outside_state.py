@@ -92,6 +92,7 @@ class Reads:
         self.adopted = []    # (label, object, its attributes before): writes the effects replay takes on
         self._cells = {}     # id(closure cell) -> (its name, the cell, its value, the stand-in cell or None, stand-in)
         self.cell_writes = []  # (name, cell, its value before, the value the trace left): replayed
+        self.global_writes = []  # (name, the module's globals, its value before or _MISSING, after): replayed
         self._random_before = _global_random_states()
         self._finished = False
         for j, (leaf, label) in enumerate(zip(leaves, leaf_labels)):
@@ -116,6 +117,12 @@ class Reads:
                     _restore_state(obj, before, _state(obj))
                 for _, cell, before, _, _ in self._cells.values():
                     cell.cell_contents = before
+                for globals_, _, names in self._globals.values():
+                    for name, (before, _) in names.items():
+                        if before is _MISSING:
+                            globals_.pop(name, None)
+                        elif globals_.get(name, _MISSING) is not before:
+                            globals_[name] = before
             for cls in self._hooked:
                 _unhook(cls)
             self._hooked.clear()
@@ -269,10 +276,9 @@ class Reads:
         names = entry[2]
         changed = {}
         for name in _global_names(code):
-            if name in globals_ and name not in names:
-                value = globals_[name]
-                stand_in = self.see((("global", k, name),), name, value)
-                names[name] = (value, stand_in)
+            if name not in names:
+                value = globals_.get(name, _MISSING)  # missing: a global the trace may create
+                names[name] = (value, value if value is _MISSING else self.see((("global", k, name),), name, value))
             if name in names and names[name][1] is not names[name][0]:
                 changed[name] = names[name][1]
         cells = dict(zip(code.co_freevars, original.__closure__ or ()))
@@ -337,11 +343,17 @@ class Reads:
                 self.cell_writes.append((name, cell, before, now))  # the effects replay sets it each call
             cell.cell_contents = before
         for globals_, copy, names in self._globals.values():
-            if copy is None:
-                continue
-            for key, value in copy.items():
-                if globals_.get(key, _MISSING) is not value and (key not in names or names[key][1] is not value):
-                    problems.append(f"global {key!r} rebound")
+            for name, (before, stand_in) in names.items():
+                now = (copy or globals_).get(name, _MISSING)
+                if now is not before and now is not stand_in:
+                    if now is _MISSING:
+                        problems.append(f"global {name!r} deleted")
+                    else:
+                        self.global_writes.append((name, globals_, before, now))  # the effects replay sets it
+                if before is _MISSING:
+                    globals_.pop(name, None)
+                elif globals_.get(name, _MISSING) is not before:
+                    globals_[name] = before
         for path, real, copy, before in self._copies:
             now = list(copy.items()) if type(copy) is dict else list(copy)
             if len(now) == len(before) and all(a is b for a, b in zip(now, before)):

@@ -467,3 +467,45 @@ def test_failed_trace_restores_a_closure_variable():
     with pytest.raises(ValueError, match="boom"):
         ag.function(step)(np.ones(2))
     assert state == 0.0
+
+
+TOTAL = 0.0
+SUM = np.zeros(2)
+
+
+def add_to_total(x):
+    global TOTAL
+    TOTAL = TOTAL + x
+    return TOTAL
+
+
+def add_to_sum(x):
+    global SUM
+    SUM = SUM + x
+    return SUM * 2
+
+
+@pytest.mark.parametrize("fn, name", [(add_to_total, "TOTAL"), (add_to_sum, "SUM")])
+def test_global_rebound_by_the_trace_is_set_every_call(fn, name):
+    start = globals()[name]
+    try:
+        eager = [fn(np.ones(2)) for _ in range(3)]
+        eager_final = globals()[name]
+        globals()[name] = start
+        compiled = ag.function(fn)
+        for e in eager:
+            assert_same(e, compiled(np.ones(2)))
+        assert_same(eager_final, globals()[name])
+    finally:
+        globals()[name] = start
+
+
+def test_a_global_set_to_a_python_value_is_refused_and_restored():
+    def f(x):
+        global TOTAL
+        TOTAL = 5.0
+        return x
+
+    with pytest.raises(ag.ConversionError, match="global 'TOTAL' changed 0.0 -> 5.0"):
+        ag.function(f)(np.ones(2))
+    assert TOTAL == 0.0
