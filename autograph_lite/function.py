@@ -422,8 +422,8 @@ def _output_slots(graph, outputs):
         elif isinstance(leaf, Tensor) or _is_array(leaf):
             if isinstance(leaf, Tensor) and leaf.stale is not None:
                 leaf.stale.check_read(graph, f"is returned by {graph.name}")
-            tensor = graph.capture(leaf) if isinstance(leaf, Tensor) else constant_node(graph, np.asarray(
-                devices.to_host(leaf)))
+            tensor = graph.capture(leaf) if isinstance(leaf, Tensor) else constant_node(
+                graph, leaf if isinstance(leaf, np.generic) else np.asarray(devices.to_host(leaf)))
             updated = next((i for i, value in write_backs if value is leaf), None)
             slots.append(len(graph.outputs) if updated is None else _UpdatedArgument(updated, len(graph.outputs)))
             graph.outputs.append(tensor)

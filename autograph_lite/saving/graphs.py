@@ -2,7 +2,8 @@
 
 A value is JSON that says what it is: null, true/false, an int, a string, a list (a tuple), or
 an object with one key naming a type from the attr schema: {"float": hex}, {"complex": [hex,
-hex]}, {"dtype": name}, {"array": member}, {"graph": graph}, {"slot": k}, {"slice": [a, b, c]},
+hex]}, {"dtype": name}, {"array": member}, {"scalar": member} (a numpy scalar, stored as a 0-d
+array), {"graph": graph}, {"slot": k}, {"slice": [a, b, c]},
 {"ellipsis": true}, {"stream": "stdout" | "stderr"}, {"spec": {"shape", "dtype"}}.
 
 A graph: {"name", "inputs": [placeholder], "nodes": [node], "outputs": [ref], "captures"}.
@@ -53,6 +54,8 @@ def encode_value(value, writer, refs=None):
         return {"dtype": value.name}
     if t is np.ndarray:
         return {"array": writer.array(value)}
+    if isinstance(value, np.generic) and t is value.dtype.type:  # a numpy scalar keeps its box
+        return {"scalar": writer.array(np.asarray(value))}
     if t is Graph:
         return {"graph": encode_graph(value, writer, refs)}
     if t is Slot:
@@ -67,7 +70,7 @@ def encode_value(value, writer, refs=None):
         if value is stream():
             return {"stream": name}
     raise SaveError(f"a {t.__name__} ({_brief(value)}) cannot be saved: a saved function holds only "
-                    f"numbers, strings, None, tuples, dtypes, arrays and graphs")
+                    f"numbers, strings, None, tuples, dtypes, arrays, numpy scalars and graphs")
 
 
 def _brief(value):
@@ -148,6 +151,10 @@ def decode_value(obj, arrays, parent=None, where="a value"):
         if type(body) is not str or body not in arrays:
             fail(f"{where}: array {_brief(body)} is not a member of the file")
         return arrays[body]
+    if kind == "scalar":
+        if type(body) is not str or body not in arrays or arrays[body].ndim != 0:
+            fail(f"{where}: scalar {_brief(body)} is not a 0-d array member of the file")
+        return arrays[body][()]
     if kind == "graph":
         return decode_graph(body, arrays, parent)
     if kind == "slot" and type(body) is int and 0 <= body < 1 << 20:

@@ -1,0 +1,70 @@
+"""Boxes: a compiled result has eager's Python type (a numpy scalar, a 0-d array or a Python
+number), not only its dtype. Each case runs three calls, compared with eager by type, dtype and bits."""
+import numpy as np
+import pytest
+
+import autograph_lite as ag
+from tests.helpers import assert_identical
+
+
+def _three_calls(fn, argument_tuples):
+    compiled = ag.function(fn)
+    for args in argument_tuples:
+        with ag.device("cpu"):  # boxes are the CPU's: a device has no numpy scalars
+            assert_identical(fn(*args), compiled(*args))
+    return compiled
+
+
+ARRAYS = [(np.arange(4.0),), (np.array([-1.5, 2.0, 0.0, 7.25]),), (np.zeros(4),)]
+
+
+def scalar_times_int(x):
+    return np.float64(3.0) * 2
+
+
+def float32_of_shape(x):
+    return np.float32(x.shape[0]) / 2
+
+
+def mean_of_constant(x):
+    return np.mean(np.arange(4.))
+
+
+def sqrt_of_python_number(x):
+    hd = float(x.shape[0])
+    return x / np.sqrt(hd), np.sqrt(hd)
+
+
+def astype_of_reduction(x):
+    return np.sum(x).astype(np.float32), x.max().astype(np.int32) + 1
+
+
+def astype_of_array(x):
+    return x.astype(np.float32), ag.where(x[0] > 0, x[1], x[2]).astype(np.float32)
+
+
+def mixed(x):
+    s = np.sum(x)
+    return s * np.float32(2), np.float32(2) * 3 + s, x[0] + 1, float(x.shape[0]) * 2
+
+
+@pytest.mark.parametrize("fn", [scalar_times_int, float32_of_shape, mean_of_constant, sqrt_of_python_number,
+                                astype_of_reduction, astype_of_array, mixed])
+def test_numpy_scalar_boxes(fn):
+    _three_calls(fn, ARRAYS)
+
+
+def test_numpy_scalar_boxes_under_native_code(monkeypatch):
+    monkeypatch.setenv("AG_NATIVE", "always")
+    for fn in (astype_of_reduction, mixed):
+        _three_calls(fn, ARRAYS * 2)
+
+
+def test_numpy_scalar_constants_are_saved_and_loaded(tmp_path):
+    f = _three_calls(sqrt_of_python_number, ARRAYS)
+    _three_calls(astype_of_reduction, ARRAYS)
+    path = str(tmp_path / "f.agz")
+    ag.save(f, path)
+    loaded = ag.load(path)
+    for (x,) in ARRAYS:
+        assert_identical(sqrt_of_python_number(x), loaded(x))
