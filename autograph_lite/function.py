@@ -200,6 +200,19 @@ class _ListItems:
         return [] if self.output is None else list(results[self.output])
 
 
+class _Chosen:
+    """An output leaf that is a `Choice` (`x and y` whose operands eager gives back as different
+    types): the candidate its pick names, in that candidate's own box, when the call returns."""
+    __slots__ = ("pick", "if_false", "if_true")
+
+    def __init__(self, pick, if_false, if_true):
+        self.pick, self.if_false, self.if_true = pick, if_false, if_true
+
+    def get(self, arrays, results):
+        slot = self.if_true if results[self.pick] else self.if_false
+        return results[slot] if isinstance(slot, int) else slot.get(arrays, results)
+
+
 class Function(TraceCache):
     """A Python function compiled per input signature. Create with `ag.function`."""
 
@@ -414,8 +427,18 @@ def _output_slots(graph, outputs):
     slots, (flat, treedef) = [], nest.flatten_with_treedef(outputs)
     inputs = {id(t): i for i, t in enumerate(graph.inputs)}
     write_backs = [(inputs[id(root)], value) for root, value in graph.write_backs.values()]
+    def choice_slot(leaf):  # a Choice's tensors become outputs; its numbers are returned as they are
+        if isinstance(leaf, operators.Choice):
+            return _Chosen(choice_slot(leaf.pick), choice_slot(leaf.if_false), choice_slot(leaf.if_true))
+        if isinstance(leaf, Tensor):
+            graph.outputs.append(graph.capture(leaf))
+            return len(graph.outputs) - 1
+        return _Literal(leaf)
+
     for leaf in flat:
-        if isinstance(leaf, operators.TensorList):  # a list built in a graph loop: its items
+        if isinstance(leaf, operators.Choice):
+            slots.append(choice_slot(leaf))
+        elif isinstance(leaf, operators.TensorList):  # a list built in a graph loop: its items
             slots.append(_ListItems(len(graph.outputs) if leaf.tensor is not None else None))
             if leaf.tensor is not None:
                 graph.outputs.append(graph.capture(leaf.tensor))

@@ -21,6 +21,7 @@ from ..ops.control_flow import build_cond, python_int, stage_while, trace_functi
 from ..runtime.graph import Tensor, building, current_graph
 from ..runtime.passes.util import has_effects
 from .lists import TensorList, join_kinds
+from .logical import Choice
 from .variables import RETURN_VALUE, Undefined
 
 logger = logging.getLogger("autograph_lite")
@@ -187,6 +188,8 @@ def _context_needs_running(manager):
 
 def if_stmt(cond, body, orelse, state, names, opts=None):
     """`if cond: body else: orelse` over variables `state`; returns the variables in `names`."""
+    if isinstance(cond, Choice):
+        cond = cond.truth()
     if not isinstance(cond, Tensor):
         return body(*state) if cond else orelse(*state)
     location = user_location()
@@ -353,6 +356,8 @@ def while_stmt(test, body, state, names, opts=None):
         graph = current_graph()
         first = len(graph.nodes)
         pred = test(*state)
+        if isinstance(pred, Choice):
+            pred = pred.truth()
         if isinstance(pred, Tensor):
             break
         if not pred:

@@ -68,3 +68,63 @@ def test_numpy_scalar_constants_are_saved_and_loaded(tmp_path):
     loaded = ag.load(path)
     for (x,) in ARRAYS:
         assert_identical(sqrt_of_python_number(x), loaded(x))
+
+
+# --- boxes decided when the graph runs: `and` / `or` give back the operand eager gives --------
+
+def bool_kinds(a, b, c):
+    return (a > 0 or b > 0) and not (c > 0)
+
+
+def and_python_int(x):
+    return x and 1
+
+
+def or_chain(x, y):
+    return (x or 2.5, x and y, (x and True) or y, not (x and 1))
+
+
+def choice_tested(x):
+    y = x and 1
+    z = 0.0
+    if y:
+        z = x * 2
+    return z, y
+
+
+SIGNS = [np.float64(-1.0), np.float64(1.0)]
+
+
+def test_data_dependent_bool_box():
+    _three_calls(bool_kinds, [(a, b, c) for a in SIGNS for b in SIGNS for c in SIGNS])
+    _three_calls(bool_kinds, [(np.array(a), b, np.float32(c)) for a in SIGNS for b in SIGNS for c in SIGNS])
+
+
+@pytest.mark.parametrize("native", ["off", "always"])
+def test_data_dependent_number_box(native, monkeypatch):
+    monkeypatch.setenv("AG_NATIVE", native)
+    _three_calls(and_python_int, [(np.float64(0.0),), (np.float64(2.0),), (np.int32(0),), (np.int32(5),),
+                                  (np.bool_(False),), (np.bool_(True),), (np.array(0.0),), (np.array(3.0),)])
+    _three_calls(or_chain, [(np.float32(0.0), np.int8(3)), (np.float32(2.0), np.int8(0)),
+                            (np.float32(0.0), np.int8(0)), (np.float32(1.0), np.int8(3))])
+    _three_calls(choice_tested, [(np.float64(0.0),), (np.float64(2.0),), (np.float64(-1.5),)])
+
+
+def and_then_arithmetic(x):
+    return (x and 3) + np.uint8(1)
+
+
+def test_arithmetic_on_a_data_dependent_box_is_refused_at_the_line():
+    with pytest.raises(ag.ConversionError, match=r"a float64 or a Python int by the value of x") as info:
+        ag.function(and_then_arithmetic)(np.float64(2.0))
+    assert f"{__file__}:{and_then_arithmetic.__code__.co_firstlineno + 1}" in str(info.value)
+
+
+def test_data_dependent_boxes_are_saved_and_loaded(tmp_path):
+    for fn, calls in ((bool_kinds, [(a, b, c) for a in SIGNS for b in SIGNS for c in SIGNS]),
+                      (or_chain, [(np.float32(0.0), np.int8(3)), (np.float32(2.0), np.int8(0))])):
+        path = str(tmp_path / f"{fn.__name__}.agz")
+        ag.save(_three_calls(fn, calls), path)
+        loaded = ag.load(path)
+        for args in calls:
+            assert_identical(fn(*args), loaded(*args))
