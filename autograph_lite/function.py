@@ -366,7 +366,8 @@ class Function(TraceCache):
                            user_location(), self._why_retrace(specs, argument_keys))
         graph = Graph(self.__name__)
         with building(graph):
-            inputs = [_placeholders(graph, spec, name) for spec, name in zip(specs, self._param_names)]
+            inputs = [_placeholders(graph, spec, name, value)
+                      for spec, name, value in zip(specs, self._param_names, values)]
             graph.inputs = [t for t in nest.flatten(inputs) if isinstance(t, Tensor)]
             effects = _Effects(self, graph, values, inputs)
             try:
@@ -409,13 +410,20 @@ def _install_fast_call(module):
 _entry.on_load(_install_fast_call)
 
 
-def _placeholders(graph, spec, argument):
-    """`spec` with TensorSpecs replaced by graph placeholders named after the argument path."""
+def _placeholders(graph, spec, argument, value):
+    """`spec` with TensorSpecs replaced by graph placeholders named after the argument path; a
+    placeholder for a numpy scalar of `value` is boxed as one (`isinstance(s, np.floating)`)."""
     leaves, treedef = nest.flatten_with_treedef(spec)
-    return treedef.unflatten([
+    values = nest.flatten(value)
+    inputs = treedef.unflatten([
         graph.placeholder(leaf.shape, leaf.dtype, argument=argument, name="".join(
             c if c.isalnum() or c == "_" else "_" for c in name).strip("_"))
         if isinstance(leaf, TensorSpec) else leaf for leaf, name in zip(leaves, treedef.names(argument))])
+    if len(values) == len(leaves):
+        for t, v in zip(nest.flatten(inputs), values):
+            if isinstance(t, Tensor) and t.shape == ():
+                t.box = "scalar" if isinstance(v, np.generic) else "array"
+    return inputs
 
 
 def _output_slots(graph, outputs):

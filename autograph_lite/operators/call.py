@@ -3,7 +3,8 @@
 User functions, methods, lambdas and callable objects are converted (once, cached);
 library code (numpy, the standard library, installed packages, autograph_lite) and
 `@ag.do_not_convert` functions are called as they are; a few builtins that mean
-something else on tensors are replaced (print, range, len).
+something else on tensors are replaced (print, range, len, str, isinstance, type, hasattr,
+callable).
 """
 import builtins
 import functools
@@ -12,6 +13,8 @@ import sys
 import threading
 import types
 
+import numpy as np
+
 from .. import ops
 from ..errors import ConversionError, user_location
 from ..runtime.graph import current_graph
@@ -19,7 +22,9 @@ from . import control_flow, lists, py_builtins
 
 _REPLACED = {builtins.print: py_builtins.print_, builtins.range: py_builtins.range_,
              builtins.len: py_builtins.len_, builtins.str: py_builtins.str_, ops.stack: lists.stack, ops.concat: lists.concat,
-             builtins.enumerate: control_flow.enumerate_, builtins.zip: control_flow.zip_}
+             builtins.enumerate: control_flow.enumerate_, builtins.zip: control_flow.zip_,
+             builtins.isinstance: py_builtins.isinstance_, builtins.type: py_builtins.type_,
+             builtins.hasattr: py_builtins.hasattr_, builtins.callable: py_builtins.callable_}
 
 _LIBRARY_ROOTS = set(getattr(sys, "stdlib_module_names", ())) | {
     "numpy", "scipy", "cupy", "cupyx", "numba", "jax", "jaxlib", "tensorflow", "torch", "gast",
@@ -56,6 +61,8 @@ def call(f):
         replaced = None
     if replaced is not None:
         return replaced
+    if isinstance(f, type) and issubclass(f, np.generic):
+        return py_builtins.numpy_scalar_type(f)
     if isinstance(f, types.BuiltinMethodType) and type(f.__self__) in _CONTAINERS:
         return _container_method(f)
     if isinstance(f, types.MethodType):

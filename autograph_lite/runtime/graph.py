@@ -28,7 +28,7 @@ class Tensor:
     longer be read, since compiled code cannot make every alias of the array see the update.
     """
 
-    __slots__ = ("node", "index", "shape", "dtype", "weak", "previous", "stale", "_users")
+    __slots__ = ("node", "index", "shape", "dtype", "weak", "previous", "stale", "_users", "box")
     # Make numpy hand `ndarray + Tensor` and `np.tanh(Tensor)` to us (see ops/overloads.py).
     __array_priority__ = 1000
     __hash__ = object.__hash__  # == is elementwise; dict keys must use id()
@@ -38,6 +38,7 @@ class Tensor:
         self.shape, self.dtype, self.weak = tuple(shape), np.dtype(dtype), weak
         self.previous = self.stale = None
         self._users = []
+        self.box = None  # an argument's box ("scalar" for a numpy scalar); see runtime/boxes.py
 
     @property
     def users(self):

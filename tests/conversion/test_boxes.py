@@ -128,3 +128,43 @@ def test_data_dependent_boxes_are_saved_and_loaded(tmp_path):
         loaded = ag.load(path)
         for args in calls:
             assert_identical(fn(*args), loaded(*args))
+
+
+# --- isinstance, type, hasattr, callable answer for the value eager code holds ----------------
+
+def add_batch_dim(x):
+    if isinstance(x, np.ndarray) and x.ndim == 1:
+        x = x[None]
+    return x
+
+
+def type_questions(x):
+    s = x.sum()
+    return (isinstance(s, np.floating), type(s) is np.float64, isinstance(s, np.ndarray), type(x) is np.ndarray,
+            hasattr(s, "shape"), hasattr(x, "weak"), callable(x), callable(np.sum), isinstance(x[0] + 1, float),
+            isinstance(ag.where(s > 0, s, s), np.ndarray), isinstance(x[0], np.generic), isinstance(x[0], float),
+            isinstance(s.astype(np.float32), np.float32), isinstance(x.shape[0], int), isinstance(x, (list, tuple)))
+
+
+def type_of_value_called(x):
+    s = x.sum()
+    return type(s)(x[1]), np.float32(s), np.float64(x), type(s)(2) * x[0], np.bool_(x[0])
+
+
+def scalar_argument_questions(s):
+    kind = 0
+    if isinstance(s, np.ndarray):
+        kind = 1
+    elif isinstance(s, np.floating):
+        kind = 2
+    return kind, type(s) is np.float64, s * 2
+
+
+def test_isinstance_ndarray_inside_compiled():
+    compiled = _three_calls(add_batch_dim, [(np.arange(6.0),), (np.ones(6),), (np.zeros(6),)])
+    assert compiled(np.arange(6.0)).shape == (1, 6)
+    _three_calls(add_batch_dim, [(np.ones((2, 3)),), (np.zeros((2, 3)),), (np.arange(6.0).reshape(2, 3),)])
+    _three_calls(type_questions, ARRAYS)
+    _three_calls(type_of_value_called, ARRAYS)
+    _three_calls(scalar_argument_questions, [(np.float64(1.5),), (np.float64(-2.0),), (np.float64(0.0),)])
+    _three_calls(scalar_argument_questions, [(np.array(1.5),), (np.array(-2.0),), (np.array(0.0),)])
