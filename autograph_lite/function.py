@@ -164,6 +164,9 @@ class ConcreteFunction:
         return f"<ConcreteFunction {self.call_signature.name}{self.input_specs}>"
 
 
+_DEFAULT_TYPES = (int, float, bool, complex, str, bytes, tuple, type(None))  # compared by value
+
+
 class _Literal:
     """An output leaf that never touched a tensor: returned as it is."""
     __slots__ = ("value",)
@@ -344,15 +347,33 @@ class Function(TraceCache):
 
     def _for_signature(self, values):
         signature = self._input_signature
-        if len(values) != len(signature):
+        if len(values) < len(signature):
             raise TypeError(f"{self.__name__}() has an input_signature of {len(signature)} arguments "
                             f"but was called with {len(values)} (called at {user_location()})")
+        defaults = self._defaults_beyond(signature, values)
         found = _spec_mismatch(signature, [_python_to_array(s, v) for s, v in zip(signature, values)], "")
         if found:
             raise self.call_signature.mismatch_error(found, "its input_signature")
         if not self._traces:
-            return self._trace(tuple(signature), devices.current(), values)
+            return self._trace(tuple(signature) + defaults, devices.current(), values)
         return next(iter(self._traces))
+
+    def _defaults_beyond(self, signature, values):
+        """The values of the parameters after those `signature` covers: each takes its default, and
+        passing another value is a TypeError, as tf.function does (a trace is made for the signature)."""
+        params = list(self.call_signature.signature.parameters.values())[len(signature):]
+        for p, v in zip(params, values[len(signature):]):
+            default = {p.VAR_POSITIONAL: (), p.VAR_KEYWORD: {}}.get(p.kind, p.default)
+            if default is p.empty:
+                raise TypeError(f"{self.__name__}() has an input_signature of {len(signature)} arguments, and "
+                                f"its parameter '{p.name}' has no default: add a TensorSpec for it "
+                                f"(called at {user_location()})")
+            if not (v is default or (type(v) is type(default) and type(v) in _DEFAULT_TYPES and v == default)):
+                raise TypeError(f"{self.__name__}(): argument '{p.name}' is not covered by its input_signature "
+                                f"({len(signature)} arguments), so it always takes its default {default!r}; "
+                                f"got {v!r}. Add a TensorSpec for it, or make one function per value "
+                                f"(functools.partial) (called at {user_location()})")
+        return tuple(values[len(signature):])
 
     def _trace(self, specs, device, values):
         placement = device  # what the indexes key on: the device of the call

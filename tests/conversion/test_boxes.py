@@ -168,3 +168,38 @@ def test_isinstance_ndarray_inside_compiled():
     _three_calls(type_of_value_called, ARRAYS)
     _three_calls(scalar_argument_questions, [(np.float64(1.5),), (np.float64(-2.0),), (np.float64(0.0),)])
     _three_calls(scalar_argument_questions, [(np.array(1.5),), (np.array(-2.0),), (np.array(0.0),)])
+
+
+# --- input_signature with defaulted parameters ----------------------------------------------
+
+def softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def test_input_signature_with_default(tmp_path):
+    f = ag.function(softmax, input_signature=[ag.TensorSpec([None, 3], np.float64)])
+    _three_calls_of(f, softmax, [(np.arange(6.0).reshape(2, 3),), (np.ones((4, 3)),), (np.zeros((1, 3)),)])
+    assert_identical(softmax(np.ones((2, 3))), f(np.ones((2, 3)), axis=-1))  # the default passed: the same trace
+    assert f.trace_count == 1
+    with pytest.raises(TypeError, match="argument 'axis' is not covered by its input_signature .* default -1; got 0"):
+        f(np.ones((2, 3)), axis=0)
+    with pytest.raises(TypeError, match="argument 'axis' is not covered"):
+        f(np.ones((2, 3)), 0)
+    assert f.get_concrete_function().graph is f.get_concrete_function(ag.TensorSpec([None, 3], np.float64)).graph
+    path = str(tmp_path / "softmax.agz")
+    ag.save(f, path)
+    loaded = ag.load(path)
+    assert_identical(softmax(np.ones((5, 3))), loaded(np.ones((5, 3))))
+
+
+def test_input_signature_needs_defaults_for_the_parameters_it_leaves_out():
+    f = ag.function(lambda x, y: x + y, input_signature=[ag.TensorSpec([3], np.float64)])
+    with pytest.raises(TypeError, match="parameter 'y' has no default"):
+        f(np.ones(3), 1.0)
+
+
+def _three_calls_of(compiled, fn, argument_tuples):
+    for args in argument_tuples:
+        with ag.device("cpu"):
+            assert_identical(fn(*args), compiled(*args))
