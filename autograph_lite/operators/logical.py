@@ -105,6 +105,7 @@ class Choice:
 
 
 for _name in ("__array__", "__array_ufunc__", "__array_function__", "__bool__", "__len__", "__iter__",
+              "__str__", "__format__",
               "__getitem__", "__float__", "__int__", "__index__", "__complex__", "__neg__", "__pos__",
               "__abs__", "__invert__", "__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__",
               *(f"__{p}{o}__" for o in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul",

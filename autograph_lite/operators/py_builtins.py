@@ -18,7 +18,14 @@ from .logical import Choice
 
 def print_(*args, sep=" ", end="\n", file=None, flush=False):
     """print: inside a trace, a graph node (Python values as constants), so that every call prints
-    what the eager run prints, in the same order, with tensor and Python-only prints interleaved."""
+    what the eager run prints, in the same order, with tensor and Python-only prints interleaved.
+    A `Choice` (`x and y` of two types) prints as the operand picked when the graph runs."""
+    at = next((i for i, a in enumerate(args) if isinstance(a, Choice)), None)
+    if at is not None:
+        def printing(candidate):
+            return lambda: print_(*args[:at], candidate, *args[at + 1:], sep=sep, end=end, file=file, flush=flush)
+        ops.cond(args[at].pick, printing(args[at].if_true), printing(args[at].if_false))
+        return None
     return ops.print(*args, sep=sep, end=end, file=file, flush=flush)
 
 

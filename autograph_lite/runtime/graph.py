@@ -783,6 +783,7 @@ def copy_graph(graph, parent=None, outer=None):
     values = {}
     for t in graph.inputs:
         values[id(t)] = Tensor(None, t.index, t.shape, t.dtype, t.weak)
+        values[id(t)].box = t.box
     for old_t in graph.inputs:
         node = Node(new, "Placeholder", old_t.node.name, (), dict(old_t.node.attrs), old_t.node.location)
         t = values[id(old_t)]

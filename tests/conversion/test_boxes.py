@@ -203,3 +203,27 @@ def _three_calls_of(compiled, fn, argument_tuples):
     for args in argument_tuples:
         with ag.device("cpu"):
             assert_identical(fn(*args), compiled(*args))
+
+
+def prints_choices(x, y):
+    print("v", x and 1, (x > 0 or y > 0) and not (y > 0), x or y)
+    return x
+
+
+def test_print_of_a_data_dependent_box_prints_the_operand_picked(capsys):
+    compiled = ag.function(prints_choices)
+    for args in [(np.float64(0.0), np.int8(2)), (np.float64(2.0), np.int8(0)), (np.float64(0.0), np.int8(0))]:
+        prints_choices(*args)
+        eager = capsys.readouterr().out
+        compiled(*args)
+        assert capsys.readouterr().out == eager
+
+
+def sub_zero_then_astype(n, s):
+    return (n - s).astype(np.uint8)
+
+
+def test_a_simplified_op_keeps_the_box_the_op_gives():
+    """`n - 0` of a 0-d array is a numpy scalar: the algebraic pass must not replace it by the array."""
+    _three_calls(sub_zero_then_astype, [(np.array(3, np.int32), 0), (np.array(5, np.int32), 0),
+                                        (np.array(7, np.int32), 0)])

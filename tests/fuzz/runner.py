@@ -86,7 +86,8 @@ def _is_tensor_like(value):
 def compare(eager, compiled, inexact, path="result"):
     """None if `compiled` matches the eager oracle, else a description of the first difference
     (a result on a device is read to the host first)."""
-    if devices.is_device_array(compiled):
+    on_device = devices.is_device_array(compiled)
+    if on_device:  # a device has no numpy scalars: its 0-d arrays are compared by dtype and value
         compiled = compiled.get()
         compiled = compiled[()] if compiled.ndim == 0 else compiled
     if _is_tensor_like(compiled):
@@ -112,9 +113,12 @@ def compare(eager, compiled, inexact, path="result"):
             f"{path}: {compiled!r} != eager {eager!r}"
     if not isinstance(compiled, (bool, int, float, np.ndarray, np.generic)):
         return f"{path}: compiled gave a {type(compiled).__name__}: {compiled!r}"
+    if type(compiled) is not type(eager) and not on_device:  # the box: numpy scalar, 0-d array, Python number
+        return f"{path}: type {type(compiled).__name__} != eager {type(eager).__name__} (compiled {compiled!r}, " \
+               f"eager {eager!r})"
     e, c = np.asarray(eager), np.asarray(compiled)
     if type(eager) in (bool, int, float):
-        # a Python scalar may come back as a 0-d numpy value of the same kind (tests/helpers.py)
+        # on a device a Python scalar may come back as a 0-d value of the same kind (tests/helpers.py)
         kinds = {bool: "b", int: "iu", float: "f"}[type(eager)]
         if c.dtype.kind not in kinds:
             return f"{path}: dtype {c.dtype} for eager Python {type(eager).__name__} {eager!r}"
