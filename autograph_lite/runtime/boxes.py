@@ -34,13 +34,13 @@ def box_of(t):
     if node.op == "While":
         return box_of(node.inputs[t.index])
     opdef = node.opdef
-    if opdef.box == ARRAY or (opdef.box == "input" and node.inputs[0].weak):
+    if opdef.box == ARRAY:
         return ARRAY
     if opdef.box == "input":
-        return box_of(node.inputs[0])
+        return ARRAY if node.inputs[0].weak else box_of(node.inputs[0])
     if opdef.ufunc is not None or opdef.reduce_with is not None or opdef.stateful:
         return SCALAR
-    return _by_example(node, t.index)
+    return by_example(node, t.index)
 
 
 def eager_type(t):
@@ -59,7 +59,8 @@ def _example(t):
     return value.item() if box == PYTHON else value
 
 
-def _by_example(node, index):
+def by_example(node, index):
+    """The box of output `index` of op `node` as its kernel gives it on one-element examples."""
     try:
         with np.errstate(all="ignore"):
             result = lookup(node.op).kernel(np, **node.attrs)(*[_example(i) for i in node.inputs])

@@ -227,3 +227,17 @@ def test_a_simplified_op_keeps_the_box_the_op_gives():
     """`n - 0` of a 0-d array is a numpy scalar: the algebraic pass must not replace it by the array."""
     _three_calls(sub_zero_then_astype, [(np.array(3, np.int32), 0), (np.array(5, np.int32), 0),
                                         (np.array(7, np.int32), 0)])
+
+
+def range_counter_cast(y, n):
+    v = y[-1]
+    for i in ag.range(n):
+        v = i
+    return ag.cast(v, np.float64), v, np.float64(n) <= v, n[()]
+
+
+def test_cast_of_a_loop_counter_and_empty_index_keep_eager_boxes():
+    """ag.range's counter is a numpy int64 eagerly (a Cast of the Python counter); `x[()]` lowers."""
+    _three_calls(range_counter_cast, [(np.array([2, -1, 5]), np.array(2, np.int32)),
+                                      (np.array([2, -1, 5]), np.array(0, np.int32)),
+                                      (np.array([4, 1, 3]), np.array(3, np.int32))])

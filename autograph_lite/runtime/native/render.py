@@ -530,11 +530,15 @@ def zero_d_kinds(t, sources, seen=None):
     if node.op == "While":
         return zero_d_kinds(node.inputs[t.index], sources, seen) | \
             zero_d_kinds(node.attrs["body"].outputs[t.index], sources, seen)
-    if node.opdef.box == "array" or (node.opdef.box == "input" and node.inputs[0].weak):
+    if node.opdef.box == "array":
         return {"array"}
     if node.opdef.box == "input":
-        return zero_d_kinds(node.inputs[0], sources, seen)
-    return {"scalar"} if node.opdef.ufunc is not None or node.opdef.reduce_with is not None else {"unknown"}
+        return {"array"} if node.inputs[0].weak else zero_d_kinds(node.inputs[0], sources, seen)
+    if node.opdef.ufunc is not None or node.opdef.reduce_with is not None:
+        return {"scalar"}
+    if node.op == "StridedSlice" and node.inputs[0].ndim == 0:  # x[()] and x[...] of a 0-d value
+        return {"array" if Ellipsis in node.attrs["index"] else "scalar"}
+    return {"unknown"}
 
 
 class ZeroDArray:
