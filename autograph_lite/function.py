@@ -193,14 +193,18 @@ class _UpdatedArgument:
 
 class _ListItems:
     """An output leaf that is a list built in a graph loop (a TensorList): a Python list of the
-    rows of its stacked output, as the eager run returns a list."""
-    __slots__ = ("output",)
+    rows of its stacked output, as the eager run returns a list; Python numbers where its items
+    were Python numbers (`python`), as eagerly."""
+    __slots__ = ("output", "python")
 
-    def __init__(self, output_index):
-        self.output = output_index
+    def __init__(self, output_index, python=False):
+        self.output, self.python = output_index, python
 
     def get(self, arrays, results):
-        return [] if self.output is None else list(results[self.output])
+        if self.output is None:
+            return []
+        rows = results[self.output]
+        return rows.tolist() if self.python else list(rows)
 
 
 class _Chosen:
@@ -468,7 +472,8 @@ def _output_slots(graph, outputs):
         if isinstance(leaf, operators.Choice):
             slots.append(choice_slot(leaf))
         elif isinstance(leaf, operators.TensorList):  # a list built in a graph loop: its items
-            slots.append(_ListItems(len(graph.outputs) if leaf.tensor is not None else None))
+            slots.append(_ListItems(len(graph.outputs) if leaf.tensor is not None else None,
+                                    leaf.kind in ("bool", "int", "float", "complex")))
             if leaf.tensor is not None:
                 graph.outputs.append(graph.capture(leaf.tensor))
         elif isinstance(leaf, Tensor) or _is_array(leaf):

@@ -111,6 +111,8 @@ def _output_slots(concrete, writer):
                                  f"file cannot hold: {err}") from None
         elif s.kind == "choice":
             e["value"] = [entry(c) for c in s.value]
+        elif s.kind == "rows" and s.value:
+            e["value"] = True  # its items were Python numbers: read back as Python numbers
         return e
     return treedef, [entry(s) for s in slots]
 
@@ -125,7 +127,7 @@ def _as_output(slot):
     if kind == "_UpdatedArgument":
         return Output("argument", slot.output, slot.input)
     if kind == "_ListItems":
-        return Output("rows", slot.output)
+        return Output("rows", slot.output, slot.python or None)
     if kind == "_Chosen":  # `x and y` of two types: the candidate the pick output names
         return Output("choice", slot.pick, (_as_output(slot.if_false), _as_output(slot.if_true)))
     raise ValueError(f"ag.save: unknown output kind {kind}")
@@ -228,7 +230,7 @@ def _loaded_signature(obj, arrays, k):
         if kind == "argument" and ok_index and type(o.get("value")) is int and 0 <= o["value"] < n_in and not depth:
             return Output("argument", index, o["value"])
         if kind == "rows" and (ok_index or index is None) and not depth:
-            return Output("rows", index)
+            return Output("rows", index, o.get("value") is True or None)
         if kind == "choice" and ok_index and type(o.get("value")) is list and len(o["value"]) == 2 and depth < 64:
             return Output("choice", index, tuple(output(c, at, depth + 1) for c in o["value"]))
         fail(f"{at}: {str(o)[:60]} is not an output")

@@ -126,7 +126,9 @@ class LoadedConcreteFunction:
         if out.kind == "argument":
             array = callers[out.value]
             return results[out.index] if isinstance(array, np.generic) or not isinstance(array, np.ndarray) else array
-        return [] if out.index is None else list(results[out.index])
+        if out.index is None:
+            return []
+        return results[out.index].tolist() if out.value else list(results[out.index])
 
     def _inline(self, tensors):
         """Copy the saved graph into the graph being traced, fed with `tensors`; its outputs."""

@@ -241,3 +241,23 @@ def test_cast_of_a_loop_counter_and_empty_index_keep_eager_boxes():
     _three_calls(range_counter_cast, [(np.array([2, -1, 5]), np.array(2, np.int32)),
                                       (np.array([2, -1, 5]), np.array(0, np.int32)),
                                       (np.array([4, 1, 3]), np.array(3, np.int32))])
+
+
+def list_of_python_bools_through_a_loop(n, s):
+    flags = [False]
+    i = 0
+    while i < 2 and n > s:
+        i += 1
+        if flags[0]:
+            s = s + 1
+        flags.append(not (n > 2))
+    return flags
+
+
+def test_a_list_of_python_numbers_carried_by_a_loop_returns_python_numbers(tmp_path):
+    f = _three_calls(list_of_python_bools_through_a_loop, [(np.array(2, np.int32), 0), (np.array(3, np.int32), 0),
+                                                          (np.array(0, np.int32), 1)])
+    path = str(tmp_path / "lists.agz")
+    ag.save(f, path)
+    for args in [(np.array(2, np.int32), 0), (np.array(3, np.int32), 0)]:
+        assert_identical(list_of_python_bools_through_a_loop(*args), ag.load(path)(*args))
