@@ -7,7 +7,7 @@ import functools
 import numpy as np
 
 from .. import ops
-from ..errors import user_location
+from ..errors import ConversionError, user_location
 from ..ops.logging_ops import FormattedText
 from ..runtime.boxes import SCALAR, box_of, eager_type
 from ..runtime.graph import Tensor
@@ -94,7 +94,7 @@ def _eager_types(value):
     """The types eager code may hold for `value`: one, or a Choice's candidates' (known when the graph
     runs); None for a value that is not symbolic."""
     if isinstance(value, Tensor):
-        return [eager_type(value)]
+        return [eager_type(value)]  # None: it depends on the path a tensor `if` took
     if isinstance(value, TensorList):
         return [list]
     if isinstance(value, Choice):
@@ -104,11 +104,12 @@ def _eager_types(value):
 
 def _same_answer(value, answer, what):
     """`answer(type)` for each type eager may hold for `value`; refused where they differ."""
-    answers = {answer(t) for t in _eager_types(value)}
-    if len(answers) > 1:
-        from ..errors import ConversionError
-        raise ConversionError(f"{what} of {value!r}: the answer depends on which operand `x and y` / `x or y` "
-                              f"gives back, known only when the graph runs (at {user_location(3)})")
+    types = _eager_types(value)
+    answers = {answer(t) for t in types if t is not None}
+    if len(answers) > 1 or None in types:
+        raise ConversionError(f"{what} of {value!r}: eagerly the value is a numpy scalar or an array (or another "
+                              f"type) by the path a tensor `if` or `x and y` / `x or y` took, known only when the "
+                              f"graph runs; give both paths one type (np.asarray(v), v[()]) (at {user_location(3)})")
     return answers.pop()
 
 

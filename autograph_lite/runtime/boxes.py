@@ -12,6 +12,7 @@ import numpy as np
 from .opdef import lookup
 
 ARRAY, SCALAR, PYTHON = "array", "scalar", "python"
+VARIES = "varies"  # a Cond's output whose branches give different boxes: known when the graph runs
 
 
 def box_of(t):
@@ -30,7 +31,7 @@ def box_of(t):
         return ARRAY if isinstance(node.attrs["value"], np.ndarray) else SCALAR
     if node.op == "Cond":
         boxes = {box_of(node.attrs[k].outputs[t.index]) for k in ("then_branch", "else_branch")}
-        return ARRAY if boxes == {ARRAY} else SCALAR
+        return boxes.pop() if len(boxes) == 1 else VARIES
     if node.op == "While":
         return box_of(node.inputs[t.index])
     opdef = node.opdef
@@ -44,8 +45,11 @@ def box_of(t):
 
 
 def eager_type(t):
-    """The type eager code sees for Tensor `t`: np.ndarray, its numpy scalar type, or a Python type."""
+    """The type eager code sees for Tensor `t`: np.ndarray, its numpy scalar type, or a Python type;
+    None where it depends on the path a tensor `if` takes."""
     box = box_of(t)
+    if box == VARIES:
+        return None
     if box == PYTHON:
         return type(t.dtype.type(0).item())
     return t.dtype.type if box == SCALAR else np.ndarray
@@ -53,7 +57,7 @@ def eager_type(t):
 
 def _example(t):
     box = box_of(t)
-    if box == ARRAY:
+    if box in (ARRAY, VARIES):
         return np.zeros(tuple(1 if d is None else d for d in t.shape), t.dtype)
     value = t.dtype.type(0)
     return value.item() if box == PYTHON else value

@@ -261,3 +261,16 @@ def test_a_list_of_python_numbers_carried_by_a_loop_returns_python_numbers(tmp_p
     ag.save(f, path)
     for args in [(np.array(2, np.int32), 0), (np.array(3, np.int32), 0)]:
         assert_identical(list_of_python_bools_through_a_loop(*args), ag.load(path)(*args))
+
+
+def type_by_path(x, n):
+    v = np.int32(0)
+    if x[0] > 0:
+        v = n
+    return isinstance(v, np.generic)
+
+
+def test_a_type_question_whose_answer_depends_on_the_path_is_refused_at_the_line():
+    with pytest.raises(ag.ConversionError, match="by the path a tensor `if`") as info:
+        ag.function(type_by_path)(np.ones(3), np.array(2, np.int32))
+    assert f"{__file__}:{type_by_path.__code__.co_firstlineno + 4}" in str(info.value)

@@ -833,7 +833,7 @@ class Generator:
         if "type_queries" not in self.allowed:
             raise Reject("type queries off")
         self.used.add("type_queries")
-        return self.ch.pick(TYPE_QUERIES).format(self._expr(visible, depth - 1))
+        return "(" + self.ch.pick(TYPE_QUERIES).format(self._expr(visible, depth - 1)) + ")"
 
     def ex_index(self, visible, depth):
         vecs = sorted(n for n, v in visible.items() if tkey(v)[0] == "t" and tkey(v)[2] == 1
