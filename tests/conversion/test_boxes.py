@@ -43,13 +43,18 @@ def astype_of_array(x):
     return x.astype(np.float32), ag.where(x[0] > 0, x[1], x[2]).astype(np.float32)
 
 
+def folded_in_the_graph(x):
+    n = ag.cast(ag.shape(x)[0], np.float32)  # the shape is known: the passes fold all of it
+    return n / 2, ag.shape(x)[0] * 2, (n > 1) and not (n > 10)
+
+
 def mixed(x):
     s = np.sum(x)
     return s * np.float32(2), np.float32(2) * 3 + s, x[0] + 1, float(x.shape[0]) * 2
 
 
 @pytest.mark.parametrize("fn", [scalar_times_int, float32_of_shape, mean_of_constant, sqrt_of_python_number,
-                                astype_of_reduction, astype_of_array, mixed])
+                                astype_of_reduction, astype_of_array, folded_in_the_graph, mixed])
 def test_numpy_scalar_boxes(fn):
     _three_calls(fn, ARRAYS)
 
