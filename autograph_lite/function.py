@@ -198,6 +198,9 @@ class ConcreteFunction:
         return f"<ConcreteFunction {self.call_signature.name}{self.input_specs}>"
 
 
+_DEFAULT_TYPES = (int, float, bool, complex, str, bytes, tuple, type(None))  # compared by value
+
+
 class _Literal:
     """An output leaf that never touched a tensor: returned as it is."""
     __slots__ = ("value",)
@@ -224,14 +227,31 @@ class _UpdatedArgument:
 
 class _ListItems:
     """An output leaf that is a list built in a graph loop (a TensorList): a Python list of the
-    rows of its stacked output, as the eager run returns a list."""
-    __slots__ = ("output",)
+    rows of its stacked output, as the eager run returns a list; Python numbers where its items
+    were Python numbers (`python`), as eagerly."""
+    __slots__ = ("output", "python")
 
-    def __init__(self, output_index):
-        self.output = output_index
+    def __init__(self, output_index, python=False):
+        self.output, self.python = output_index, python
 
     def get(self, arrays, results):
-        return [] if self.output is None else list(results[self.output])
+        if self.output is None:
+            return []
+        rows = results[self.output]
+        return rows.tolist() if self.python else list(rows)
+
+
+class _Chosen:
+    """An output leaf that is a `Choice` (`x and y` whose operands eager gives back as different
+    types): the candidate its pick names, in that candidate's own box, when the call returns."""
+    __slots__ = ("pick", "if_false", "if_true")
+
+    def __init__(self, pick, if_false, if_true):
+        self.pick, self.if_false, self.if_true = pick, if_false, if_true
+
+    def get(self, arrays, results):
+        slot = self.if_true if results[self.pick] else self.if_false
+        return results[slot] if isinstance(slot, int) else slot.get(arrays, results)
 
 
 class Function(TraceCache):
@@ -399,15 +419,33 @@ class Function(TraceCache):
 
     def _for_signature(self, values):
         signature = self._input_signature
-        if len(values) != len(signature):
+        if len(values) < len(signature):
             raise TypeError(f"{self.__name__}() has an input_signature of {len(signature)} arguments "
                             f"but was called with {len(values)} (called at {user_location()})")
+        defaults = self._defaults_beyond(signature, values)
         found = _spec_mismatch(signature, [_python_to_array(s, v) for s, v in zip(signature, values)], "")
         if found:
             raise self.call_signature.mismatch_error(found, "its input_signature")
         if not self._traces:
-            return self._trace(tuple(signature), devices.current(), values)
+            return self._trace(tuple(signature) + defaults, devices.current(), values)
         return next(iter(self._traces))
+
+    def _defaults_beyond(self, signature, values):
+        """The values of the parameters after those `signature` covers: each takes its default, and
+        passing another value is a TypeError, as tf.function does (a trace is made for the signature)."""
+        params = list(self.call_signature.signature.parameters.values())[len(signature):]
+        for p, v in zip(params, values[len(signature):]):
+            default = {p.VAR_POSITIONAL: (), p.VAR_KEYWORD: {}}.get(p.kind, p.default)
+            if default is p.empty:
+                raise TypeError(f"{self.__name__}() has an input_signature of {len(signature)} arguments, and "
+                                f"its parameter '{p.name}' has no default: add a TensorSpec for it "
+                                f"(called at {user_location()})")
+            if not (v is default or (type(v) is type(default) and type(v) in _DEFAULT_TYPES and v == default)):
+                raise TypeError(f"{self.__name__}(): argument '{p.name}' is not covered by its input_signature "
+                                f"({len(signature)} arguments), so it always takes its default {default!r}; "
+                                f"got {v!r}. Add a TensorSpec for it, or make one function per value "
+                                f"(functools.partial) (called at {user_location()})")
+        return tuple(values[len(signature):])
 
     def _trace(self, specs, device, values, reason=None):
         placement = device  # what the indexes key on: the device of the call
@@ -424,7 +462,8 @@ class Function(TraceCache):
         leaves = nest.flatten(list(values))
         reads = outside_state.Reads(graph, leaves, _leaf_labels(self._param_names, values), self._bound_self)
         with building(graph), reads.recording():
-            inputs = [_placeholders(graph, spec, name) for spec, name in zip(specs, self._param_names)]
+            inputs = [_placeholders(graph, spec, name, value)
+                      for spec, name, value in zip(specs, self._param_names, values)]
             graph.inputs = [t for t in nest.flatten(inputs) if isinstance(t, Tensor)]
             effects = _Effects(self, graph, values, inputs, roots)
             reads.swap_in()
@@ -507,13 +546,20 @@ def _install_fast_call(module):
 _entry.on_load(_install_fast_call)
 
 
-def _placeholders(graph, spec, argument):
-    """`spec` with TensorSpecs replaced by graph placeholders named after the argument path."""
+def _placeholders(graph, spec, argument, value):
+    """`spec` with TensorSpecs replaced by graph placeholders named after the argument path; a
+    placeholder for a numpy scalar of `value` is boxed as one (`isinstance(s, np.floating)`)."""
     leaves, treedef = nest.flatten_with_treedef(spec)
-    return treedef.unflatten([
+    values = nest.flatten(value)
+    inputs = treedef.unflatten([
         graph.placeholder(leaf.shape, leaf.dtype, argument=argument, name="".join(
             c if c.isalnum() or c == "_" else "_" for c in name).strip("_"))
         if isinstance(leaf, TensorSpec) else leaf for leaf, name in zip(leaves, treedef.names(argument))])
+    if len(values) == len(leaves):
+        for t, v in zip(nest.flatten(inputs), values):
+            if isinstance(t, Tensor) and t.shape == ():
+                t.box = "scalar" if isinstance(v, np.generic) else "array"
+    return inputs
 
 
 def _output_slots(graph, outputs):
@@ -525,16 +571,27 @@ def _output_slots(graph, outputs):
     slots, (flat, treedef) = [], nest.flatten_with_treedef(outputs)
     inputs = {id(t): i for i, t in enumerate(graph.inputs)}
     write_backs = [(inputs[id(root)], value) for root, value in graph.write_backs.values()]
+    def choice_slot(leaf):  # a Choice's tensors become outputs; its numbers are returned as they are
+        if isinstance(leaf, operators.Choice):
+            return _Chosen(choice_slot(leaf.pick), choice_slot(leaf.if_false), choice_slot(leaf.if_true))
+        if isinstance(leaf, Tensor):
+            graph.outputs.append(graph.capture(leaf))
+            return len(graph.outputs) - 1
+        return _Literal(leaf)
+
     for leaf in flat:
-        if isinstance(leaf, operators.TensorList):  # a list built in a graph loop: its items
-            slots.append(_ListItems(len(graph.outputs) if leaf.tensor is not None else None))
+        if isinstance(leaf, operators.Choice):
+            slots.append(choice_slot(leaf))
+        elif isinstance(leaf, operators.TensorList):  # a list built in a graph loop: its items
+            slots.append(_ListItems(len(graph.outputs) if leaf.tensor is not None else None,
+                                    leaf.kind in ("bool", "int", "float", "complex")))
             if leaf.tensor is not None:
                 graph.outputs.append(graph.capture(leaf.tensor))
         elif isinstance(leaf, Tensor) or _is_array(leaf):
             if isinstance(leaf, Tensor) and leaf.stale is not None:
                 leaf.stale.check_read(graph, f"is returned by {graph.name}")
-            tensor = graph.capture(leaf) if isinstance(leaf, Tensor) else constant_node(graph, np.asarray(
-                devices.to_host(leaf)))
+            tensor = graph.capture(leaf) if isinstance(leaf, Tensor) else constant_node(
+                graph, leaf if isinstance(leaf, np.generic) else np.asarray(devices.to_host(leaf)))
             updated = next((i for i, value in write_backs if value is leaf), None)
             slots.append(len(graph.outputs) if updated is None else _UpdatedArgument(updated, len(graph.outputs)))
             graph.outputs.append(tensor)

@@ -188,7 +188,8 @@ def test_warnings_of_a_scalar_loop_do_not_depend_on_how_often_it_ran(monkeypatch
     for _ in range(4):
         result, caught = recorded(fn, np.float64(1.0), np.int64(3))
         assert result == np.inf
-        assert caught == [("divide by zero encountered in divide", __file__, line_of(scalar_loop, 3))]
+        # numpy scalars divide with numpy's scalar math, whose warning says "scalar divide", as eagerly
+        assert caught == [("divide by zero encountered in scalar divide", __file__, line_of(scalar_loop, 3))]
         result, caught = recorded(fn, np.float64(np.nan), np.int64(3))
         assert np.isnan(result) and caught == []
 

@@ -3,7 +3,8 @@
 User functions, methods, lambdas and callable objects are converted (once, cached);
 library code (numpy, the standard library, installed packages, autograph_lite) and
 `@ag.do_not_convert` functions are called as they are; a few builtins that mean
-something else on tensors are replaced (print, range, len).
+something else on tensors are replaced (print, range, len, str, isinstance, type, hasattr,
+callable).
 """
 import builtins
 import functools
@@ -22,7 +23,9 @@ from . import control_flow, lists, outside_state, py_builtins
 
 _REPLACED = {builtins.print: py_builtins.print_, builtins.range: py_builtins.range_,
              builtins.len: py_builtins.len_, builtins.str: py_builtins.str_, ops.stack: lists.stack, ops.concat: lists.concat,
-             builtins.enumerate: control_flow.enumerate_, builtins.zip: control_flow.zip_}
+             builtins.enumerate: control_flow.enumerate_, builtins.zip: control_flow.zip_,
+             builtins.isinstance: py_builtins.isinstance_, builtins.type: py_builtins.type_,
+             builtins.hasattr: py_builtins.hasattr_, builtins.callable: py_builtins.callable_}
 
 _LIBRARY_ROOTS = set(getattr(sys, "stdlib_module_names", ())) | {
     "numpy", "scipy", "cupy", "cupyx", "numba", "jax", "jaxlib", "tensorflow", "torch", "gast",
@@ -70,6 +73,8 @@ def call(f):
             return generator_draws.method_call(getattr(np.random.mtrand._rand, f.__name__))
         if f is np.random.default_rng or (isinstance(f, type) and issubclass(f, _GENERATOR_TYPES)):
             return generator_draws.made_generator(f)
+    if isinstance(f, type) and issubclass(f, np.generic):
+        return py_builtins.numpy_scalar_type(f)
     if isinstance(f, types.BuiltinMethodType) and type(f.__self__) in _CONTAINERS:
         return _container_method(f)
     if isinstance(f, types.MethodType):

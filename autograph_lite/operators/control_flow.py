@@ -19,9 +19,11 @@ from ..ops.core import apply
 from . import outside_state
 from ..ops.logging_ops import ASSERT
 from ..ops.control_flow import build_cond, python_int, stage_while, trace_function, zero_like
+from ..runtime.boxes import ARRAY, box_of
 from ..runtime.graph import Tensor, building, current_graph
 from ..runtime.passes.util import has_effects
 from .lists import TensorList, join_kinds
+from .logical import Choice
 from .variables import RETURN_VALUE, Undefined
 
 logger = logging.getLogger("autograph_lite")
@@ -188,6 +190,8 @@ def _context_needs_running(manager):
 
 def if_stmt(cond, body, orelse, state, names, opts=None):
     """`if cond: body else: orelse` over variables `state`; returns the variables in `names`."""
+    if isinstance(cond, Choice):
+        cond = cond.truth()
     if not isinstance(cond, Tensor):
         return body(*state) if cond else orelse(*state)
     location = user_location()
@@ -354,6 +358,8 @@ def while_stmt(test, body, state, names, opts=None):
         graph = current_graph()
         first = len(graph.nodes)
         pred = test(*state)
+        if isinstance(pred, Choice):
+            pred = pred.truth()
         if isinstance(pred, Tensor):
             break
         if not pred:
@@ -575,7 +581,8 @@ def _sequence(iterable, location):
         if id(iterable) in iterable.graph.python_ranges:  # Python's range(): items are Python ints
             start, delta = python_int(start), python_int(delta)
             return count, lambda i: start + i * delta
-        return count, lambda i: ops.cast(start + i * delta, iterable.dtype)
+        # an item of the range's array: a numpy scalar, as iterating it eagerly gives
+        return count, lambda i: _numpy_scalar(ops.cast(start + i * delta, iterable.dtype))
     if iterable.ndim == 0:
         raise TypeError(f"cannot iterate over a scalar {iterable!r} (at {location})")
     return ops.shape(iterable)[0], lambda i: iterable[i]
@@ -598,6 +605,11 @@ def _tensor_for(sequence, extra_test, body, state, names, location, extra):
     # the counter is a Python int (weak): items computed from it keep the dtypes eager gives
     result = _staged_loop(test, step, (0, *state), ("<iteration>", *names), location, extra)
     return result[1:]
+
+
+def _numpy_scalar(t):
+    """0-d tensor `t` boxed as a numpy scalar (`t[()]` where its box is a 0-d array)."""
+    return t[()] if box_of(t) == ARRAY else t
 
 
 def _int64(bound):

@@ -2,11 +2,14 @@
 from .. import ops
 from ..errors import ConversionError, user_location
 from ..ops.logging_ops import FormattedText
+from .logical import Choice
 from ..runtime.graph import Tensor, current_graph
 
 
 def assert_stmt(condition, message=None):
     """`assert condition, message()`: on a tensor, checked when the graph runs."""
+    if isinstance(condition, Choice):
+        condition = condition.truth()
     if isinstance(condition, Tensor):
         ops.assert_that(condition, message() if message is not None else "")  # text made if it fails
         return

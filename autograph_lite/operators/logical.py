@@ -11,13 +11,14 @@ import numpy as np
 from .. import ops
 from ..ops import math_ops
 from ..errors import ConversionError, user_location
+from ..ops.control_flow import zero_like
 from ..runtime.graph import Tensor
 
 
 def and_(left, right, truth=False):
     """`left() and right()`; `truth`: only its truth value is used (an `if`/`while` test)."""
     value = left()
-    if isinstance(value, Tensor):
+    if isinstance(value, (Tensor, Choice)):
         return _staged("and", value, right, truth)
     return right() if value else value
 
@@ -25,7 +26,7 @@ def and_(left, right, truth=False):
 def or_(left, right, truth=False):
     """`left() or right()`; `truth`: only its truth value is used (an `if`/`while` test)."""
     value = left()
-    if isinstance(value, Tensor):
+    if isinstance(value, (Tensor, Choice)):
         return _staged("or", value, right, truth)
     return value if value else right()
 
@@ -33,54 +34,162 @@ def or_(left, right, truth=False):
 def _staged(op, value, right, truth):
     """A Cond choosing between `value` and `right()`; `right` is traced only in its branch."""
     location = user_location(3)
-    _check_truth(value, op, location)
+    if isinstance(value, Choice):
+        value = value if not truth else value.truth()
+    else:
+        _check_truth(value, op, location)
     if truth:
         left_result = lambda: ops.cast(value, bool)  # noqa: E731
         evaluate_right = lambda: _truth_of(right(), op, location)  # noqa: E731
+        if op == "and":
+            return ops.cond(value, evaluate_right, left_result)
+        return ops.cond(value, left_result, evaluate_right)
+    return _choose(op, value, right, location)
+
+
+def _choose(op, value, right, location):
+    """`value op right()` as one Cond: `right()` is traced in the branch that takes it; the other
+    branch gives `value` where both are tensors of one dtype, shape and box, and the result is a
+    tensor (today's graph); otherwise placeholders, and the result is a `Choice` of the two."""
+    pick = _truth_tensor(value)
+    if op == "or":
+        pick = math_ops.python_not(pick)  # the right side's branch is always the one traced first
+    traced = {}
+
+    def take_right():
+        traced["right"] = r = _as_candidate(right(), op, location)
+        if isinstance(r, _SCALARS) and not isinstance(value, Choice) and _merges(value, ops.convert_to_tensor(r)):
+            r = ops.convert_to_tensor(r)  # a number of x's type and box: the result stays a tensor
+        traced["merges"] = isinstance(r, Tensor) and _merges(value, r)
+        return r if traced["merges"] else _tensor_leaves(r)
+
+    def keep_left():
+        if traced["merges"]:
+            return value
+        return [_placeholder_like(t, location) for t in _tensor_leaves(traced["right"])]
+
+    out = ops.cond(pick, take_right, keep_left)
+    if traced["merges"]:
+        return out
+    leaves = iter(out)
+    return Choice(pick, value, _rebuild(traced["right"], leaves))
+
+
+class Choice:
+    """What `x and y` / `x or y` gives on a tensor x when eager would give back operands of different
+    types (a numpy bool or a Python bool, a float64 or a Python int, arrays of different shapes):
+    which one is known only when the graph runs. It holds the bool tensor `pick` and the two
+    candidates (tensors, Python or numpy scalars, Choices): the compiled function returns the one
+    picked, in its own box and dtype, as eagerly. Its truth can be tested (`if`, `while`, `not`,
+    `and`/`or`); arithmetic on it is refused, since eager's dtype would depend on the pick (NEP 50)."""
+
+    def __init__(self, pick, if_false, if_true):
+        self.pick, self.if_false, self.if_true = pick, if_false, if_true
+
+    def truth(self):
+        """Its truth value as a bool tensor."""
+        return math_ops.where(self.pick, _truth_tensor(self.if_true), _truth_tensor(self.if_false))
+
+    def candidates(self):
+        return (self.if_false, self.if_true)
+
+    def _refuse(self, *args, **kwargs):
+        raise ConversionError(
+            f"the result of `x and y` / `x or y` with a tensor x is {_describe(self.if_false)} or "
+            f"{_describe(self.if_true)} by the value of x, and eager's type for what is computed from it "
+            f"would depend on that value (NEP 50); only return it or test its truth, or make both operands "
+            f"the same type (e.g. np.bool_(flag), np.float64(k)) (at {user_location(2)})")
+
+    def __repr__(self):
+        return f"<Choice of {_describe(self.if_false)} or {_describe(self.if_true)}>"
+
+
+for _name in ("__array__", "__array_ufunc__", "__array_function__", "__bool__", "__len__", "__iter__",
+              "__str__", "__format__",
+              "__getitem__", "__float__", "__int__", "__index__", "__complex__", "__neg__", "__pos__",
+              "__abs__", "__invert__", "__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__",
+              *(f"__{p}{o}__" for o in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul",
+                                       "and", "or", "xor", "lshift", "rshift") for p in ("", "r"))):
+    setattr(Choice, _name, Choice._refuse)
+Choice.__hash__ = object.__hash__
+_SCALARS = (bool, int, float, complex, np.generic)
+
+
+def _merges(left, right):
+    return isinstance(left, Tensor) and right.dtype == left.dtype and right.shape == left.shape \
+        and right.weak == left.weak
+
+
+def _describe(candidate):
+    """`candidate`'s type in words: "a Python int", "an int32", "a float64[3]"."""
+    if isinstance(candidate, Choice):
+        return f"({_describe(candidate.if_false)} or {_describe(candidate.if_true)})"
+    if isinstance(candidate, Tensor):
+        name = (f"Python {type(candidate.dtype.type(0).item()).__name__}" if candidate.weak else
+                f"{candidate.dtype.name}{list(candidate.shape) if candidate.ndim else ''}")
     else:
-        left_result = lambda: value  # noqa: E731
-        evaluate_right = lambda: _like(value, right(), op, location)  # noqa: E731
-    if op == "and":
-        return ops.cond(value, evaluate_right, left_result)
-    return ops.cond(value, left_result, evaluate_right)
+        name = type(candidate).__name__ if isinstance(candidate, np.generic) else \
+            f"Python {type(candidate).__name__}"
+    return ("an " if name[0] in "aeiou" else "a ") + name
+
+
+def _as_candidate(value, op, location):
+    """The right side of a staged `and`/`or` as a candidate: tensors, Choices and scalars as they are
+    (a scalar keeps its box), arrays as constants; anything else is refused."""
+    if isinstance(value, (Tensor, Choice)) or isinstance(value, _SCALARS):
+        return value
+    if isinstance(value, np.ndarray):
+        return ops.convert_to_tensor(value)
+    raise ConversionError(
+        f"`x {op} y` with a tensor x needs y to be a number, an array or a tensor, got "
+        f"{type(value).__name__} {value!r}; the compiled function cannot return it by the value of x "
+        f"(at {location})")
+
+
+def _tensor_leaves(candidate):
+    if isinstance(candidate, Tensor):
+        return [candidate]
+    if isinstance(candidate, Choice):
+        return [candidate.pick, *_tensor_leaves(candidate.if_false), *_tensor_leaves(candidate.if_true)]
+    return []
+
+
+def _rebuild(candidate, leaves):
+    """`candidate` with its tensors replaced, in order, by the next of `leaves`."""
+    if isinstance(candidate, Tensor):
+        return next(leaves)
+    if isinstance(candidate, Choice):
+        pick = next(leaves)
+        return Choice(pick, _rebuild(candidate.if_false, leaves), _rebuild(candidate.if_true, leaves))
+    return candidate
+
+
+def _placeholder_like(t, location):
+    """A value of `t`'s type for the branch that does not take it (never returned)."""
+    if None in t.shape:
+        raise ConversionError(
+            f"`x and y` / `x or y` with a tensor x: y has the shape {t.shape} with unknown dims and "
+            f"is not x's type; make both operands one dtype and shape (at {location})")
+    return ops.convert_to_tensor(zero_like(t))
+
+
+def _truth_tensor(value):
+    """`bool(value)` as a bool tensor (a scalar's as a constant)."""
+    if isinstance(value, Choice):
+        return value.truth()
+    if isinstance(value, Tensor):
+        _check_truth(value, "truth", user_location(3))
+        return value if value.dtype == np.bool_ and not value.weak else ops.cast(value, bool)
+    return ops.convert_to_tensor(np.bool_(bool(value)))
 
 
 def _truth_of(value, op, location):
+    if isinstance(value, Choice):
+        return value.truth()
     if isinstance(value, Tensor):
         _check_truth(value, op, location)
         return ops.cast(value, bool)
     return bool(value)
-
-
-def _like(left, right, op, location):
-    """`right` as a result that can merge with tensor `left`: same dtype and shape, or an error
-    (eager's result type would depend on the value of `left`)."""
-    if isinstance(right, (bool, int, float, complex)) and _fits(right, left.dtype):
-        right = ops.convert_to_tensor(right)  # a Python scalar is weak
-    if isinstance(right, Tensor) and right.weak and left.weak and right.dtype == left.dtype \
-            and right.shape == left.shape:
-        return right  # two Python numbers of one type stay a Python number (weak)
-    if isinstance(right, Tensor) and right.weak != left.weak:
-        # eagerly the result is a numpy value or a Python number (weak, NEP 50) by the value of x, and
-        # later arithmetic types them apart: `-2 % (mask and False)` raises only for the Python bool
-        number, array = ("y", "x") if right.weak else ("x", "y")
-        raise ConversionError(
-            f"`x {op} y` with a tensor x: {number} is a Python number and {array} a numpy value, so the "
-            f"eager result is one or the other by the value of x, and numpy types them apart (NEP 50); "
-            f"make both numpy values (e.g. np.bool_(flag), np.int64(k)) (at {location})")
-    if isinstance(right, (np.ndarray, np.generic)):
-        right = ops.convert_to_tensor(right)
-    if not isinstance(right, Tensor):
-        raise ConversionError(
-            f"`x {op} y` with a tensor x needs y to be a tensor of the same dtype and shape, got "
-            f"{type(right).__name__} {right!r}; the eager result's type would depend on the value of x "
-            f"(at {location})")
-    if right.dtype != left.dtype or right.shape != left.shape:
-        raise ConversionError(
-            f"`x {op} y` with a tensor x needs both operands to have the same dtype and shape, got "
-            f"{left.dtype.name}{list(left.shape)} and {right.dtype.name}{list(right.shape)}; the eager "
-            f"result's dtype would depend on the value of x: cast one operand (at {location})")
-    return right
 
 
 def _same_kind(a, b):
@@ -120,6 +229,8 @@ def compare(left, *steps, truth=False):
 
 def not_(value):
     """`not value`: a bool, as in Python."""
+    if isinstance(value, Choice):
+        value = value.truth()
     if isinstance(value, Tensor):
         _check_truth(value, "not", user_location(2))
         return math_ops.python_not(value)  # a Python bool, as `not` gives on numpy values too
@@ -129,6 +240,8 @@ def not_(value):
 def if_exp(cond, if_true, if_false):
     """`if_true() if cond else if_false()`. On a tensor `cond`, a Python number on one side must
     be representable in the other side's dtype kind (eager would return either type)."""
+    if isinstance(cond, Choice):
+        cond = cond.truth()
     if not isinstance(cond, Tensor):
         return if_true() if cond else if_false()
     location = user_location(2)

@@ -471,6 +471,8 @@ def _getitem_inline(xp, a, bind, index):
             return ":".join(bounds[:2]) + (f":{bounds[2]}" if bounds[2] else "")
         return part(i)
     items = [item(i) for i in index]
+    if not items:  # x[()]: a 0-d array's element (a numpy scalar)
+        return f"{a[0]}[()]"
     return f"{a[0]}[{', '.join(items)}{',' if len(items) == 1 and items[0] in ('None', '...') else ''}]"
 
 

@@ -168,7 +168,7 @@ OPS["where"] = define("Select", lambda xp: xp.where,
                       lambda c, x, y: [(broadcast_shapes(c.shape, x.shape, y.shape),
                                         result_dtype(np.where, (c, x, y)))],
                       elementwise=True, fresh=True, may_raise=False, c_expr=cexpr.select, in_place="copyto",
-                      zero_d_array=True)
+                      box="array")
 
 
 def where(condition, x, y):
@@ -178,7 +178,12 @@ def where(condition, x, y):
 
 def _cast_kernel(xp, dtype):
     if xp is np:
-        return lambda x: np.asarray(x).astype(dtype)
+        def cast(x):  # astype keeps the box: a numpy scalar stays one, as `s.astype(d)` eagerly
+            try:
+                return x.astype(dtype)
+            except AttributeError:  # a Python number
+                return np.asarray(x).astype(dtype)
+        return cast
 
     def cast(x):  # on a device, a host scalar (a loop counter) stays a host scalar: no copy
         if isinstance(x, (int, float, bool, np.generic)):
@@ -194,7 +199,7 @@ def _cast_to_same(node):
 OPS["cast"] = define("Cast", _cast_kernel, lambda x, dtype: [(x.shape, dtype)], elementwise=True,
                      attrs={"dtype": DTYPE},
                      float_errors="cast", may_raise=False, c_expr=cexpr.cast, simplify=_cast_to_same,
-                     zero_d_array=True)
+                     box="input")
 
 
 def cast(x, dtype):

@@ -16,6 +16,7 @@ import weakref
 import numpy as np
 
 from .. import errors
+from .boxes import ARRAY, box_of
 from .opdef import REGISTRY
 
 try:  # numpy >= 2: the error state is a context variable; swapping it costs a few hundred ns
@@ -198,8 +199,18 @@ def plan_reporter(plan):
         name, node = next(((e, n) for e, n in named if e), (None, nodes[0] if nodes else None))
         if node is None or not node.location:
             return name or "a compiled function", *user_frame_location(frame)
+        if name and _scalar_math(node):
+            name = f"scalar {name}"
         return name or node.op, node.location, None
     return Reporter(locate)
+
+
+def _scalar_math(node):
+    """Whether eager numpy computes `node` with its scalar math (a Python operator on numpy scalars),
+    whose warnings say "in scalar add" where the ufunc's say "in add"."""
+    opdef = REGISTRY.get(node.op)
+    return opdef is not None and opdef.inline is not None and bool(node.inputs) \
+        and all(i.shape == () and box_of(i) != ARRAY for i in node.inputs) and not all(i.weak for i in node.inputs)
 
 
 @functools.lru_cache(maxsize=256)

@@ -28,7 +28,7 @@ class Tensor:
     longer be read, since compiled code cannot make every alias of the array see the update.
     """
 
-    __slots__ = ("node", "index", "shape", "dtype", "weak", "previous", "stale", "_users")
+    __slots__ = ("node", "index", "shape", "dtype", "weak", "previous", "stale", "_users", "box")
     # Make numpy hand `ndarray + Tensor` and `np.tanh(Tensor)` to us (see ops/overloads.py).
     __array_priority__ = 1000
     __hash__ = object.__hash__  # == is elementwise; dict keys must use id()
@@ -38,6 +38,7 @@ class Tensor:
         self.shape, self.dtype, self.weak = tuple(shape), np.dtype(dtype), weak
         self.previous = self.stale = None
         self._users = []
+        self.box = None  # an argument's box ("scalar" for a numpy scalar); see runtime/boxes.py
 
     @property
     def users(self):
@@ -785,6 +786,7 @@ def copy_graph(graph, parent=None, outer=None, freeze=None):
     values, freeze = {}, freeze or {}
     for t in graph.inputs:
         values[id(t)] = Tensor(None, t.index, t.shape, t.dtype, t.weak)
+        values[id(t)].box = t.box
     for old_t in graph.inputs:
         frozen = id(old_t) in freeze
         attrs = {"value": freeze[id(old_t)]} if frozen else dict(old_t.node.attrs)

@@ -57,7 +57,10 @@ class OpDef:
     reduce_with: Optional[str] = None
     averages: bool = False
     reshapes: bool = False          # output holds input 0's elements in the same C order (Reshape)
-    zero_d_array: bool = False      # its kernel gives a 0-d array for a 0-d result (xp.where), not a numpy scalar
+    # how its kernel boxes a 0-d result: "array" (a 0-d array: xp.where), "input" (as input 0 is
+    # boxed: astype keeps a numpy scalar or a 0-d array; a Python number becomes a 0-d array),
+    # None: numpy's rule for ufuncs and reductions (a numpy scalar)
+    box: Optional[str] = None
     _eager: dict = dataclasses.field(default_factory=dict, repr=False)
 
     def eager_kernel(self, xp, attrs=None):

@@ -101,17 +101,20 @@ def _output_slots(concrete, writer):
         if not isinstance(treedef, nest.TreeDef):  # the ConcreteFunction of before the TreeDef
             treedef = nest.flatten_with_treedef(concrete._template)[1]
         slots = [_as_output(s) for s in concrete._slots]
-    out = []
-    for s in slots:
-        entry = {"kind": s.kind, "index": s.index}
+    def entry(s):
+        e = {"kind": s.kind, "index": s.index}
         if s.kind in ("literal", "argument"):
             try:
-                entry["value"] = _tree(s.value, writer) if s.kind == "literal" else s.value
-            except SaveError as e:
+                e["value"] = _tree(s.value, writer) if s.kind == "literal" else s.value
+            except SaveError as err:
                 raise ValueError(f"ag.save: an output of {getattr(concrete.graph, 'name', '?')} is a value a "
-                                 f"file cannot hold: {e}") from None
-        out.append(entry)
-    return treedef, out
+                                 f"file cannot hold: {err}") from None
+        elif s.kind == "choice":
+            e["value"] = [entry(c) for c in s.value]
+        elif s.kind == "rows" and s.value:
+            e["value"] = True  # its items were Python numbers: read back as Python numbers
+        return e
+    return treedef, [entry(s) for s in slots]
 
 
 def _as_output(slot):
@@ -124,7 +127,9 @@ def _as_output(slot):
     if kind == "_UpdatedArgument":
         return Output("argument", slot.output, slot.input)
     if kind == "_ListItems":
-        return Output("rows", slot.output)
+        return Output("rows", slot.output, slot.python or None)
+    if kind == "_Chosen":  # `x and y` of two types: the candidate the pick output names
+        return Output("choice", slot.pick, (_as_output(slot.if_false), _as_output(slot.if_true)))
     raise ValueError(f"ag.save: unknown output kind {kind}")
 
 
@@ -214,21 +219,23 @@ def _loaded_signature(obj, arrays, k):
     if type(outputs) is not list or len(outputs) != treedef.num_leaves:
         fail(f"{where}: the output structure and its leaves differ in number")
     n_out, n_in = len(graph.outputs), len(graph.inputs)
-    slots = []
-    for i, o in enumerate(outputs):
-        _object(o, ("kind", "index"), f"{where}, output {i}")
+    def output(o, at, depth=0):
+        _object(o, ("kind", "index"), at)
         kind, index = o["kind"], o["index"]
         ok_index = type(index) is int and 0 <= index < n_out
         if kind == "output" and ok_index:
-            slots.append(Output("output", index))
-        elif kind == "literal" and "value" in o:
-            slots.append(Output("literal", value=_untree(o["value"], arrays, f"{where}, output {i}")))
-        elif kind == "argument" and ok_index and type(o.get("value")) is int and 0 <= o["value"] < n_in:
-            slots.append(Output("argument", index, o["value"]))
-        elif kind == "rows" and (ok_index or index is None):
-            slots.append(Output("rows", index))
-        else:
-            fail(f"{where}, output {i}: {str(o)[:60]} is not an output")
+            return Output("output", index)
+        if kind == "literal" and "value" in o:
+            return Output("literal", value=_untree(o["value"], arrays, at))
+        if kind == "argument" and ok_index and type(o.get("value")) is int and 0 <= o["value"] < n_in and not depth:
+            return Output("argument", index, o["value"])
+        if kind == "rows" and (ok_index or index is None) and not depth:
+            return Output("rows", index, o.get("value") is True or None)
+        if kind == "choice" and ok_index and type(o.get("value")) is list and len(o["value"]) == 2 and depth < 64:
+            return Output("choice", index, tuple(output(c, at, depth + 1) for c in o["value"]))
+        fail(f"{at}: {str(o)[:60]} is not an output")
+
+    slots = [output(o, f"{where}, output {i}") for i, o in enumerate(outputs)]
     write_backs = obj["write_backs"]
     if type(write_backs) is not list or not all(
             type(p) is list and len(p) == 2 and all(type(x) is int for x in p)

@@ -2,9 +2,10 @@
 
 A value is JSON that says what it is: null, true/false, an int, a string, a list (a tuple), or
 an object with one key naming a type from the attr schema: {"float": hex}, {"complex": [hex,
-hex]}, {"dtype": name}, {"array": member}, {"graph": graph}, {"slot": k}, {"slice": [a, b, c]},
-{"ellipsis": true}, {"stream": "stdout" | "stderr"}, {"random_state": "global"} (numpy's global
-RandomState), {"scalar_type": "int" | "numpy.int32" | ...}, {"spec": {"shape", "dtype"}}.
+hex]}, {"dtype": name}, {"array": member}, {"scalar": member} (a numpy scalar, stored as a 0-d
+array), {"graph": graph}, {"slot": k}, {"slice": [a, b, c]}, {"ellipsis": true},
+{"stream": "stdout" | "stderr"}, {"random_state": "global"} (numpy's global RandomState),
+{"scalar_type": "int" | "numpy.int32" | ...}, {"spec": {"shape", "dtype"}}.
 
 A graph: {"name", "inputs": [placeholder], "nodes": [node], "outputs": [ref], "captures"}.
 A node: {"op", "name", "location", "inputs": [ref], "attrs": {name: value}, "outputs":
@@ -54,6 +55,8 @@ def encode_value(value, writer, refs=None):
         return {"dtype": value.name}
     if t is np.ndarray:
         return {"array": writer.array(value)}
+    if isinstance(value, np.generic) and t is value.dtype.type:  # a numpy scalar keeps its box
+        return {"scalar": writer.array(np.asarray(value))}
     if t is Graph:
         return {"graph": encode_graph(value, writer, refs)}
     if t is Slot:
@@ -79,7 +82,7 @@ def encode_value(value, writer, refs=None):
                         f"function could not draw from that same object. Only numpy's global RandomState "
                         f"(np.random.*) is saved, as the loading process's")
     raise SaveError(f"a {t.__name__} ({_brief(value)}) cannot be saved: a saved function holds only "
-                    f"numbers, strings, None, tuples, dtypes, arrays and graphs")
+                    f"numbers, strings, None, tuples, dtypes, arrays, numpy scalars and graphs")
 
 
 _PY_TYPES = {t.__name__: t for t in (bool, int, float, complex)}
@@ -171,6 +174,10 @@ def decode_value(obj, arrays, parent=None, where="a value"):
         if type(body) is not str or body not in arrays:
             fail(f"{where}: array {_brief(body)} is not a member of the file")
         return arrays[body]
+    if kind == "scalar":
+        if type(body) is not str or body not in arrays or arrays[body].ndim != 0:
+            fail(f"{where}: scalar {_brief(body)} is not a 0-d array member of the file")
+        return arrays[body][()]
     if kind == "graph":
         return decode_graph(body, arrays, parent)
     if kind == "slot" and type(body) is int and 0 <= body < 1 << 20:

@@ -121,10 +121,14 @@ class LoadedConcreteFunction:
             return results[out.index]
         if out.kind == "literal":
             return out.value
+        if out.kind == "choice":  # `x and y` of two types: the candidate picked, in its own box
+            return LoadedConcreteFunction._leaf(out.value[1] if results[out.index] else out.value[0], callers, results)
         if out.kind == "argument":
             array = callers[out.value]
             return results[out.index] if isinstance(array, np.generic) or not isinstance(array, np.ndarray) else array
-        return [] if out.index is None else list(results[out.index])
+        if out.index is None:
+            return []
+        return results[out.index].tolist() if out.value else list(results[out.index])
 
     def _inline(self, tensors):
         """Copy the saved graph into the graph being traced, fed with `tensors`; its outputs."""
@@ -144,8 +148,9 @@ class LoadedConcreteFunction:
         results = [values[id(t)] for t in self.graph.outputs]
         leaves = []
         for out in self._outputs:
-            if out.kind == "rows":
-                raise TypeError(f"{self.call_signature.name} (loaded) returns a list built in a loop, which "
+            if out.kind in ("rows", "choice"):
+                what = "a list built in a loop" if out.kind == "rows" else "`x and y` of operands of two types"
+                raise TypeError(f"{self.call_signature.name} (loaded) returns {what}, which "
                                 f"it cannot return inside another trace (at {user_location()})")
             leaves.append(out.value if out.kind == "literal" else results[out.index])
         return self._treedef.unflatten(leaves)

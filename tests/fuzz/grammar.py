@@ -57,7 +57,13 @@ ALL_FLAGS = frozenset({
     "ag_unary_on_python",  # ag.abs/square/negative/... of a Python scalar
     "outside_state",     # module globals and an object's attributes read and written, changed between calls
     "random_draws",      # np.random.random() / standard_normal(4) / randint(...): the runner seeds before each run
+    "type_queries",      # isinstance / type(v) is / hasattr / callable of values (Python bools)
+    "numpy_scalars",     # numpy scalar constants (np.float32(1.5)), np.float64(v), v.astype(...)
+    "mixed_boxes",       # a and b / a or b whose operands differ in type (a np.bool_ and a Python bool)
 })
+TYPE_QUERIES = ["isinstance({}, np.ndarray)", "isinstance({}, np.floating)", "isinstance({}, np.integer)",
+                "isinstance({}, np.generic)", "isinstance({}, float)", "isinstance({}, (int, bool))",
+                "type({}) is np.ndarray", "type({}) is np.float64", "hasattr({}, 'ndim')", "callable({})"]
 
 # the state an `outside_state` program keeps outside its arguments: its names, and sample values
 OUTSIDE_READS = ["G", "K", "STATE.w", "STATE.k", "STATE.acc"]
@@ -697,7 +703,7 @@ class Generator:
         kind = ch.weighted([
             (4, "leaf"), (5, "binop"), (6 if want_bool else 2, "compare"), (1, "unary"),
             (2 if want_bool else 1, "boolop"), (1, "ternary"), (2, "call"), (1, "reduce"),
-            (1, "cast"), (1, "index"), (1, "container"), (1, "random"),
+            (1, "cast"), (1, "index"), (1, "container"), (1, "random"), (1, "type_query"),
         ])
         for _ in range(5):
             try:
@@ -720,6 +726,8 @@ class Generator:
             var = self.pick_var(visible, lambda k: True)
             if var is not None:
                 return var[0]
+        if self.on("numpy_scalars", 30):
+            return ch.pick(["np.float32(1.5)", "np.int64(2)", "np.float64(0.5)", "np.bool_(True)", "np.int32(0)"])
         return ch.pick(["1", "2", "0.5", "True", "0", "3", "1.5", "False", "-1"])
 
     def weak_small(self, *values):
@@ -788,8 +796,8 @@ class Generator:
         if not (is_scalar(ka) and is_scalar(kb)):
             raise Reject("vector in boolop")
         if ka != kb and not (ka[1] == "bool" and kb[1] == "bool"):
-            # eager gives an operand whose dtype depends on the values: a refusal at best
-            if not self.ch.chance(10):
+            # eager gives an operand whose type depends on the values: returned as it is, refused in arithmetic
+            if not self.on("mixed_boxes", 30):
                 raise Reject("mixed boolop")
         if ka[1] != "bool" or kb[1] != "bool":
             self.used.add("logical_values")
@@ -855,7 +863,20 @@ class Generator:
 
     def ex_cast(self, visible, depth):
         a = self._expr(visible, depth - 1)
+        if self.on("numpy_scalars", 40):
+            # float targets only: np.uint8(-1) raises eagerly where a cast wraps
+            dtype = self.ch.pick(["float32", "float64"])
+            if tkey(self.ev(a, visible))[0] == "t" and self.ch.chance(50):
+                return f"({a}).astype(np.{dtype})"
+            return f"np.{dtype}({a})"
         return f"ag.cast({a}, np.{self.ch.pick(DTYPES)})"
+
+    def ex_type_query(self, visible, depth):
+        """A question about a value's type, a Python bool (an `isinstance` guard in an `if`)."""
+        if "type_queries" not in self.allowed:
+            raise Reject("type queries off")
+        self.used.add("type_queries")
+        return "(" + self.ch.pick(TYPE_QUERIES).format(self._expr(visible, depth - 1)) + ")"
 
     def ex_index(self, visible, depth):
         vecs = sorted(n for n, v in visible.items() if tkey(v)[0] == "t" and tkey(v)[2] == 1

@@ -93,10 +93,12 @@ def _is_tensor_like(value):
     return isinstance(value, ag.Tensor)
 
 
-def compare(eager, compiled, inexact, path="result"):
+def compare(eager, compiled, inexact, path="result", boxes=True):
     """None if `compiled` matches the eager oracle, else a description of the first difference
-    (a result on a device is read to the host first)."""
-    if devices.is_device_array(compiled):
+    (a result on a device is read to the host first). `boxes`: the Python types must match too
+    (numpy scalar, 0-d array, Python number), as they do on the CPU; a device has no numpy scalars."""
+    on_device = devices.is_device_array(compiled)
+    if on_device:  # a device has no numpy scalars: its 0-d arrays are compared by dtype and value
         compiled = compiled.get()
         compiled = compiled[()] if compiled.ndim == 0 else compiled
     if _is_tensor_like(compiled):
@@ -113,7 +115,7 @@ def compare(eager, compiled, inexact, path="result"):
         else:
             items = [(i, e, c) for i, (e, c) in enumerate(zip(eager, compiled))]
         for k, e, c in items:
-            diff = compare(e, c, inexact, f"{path}[{k!r}]")
+            diff = compare(e, c, inexact, f"{path}[{k!r}]", boxes)
             if diff:
                 return diff
         return None
@@ -122,9 +124,12 @@ def compare(eager, compiled, inexact, path="result"):
             f"{path}: {compiled!r} != eager {eager!r}"
     if not isinstance(compiled, (bool, int, float, np.ndarray, np.generic)):
         return f"{path}: compiled gave a {type(compiled).__name__}: {compiled!r}"
+    if type(compiled) is not type(eager) and boxes and not on_device:  # the box: numpy scalar, 0-d array, Python number
+        return f"{path}: type {type(compiled).__name__} != eager {type(eager).__name__} (compiled {compiled!r}, " \
+               f"eager {eager!r})"
     e, c = np.asarray(eager), np.asarray(compiled)
     if type(eager) in (bool, int, float):
-        # a Python scalar may come back as a 0-d numpy value of the same kind (tests/helpers.py)
+        # on a device a Python scalar may come back as a 0-d value of the same kind (tests/helpers.py)
         kinds = {bool: "b", int: "iu", float: "f"}[type(eager)]
         if c.dtype.kind not in kinds:
             return f"{path}: dtype {c.dtype} for eager Python {type(eager).__name__} {eager!r}"
@@ -198,6 +203,7 @@ def compiled_on(device):
             with ag.device(device):
                 return compiled(*args, **kwargs)
         return call
+    compile_fn.exact_boxes = False  # a device has no numpy scalars: results compared by dtype and value
     return compile_fn
 
 
@@ -239,6 +245,7 @@ def _run(module, path, program, rounds, compile_fn, phase):
         eager = [_call(fn, args, i) for i, args in enumerate(program.inputs)]
     phase.append("compiled")
     compiled_fn = compile_fn(fn)
+    boxes = getattr(compile_fn, "exact_boxes", True) and devices.current() is devices.CPU
     calls = 0
     if stateful:
         module.reset()
@@ -262,7 +269,7 @@ def _run(module, path, program, rounds, compile_fn, phase):
                 return Outcome("diverged", f"{where}: eager raised {_describe(e_exc)}; "
                                f"compiled returned {c_res!r}", program)
             continue
-        diff = compare(e_res, c_res, program.inexact)
+        diff = compare(e_res, c_res, program.inexact, boxes=boxes)
         if diff is None and c_out != e_out:
             diff = f"printed output {c_out!r} != eager {e_out!r}"
         if diff is None:

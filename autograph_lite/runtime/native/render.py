@@ -510,8 +510,8 @@ def placeholder_sources(graph, sources=None):
 
 def zero_d_kinds(t, sources, seen=None):
     """What 0-d tensor `t` holds when the Python plan runs: a set of "scalar" (a numpy scalar:
-    numpy's ufuncs and reductions give one), "array" (a 0-d array: `where`, `astype`, a 0-d array
-    constant) and "input" (whatever a function argument passed through is). A native region
+    numpy's ufuncs and reductions give one), "array" (a 0-d array: `where`, a 0-d array
+    constant; `astype` boxes as its input) and "input" (whatever a function argument passed through is). A native region
     returns a 0-d value as one kind, so it takes a value only if its kinds agree."""
     seen = set() if seen is None else seen
     if id(t) in seen:
@@ -530,9 +530,15 @@ def zero_d_kinds(t, sources, seen=None):
     if node.op == "While":
         return zero_d_kinds(node.inputs[t.index], sources, seen) | \
             zero_d_kinds(node.attrs["body"].outputs[t.index], sources, seen)
-    if node.opdef.zero_d_array:
+    if node.opdef.box == "array":
         return {"array"}
-    return {"scalar"} if node.opdef.ufunc is not None or node.opdef.reduce_with is not None else {"unknown"}
+    if node.opdef.box == "input":
+        return {"array"} if node.inputs[0].weak else zero_d_kinds(node.inputs[0], sources, seen)
+    if node.opdef.ufunc is not None or node.opdef.reduce_with is not None:
+        return {"scalar"}
+    if node.op == "StridedSlice" and node.inputs[0].ndim == 0:  # x[()] and x[...] of a 0-d value
+        return {"array" if Ellipsis in node.attrs["index"] else "scalar"}
+    return {"unknown"}
 
 
 class ZeroDArray:

@@ -10,6 +10,7 @@ replaced: eager returns a fresh array (or a view) there, not the caller's own in
 """
 import numpy as np
 
+from ..boxes import box_of
 from .util import is_output, subgraphs_first
 
 
@@ -48,7 +49,8 @@ def _simplify(graph):
         if is_output(graph, out) or any(user.subgraphs() for user in out.users):
             continue
         for new in _candidates(node):
-            if new is not None and new.dtype == out.dtype and new.shape == out.shape and new.weak == out.weak:
+            if new is not None and new.dtype == out.dtype and new.shape == out.shape and new.weak == out.weak \
+                    and (new.shape != () or box_of(new) == box_of(out)):  # `a - 0` is a numpy scalar, `a` may not be
                 graph.replace_all_uses(out, new)
                 break
 

@@ -1,0 +1,75 @@
+"""Boxes: the Python type eager numpy gives a value, known while tracing.
+
+A value is an ndarray, a numpy scalar (`np.float64`: numpy's ufuncs and reductions give one
+for a 0-d result) or a Python number (a weak tensor, NEP 50). Only 0-d values can be other than
+an ndarray. `box_of(t)` answers from the graph: a Const by what it holds, an argument by what
+was passed, a captured value by its outer value, an op by its `OpDef.box` fact, numpy's rule
+for ufuncs and reductions, and otherwise by running the op's kernel once on example values of
+its inputs' boxes (one element each), which is how numpy itself boxes it.
+"""
+import numpy as np
+
+from .opdef import lookup
+
+ARRAY, SCALAR, PYTHON = "array", "scalar", "python"
+VARIES = "varies"  # a Cond's output whose branches give different boxes: known when the graph runs
+
+
+def box_of(t):
+    """ARRAY, SCALAR or PYTHON: how eager numpy holds the value Tensor `t` stands for."""
+    if t.weak:
+        return PYTHON
+    if t.shape != ():
+        return ARRAY
+    if t.box is not None:  # an argument: as it was passed
+        return t.box
+    node = t.node
+    if node.op == "Placeholder":
+        outer = next((o for o, inner in node.graph.captures if inner is t), None)
+        return box_of(outer) if outer is not None else SCALAR
+    if node.op == "Const":
+        return ARRAY if isinstance(node.attrs["value"], np.ndarray) else SCALAR
+    if node.op == "Cond":
+        boxes = {box_of(node.attrs[k].outputs[t.index]) for k in ("then_branch", "else_branch")}
+        return boxes.pop() if len(boxes) == 1 else VARIES
+    if node.op == "While":
+        return box_of(node.inputs[t.index])
+    opdef = node.opdef
+    if opdef.box == ARRAY:
+        return ARRAY
+    if opdef.box == "input":
+        return ARRAY if node.inputs[0].weak else box_of(node.inputs[0])
+    if opdef.ufunc is not None or opdef.reduce_with is not None or opdef.stateful:
+        return SCALAR
+    return by_example(node, t.index)
+
+
+def eager_type(t):
+    """The type eager code sees for Tensor `t`: np.ndarray, its numpy scalar type, or a Python type;
+    None where it depends on the path a tensor `if` takes."""
+    box = box_of(t)
+    if box == VARIES:
+        return None
+    if box == PYTHON:
+        return type(t.dtype.type(0).item())
+    return t.dtype.type if box == SCALAR else np.ndarray
+
+
+def _example(t):
+    box = box_of(t)
+    if box in (ARRAY, VARIES):
+        return np.zeros(tuple(1 if d is None else d for d in t.shape), t.dtype)
+    value = t.dtype.type(0)
+    return value.item() if box == PYTHON else value
+
+
+def by_example(node, index):
+    """The box of output `index` of op `node` as its kernel gives it on one-element examples."""
+    try:
+        with np.errstate(all="ignore"):
+            result = lookup(node.op).kernel(np, **node.attrs)(*[_example(i) for i in node.inputs])
+    except Exception:  # noqa: BLE001 - an op numpy refuses on the examples: numpy's usual rule
+        return SCALAR
+    if len(node.outputs) > 1:
+        result = result[index]
+    return ARRAY if isinstance(result, np.ndarray) else SCALAR
