@@ -14,7 +14,7 @@ import numpy as np
 
 from . import nest
 from .errors import user_location
-from .function import Function
+from .function import Function, bound_self
 from .operators import call
 from .ops.array_ops import zeros_like
 from .ops.core import convert_to_tensor
@@ -71,6 +71,9 @@ def value_and_grad(fn, argnums=0):
         key = len(args)
         if key not in compiled:
             compiled[key] = Function(_positional(symbolic, key), autograph=False)
+            # a bound method's object (ag.grad(model.loss)): its state is read on every call, as the
+            # Function of the method itself would read it
+            compiled[key]._bound_self = bound_self(fn)
         return compiled[key](*args)
 
     return value_and_grad_fn

@@ -274,7 +274,7 @@ class Function(TraceCache):
         self._autograph, self._converted = autograph, None
         self._check_numerics = bool(check_numerics)
         self._fast_path = input_signature is None
-        self._bound_self = _bound_self(python_function)
+        self._bound_self = bound_self(python_function)
         self._init_trace_cache(max_traces)
 
     # --- calling ------------------------------------------------------------------------
@@ -523,7 +523,7 @@ def _modules_hold(guards):
     return all(d.get(name) is module for d, name, module in guards)
 
 
-def _bound_self(fn):
+def bound_self(fn):
     """The object a compiled bound method or callable object reads its state from, or None."""
     if isinstance(fn, types.MethodType):
         return fn.__self__

@@ -509,3 +509,31 @@ def test_a_global_set_to_a_python_value_is_refused_and_restored():
     with pytest.raises(ag.ConversionError, match="global 'TOTAL' changed 0.0 -> 5.0"):
         ag.function(f)(np.ones(2))
     assert TOTAL == 0.0
+
+
+def test_grad_of_a_bound_method_reads_the_weights_each_call():
+    class Model:
+        def __init__(self):
+            self.W = np.ones(3)
+
+        def loss(self, x):
+            return (x * self.W).sum()
+
+    m = Model()
+    g = ag.grad(m.loss)
+    assert_same(np.ones(3), g(np.ones(3)))
+    m.W = m.W * 5
+    assert_same(np.full(3, 5.0), g(np.ones(3)))
+    m.W *= 2
+    assert_same(np.full(3, 10.0), g(np.ones(3)))
+
+
+def test_grad_reads_a_global_array_each_call():
+    f = ag.grad(lambda x: (x * TABLE).sum())
+    before = TABLE.copy()
+    try:
+        assert_same(TABLE.copy(), f(np.ones(3)))
+        TABLE[...] += 1
+        assert_same(TABLE.copy(), f(np.ones(3)))
+    finally:
+        TABLE[...] = before
