@@ -243,7 +243,8 @@ class Generator:
         self.outside = True
         g = [self.ch.int(0 if dtype == "uint8" else -3, 3) for _ in range(VEC)]
         w = [self.ch.int(-4, 4) / 2 for _ in range(VEC)]
-        for line in ["class _State:", "    pass", "", "", "STATE = _State()", "", "",
+        for line in ["class _State:", "    def scaled(self, v):  # a bound method reading its object's state",
+                     "        return v * self.k + self.w[0]", "", "", "STATE = _State()", "", "",
                      "def reset():", "    global G, K", f"    G = np.array({g}, np.{dtype})", "    K = 0.5",
                      f"    STATE.w = np.array({w}, np.float64)", "    STATE.k = 2",
                      f"    STATE.acc = np.zeros({VEC})", "", "",
@@ -253,8 +254,9 @@ class Generator:
                      "reset()", "", ""]:
             self.emit(0, line)
         import types
-        self.genv.update(G=np.array(g, dtype), K=0.5, STATE=types.SimpleNamespace(
-            w=np.array(w), k=2, acc=np.zeros(VEC)))
+        state = types.SimpleNamespace(w=np.array(w), k=2, acc=np.zeros(VEC))
+        state.scaled = lambda v: v * state.k + state.w[0]
+        self.genv.update(G=np.array(g, dtype), K=0.5, STATE=state)
 
     def arg_samples(self):
         d1, d2 = self.dtypes
@@ -720,6 +722,10 @@ class Generator:
     def leaf(self, visible):
         ch = self.ch
         if self.outside and ch.chance(15):
+            if ch.chance(20):
+                var = self.pick_var(visible, lambda k: True)
+                if var is not None:
+                    return f"STATE.scaled({var[0]})"
             return ch.pick(OUTSIDE_READS)
         r = ch.int(0, 9)
         if r < 8:
