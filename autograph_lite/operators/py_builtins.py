@@ -108,8 +108,9 @@ def _same_answer(value, answer, what):
     answers = {answer(t) for t in types if t is not None}
     if len(answers) > 1 or None in types:
         raise ConversionError(f"{what} of {value!r}: eagerly the value is a numpy scalar or an array (or another "
-                              f"type) by the path a tensor `if` or `x and y` / `x or y` took, known only when the "
-                              f"graph runs; give both paths one type (np.asarray(v), v[()]) (at {user_location(3)})")
+                              f"type) by the path a tensor `if`, a loop iteration or `x and y` / `x or y` took, known "
+                              f"only when the graph runs; give both paths one type (np.asarray(v), v[()]) "
+                              f"(at {user_location(3)})")
     return answers.pop()
 
 

@@ -10,6 +10,7 @@ import numpy as np
 from .. import nest
 from ..errors import ConversionError, user_location
 from ..runtime import devices
+from ..runtime.boxes import VARIES, box_of
 from ..runtime.graph import Graph, Tensor, building, current_graph
 from .core import apply, convert_to_tensor, define, exemplar
 from .math_ops import cast
@@ -297,6 +298,7 @@ def stage_while(cond_fn, step, loop_vars, names, location, unknown=(), var_names
     carried = [i for i, v in enumerate(flat) if not _is_static(v)]
     init = [convert_to_tensor(flat[i], graph) for i in carried]
     specs = [(t.shape, t.dtype, t.weak) for t in init]
+    boxes = [_box(t) for t in init]  # numpy scalar or 0-d array: VARIES once an iteration changes it
 
     def with_values(values):
         full = list(flat)
@@ -308,6 +310,8 @@ def stage_while(cond_fn, step, loop_vars, names, location, unknown=(), var_names
         cond_g, body_g = Graph("cond", parent=graph), Graph("body", parent=graph)
         cond_in = [cond_g.placeholder(s, d, name=_ph_name(labels[i]), weak=w) for i, (s, d, w) in zip(carried, specs)]
         body_in = [body_g.placeholder(s, d, name=_ph_name(labels[i]), weak=w) for i, (s, d, w) in zip(carried, specs)]
+        for t, box in zip(cond_in + body_in, boxes + boxes):
+            t.box = box if t.shape == () and not t.weak else None
         with building(cond_g):
             pred = convert_to_tensor(cond_fn(*with_values(cond_in)), cond_g)
         if pred.ndim != 0:
@@ -340,9 +344,10 @@ def stage_while(cond_fn, step, loop_vars, names, location, unknown=(), var_names
                 raise ConversionError(f"loop variable '{label}' changes rank from shape {shape} to {o.shape} "
                                       f"in the loop body (at {location})")
             new_specs.append((relax_shape(shape, o.shape), dtype, weak and o.weak))
-        if new_specs == specs and (settled is None or settled()):
+        new_boxes = [b if b == _box(o) else VARIES for b, o in zip(boxes, body_out)]
+        if new_specs == specs and new_boxes == boxes and (settled is None or settled()):
             break
-        specs = new_specs
+        specs, boxes = new_specs, new_boxes
     else:
         raise ConversionError(f"loop variable shapes did not settle after {_MAX_RELAXATIONS} traces (at {location})")
     init = [cast(t, d) if t.dtype != d else t for t, (_, d, _) in zip(init, specs)]
@@ -351,9 +356,15 @@ def stage_while(cond_fn, step, loop_vars, names, location, unknown=(), var_names
     _close(body_g, body_in, captures, body_out)
     node = graph.add_node("While", [*init, *captures], {"cond": cond_g, "body": body_g},
                           [(s, d) for s, d, _ in specs], location=location)
-    for out, (_, _, w) in zip(node.outputs, specs):
+    for out, (_, _, w), box in zip(node.outputs, specs, boxes):
         out.weak = w
+        out.box = box if out.shape == () and not w else None
     return with_values(node.outputs)
+
+
+def _box(t):
+    """How eager holds a loop variable's 0-d value (runtime/boxes.py), None for others."""
+    return box_of(t) if t.shape == () and not t.weak else None
 
 
 def _discover_start_values(step, loop_vars, flat, unknown, labels, graph):

@@ -279,3 +279,15 @@ def test_a_type_question_whose_answer_depends_on_the_path_is_refused_at_the_line
     with pytest.raises(ag.ConversionError, match="by the path a tensor `if`") as info:
         ag.function(type_by_path)(np.ones(3), np.array(2, np.int32))
     assert f"{__file__}:{type_by_path.__code__.co_firstlineno + 4}" in str(info.value)
+
+
+def test_type_query_on_a_loop_variable_whose_box_changes_is_refused():
+    # fuzzer seed 24000419: the first iteration sees a numpy scalar, later ones a 0-d array
+    def f(x, lst):
+        v = ag.minimum(False, len(lst))
+        for _ in x:
+            v = ag.cast(type(v) is np.ndarray, np.int64)
+        return v
+
+    with pytest.raises(ag.ConversionError, match="a loop iteration"):
+        ag.function(f)(np.arange(3), [0, 0])
