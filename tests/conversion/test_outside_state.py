@@ -537,3 +537,36 @@ def test_grad_reads_a_global_array_each_call():
         assert_same(TABLE.copy(), f(np.ones(3)))
     finally:
         TABLE[...] = before
+
+
+@pytest.mark.filterwarnings("ignore:.*has traced")  # 80 traces by design
+def test_threads_tracing_objects_of_one_class_each_see_their_own_state():
+    import threading
+
+    class Scaler:
+        def __init__(self, k):
+            self.k, self.w = k, np.full(2, float(k))
+
+        def __call__(self, x):
+            return x * self.w + self.k
+
+    f = ag.function(Scaler.__call__, max_traces=512)
+    errors = []
+
+    def worker(seed):
+        try:
+            objs = [Scaler(seed * 100 + i) for i in range(20)]
+            for o in objs:
+                for _ in range(2):
+                    o.k += 1  # a guarded value changes: the next call traces again
+                    assert_same(Scaler.__call__(o, np.ones(2)), f(o, np.ones(2)))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert "__getattribute__" not in Scaler.__dict__  # the trace-only hook is gone
