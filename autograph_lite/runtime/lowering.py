@@ -23,6 +23,7 @@ from .native.loops import NativeLoop
 from .opdef import lookup
 
 _plan_ids = itertools.count()
+MAX_INLINE_DEPTH = 32  # operators nested in one plan expression before it is stored in a variable
 
 
 class Plan:
@@ -125,6 +126,7 @@ class _Lowering:
         self.env = {}        # closure name -> kernel or constant
         self.names = {}      # id(Tensor) -> variable (or inlined expression) holding its value
         self.inlined = {}    # id(Tensor) -> nodes whose expressions its name contains
+        self.depths = {}     # id(Tensor) -> how deeply its inlined expression nests
         self.exprs = {}      # id(node) -> the expression it was inlined as
         self.spans = {}      # plan line -> [(inlined node, start, end column)]
         self.lines, self.line_nodes = [], {}
@@ -222,8 +224,12 @@ class _Lowering:
             expr = opdef.inline(self.xp, ins, self.value, **node.attrs) if opdef.inline else None
             if expr is not None:
                 out = node.outputs[0]
-                if _single_use(node.graph, out):  # written where it is used, saving a store and a load
+                depth = 1 + max((self.depths.get(id(t), 0) for t in node.inputs), default=0)
+                if _single_use(node.graph, out) and depth <= MAX_INLINE_DEPTH:
+                    # written where it is used, saving a store and a load; a deep chain (a sum unrolled
+                    # from a long Python loop) is cut into statements: Python's parser nests 200 levels
                     self.names[id(out)] = expr
+                    self.depths[id(out)] = depth
                     self.inlined[id(out)] = [n for t in node.inputs for n in self.inlined.get(id(t), [])] + [node]
                     self.exprs[id(node)] = expr
                 else:
