@@ -38,10 +38,11 @@ def _check_staging_allowed(opts, what, location):
                                   f"when the graph runs. Move the `with` outside the function or make the "
                                   f"condition a Python value")
     if opts and opts.get("in_try"):
-        raise ConversionError(f"a {what} on a tensor inside a `{opts['in_try']}` block is not supported "
-                              f"(at {location}): the graph cannot run Python exception handling or "
-                              f"context managers around its control flow; move the `{opts['in_try']}` "
-                              f"outside the function or make the condition a Python value")
+        raise ConversionError(f"a {what} on a tensor inside a `{opts['in_try']}` block with `except` handlers is "
+                              f"not supported (at {location}): an error the graph raises when it runs (a failed "
+                              f"assert, an index out of bounds) would not reach the handlers; move the "
+                              f"`{opts['in_try']}` outside the function, drop its `except` clauses (try/finally "
+                              f"works) or make the condition a Python value")
     if opts and opts.get("nonlocal_writes"):
         names = ", ".join(sorted(opts["nonlocal_writes"]))
         raise ConversionError(f"a {what} on a tensor rebinds global/nonlocal {names} (at {location}); "

@@ -79,3 +79,80 @@ def test_item_created_in_loop_that_runs_zero_times():
         ag.function(new_key_in_while)(np.array(11))
     with pytest.raises(ValueError, match=r"`box.last` is first written inside a `for` loop"):
         ag.function(new_attribute_in_for)(np.zeros(0))
+
+
+# --- try/finally around tensor control flow, `return` inside `finally` ---------------------
+
+def return_in_try_then_finally(x):
+    try:
+        if x > 0:
+            return x * 2
+        return -x
+    finally:
+        x = x + 1
+        print("finally", x)
+
+
+def finally_return_overrides(x):
+    try:
+        return 2
+    finally:
+        if x > 0:
+            return 1
+        return 0
+
+
+def finally_returns_on_one_branch(x):
+    try:
+        if x > 0:
+            return x
+    finally:
+        if x > 2:
+            return x * 10
+    return x - 100
+
+
+def finally_cancels_an_exception(x):
+    try:
+        raise KeyError("gone")
+    finally:
+        return x + 1
+
+
+def finally_return_guarded_by_earlier_return(x, n):
+    if n > 3:
+        return x
+    try:
+        x = x + 1.0
+    finally:
+        if x > 2.0:
+            return x * 2.0
+    return x
+
+
+@pytest.mark.parametrize("fn", [return_in_try_then_finally, finally_return_overrides,
+                                finally_returns_on_one_branch, finally_cancels_an_exception])
+def test_try_finally(fn, capsys):
+    compiled = ag.function(fn)
+    for x in (-1, 0, 1, 3):
+        assert_same(fn(np.array(x)), compiled(np.array(x)))
+    printed = capsys.readouterr().out.splitlines()  # the eager and the compiled call print in turn
+    assert printed[::2] == printed[1::2]
+
+
+def test_finally_return_after_an_earlier_return():
+    check(finally_return_guarded_by_earlier_return, (np.float64(0.5), 1), (np.float64(1.5), 1),
+          (np.float64(1.5), 5))
+
+
+def finally_return_chosen_by_tensor_while_raising(x):
+    try:
+        raise KeyError("in flight")
+    finally:
+        if x > 0:
+            return x
+
+
+def test_a_tensor_chosen_return_that_would_cancel_an_exception_is_refused():
+    with pytest.raises(ag.ConversionError, match=r"would cancel the exception in flight on some runs only"):
+        ag.function(finally_return_chosen_by_tensor_while_raising)(np.array(1))
