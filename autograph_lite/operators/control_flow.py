@@ -233,6 +233,7 @@ def _staged_if(cond, body, orelse, state, names, location, soft=()):
                 else_out[i] = filler
             else:
                 then_out[i] = filler
+    _stack_lists_of_other_lengths(then_g, then_out, else_g, else_out)
     lists = [i for i, v in enumerate(then_out) if isinstance(v, TensorList) or isinstance(else_out[i], TensorList)]
     then_out_lists, else_out_lists = dict(enumerate(then_out)), dict(enumerate(else_out))
     for i in lists:
@@ -242,6 +243,22 @@ def _staged_if(cond, body, orelse, state, names, location, soft=()):
     for i in lists:
         result[i] = TensorList(result[i], join_kinds(_kind(then_out_lists[i]), _kind(else_out_lists[i])))
     return tuple(result)
+
+
+def _stack_lists_of_other_lengths(then_g, then_out, else_g, else_out):
+    """A list that the branches leave with different lengths (one popped or appended) becomes a
+    TensorList on both sides, as a loop that appends makes it: a graph value has one structure."""
+    for i, (t, e) in enumerate(zip(then_out, else_out)):
+        if type(t) is not list or type(e) is not list or len(t) == len(e):
+            continue
+        with building(then_g):
+            then_out[i] = TensorList.from_list(t)
+        with building(else_g):
+            else_out[i] = TensorList.from_list(e)
+        for sub, side, other in ((then_g, then_out, else_out), (else_g, else_out, then_out)):
+            if side[i].tensor is None:
+                with building(sub):
+                    side[i] = other[i].empty_like()
 
 
 def _trace_branch(graph, name, fn, state, location):

@@ -156,3 +156,44 @@ def finally_return_chosen_by_tensor_while_raising(x):
 def test_a_tensor_chosen_return_that_would_cancel_an_exception_is_refused():
     with pytest.raises(ag.ConversionError, match=r"would cancel the exception in flight on some runs only"):
         ag.function(finally_return_chosen_by_tensor_while_raising)(np.array(1))
+
+
+# --- lists: pop() inside an expression, stacking a list a loop left empty -----------------
+
+def pop_into_a_sum(n):
+    items = [1, 2, 3, 4]
+    s = 0
+    for _ in range(n):
+        s += items.pop()
+    return ag.stack(items), s
+
+
+def pop_in_a_branch(x):
+    items = [x, x * 2.0, x * 3.0]
+    total = x * 0.0
+    if x > 0:
+        total += items.pop()
+    return total, ag.stack(items)
+
+
+def fill(n):
+    items = []
+    for i in range(n):
+        items.append(i)
+    return ag.stack(items)
+
+
+def test_pop_in_an_augmented_assignment():
+    check(pop_into_a_sum, (np.array(0),), (np.array(2),), (np.array(3),), traces=1)
+
+
+def test_pop_in_a_tensor_branch():
+    check(pop_in_a_branch, (np.float64(-1.0),), (np.float64(2.0),), traces=1)
+
+
+def test_stacking_a_list_a_tensor_loop_left_empty_raises_as_eager():
+    check(fill, (np.array(3),))
+    with pytest.raises(ValueError, match="need at least one array to stack"):
+        fill(np.array(0))
+    with pytest.raises(ValueError, match="need at least one array to stack"):
+        ag.function(fill)(np.array(0))
