@@ -197,3 +197,18 @@ def test_stacking_a_list_a_tensor_loop_left_empty_raises_as_eager():
         fill(np.array(0))
     with pytest.raises(ValueError, match="need at least one array to stack"):
         ag.function(fill)(np.array(0))
+
+
+def loop_in_finally(x, n):
+    try:
+        if x[0] > 0:
+            y = x * 2.0
+    finally:
+        for i in ag.range(n):
+            last = i
+    return n
+
+
+def test_a_loop_variable_in_finally_not_read_after_it_needs_no_iteration():
+    # fuzzer seed 24000079: liveness took every name read in a `try` as live after the loop
+    check(loop_in_finally, (np.array([1.0]), np.array(0, np.int32)), (np.array([-1.0]), np.array(2, np.int32)))

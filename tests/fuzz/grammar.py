@@ -55,6 +55,7 @@ ALL_FLAGS = frozenset({
     "helper_print",      # print inside module-level helper functions
     "small_int_weak",    # Python ints meeting int8/uint8 arrays in arithmetic
     "ag_unary_on_python",  # ag.abs/square/negative/... of a Python scalar
+    "try_finally",       # try: <if> finally: <statements> (the finally may return too)
 })
 
 
@@ -315,6 +316,7 @@ class Generator:
             (3 if compound else 0, "while"), (4 if compound else 0, "for"),
             (2 if in_loop else 0, "break"), (2 if in_loop else 0, "continue"),
             (1, "return"), (2, "print"), (3, "list"), (2, "dict"), (2, "closure"),
+            (1 if compound and "try_finally" in self.allowed else 0, "try"),
         ])
         for _ in range(4):
             mark = len(self.lines)
@@ -438,6 +440,15 @@ class Generator:
             r2 = self.body(Scope(scope), indent + 1, depth + 1, in_loop, staged or tensor)
         if r1 == "returned" and r2 == "returned":
             return "returned"
+
+    def st_try(self, scope, indent, depth, in_loop, staged):
+        # no break/continue in the finally: leaving a finally that way is refused by design
+        self.used.add("try_finally")
+        self.emit(indent, "try:")
+        body = self.st_if(scope, indent + 1, depth + 1, in_loop, staged)
+        self.emit(indent, "finally:")
+        after = self.body(Scope(scope), indent + 1, depth + 1, False, staged)
+        return "returned" if "returned" in (body, after) else None
 
     def st_while(self, scope, indent, depth, in_loop, staged):
         w = self.fresh("w")
