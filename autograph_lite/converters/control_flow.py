@@ -65,14 +65,26 @@ class _ControlFlow:
         if isinstance(node, gast.With):
             return self.with_(node, defined)
         if isinstance(node, gast.Try):
-            outer, self.in_try = self.in_try, "try"
-            for field in ("body", "orelse", "finalbody"):
-                if getattr(node, field, None):
-                    setattr(node, field, self.block(getattr(node, field), defined))
-            for handler in getattr(node, "handlers", []):
-                handler.body = self.block(handler.body, defined)
-            self.in_try = outer
+            return self.try_(node, defined)
+        if isinstance(node, gast.If) and anno.get(node, anno.PYTHON_IF):
+            node.body = self.block(node.body, defined)
             return [node]
+        return [node]
+
+    def try_(self, node, defined):
+        """Control flow in a `try` body is staged unless the `try` has `except` handlers (an error
+        the graph raises when it runs would not reach them); `else` and `finally` run where Python
+        runs them, as Python code around the staged statements."""
+        outer = self.in_try
+        if node.handlers:
+            self.in_try = "try"
+        node.body = self.block(node.body, defined)
+        self.in_try = outer
+        for field in ("orelse", "finalbody"):
+            if getattr(node, field, None):
+                setattr(node, field, self.block(getattr(node, field), defined))
+        for handler in node.handlers:
+            handler.body = self.block(handler.body, defined)
         return [node]
 
     def _unbound_after(self, opts, carried, defined, live_out):

@@ -4,6 +4,7 @@ variable that graph loops can carry:
     items.append(v)     ->  items = ag__.list_append(items, v)
     items.extend(vs)    ->  items = ag__.list_extend(items, vs)
     x = items.pop()     ->  items, x = ag__.list_pop(items)
+    s += items.pop()    ->  items, item = ag__.list_pop(items); s += item
     items.pop(0)        ->  items = ag__.list_pop(items, 0)[0]
     items.insert(i, v)  ->  items = ag__.list_method(items, 'insert', i, v)   (also remove,
                             clear, reverse, sort)
@@ -24,8 +25,9 @@ class _Lists(gast.NodeTransformer):
     """Only lists held in the function's own local variables are rewritten: a list from an
     enclosing scope stays a plain (mutating) call, refused inside graph loops at run time."""
 
-    def __init__(self, local_names):
+    def __init__(self, local_names, ctx):
         self.local_names = local_names
+        self.ctx = ctx
 
     def visit_FunctionDef(self, node):
         outer = self.local_names
@@ -80,6 +82,19 @@ class _Lists(gast.NodeTransformer):
             return at_line(new, node)
         return node
 
+    def visit_AugAssign(self, node):
+        target, method = self._method_call(node.value)
+        if (method == "pop" and len(node.value.args) <= 1 and isinstance(node.target, gast.Name)
+                and node.target.id != target):
+            # the item first: evaluating a name target before it has no effect to reorder
+            item = self.ctx.new_name("item")
+            args = node.value.args
+            new = templates.replace("target, result = ag__.list_pop(target, index)", target=target, result=item,
+                                    index=args[0] if args else gast.Constant(value=None, kind=None))
+            node.value = templates.name(item)
+            return at_line(new, node) + [node]
+        return node
+
 
 def _as_expression(index):
     """A subscript's index as a value: `a:b` -> `slice(a, b, None)`."""
@@ -93,4 +108,4 @@ def _as_expression(index):
 
 
 def transform(node, ctx):
-    return _Lists(set()).visit(node)
+    return _Lists(set(), ctx).visit(node)

@@ -41,10 +41,11 @@ def _check_staging_allowed(opts, what, location):
                                   f"when the graph runs. Move the `with` outside the function or make the "
                                   f"condition a Python value")
     if opts and opts.get("in_try"):
-        raise ConversionError(f"a {what} on a tensor inside a `{opts['in_try']}` block is not supported "
-                              f"(at {location}): the graph cannot run Python exception handling or "
-                              f"context managers around its control flow; move the `{opts['in_try']}` "
-                              f"outside the function or make the condition a Python value")
+        raise ConversionError(f"a {what} on a tensor inside a `{opts['in_try']}` block with `except` handlers is "
+                              f"not supported (at {location}): an error the graph raises when it runs (a failed "
+                              f"assert, an index out of bounds) would not reach the handlers; move the "
+                              f"`{opts['in_try']}` outside the function, drop its `except` clauses (try/finally "
+                              f"works) or make the condition a Python value")
     if opts and opts.get("nonlocal_writes"):
         names = ", ".join(sorted(opts["nonlocal_writes"]))
         raise ConversionError(f"a {what} on a tensor rebinds global/nonlocal {names} (at {location}); "
@@ -95,6 +96,11 @@ class _ExtraState:
     def composite_names(self):
         return self.names[len(self.names) - len(self._places):]
 
+    def unset_places(self):
+        """Labels of the items and attributes with no value yet."""
+        values = self.get()[len(self.cell_names):]
+        return [name for name, value in zip(self.composite_names, values) if isinstance(value, Undefined)]
+
     def get(self):
         values = tuple(self._cell_get()) if self._cell_get else ()
         for label, (base, kind, key) in zip(self.composite_names, self._places):
@@ -124,12 +130,9 @@ class _ExtraState:
         return run
 
     def loop(self, test, body, count, location):
-        """`test` and `body` over the variables plus this state (the first `count` are variables)."""
-        for name, value in zip(self.composite_names, self.get()[len(self.names) - len(self._places):]):
-            if isinstance(value, Undefined):
-                raise ConversionError(f"`{name}` is first written inside a loop on a tensor (at {location}); "
-                                      f"give it a value before the loop")
-
+        """`test` and `body` over the variables plus this state (the first `count` are variables).
+        A place with no value yet starts as Undefined: the loop carries it from a zero of the type
+        the body gives it (see `unset_places` for a loop that runs zero times)."""
         def loop_test(*state):
             self.set(state[count:])
             return test(*state[:count])
@@ -235,6 +238,7 @@ def _staged_if(cond, body, orelse, state, names, location, soft=()):
                 else_out[i] = filler
             else:
                 then_out[i] = filler
+    _stack_lists_of_other_lengths(then_g, then_out, else_g, else_out)
     lists = [i for i, v in enumerate(then_out) if isinstance(v, TensorList) or isinstance(else_out[i], TensorList)]
     then_out_lists, else_out_lists = dict(enumerate(then_out)), dict(enumerate(else_out))
     for i in lists:
@@ -244,6 +248,22 @@ def _staged_if(cond, body, orelse, state, names, location, soft=()):
     for i in lists:
         result[i] = TensorList(result[i], join_kinds(_kind(then_out_lists[i]), _kind(else_out_lists[i])))
     return tuple(result)
+
+
+def _stack_lists_of_other_lengths(then_g, then_out, else_g, else_out):
+    """A list that the branches leave with different lengths (one popped or appended) becomes a
+    TensorList on both sides, as a loop that appends makes it: a graph value has one structure."""
+    for i, (t, e) in enumerate(zip(then_out, else_out)):
+        if type(t) is not list or type(e) is not list or len(t) == len(e):
+            continue
+        with building(then_g):
+            then_out[i] = TensorList.from_list(t)
+        with building(else_g):
+            else_out[i] = TensorList.from_list(e)
+        for sub, side, other in ((then_g, then_out, else_out), (else_g, else_out, then_out)):
+            if side[i].tensor is None:
+                with building(sub):
+                    side[i] = other[i].empty_like()
 
 
 def _trace_branch(graph, name, fn, state, location):
@@ -369,7 +389,8 @@ def while_stmt(test, body, state, names, opts=None):
         warned = _warn_long_unroll(iterations, start, "while", warned)
     location = user_location()
     _check_staging_allowed(opts, "`while` loop", location)
-    _check_runs_once(pred, opts, state, names, "while", location)
+    extra = _ExtraState(opts, "`while` loop", location)
+    _check_runs_once(pred, opts, state, names, "while", location, extra)
     if (opts and opts.get("test_binds")) or any(has_effects(n) for n in graph.nodes[first:]):
         # `:=` in the condition binds names (cells the loop carries), or the condition prints or
         # asserts: it must run once per test, as in Python, not again in the loop's own condition.
@@ -383,25 +404,33 @@ def while_stmt(test, body, state, names, opts=None):
             s = tuple(body(*s))
             return (truth(test(*s)), *s)
         result = _staged_loop(lambda p, *s: p, body_then_test, (truth(pred), *state), ("<condition>", *names),
-                              location, _ExtraState(opts, "`while` loop", location))
+                              location, extra)
         return result[1:]
-    return _staged_loop(test, body, state, names, location, _ExtraState(opts, "`while` loop", location))
+    return _staged_loop(test, body, state, names, location, extra)
 
 
-def _check_runs_once(runs, opts, state, names, kind, location):
-    """When the graph runs: UnboundLocalError, as Python gives, if a loop whose first test is
-    `runs` runs zero times while a variable it first assigns is read after it."""
+def _check_runs_once(runs, opts, state, names, kind, location, extra):
+    """When the graph runs, if a loop whose first test is `runs` runs zero times: UnboundLocalError,
+    as Python gives, when a variable it first assigns is read after it; ValueError when it first
+    writes an item or attribute (`y['a']`), which eagerly stays unset and a graph cannot leave so."""
     unset = [n for n, v in zip(names, state)
              if n in (opts or {}).get("unbound_after", ()) and isinstance(v, Undefined)]
-    if not unset:
-        return
-    message = (f"local variable {', '.join(repr(n) for n in unset)} is read after a `{kind}` loop that ran "
-               f"zero times, so it has no value")
+    if unset:
+        _assert_runs(runs, f"local variable {', '.join(repr(n) for n in unset)} is read after a `{kind}` loop "
+                           f"that ran zero times, so it has no value", "UnboundLocalError", location)
+    places = extra.unset_places()
+    if places:
+        _assert_runs(runs, f"{', '.join(f'`{p}`' for p in places)} is first written inside a `{kind}` loop on a "
+                           f"tensor that ran zero times: eagerly it would stay unset, which a compiled function "
+                           f"cannot do; give it a value before the loop", "ValueError", location)
+
+
+def _assert_runs(runs, message, error, location):
     if not isinstance(runs, Tensor):
         if not runs:
-            raise UnboundLocalError(f"{message} (at {location})")
+            raise {"ValueError": ValueError, "UnboundLocalError": UnboundLocalError}[error](f"{message} (at {location})")
         return
-    apply(ASSERT, (runs,), {"message": message, "location": location, "error": "UnboundLocalError"})
+    apply(ASSERT, (runs,), {"message": message, "location": location, "error": error})
 
 
 def _warn_long_unroll(iterations, start, kind, warned):
@@ -495,9 +524,9 @@ def for_stmt(iterable, extra_test, body, state, names, opts=None):
         location = user_location()
         _check_staging_allowed(opts, "`for` loop", location)
         sequence = _sequence(iterable, location)
-        _check_runs_once(sequence[0] > 0, opts, state, names, "for", location)
-        return _tensor_for(sequence, extra_test, body, tuple(state), names, location,
-                           _ExtraState(opts, "`for` loop", location))
+        extra = _ExtraState(opts, "`for` loop", location)
+        _check_runs_once(sequence[0] > 0, opts, state, names, "for", location, extra)
+        return _tensor_for(sequence, extra_test, body, tuple(state), names, location, extra)
     state = tuple(state)
     start, iterations, warned = time.perf_counter(), 0, False
     for item in iterable:

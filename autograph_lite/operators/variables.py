@@ -61,3 +61,21 @@ def check_defined(outputs):
     for leaf in nest.flatten(outputs):
         if isinstance(leaf, Undefined):
             leaf._fail()
+
+
+def finally_returns(returned, in_flight, cancels=True):
+    """Whether a `finally` block whose `return`s are flags returned (`returned`, its own flag), so
+    that the converted code returns from it, cancelling any exception in flight as Python does.
+
+    An exception in flight that a tensor flag would cancel on some runs only, or that a `finally`
+    inside an `if` or a loop would cancel (`cancels=False`: the code cannot return from there), is
+    an error: a traced exception happens on every run.
+    """
+    from ..runtime.graph import Tensor
+    if in_flight and (isinstance(returned, Tensor) or (returned and not cancels)):
+        from ..errors import ConversionError, user_location
+        how = "on some runs only, chosen by a tensor condition" if isinstance(returned, Tensor) \
+            else "inside an `if` or a loop"
+        raise ConversionError(f"a `return` inside `finally` would cancel the exception in flight {how} (at "
+                              f"{user_location()}); catch the exception with `except` instead")
+    return not isinstance(returned, Tensor) and bool(returned) and cancels

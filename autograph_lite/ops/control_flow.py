@@ -388,7 +388,7 @@ def _discover_start_values(step, loop_vars, flat, unknown, labels, graph):
         kind = unknown.get(offset) if width == 1 else None
         if kind == "list" and isinstance(result, Tensor):
             values.append(np.zeros((0,) + tuple(d or 0 for d in result.shape[1:]), result.dtype))
-        elif kind == "value" and all(isinstance(o, (Tensor, bool, int, float, complex)) for o in nest.flatten(result)):
+        elif kind == "value" and not any(_is_static(o) for o in nest.flatten(result)):
             values.append(nest.pack(result, [zero_like(o) for o in nest.flatten(result)]))
         else:
             values.append(var)
@@ -398,14 +398,16 @@ def _discover_start_values(step, loop_vars, flat, unknown, labels, graph):
 
 
 def zero_like(value):
-    """A zero of `value`'s type: a Python zero for Python (weak) scalars, else a numpy array
-    (unknown dims as 0). Other objects are returned as they are."""
+    """A zero of `value`'s type: a Python zero for Python (weak) scalars, else a numpy array or
+    scalar (unknown dims as 0). Other objects (device arrays too) are returned as they are."""
     if isinstance(value, Tensor):
         if value.weak:
             return value.dtype.type(0).item()
         return np.zeros(tuple(d or 0 for d in value.shape), value.dtype)
     if isinstance(value, (bool, int, float, complex)):
         return type(value)(0)
+    if isinstance(value, (np.ndarray, np.generic)):
+        return np.zeros_like(value)[()] if isinstance(value, np.generic) else np.zeros_like(value)
     return value
 
 

@@ -5,10 +5,13 @@ Keys:
   LIVE_IN    set of names live at the head of a loop: read by its test or by its body
              before the body rebinds them, or live after it (While/For)
   EXTRA_TEST names of flags (set by `break`/`return`) that must be false for a For to go on
+  PYTHON_IF  True on an If the converters wrote whose test is always a Python bool and whose body
+             must stay in place (a `return` that ends a `finally` block): never staged
 """
 LIVE_OUT = "live_out"
 LIVE_IN = "live_in"
 EXTRA_TEST = "extra_test"
+PYTHON_IF = "python_if"
 
 _FIELD = "___ag_anno"
 

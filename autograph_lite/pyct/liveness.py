@@ -1,8 +1,8 @@
 """Live-variable analysis: for each If/While/For, the names read after it before being rebound.
 
 Runs backwards over statement lists. Loops iterate to a fixed point. Anything it
-cannot follow precisely (try, with, break, continue) is treated conservatively: names
-are assumed live rather than dead.
+cannot follow precisely (try with handlers, with, break, continue) is treated
+conservatively: names are assumed live rather than dead.
 """
 import gast
 
@@ -47,11 +47,25 @@ def _stmt(node, live_out):
         return (live_out - {node.name}) | activity.reads(node)
     if isinstance(node, gast.Return):
         return activity.reads(node.value) if node.value is not None else set()
+    if isinstance(node, gast.Try) and not node.handlers:
+        # try/finally: the finally runs last, on every path; an exception leaves the body
+        # through it, so what it reads stays live all through the body
+        after = _block(node.finalbody, live_out)
+        always = activity.reads(node.finalbody)
+        return _block_always(node.body, _block_always(node.orelse, after, always), always)
     if isinstance(node, (gast.Try, gast.With, gast.AsyncWith, gast.Break, gast.Continue)):
         for body in _bodies(node):
             _block(body, live_out | activity.reads(node))
         return live_out | activity.reads(node)
     return (live_out - _definite_writes(node)) | activity.reads(node)
+
+
+def _block_always(stmts, live_out, always):
+    """_block, with names `always` live after each statement."""
+    live = set(live_out) | always
+    for stmt in reversed(stmts):
+        live = _stmt(stmt, live) | always
+    return live
 
 
 def _bodies(node):

@@ -60,6 +60,7 @@ ALL_FLAGS = frozenset({
     "type_queries",      # isinstance / type(v) is / hasattr / callable of values (Python bools)
     "numpy_scalars",     # numpy scalar constants (np.float32(1.5)), np.float64(v), v.astype(...)
     "mixed_boxes",       # a and b / a or b whose operands differ in type (a np.bool_ and a Python bool)
+    "try_finally",       # try: <if> finally: <statements> (the finally may return too)
 })
 TYPE_QUERIES = ["isinstance({}, np.ndarray)", "isinstance({}, np.floating)", "isinstance({}, np.integer)",
                 "isinstance({}, np.generic)", "isinstance({}, float)", "isinstance({}, (int, bool))",
@@ -353,6 +354,7 @@ class Generator:
             (2 if in_loop else 0, "break"), (2 if in_loop else 0, "continue"),
             (1, "return"), (2, "print"), (3, "list"), (2, "dict"), (2, "closure"),
             (2 if self.outside and indent == 1 else 0, "state_write"),
+            (1 if compound and "try_finally" in self.allowed else 0, "try"),
         ])
         for _ in range(4):
             mark = len(self.lines)
@@ -480,6 +482,15 @@ class Generator:
             r2 = self.body(Scope(scope), indent + 1, depth + 1, in_loop, staged or tensor)
         if r1 == "returned" and r2 == "returned":
             return "returned"
+
+    def st_try(self, scope, indent, depth, in_loop, staged):
+        # no break/continue in the finally: leaving a finally that way is refused by design
+        self.used.add("try_finally")
+        self.emit(indent, "try:")
+        body = self.st_if(scope, indent + 1, depth + 1, in_loop, staged)
+        self.emit(indent, "finally:")
+        after = self.body(Scope(scope), indent + 1, depth + 1, False, staged)
+        return "returned" if "returned" in (body, after) else None
 
     def st_while(self, scope, indent, depth, in_loop, staged):
         w = self.fresh("w")
