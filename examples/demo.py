@@ -13,6 +13,7 @@ import autograph_lite as ag  # noqa: E402
 from examples.models import EXAMPLES  # noqa: E402
 from examples.timing import first_call_seconds, fmt_time, median_seconds  # noqa: E402
 from examples.train_mlp import main as train_mlp  # noqa: E402
+from examples.train_weights_on_self import main as train_weights_on_self  # noqa: E402
 
 
 def same(a, b):
@@ -39,6 +40,9 @@ def main():
           "\ntrace + lower + one run; native from = from the first call until its native code runs: the calls"
           "\nup to the tier-up and the C compile they start in the background (fast once the kernel cache has it)\n")
     train_mlp()
+    eager, compiled, traces = train_weights_on_self(steps=100, verbose=False)
+    print(f"\nweights on self, updated outside the compiled step (examples/train_weights_on_self.py): "
+          f"100 losses {'equal' if eager == compiled else 'DIFFER from'} eager's, {traces} trace")
     print("\nThe lowered plan of lstm_cell:\n")
     print(ag.function(EXAMPLES[0][1]).get_concrete_function(*EXAMPLES[0][2]()).plan.source)
 
