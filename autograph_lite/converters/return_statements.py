@@ -95,6 +95,17 @@ def _finally_returns(tries, ctx, body, epilogue):
                                     node.finalbody[-1]))
 
 
+def _keep_trace_failures(fn):
+    """A `return` in `finally` cancels the exception in flight, as Python's does; but the compiler
+    refusing something inside the `try` (a ConversionError while tracing) is no exception of the
+    program's, which its eager run never raised: each such `finally` re-raises those first."""
+    for node in jumps.walk_scope(fn):
+        if isinstance(node, gast.Try) and any(jumps.contains(stmt, gast.Return, into_loops=True)
+                                              for stmt in node.finalbody):
+            node.finalbody = at_line(templates.replace("ag__.reraise_trace_failure()"),
+                                     node.finalbody[0]) + node.finalbody
+
+
 def _top_level_tries(stmts):
     """The `try` statements reached from `stmts` through `try` and `with` blocks only."""
     for stmt in stmts:
@@ -111,6 +122,7 @@ def _convert_function(fn, ctx):
         _visit_nested_functions(child, ctx)
     rewrite = _needs_rewrite(fn.body)
     _refuse_jumps_in_finally(fn, ctx)
+    _keep_trace_failures(fn)
     if not rewrite:
         return
     flag, value = DO_RETURN, RETURN_VALUE

@@ -1,4 +1,5 @@
 """Placeholders for Python variables that have no value yet, and the compiler's own names."""
+import sys
 
 RETURN_VALUE = "retval_"  # holds the value of a converted `return`
 DO_RETURN = "do_return"   # set once a converted `return` has run
@@ -61,6 +62,15 @@ def check_defined(outputs):
     for leaf in nest.flatten(outputs):
         if isinstance(leaf, Undefined):
             leaf._fail()
+
+
+def reraise_trace_failure():
+    """At the start of a `finally` that returns: re-raise the compiler's own refusal in flight
+    (ConversionError, SymbolicValueError), which the `return` would otherwise swallow."""
+    from ..errors import ConversionError, SymbolicValueError
+    flying = sys.exc_info()[1]
+    if isinstance(flying, (ConversionError, SymbolicValueError)):
+        raise flying
 
 
 def finally_returns(returned, in_flight, cancels=True):

@@ -208,3 +208,21 @@ def loop_in_finally(x, n):
 def test_a_loop_variable_in_finally_not_read_after_it_needs_no_iteration():
     # fuzzer seed 24000079: liveness took every name read in a `try` as live after the loop
     check(loop_in_finally, (np.array([1.0]), np.array(0, np.int32)), (np.array([-1.0]), np.array(2, np.int32)))
+
+
+def _refused_inside(a):
+    return np.histogramdd(a)  # no compiled form: the trace raises
+
+
+def try_with_return_in_finally_around_a_refusal(x, s):
+    try:
+        if s:
+            print("p", _refused_inside(x))
+    finally:
+        return x
+
+
+def test_return_in_finally_does_not_swallow_a_refusal():
+    # fuzzer seed 124000449: eagerly the try body ran and printed; the trace's refusal was cancelled
+    with pytest.raises(TypeError, match="converted to a numpy array"):  # SymbolicValueError
+        ag.function(try_with_return_in_finally_around_a_refusal)(np.ones(2), 2)

@@ -236,8 +236,13 @@ def _describe(exc):
 def _run(module, path, program, rounds, compile_fn, phase):
     fn = module.f
     stateful = hasattr(module, "reset")  # outside state: changed between calls, compared after each
-    if stateful and not (hasattr(module, "mutate") and hasattr(module, "STATE")):
-        return Outcome("invalid", "the program's module-level state lost a part (a shrinking step)", program)
+    if stateful:
+        try:
+            module.reset()
+            module.mutate(0)
+            module.STATE.acc
+        except Exception:  # noqa: BLE001 - a shrinking step removed part of the state helpers
+            return Outcome("invalid", "the program's module-level state lost a part (a shrinking step)", program)
     sequence = [(rnd, i, args) for rnd in range(rounds) for i, args in enumerate(program.inputs)]
     phase.append("eager")
     if stateful:
