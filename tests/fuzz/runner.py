@@ -209,7 +209,10 @@ def compiled_on(device):
 
 def run_program(program, rounds=2, compile_fn=None, timeout_s=60):
     """Outcome of `program` (a grammar.Program); `compile_fn` defaults to ag.function."""
-    module, path = load(program.source)
+    try:
+        module, path = load(program.source)
+    except Exception as e:  # noqa: BLE001 - a shrinking step left a module that does not load
+        return Outcome("invalid", f"the program does not load: {_describe(e)}", program)
     use_alarm = hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread()
     if use_alarm:
         previous = signal.signal(signal.SIGALRM, _alarm)
