@@ -26,6 +26,7 @@ from .errors import short_location
 from .function import ConcreteFunction, Function
 from .runtime.devices import to_host
 from .runtime.graph import Graph
+from .runtime.opdef import CONST, CONTROL_FLOW
 from .runtime.interpreter import Interpreter, NumericsChecker, debugging, is_numeric, value_stats
 from .runtime.printing import to_dot, to_svg
 
@@ -178,7 +179,7 @@ class Recorder(Interpreter):
     records = None
 
     def run_node(self, node, inputs):
-        if node.op in ("Cond", "While"):
+        if node.opdef in CONTROL_FLOW:
             return super().run_node(node, inputs)
         start = time.perf_counter()
         outputs = super().run_node(node, inputs)
@@ -230,7 +231,7 @@ class Profile:
     out: the plan binds them once, they cost nothing per call."""
 
     def __init__(self, records):
-        self.records = records.where(lambda r: r.op != "Const")
+        self.records = records.where(lambda r: r.op != CONST.name)
         self.lines, self.ops = self.records.by_line(), self.records.by_op()
 
     def __str__(self):

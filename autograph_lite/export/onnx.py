@@ -15,13 +15,14 @@ import numpy as np
 from .. import ops as _ops  # noqa: F401 - fills the op table RULES is keyed by
 from ..errors import ConversionError
 from ..runtime.graph import Slot
-from ..runtime.opdef import REGISTRY
+from ..runtime.opdef import COND, CONST, REGISTRY, WHILE
 
 DEFAULT_OPSET = 18  # the first opset where every Reduce* takes its axes as an input
 
 RULES = {}  # OpDef -> rule(ctx, node) -> [ONNX value name per node output]
 
 NOT_EXPORTABLE = {
+    "Placeholder": "a graph input is no step: the model takes it as an input",
     "Print": "ONNX graphs have no side effects: nothing can print",
     "Assert": "ONNX graphs cannot raise an error",
     "Raise": "ONNX graphs cannot raise an error",
@@ -188,10 +189,7 @@ class _Builder:
             self.node = node
             if id(node) in self.skip:
                 continue
-            if node.op == "Const":
-                self.consts[id(node.outputs[0])] = node.attrs["value"]
-                continue
-            fn = _STRUCTURAL.get(node.op) or RULES.get(node.opdef)
+            fn = RULES.get(node.opdef)
             if fn is None:
                 reason = NOT_EXPORTABLE.get(node.op, "the op has no ONNX rule")
                 self.fail(reason)
@@ -338,7 +336,12 @@ class _Scalar:
         self.shape, self.dtype, self.node = shape, np.dtype(dtype), None
 
 
-_STRUCTURAL = {"Cond": _cond, "While": _while}
+def _const(ex, node):
+    ex.consts[id(node.outputs[0])] = node.attrs["value"]  # written as an initializer where it is used
+    return []
+
+
+RULES.update({CONST: _const, COND: _cond, WHILE: _while})
 
 
 # --- elementwise arithmetic ---------------------------------------------------------------

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..runtime import devices
 from ..runtime.graph import Slot, Tensor
-from ..runtime.opdef import AXES, DTYPE, INDEX, INT, OptionalOf, TupleOf
+from ..runtime.opdef import AXES, CONST, DTYPE, INDEX, INT, OptionalOf, TupleOf
 from .core import (apply, define, normalize_axes, normalize_axis,
                    result_dtype, static_ints)
 
@@ -19,7 +19,7 @@ OPS = {}
 
 def constant_value(t):
     """The value of `t` if the trace knows it (a Const node), else None."""
-    return t.node.attrs["value"] if t.node.op == "Const" else None
+    return t.node.attrs["value"] if t.node.opdef is CONST else None
 
 
 def static_shape_of(t):

@@ -12,6 +12,7 @@ from ..errors import ConversionError, user_location
 from ..runtime import devices
 from ..runtime.boxes import VARIES, box_of
 from ..runtime.graph import Graph, Tensor, building, current_graph
+from ..runtime.opdef import COND, WHILE
 from .core import apply, convert_to_tensor, define, exemplar
 from .math_ops import cast
 
@@ -168,7 +169,7 @@ def build_cond(pred, then_g, then_out, else_g, else_out, names, location, var_na
     captures = _union_captures(then_g, else_g)
     _close(then_g, [], captures, then_t)
     _close(else_g, [], captures, else_t)
-    node = graph.add_node("Cond", [pred, *captures], {"then_branch": then_g, "else_branch": else_g},
+    node = graph.add_node(COND, [pred, *captures], {"then_branch": then_g, "else_branch": else_g},
                           specs, location=location)
     for out, t, e in zip(node.outputs, then_t, else_t):
         out.weak = t.weak and e.weak
@@ -354,7 +355,7 @@ def stage_while(cond_fn, step, loop_vars, names, location, unknown=(), var_names
     captures = _union_captures(cond_g, body_g)
     _close(cond_g, cond_in, captures, [pred])
     _close(body_g, body_in, captures, body_out)
-    node = graph.add_node("While", [*init, *captures], {"cond": cond_g, "body": body_g},
+    node = graph.add_node(WHILE, [*init, *captures], {"cond": cond_g, "body": body_g},
                           [(s, d) for s, d, _ in specs], location=location)
     for out, (_, _, w), box in zip(node.outputs, specs, boxes):
         out.weak = w

@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import user_location
 from ..runtime import devices, fp_errors
 from ..runtime.graph import Tensor, _tracing, building, current_graph
-from ..runtime.opdef import DTYPE, STR, OpDef, lookup, register
+from ..runtime.opdef import CONST, DTYPE, STR, OpDef, lookup, register
 
 _PY_SCALARS = (bool, int, float, complex)
 # a subclass of a Python scalar as its plain value (its own methods, __repr__ included, are
@@ -70,7 +70,7 @@ def add_node(graph, op, inputs, attrs):
 
 
 def _weak_constant(t):
-    return t.weak and t.node is not None and t.node.op == "Const"
+    return t.weak and t.node is not None and t.node.opdef is CONST
 
 
 # what numpy (or Python, on weak scalars) raises for an op whatever the values of its other
@@ -153,7 +153,7 @@ def constant_node(graph, value):
     """Stage `value` as a Const node; Python scalars become weak constants (NEP 50)."""
     if type(value) in _PY_SCALARS:
         dtype = np.result_type(type(value))
-        return graph.add_node("Const", (), {"value": value}, [((), dtype)],
+        return graph.add_node(CONST, (), {"value": value}, [((), dtype)],
                               location=user_location(3), weak=True).outputs[0]
     if isinstance(value, _PY_SCALARS) and not isinstance(value, np.generic):
         # a subclass of a Python scalar: numpy reads it as its strong default dtype
@@ -164,7 +164,7 @@ def constant_node(graph, value):
     # a numpy scalar stays one: a loop that runs zero times gives it back as eager does, not
     # as a 0-d array
     held = value if isinstance(value, np.generic) else array
-    return graph.add_node("Const", (), {"value": held}, [(array.shape, array.dtype)],
+    return graph.add_node(CONST, (), {"value": held}, [(array.shape, array.dtype)],
                           location=user_location(3)).outputs[0]
 
 

@@ -21,7 +21,7 @@ from .control_flow import cond, stage_while
 from .gradient_ops import float_dtype
 from .math_ops import add
 from .array_ops import zeros_like
-from ..runtime.opdef import REGISTRY
+from ..runtime.opdef import COND, WHILE
 
 
 @internal_reads()  # the backward pass reads forward values that user code replaced in place
@@ -56,11 +56,10 @@ def _accumulate(grads, tensor, g):
 
 
 def _rule(node):
-    if node.op == "Cond":
-        return _cond_grad
-    if node.op == "While":
-        return _while_grad
-    opdef = REGISTRY[node.op]
+    opdef = node.opdef
+    rule = _STRUCTURAL_RULES.get(opdef)
+    if rule is not None:
+        return rule
     if opdef.grad is None:
         raise NotImplementedError(f"no gradient is defined for op {node.op} "
                                   f"(node '{node.name}' created at {node.location})")
@@ -201,3 +200,8 @@ def _with_input(sub, stack):
     handle = copy.placeholder((), stack_ops.HANDLE, name="stack")
     copy.inputs = list(sub.inputs) + [handle]
     return copy
+
+
+# the gradient rules of the node kinds that hold sub-graphs; every other op's is `OpDef.grad`
+# (`@grad_rule` beside the op)
+_STRUCTURAL_RULES = {COND: _cond_grad, WHILE: _while_grad}

@@ -9,7 +9,7 @@ its inputs' boxes (one element each), which is how numpy itself boxes it.
 """
 import numpy as np
 
-from .opdef import lookup
+from .opdef import COND, CONST, PLACEHOLDER, WHILE, lookup
 
 ARRAY, SCALAR, PYTHON = "array", "scalar", "python"
 VARIES = "varies"  # a Cond's output whose branches give different boxes: known when the graph runs
@@ -24,16 +24,9 @@ def box_of(t):
     if t.box is not None:  # an argument: as it was passed
         return t.box
     node = t.node
-    if node.op == "Placeholder":
-        outer = next((o for o, inner in node.graph.captures if inner is t), None)
-        return box_of(outer) if outer is not None else SCALAR
-    if node.op == "Const":
-        return ARRAY if isinstance(node.attrs["value"], np.ndarray) else SCALAR
-    if node.op == "Cond":
-        boxes = {box_of(node.attrs[k].outputs[t.index]) for k in ("then_branch", "else_branch")}
-        return boxes.pop() if len(boxes) == 1 else VARIES
-    if node.op == "While":
-        return box_of(node.inputs[t.index])
+    rule = _RULES.get(node.opdef)
+    if rule is not None:
+        return rule(node, t)
     opdef = node.opdef
     if opdef.box == ARRAY:
         return ARRAY
@@ -61,6 +54,23 @@ def _example(t):
         return np.zeros(tuple(1 if d is None else d for d in t.shape), t.dtype)
     value = t.dtype.type(0)
     return value.item() if box == PYTHON else value
+
+
+def _placeholder(node, t):
+    outer = next((o for o, inner in node.graph.captures if inner is t), None)
+    return box_of(outer) if outer is not None else SCALAR
+
+
+def _cond(node, t):
+    boxes = {box_of(node.attrs[k].outputs[t.index]) for k in ("then_branch", "else_branch")}
+    return boxes.pop() if len(boxes) == 1 else VARIES
+
+
+# the box of a structural node's output; other ops: their OpDef's facts, else by example
+_RULES = {PLACEHOLDER: _placeholder,
+          CONST: lambda node, t: ARRAY if isinstance(node.attrs["value"], np.ndarray) else SCALAR,
+          COND: _cond,
+          WHILE: lambda node, t: box_of(node.inputs[t.index])}
 
 
 def by_example(node, index):

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import errors
 from .boxes import ARRAY, box_of
-from .opdef import REGISTRY
+from .opdef import CONTROL_FLOW, REGISTRY
 
 try:  # numpy >= 2: the error state is a context variable; swapping it costs a few hundred ns
     from numpy._core._ufunc_config import _extobj_contextvar as _STATE
@@ -180,7 +180,7 @@ def plan_reporter(plan):
     def inner(node, kind):
         """For a loop run as C (one plan line): the first node inside it that can raise `kind`
         (the loop body before its condition)."""
-        if node.op not in ("While", "Cond"):
+        if node.opdef not in CONTROL_FLOW:
             return node
         inside = [n for sub in reversed(node.subgraphs()) for n in sub.walk() if error_name(n)]
         likely = [n for n in inside if error_name(n) in _LIKELY.get(kind, ())]

@@ -14,7 +14,7 @@ import threading
 import numpy as np
 
 from ..errors import ConversionError, SymbolicValueError, user_location
-from .opdef import REGISTRY
+from .opdef import CONST, CONTROL_FLOW, COND, OpDef, PLACEHOLDER, WHILE
 from .opdef import check_attrs
 
 
@@ -107,20 +107,25 @@ class Slot:
         return f"${self.k}"
 
 
+def _name(op):
+    return op.name if isinstance(op, OpDef) else op
+
+
 class Node:
-    """One operation: `op` name, input Tensors, attrs, typed outputs, the user's `file:line`.
+    """One operation: its `opdef` (`op`: its name), input Tensors, attrs, typed outputs, the
+    user's `file:line`.
 
     `in_place_input`: the index of the input whose buffer the plan writes the result into
     (set by passes/buffer_reuse.py), or None. `forward`: for a node the backprop engine built,
     the forward node whose gradient it computes (None in the forward graph). Passes build
     nodes with `Graph.create_node`."""
 
-    __slots__ = ("op", "name", "_inputs", "attrs", "outputs", "location", "graph", "in_place_input", "forward",
+    __slots__ = ("opdef", "name", "_inputs", "attrs", "outputs", "location", "graph", "in_place_input", "forward",
                  "_aliases")
 
     def __init__(self, graph, op, name, inputs, attrs, location):
-        check_attrs(op, attrs, name, location)
-        self.graph, self.op, self.name = graph, op, name
+        self.opdef = check_attrs(op, attrs, name, location)  # op: an OpDef or its name
+        self.graph, self.name = graph, name
         self._inputs = ()
         self.inputs, self.attrs, self.location = inputs, attrs, location
         self.outputs = []
@@ -146,9 +151,9 @@ class Node:
         return [v for v in self.attrs.values() if isinstance(v, Graph)]
 
     @property
-    def opdef(self):
-        """The op's entry in the op table (its facts); None for Placeholder, Const, Cond and While."""
-        return REGISTRY.get(self.op)
+    def op(self):
+        """The op's name ("MatMul"), as printed and saved."""
+        return self.opdef.name
 
     def __repr__(self):
         return f"<Node {self.name} = {self.op}({', '.join(t.name for t in self.inputs)})>"
@@ -182,8 +187,8 @@ class Graph:
         """Append a node while tracing (outputs typed by `out_specs` [(shape, dtype)], all `weak`
         or not), and track what it means for in-place updates; returns the node."""
         node = self.create_node(op, inputs, attrs, [(shape, dtype, weak) for shape, dtype in out_specs],
-                                location or user_location(2), name=self.unique_name(name or op))
-        if op in ("Cond", "While"):
+                                location or user_location(2), name=self.unique_name(name or _name(op)))
+        if node.opdef in CONTROL_FLOW:
             _carry_updates(node)
             _carry_views(node)
         elif _is_view(node):
@@ -194,7 +199,7 @@ class Graph:
         """A new node of this graph, with outputs typed by `out_specs` [(shape, dtype, weak)],
         inserted before node `before` (None: at the end); returns the node. `name` defaults to
         a fresh one from `op`."""
-        node = Node(self, op, name or self.unique_name(op), inputs, attrs, location)
+        node = Node(self, op, name or self.unique_name(_name(op)), inputs, attrs, location)
         node.outputs = [Tensor(node, i, shape, dtype, weak) for i, (shape, dtype, weak) in enumerate(out_specs)]
         if before is None:
             self.nodes.append(node)
@@ -225,7 +230,7 @@ class Graph:
                 node.inputs = ()
 
     def placeholder(self, shape, dtype, name, weak=False, **attrs):
-        node = self.add_node("Placeholder", (), attrs, [(shape, dtype)], name=name, weak=weak)
+        node = self.add_node(PLACEHOLDER, (), attrs, [(shape, dtype)], name=name, weak=weak)
         self.nodes.pop()  # placeholders are graph inputs, not steps
         return node.outputs[0]
 
@@ -291,7 +296,7 @@ def source_arguments(tensor):
             continue
         seen.add(id(t))
         node = t.node
-        if node.op == "Placeholder":
+        if node.opdef is PLACEHOLDER:
             if "argument" in node.attrs and node.attrs["argument"] not in names:
                 names.append(node.attrs["argument"])
             hit = next((outer for outer, inner in node.graph.captures if inner is t), None)
@@ -344,7 +349,7 @@ def _is_view(node):
     """Whether numpy gives this op's result as a view of its first input (`OpDef.view`: basic
     slicing with scalar indices, transpose, reshape, ...): then updating one updates both."""
     opdef = node.opdef
-    if opdef is None or opdef.view is None or not node.outputs or not node.outputs[0].shape:
+    if opdef.view is None or not node.outputs or not node.outputs[0].shape:
         return False
     return opdef.view(node)
 
@@ -409,14 +414,14 @@ def supersede(old, new, label, symbol, location):
                 f"the whole new value with ag.where / ag.concat")
     if base is not old and _origin(base) is not base:
         supersede(_origin(base), None, label, symbol, location)  # a view of a value from outside this block
-    if old.node.op in ("Cond", "While", "Placeholder"):
+    if old.node.opdef in (COND, WHILE, PLACEHOLDER):
         _reach_view_bases(old, graph, label, symbol, location)
     for maybe in _maybe_same(old):
         # eagerly the update changes this array too on the runs where the `if` or loop gave it
         _refuse_if_argument(maybe, label, symbol, location)
         if maybe.stale is None:
             maybe.stale = InPlaceUpdate(graph, f"{label} (on some runs the same array)", symbol, location)
-        if maybe.node.op == "Placeholder" and not any(t is maybe for t in maybe.node.graph.maybe_updated):
+        if maybe.node.opdef is PLACEHOLDER and not any(t is maybe for t in maybe.node.graph.maybe_updated):
             # a loop variable's or a branch's array from outside, changed on the runs where it is the
             # same array: the Cond/While built around it hands that on (fuzzer seed 6000624)
             maybe.node.graph.maybe_updated.append(maybe)
@@ -467,7 +472,7 @@ def _reach_view_bases(t, scope, label, symbol, location):
 def _argument_of(t):
     """The name of the argument whose array `t` holds (after any in-place updates), or None."""
     root = _first_version(t)
-    return root.node.attrs.get("argument") if root.node.op == "Placeholder" else None
+    return root.node.attrs.get("argument") if root.node.opdef is PLACEHOLDER else None
 
 
 def _mark_maybe_aliases(old, new, graph, label, symbol, location):
@@ -476,7 +481,7 @@ def _mark_maybe_aliases(old, new, graph, label, symbol, location):
     scope = graph
     while scope is not None:
         for node in scope.nodes:
-            if node.op in ("Cond", "While"):
+            if node.opdef in CONTROL_FLOW:
                 for t in node.outputs:
                     if t.stale is None and t is not old and t is not new and any(m is old for m in _maybe_same(t)):
                         t.stale = InPlaceUpdate(graph, f"{label} (on some runs the same array)", symbol, location)
@@ -520,14 +525,14 @@ def _cached(t, kind, compute):
 
 def _direct_aliases(t):
     """The tensors whose array `t` may be, one step away (see _maybe_same)."""
-    if t.node.op not in ("Cond", "While"):
+    if t.node.opdef not in CONTROL_FLOW:
         return []
     return _cached(t, "same", _compute_direct_aliases)
 
 
 def _compute_direct_aliases(t):
     node, found = t.node, []
-    if node.op == "Cond":
+    if node.opdef is COND:
         passed = [node.attrs["then_branch"], node.attrs["else_branch"]]
     else:
         passed = [node.attrs["body"]]
@@ -538,7 +543,7 @@ def _compute_direct_aliases(t):
         if t.index < len(sub.outputs):
             inside = _may_be(sub.outputs[t.index])  # what the sub-graph's result may be
             found += [outer for outer, inner in sub.captures if any(inner is v for v in inside)]
-            if node.op == "While":  # a loop variable the body passes on from another one
+            if node.opdef is WHILE:  # a loop variable the body passes on from another one
                 found += [node.inputs[k] for k, ph in enumerate(sub.inputs[:n])
                           if k != t.index and any(ph is v for v in inside)]
             found += [node.outputs[k] for k in range(min(n, len(sub.outputs)))
@@ -553,7 +558,7 @@ def _may_be(t):
 
 def _origin(t):
     """The tensor that `t` stands for outside its graph, when `t` is a captured placeholder."""
-    while t.node.op == "Placeholder":
+    while t.node.opdef is PLACEHOLDER:
         outer = next((o for o, i in t.node.graph.captures if i is t), None)
         if outer is None:
             break
@@ -576,7 +581,7 @@ def _carry_maybe_updates(node, subs):
     n = len(node.outputs)
     for sub in subs:
         for p in sub.maybe_updated:
-            k = next((k for k, t in enumerate(sub.inputs[:n]) if t is p), None) if node.op == "While" else None
+            k = next((k for k, t in enumerate(sub.inputs[:n]) if t is p), None) if node.opdef is WHILE else None
             outer = node.inputs[k] if k is not None else _origin(p)
             if outer is p:
                 continue  # made inside the node
@@ -587,7 +592,7 @@ def _carry_maybe_updates(node, subs):
                 _reach_view_bases(t, info.scope, info.label, info.symbol, info.location)
                 if t.stale is None:
                     t.stale = InPlaceUpdate(info.scope, info.label, info.symbol, info.location)
-                if t.node.op == "Placeholder" and not any(u is t for u in t.node.graph.maybe_updated):
+                if t.node.opdef is PLACEHOLDER and not any(u is t for u in t.node.graph.maybe_updated):
                     t.node.graph.maybe_updated.append(t)
             if k is not None:  # a loop variable updated on some runs: the loop's own checks apply
                 _check_loop_update(node, k, info)
@@ -607,7 +612,7 @@ def _check_loop_update(node, k, info):
             f"tensor, and the loop also reads the same array under another name; compiled code "
             f"cannot make that name see the update. Write `x = x {info.symbol[:-1]} y`")
     carried = [body.outputs[k]] + _maybe_same(body.outputs[k])
-    if any(t.node.op == "Placeholder" and t.node.graph is body and t is not body.inputs[k] for t in carried):
+    if any(t.node.opdef is PLACEHOLDER and t.node.graph is body and t is not body.inputs[k] for t in carried):
         raise ConversionError(
             f"{info.label} is updated in place (`{info.symbol}`) at {info.location} inside a loop on a "
             f"tensor, and the loop then gives it an array from outside the iteration (another "
@@ -635,24 +640,24 @@ def _view_bases(t):
     if _is_view(node):
         base = node.inputs[0]
         return [base] + _view_bases(base)
-    if node.op == "Placeholder":
+    if node.opdef is PLACEHOLDER:
         outer = _origin(t)
         return [] if outer is t else _view_bases(outer)
-    if node.op not in ("Cond", "While"):
+    if node.opdef not in CONTROL_FLOW:
         return []
     return _cached(t, "views", _compute_view_bases)
 
 
 def _compute_view_bases(t):
     node = t.node
-    subs = (node.attrs["then_branch"], node.attrs["else_branch"]) if node.op == "Cond" else (node.attrs["body"],)
+    subs = (node.attrs["then_branch"], node.attrs["else_branch"]) if node.opdef is COND else (node.attrs["body"],)
     found = []
     for sub in subs:
         if t.index < len(sub.outputs):
             for v in _may_be(sub.outputs[t.index]):
                 found += [_origin(b) for b in _view_bases(v) if not _within(_origin(b).node.graph, sub)]
     for other in _maybe_same(t):  # a start value, or an outer value a branch passes on, that is a view
-        if other.node.op not in ("Cond", "While"):
+        if other.node.opdef not in CONTROL_FLOW:
             found += _view_bases(other)
     return found
 
@@ -661,9 +666,9 @@ def _carry_updates(node):
     """After a Cond or While is built: an outer array updated in place inside it is updated by
     the node, when one of the node's outputs holds its final value (else it is only stale)."""
     graph = node.graph
-    _carry_maybe_updates(node, (node.attrs["then_branch"], node.attrs["else_branch"]) if node.op == "Cond"
+    _carry_maybe_updates(node, (node.attrs["then_branch"], node.attrs["else_branch"]) if node.opdef is COND
                          else (node.attrs["cond"], node.attrs["body"]))
-    if node.op == "Cond":
+    if node.opdef is COND:
         then_g, else_g = node.attrs["then_branch"], node.attrs["else_branch"]
         for sub in (then_g, else_g):
             for updated in list(sub.updated):
@@ -714,7 +719,7 @@ def _carry_updates(node):
             kept = sub is body and final is body.inputs[k]
             if sub is body and not kept:
                 carried = [body.outputs[k]] + _maybe_same(body.outputs[k])
-                if any(t.node.op == "Placeholder" and t.node.graph is body for t in carried):
+                if any(t.node.opdef is PLACEHOLDER and t.node.graph is body for t in carried):
                     raise ConversionError(
                         f"{info.label} is updated in place (`{info.symbol}`) at {info.location} inside a loop on a "
                         f"tensor, and the loop then gives it an array from outside the iteration (another "
@@ -790,7 +795,7 @@ def copy_graph(graph, parent=None, outer=None, freeze=None):
     for old_t in graph.inputs:
         frozen = id(old_t) in freeze
         attrs = {"value": freeze[id(old_t)]} if frozen else dict(old_t.node.attrs)
-        node = Node(new, "Const" if frozen else "Placeholder", old_t.node.name, (), attrs, old_t.node.location)
+        node = Node(new, CONST if frozen else PLACEHOLDER, old_t.node.name, (), attrs, old_t.node.location)
         t = values[id(old_t)]
         t.node = node
         node.outputs = [t]

@@ -18,8 +18,7 @@ import numpy as np
 
 from ..errors import short_location
 from . import devices
-
-_CONTROL = ("Cond", "While")
+from .opdef import COND, CONST, CONTROL_FLOW, WHILE
 
 
 class Interpreter:
@@ -52,7 +51,7 @@ class Interpreter:
             args = [self.device.put(a) for a in args]
         results = self.run_graph(self.graph, args)
         # as the plan does: a returned constant array is a copy, so the caller may change it
-        return tuple(r.copy() if t.node.op == "Const" and (isinstance(r, np.ndarray) or devices.is_device_array(r))
+        return tuple(r.copy() if t.node.opdef is CONST and (isinstance(r, np.ndarray) or devices.is_device_array(r))
                      else r for t, r in zip(self.graph.outputs, results))
 
     def run_graph(self, graph, args):
@@ -71,13 +70,10 @@ class Interpreter:
 
     def run_node(self, node, inputs):
         """The values of `node`'s outputs (a list) given its input values: the hook to override."""
-        if node.op == "Const":
-            return [self.constant(node)]
-        if node.op == "Cond":
-            return self.run_cond(node, inputs)
-        if node.op == "While":
-            return self.run_while(node, inputs)
-        return self.call_kernel(node, inputs)
+        return getattr(self, RULES.get(node.opdef, "call_kernel"))(node, inputs)
+
+    def run_const(self, node, inputs):
+        return [self.constant(node)]
 
     def constant(self, node):
         value = node.attrs["value"]
@@ -119,6 +115,11 @@ class Interpreter:
         """Where the running node is, as text: 'While 'w' (f.py:3) iteration 2, ...' ('' outside loops)."""
         return ", ".join(f"While '{n.name}' ({short_location(n.location)}) iteration {k}"
                          for n, k in self.iterations)
+
+
+# the interpreter's rule per node kind: the name of the Interpreter method (node, inputs) -> output
+# values (a subclass may override it); every op not listed calls its kernel (`call_kernel`)
+RULES = {CONST: "run_const", COND: "run_cond", WHILE: "run_while"}
 
 
 def _note_node(exc, node):
@@ -226,7 +227,7 @@ class NumericsChecker(Interpreter):
 
     def run_node(self, node, inputs):
         outputs = super().run_node(node, inputs)
-        if node.op in ("Cond", "While", "Const"):
+        if node.opdef in CONTROL_FLOW or node.opdef is CONST:
             # a Cond's or While's values come from sub-graph nodes, already checked
             return outputs
         for t, value in zip(node.outputs, outputs):
@@ -243,7 +244,7 @@ class NumericsChecker(Interpreter):
             lines.append(f"  in {where} (iterations counted from 0)")
         for k, (i, value) in enumerate(zip(node.inputs, inputs)):
             held = "" if not _nonfinite(value) else f" (a constant written at {i.node.location})" \
-                if i.node.op == "Const" else " (already held NaN/Inf)"
+                if i.node.opdef is CONST else " (already held NaN/Inf)"
             lines.append(f"  input {k} ({i.name}): {_summary(value)}{held}")
         if len(node.outputs) > 1:
             lines.append(f"  output {t.index} of {len(node.outputs)}")

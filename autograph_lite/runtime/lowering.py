@@ -20,7 +20,7 @@ from .graph import Graph
 from .native.functions import tier_up_after
 from .native.graphs import NativeGraph
 from .native.loops import NativeLoop
-from .opdef import lookup
+from .opdef import COND, CONST, WHILE
 
 _plan_ids = itertools.count()
 MAX_INLINE_DEPTH = 32  # operators nested in one plan expression before it is stored in a variable
@@ -115,7 +115,7 @@ def _single_use(graph, t):
     if reads != 1 or not users:
         return reads == 1
     (user,) = users
-    if user.op == "While" or (user.op == "Cond" and user.inputs[0] is not t):  # a Cond's predicate is read once
+    if user.opdef is WHILE or (user.opdef is COND and user.inputs[0] is not t):  # a Cond's predicate is read once
         return False
     return user.in_place_input is None or user.inputs[user.in_place_input] is not t  # written in place: a variable
 
@@ -204,23 +204,13 @@ class _Lowering:
 
     def node(self, node, indent):
         ins = [self.names[id(t)] for t in node.inputs]
-        if node.op == "Const":
-            value = node.attrs["value"]
-            text = literal(value) if type(value) in (int, float, bool) else None
-            if text is not None:
-                self.names[id(node.outputs[0])] = text  # a Python scalar: written as a literal
-                return
-            if isinstance(value, np.ndarray):
-                value = self.device.put(value)
-            self.names[id(node.outputs[0])] = self.bind("c", value)
-        elif node.op == "Cond":
-            self.cond(node, ins, indent)
-        elif node.op == "While":
-            self.while_(node, ins, indent)
+        rule = RULES.get(node.opdef)
+        if rule is not None:
+            rule(self, node, ins, indent)
         elif node.in_place_input is not None:
             self.in_place(node, ins, indent)
         else:
-            opdef = lookup(node.op)
+            opdef = node.opdef
             expr = opdef.inline(self.xp, ins, self.value, **node.attrs) if opdef.inline else None
             if expr is not None:
                 out = node.outputs[0]
@@ -239,6 +229,16 @@ class _Lowering:
             outs = [self.fresh(t) for t in node.outputs]
             target = f"{', '.join(outs)} = " if outs else ""
             self.emit(f"{target}{kernel}({', '.join(ins)})", indent, node, reads=node.inputs)
+
+    def const(self, node, ins, indent):
+        value = node.attrs["value"]
+        text = literal(value) if type(value) in (int, float, bool) else None
+        if text is not None:
+            self.names[id(node.outputs[0])] = text  # a Python scalar: written as a literal
+            return
+        if isinstance(value, np.ndarray):
+            value = self.device.put(value)
+        self.names[id(node.outputs[0])] = self.bind("c", value)
 
     def in_place(self, node, ins, indent):
         """The node's result written into a dead input's buffer (see passes/buffer_reuse.py)."""
@@ -312,3 +312,8 @@ class _Lowering:
         self.assign(loop_vars, self.body(body, indent + 1), indent + 1, node, body.outputs)
         if len(self.lines) == start:
             self.emit("pass", indent + 1)
+
+
+# how a structural node becomes plan lines: _Lowering method (self, node, operand names, indent);
+# every other op is a kernel call, or its Python spelling (`OpDef.inline`) written in place
+RULES = {CONST: _Lowering.const, COND: _Lowering.cond, WHILE: _Lowering.while_}

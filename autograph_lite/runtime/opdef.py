@@ -1,9 +1,13 @@
-"""The op table: every op is one `OpDef` registered by name.
+"""The op table: every node kind is one `OpDef`, registered by name.
 
 An op is defined once, in `ops/`: how to build its kernel for an array module, how
 its output shapes and dtypes follow from its inputs, and (slot for the gradients
 work) how to differentiate it. The executor, the printer and the passes read this
 table; they never special-case an op they can look up here.
+
+The four structural node kinds (`PLACEHOLDER`, `CONST`, `COND`, `WHILE`) are OpDefs too,
+defined here because the graph itself makes them; they have no kernel (each interpreter
+has its own rule for them). Consumers compare by identity: `node.opdef is WHILE`.
 """
 import dataclasses
 from typing import Callable, Optional
@@ -12,8 +16,8 @@ from typing import Callable, Optional
 @dataclasses.dataclass(eq=False)
 class OpDef:
     name: str                       # graph op type, e.g. "MatMul"
-    kernel: Callable                # kernel(xp, **attrs) -> callable(*arrays)
-    infer: Callable                 # infer(*input Tensors, **attrs) -> [(shape, dtype)]
+    kernel: Optional[Callable]      # kernel(xp, **attrs) -> callable(*arrays); None: structural
+    infer: Optional[Callable]       # infer(*input Tensors, **attrs) -> [(shape, dtype)]; None: structural
     grad: Optional[Callable] = None # filled by the gradients work
     elementwise: bool = False       # output[i] depends only on inputs[i] (fusion candidate)
     stateful: bool = False          # draws random numbers: never folded, merged or dropped
@@ -63,6 +67,19 @@ class OpDef:
     box: Optional[str] = None
     _eager: dict = dataclasses.field(default_factory=dict, repr=False)
 
+    @property
+    def structural(self):
+        """A node kind the graph itself makes (Placeholder, Const, Cond, While): no kernel."""
+        return self.kernel is None
+
+    @property
+    def subgraph_attrs(self):
+        """The names of the attrs holding sub-graphs (Cond's branches, While's cond and body)."""
+        return tuple(name for name, kind in self.attrs.items() if kind is GRAPH)
+
+    def __repr__(self):
+        return f"<OpDef {self.name}>"
+
     def eager_kernel(self, xp, attrs=None):
         """The kernel for `xp` and `attrs`, built once per distinct (hashable) attrs."""
         try:
@@ -77,21 +94,33 @@ class OpDef:
         return fn
 
 
-REGISTRY = {}
+REGISTRY = {}     # name -> OpDef of every op with a kernel (what `ops/` registers)
+_STRUCTURAL = {}  # name -> OpDef of the four node kinds the graph makes itself (below)
 
 
 def register(opdef):
-    if opdef.name in REGISTRY:
+    if opdef.name in REGISTRY or opdef.name in _STRUCTURAL:
         raise ValueError(f"op {opdef.name!r} is already registered")
-    REGISTRY[opdef.name] = opdef
+    (_STRUCTURAL if opdef.structural else REGISTRY)[opdef.name] = opdef
     return opdef
 
 
 def lookup(name):
-    try:
-        return REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown op {name!r}: no kernel is registered under that name") from None
+    """The OpDef named `name` (any node kind); KeyError for an unknown op."""
+    opdef = REGISTRY.get(name) or _STRUCTURAL.get(name)
+    if opdef is None:
+        raise KeyError(f"unknown op {name!r}: no kernel is registered under that name")
+    return opdef
+
+
+def find(name):
+    """The OpDef named `name`, or None."""
+    return REGISTRY.get(name) or _STRUCTURAL.get(name)
+
+
+def all_ops():
+    """Every node kind: the registered ops and the four structural ones."""
+    return [*REGISTRY.values(), *_STRUCTURAL.values()]
 
 
 # --- attribute schema -----------------------------------------------------------------------
@@ -248,13 +277,18 @@ CALL_VALUE = _CallValue()
 CALL_ARGS = TupleOf(CALL_VALUE)                     # positional arguments
 CALL_KWARGS = TupleOf(Record(STR, CALL_VALUE))      # keyword arguments as (name, value) pairs
 
-# ops the executor handles itself (no kernel in REGISTRY) and their attrs
-STRUCTURAL = {
-    "Placeholder": {"argument": STR, "outside": STR},
-    "Const": {"value": OneOf(SCALAR, ARRAY)},
-    "Cond": {"then_branch": GRAPH, "else_branch": GRAPH},
-    "While": {"cond": GRAPH, "body": GRAPH},
-}
+# --- the node kinds the graph makes itself ---------------------------------------------------
+# No kernel: each interpreter (runtime/interpreter.py, lowering.py, native/render.py, ops/gradients.py,
+# export/onnx.py, saving/graphs.py) has its rule for them in its own table, as for any op.
+PLACEHOLDER = register(OpDef("Placeholder", None, None, attrs={"argument": STR, "outside": STR}, may_raise=False))
+CONST = register(OpDef("Const", None, None, attrs={"value": OneOf(SCALAR, ARRAY)}, may_raise=False))
+COND = register(OpDef("Cond", None, None, attrs={"then_branch": GRAPH, "else_branch": GRAPH}))
+WHILE = register(OpDef("While", None, None, attrs={"cond": GRAPH, "body": GRAPH}))
+CONTROL_FLOW = (COND, WHILE)  # the node kinds holding sub-graphs
+LEAVES = (PLACEHOLDER, CONST)  # the node kinds with no inputs whose value the graph is given
+
+# name -> attr schema of the structural node kinds (derived; the saved format and tests read it)
+STRUCTURAL = {op.name: op.attrs for op in _STRUCTURAL.values()}
 
 
 class AttrError(TypeError):
@@ -264,16 +298,17 @@ class AttrError(TypeError):
 
 def attr_schema(op):
     """The declared attrs of op `op` (name -> AttrType); KeyError for an unknown op."""
-    schema = STRUCTURAL.get(op)
-    return schema if schema is not None else lookup(op).attrs
+    return lookup(op).attrs
 
 
 def check_attrs(op, attrs, node=None, location=None):
-    """Raise AttrError unless every attr in `attrs` is declared by `op` with the value's type."""
-    schema = STRUCTURAL.get(op) or getattr(REGISTRY.get(op), "attrs", None)
-    if schema is None and op not in STRUCTURAL:
+    """Raise AttrError unless every attr in `attrs` is declared by `op` (an OpDef or a name) with
+    the value's type; returns the OpDef."""
+    opdef = op if isinstance(op, OpDef) else find(op)
+    if opdef is None:
         raise AttrError(f"a node of unknown op {op!r} was built{_where(node, location)}: no op "
                         f"is registered under that name")
+    op, schema = opdef.name, opdef.attrs
     for name, value in attrs.items():
         kind = schema.get(name)
         if kind is None:
@@ -282,6 +317,7 @@ def check_attrs(op, attrs, node=None, location=None):
         if not kind.accepts(value):
             raise AttrError(f"attr {name!r} of op {op} must be {kind!r}, got {type(value).__name__} "
                             f"{_short(value)}{_where(node, location)}")
+    return opdef
 
 
 def _where(node, location):

@@ -4,7 +4,7 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from ..errors import printable, short_location
-from .opdef import REGISTRY
+from .opdef import COND, PLACEHOLDER
 
 
 def type_str(t):
@@ -27,7 +27,7 @@ def _format(graph, indent, lines):
     for node in graph.nodes:
         outs = ", ".join(f"%{t.name}" for t in node.outputs)
         ins = ", ".join(f"%{t.name}" for t in node.inputs)
-        shown = getattr(REGISTRY.get(node.op), "printed_attrs", None)
+        shown = node.opdef.printed_attrs
         attrs = {k: v for k, v in node.attrs.items()
                  if not hasattr(v, "nodes") and (shown is None or k in shown)}
         attr_text = " {" + ", ".join(f"{k}={_attr_str(v)}" for k, v in attrs.items()) + "}" if attrs else ""
@@ -84,7 +84,7 @@ def to_dot(graph):
              "  compound=true;"]
 
     def source(t, prefix):
-        return prefix + (t.name if t.node.op == "Placeholder" else t.node.name)
+        return prefix + (t.name if t.node.opdef is PLACEHOLDER else t.node.name)
 
     def emit(g, prefix, pad, feeds):
         for t, outer in zip(g.inputs, feeds):
@@ -106,7 +106,7 @@ def to_dot(graph):
                     inner = f"{nid}.{key}/"
                     ins = [source(t, prefix) for t in node.inputs]
                     n = len(sub.inputs)
-                    feeds = ins[1:] if node.op == "Cond" else ins
+                    feeds = ins[1:] if node.opdef is COND else ins
                     emit(sub, inner, pad + "    ", (feeds + [None] * n)[:n])
                     out = f"{inner}return"
                     lines.append(f"{pad}    {q(out)} [label={q('return')}, shape=plaintext];")
@@ -180,7 +180,7 @@ def to_svg(graph):
             continue
         prefix = rid[:len(rid) - len(node.name)]
         for t in node.inputs:
-            src = index.get(prefix + (t.name if t.node.op == "Placeholder" else t.node.name))
+            src = index.get(prefix + (t.name if t.node.opdef is PLACEHOLDER else t.node.name))
             if src is None:
                 continue
             y0, y1 = y[src] + 10 + _ROW // 2, y[i] + 10 + _ROW // 2

@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import LoadError
 from ..ops.control_flow import relax_shape
 from ..runtime.graph import Graph, Slot
-from ..runtime.opdef import REFERENCE, REGISTRY, SCALAR_TYPE, STRUCTURAL, AttrError, check_attrs
+from ..runtime.opdef import COND, CONST, PLACEHOLDER, REFERENCE, SCALAR_TYPE, WHILE, AttrError, check_attrs, find
 from ..tensor_spec import TensorSpec
 from .format import DTYPES
 
@@ -302,7 +302,8 @@ def _node(graph, n, entry, arrays):
         entry, ("op", "name", "location", "inputs", "attrs", "outputs"), f"graph '{graph.name}', node {n}")
     op, name = _text(op, f"node {n}"), _text(name, f"node {n}")
     where = f"node '{name}' ({op}) of graph '{graph.name}'"
-    if op in _NOT_TRACED or (op not in REGISTRY and op not in STRUCTURAL) or op == "Placeholder":
+    opdef = find(op)
+    if op in _NOT_TRACED or opdef is None or opdef is PLACEHOLDER:  # a graph's inputs are not nodes in the file
         fail(f"{where}: unknown op {op!r}; this version of autograph_lite has no such op "
              f"(saved by a newer or different version?)")
     if type(inputs) is not list or type(outputs) is not list:
@@ -310,7 +311,7 @@ def _node(graph, n, entry, arrays):
     ins = [_ref(graph, r, n, where) for r in inputs]
     attrs = _attrs(attrs, arrays, graph, where)
     try:
-        check_attrs(op, attrs, name, location)
+        check_attrs(opdef, attrs, name, location)
     except AttrError as e:
         fail(f"{where}: {e}")
     if any(k >= len(ins) for k in _slots(attrs.values())):
@@ -321,14 +322,14 @@ def _node(graph, n, entry, arrays):
         at = f"{where}, output {k}"
         dtype = np.dtype(object) if dtype == "object" and op == "StackNew" else decode_dtype(dtype, at)
         stored.append((decode_shape(shape, at), dtype, _bool(weak, at)))
-    specs = _output_types(op, ins, attrs, where)
+    specs = _output_types(opdef, ins, attrs, where)
     if len(specs) != len(stored):
         fail(f"{where}: the file says {len(stored)} outputs, the op gives {len(specs)}")
     for k, ((shape, dtype), (s_shape, s_dtype, _)) in enumerate(zip(specs, stored)):
         if np.dtype(dtype) != s_dtype or len(shape) != len(s_shape) or any(
                 d is not None and s is not None and d != s for d, s in zip(shape, s_shape)):
             fail(f"{where}: output {k} is stored as {s_shape} {s_dtype} but the op gives {tuple(shape)} {np.dtype(dtype)}")
-    node = graph.add_node(op, ins, attrs, specs, location=_text(location, where), name=name)
+    node = graph.add_node(opdef, ins, attrs, specs, location=_text(location, where), name=name)
     for out, (_, _, weak) in zip(node.outputs, stored):
         out.weak = weak
 
@@ -344,40 +345,53 @@ def _slots(values):
             yield from _slots((v.start, v.stop, v.step))
 
 
-def _output_types(op, ins, attrs, where):
+def _output_types(opdef, ins, attrs, where):
     """[(shape, dtype)] of a node, from its inputs and attrs as tracing found them."""
-    if op == "Const":
-        value = attrs.get("value")
-        if value is None or ins:
-            fail(f"{where}: a Const has a value and no inputs")
-        return [((), np.result_type(type(value)))] if not isinstance(value, np.ndarray) else [(value.shape, value.dtype)]
-    if op == "Cond":
-        then_g, else_g = attrs.get("then_branch"), attrs.get("else_branch")
-        if then_g is None or else_g is None or not ins or ins[0].ndim != 0:
-            fail(f"{where}: a Cond has a scalar predicate and two branches")
-        for branch in (then_g, else_g):
-            if len(branch.inputs) != len(ins) - 1 or not all(_fits(p, v) for p, v in zip(branch.inputs, ins[1:])):
-                fail(f"{where}: branch '{branch.name}' does not take the node's inputs")
-        if len(then_g.outputs) != len(else_g.outputs) or any(
-                t.dtype != e.dtype or t.ndim != e.ndim for t, e in zip(then_g.outputs, else_g.outputs)):
-            fail(f"{where}: the branches give different outputs")
-        return [(relax_shape(t.shape, e.shape), t.dtype) for t, e in zip(then_g.outputs, else_g.outputs)]
-    if op == "While":
-        cond_g, body = attrs.get("cond"), attrs.get("body")
-        if cond_g is None or body is None:
-            fail(f"{where}: a While has a cond and a body")
-        n = len(body.outputs)
-        for sub in (cond_g, body):
-            if len(sub.inputs) != len(ins) or not all(_fits(p, v) for p, v in zip(sub.inputs, ins)):
-                fail(f"{where}: '{sub.name}' does not take the node's inputs")
-        if n > len(ins) or len(cond_g.outputs) != 1 or cond_g.outputs[0].ndim != 0:
-            fail(f"{where}: a While's cond gives one scalar and its body one value per loop variable")
-        if not all(_fits(p, o) and _fits(c, p) and _fits(p, c)
-                   for p, c, o in zip(body.inputs, cond_g.inputs, body.outputs)):
-            fail(f"{where}: the body's outputs do not fit its loop variables")
-        return [(p.shape, p.dtype) for p in body.inputs[:n]]
+    rule = _STRUCTURAL_TYPES.get(opdef)
+    if rule is not None:
+        return rule(ins, attrs, where)
     try:
-        specs = REGISTRY[op].infer(*ins, **attrs)
+        specs = opdef.infer(*ins, **attrs)
         return [(tuple(shape), np.dtype(dtype)) for shape, dtype in specs]
     except (ValueError, TypeError, IndexError, KeyError, AttributeError, OverflowError) as e:
         fail(f"{where}: its inputs and attrs do not fit the op ({type(e).__name__}: {e})")
+
+
+def _const_types(ins, attrs, where):
+    value = attrs.get("value")
+    if value is None or ins:
+        fail(f"{where}: a Const has a value and no inputs")
+    return [((), np.result_type(type(value)))] if not isinstance(value, np.ndarray) else [(value.shape, value.dtype)]
+
+
+def _cond_types(ins, attrs, where):
+    then_g, else_g = attrs.get("then_branch"), attrs.get("else_branch")
+    if then_g is None or else_g is None or not ins or ins[0].ndim != 0:
+        fail(f"{where}: a Cond has a scalar predicate and two branches")
+    for branch in (then_g, else_g):
+        if len(branch.inputs) != len(ins) - 1 or not all(_fits(p, v) for p, v in zip(branch.inputs, ins[1:])):
+            fail(f"{where}: branch '{branch.name}' does not take the node's inputs")
+    if len(then_g.outputs) != len(else_g.outputs) or any(
+            t.dtype != e.dtype or t.ndim != e.ndim for t, e in zip(then_g.outputs, else_g.outputs)):
+        fail(f"{where}: the branches give different outputs")
+    return [(relax_shape(t.shape, e.shape), t.dtype) for t, e in zip(then_g.outputs, else_g.outputs)]
+
+
+def _while_types(ins, attrs, where):
+    cond_g, body = attrs.get("cond"), attrs.get("body")
+    if cond_g is None or body is None:
+        fail(f"{where}: a While has a cond and a body")
+    n = len(body.outputs)
+    for sub in (cond_g, body):
+        if len(sub.inputs) != len(ins) or not all(_fits(p, v) for p, v in zip(sub.inputs, ins)):
+            fail(f"{where}: '{sub.name}' does not take the node's inputs")
+    if n > len(ins) or len(cond_g.outputs) != 1 or cond_g.outputs[0].ndim != 0:
+        fail(f"{where}: a While's cond gives one scalar and its body one value per loop variable")
+    if not all(_fits(p, o) and _fits(c, p) and _fits(p, c)
+               for p, c, o in zip(body.inputs, cond_g.inputs, body.outputs)):
+        fail(f"{where}: the body's outputs do not fit its loop variables")
+    return [(p.shape, p.dtype) for p in body.inputs[:n]]
+
+
+# the loader's output types of a structural node (checked against the file); other ops: OpDef.infer
+_STRUCTURAL_TYPES = {CONST: _const_types, COND: _cond_types, WHILE: _while_types}

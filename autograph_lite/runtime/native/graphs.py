@@ -12,6 +12,7 @@ each op's own line, as eager numpy does. Both are rare; the graph is pure, so re
 """
 import numpy as np
 
+from ..opdef import COND, CONST, PLACEHOLDER, WHILE
 from . import cexpr, compiler
 from .functions import BOX, DONE, FLAG_BITS, INEXACT, NativeFunction, address, subclass_among
 from .language import C, Unsupported
@@ -40,7 +41,7 @@ def source(graph, language=None):
         params.append(f"{t_c} a{i}" if shape == () else f"const {t_c}* {restrict} a{i}")
         inputs.append(Val(f"a{i}", np.dtype(t.dtype), t.weak, shape, None if shape == () else f"a{i}"))
     for node in graph.walk():
-        if node.op == "While":
+        if node.opdef is WHILE:
             raise Unsupported("a graph with a while loop (its loops run native on their own)")
     outs = renderer.graph(graph, inputs, 1)
     sources = placeholder_sources(graph)
@@ -48,7 +49,7 @@ def source(graph, language=None):
         made_by = t.node
         if not t.weak and t.shape == ():
             zero_d_box(t, sources, f"output {j}")  # raises where numpy's kind varies
-        if made_by is None or made_by.op in ("Placeholder", "Const", "Cond") or made_by.opdef.view is not None \
+        if made_by is None or made_by.opdef in (PLACEHOLDER, CONST, COND) or made_by.opdef.view is not None \
                 or value.shape != _static_shape(t):
             # numpy gives back an input, a constant's copy or a view as such, and a branch may pass
             # one through: the Python plan does it

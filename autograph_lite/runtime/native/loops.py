@@ -29,6 +29,7 @@ The C function returns a status:
 """
 import numpy as np
 
+from ..opdef import COND, PLACEHOLDER, WHILE
 from . import cexpr, compiler
 from .entry import BODY_NEVER_RAN
 from .functions import (BOX, DONE, FLAG_BITS, FLAGS, INEXACT, PAUSED, STATUS, TIER_UP_AFTER,  # noqa: F401
@@ -44,7 +45,7 @@ def _typed_by_body(node, i):
     """True if loop variable i's value after an iteration always has the loop's type: the body
     computes it with an op (not a Cond or While, whose paths may pass the value through)."""
     made_by = node.attrs["body"].outputs[i].node
-    return made_by is not None and made_by.op not in ("Placeholder", "Cond", "While")
+    return made_by is not None and made_by.opdef not in (PLACEHOLDER, COND, WHILE)
 
 
 def source(node, language=None):

@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from ..opdef import REGISTRY
+from ..opdef import COND, CONST, PLACEHOLDER, REGISTRY, WHILE
 from . import cexpr
 from .language import Unsupported
 from .numpy_loops import LOOP_TYPEDEF
@@ -141,14 +141,14 @@ class Renderer:
             (value,) = ins
             self.bail(f"{value.expr} < {int(info.min)}LL || {value.expr} > {int(info.max)}LL", indent)
             return []
-        if node.op == "Cond":
+        if node.opdef is COND:
             return self.cond(node, ins, indent)
-        if node.op == "While":
+        if node.opdef is WHILE:
             return self.while_(node, ins, indent)
         if len(node.outputs) != 1:
             raise Unsupported(f"{node.op} with {len(node.outputs)} outputs")
         out = node.outputs[0]
-        if node.op == "Const":
+        if node.opdef is CONST:
             return [self.constant(node, out, indent)]
         if node.opdef.reduce_with:
             return [self.reduction(node, ins, out, indent)]
@@ -492,13 +492,13 @@ def placeholder_sources(graph, sources=None):
     body's result)."""
     sources = {} if sources is None else sources
     for node in graph.nodes:
-        if node.op == "Cond":
+        if node.opdef is COND:
             for key in ("then_branch", "else_branch"):
                 branch = node.attrs[key]
                 for p, t in zip(branch.inputs, node.inputs[1:]):
                     sources[id(p)] = [t]
                 placeholder_sources(branch, sources)
-        elif node.op == "While":
+        elif node.opdef is WHILE:
             cond, body = node.attrs["cond"], node.attrs["body"]
             n = len(body.outputs)
             for sub in (cond, body):
@@ -518,16 +518,16 @@ def zero_d_kinds(t, sources, seen=None):
         return set()  # a loop variable's own earlier value: decided by its other sources
     seen.add(id(t))
     node = t.node
-    if node is None or node.op == "Placeholder":
+    if node is None or node.opdef is PLACEHOLDER:
         if id(t) not in sources:
             return {"input"}
         return set().union(*(zero_d_kinds(s, sources, seen) for s in sources[id(t)]))
-    if node.op == "Const":
+    if node.opdef is CONST:
         return {"array" if isinstance(node.attrs["value"], np.ndarray) else "scalar"}
-    if node.op == "Cond":
+    if node.opdef is COND:
         return set().union(*(zero_d_kinds(node.attrs[key].outputs[t.index], sources, seen)
                              for key in ("then_branch", "else_branch")))
-    if node.op == "While":
+    if node.opdef is WHILE:
         return zero_d_kinds(node.inputs[t.index], sources, seen) | \
             zero_d_kinds(node.attrs["body"].outputs[t.index], sources, seen)
     if node.opdef.box == "array":

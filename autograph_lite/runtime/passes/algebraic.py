@@ -10,6 +10,8 @@ replaced: eager returns a fresh array (or a view) there, not the caller's own in
 """
 import numpy as np
 
+from ..opdef import CONST
+
 from ..boxes import box_of
 from .util import is_output, subgraphs_first
 
@@ -19,7 +21,7 @@ def _is_identity(node, i, identity):
     For floats the sign of a zero identity matters (x + -0.0 is x; x + 0.0 is not, for x = -0.0)."""
     t = node.inputs[i]
     kind = node.outputs[0].dtype.kind
-    if t.node.op != "Const" or kind not in "biuf":
+    if t.node.opdef is not CONST or kind not in "biuf":
         return False
     v = t.node.attrs["value"]
     if np.ndim(v) != 0 or v != identity:
@@ -34,7 +36,7 @@ def _candidates(node):
         for i in (1, 0) if opdef.commutative else (1,):
             if _is_identity(node, i, opdef.identity):
                 yield node.inputs[1 - i]
-    if opdef.involution and node.inputs[0].node.op == node.op:
+    if opdef.involution and node.inputs[0].node.opdef is opdef:
         yield node.inputs[0].node.inputs[0]
     if opdef.simplify is not None:
         yield opdef.simplify(node)
@@ -42,7 +44,7 @@ def _candidates(node):
 
 def _simplify(graph):
     for node in graph.nodes:
-        if node.opdef is None or len(node.outputs) != 1:
+        if node.opdef.structural or len(node.outputs) != 1:
             continue
         out = node.outputs[0]
         # a value a Cond or While takes in may come out of it as it is (a branch that returns it)

@@ -22,7 +22,7 @@ def _targets(opdef):
 def _mark(graph):
     for node in graph.nodes:
         opdef = node.opdef
-        if opdef is None or opdef.in_place is None or not node.inputs:
+        if opdef.in_place is None or not node.inputs:
             continue
         if opdef.in_place == "copyto" and (node.inputs[0].dtype != np.bool_ or node.inputs[1].weak):
             # copyto(where=c) needs a bool mask (where() takes any condition's truth), and it refuses a
@@ -32,7 +32,7 @@ def _mark(graph):
         for k in _targets(opdef):
             a = node.inputs[k]
             maker = a.node.opdef
-            if (maker is not None and maker.fresh and a.node.graph is graph and a.users == [node]
+            if (maker.fresh and a.node.graph is graph and a.users == [node]
                     and not is_output(graph, a) and a.shape == out.shape and None not in a.shape
                     and len(a.shape) >= 1 and a.dtype == out.dtype and not a.weak):
                 node.in_place_input = k

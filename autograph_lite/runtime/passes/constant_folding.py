@@ -2,6 +2,8 @@
 op whose value the trace already knows (`OpDef.static_value`: the shape of a known shape)."""
 import numpy as np
 
+from ..opdef import CONST
+
 from .util import is_pure, subgraphs_first
 
 MAX_FOLDED_ELEMENTS = 1 << 16  # do not bake large arrays into the plan
@@ -12,7 +14,7 @@ def _const(graph, value, like, before):
         value = np.asarray(value).item()
     elif not (isinstance(value, np.generic) and value.dtype == like.dtype):
         value = np.asarray(value, like.dtype)  # (a numpy scalar stays one: `x.shape[0]` is np.int64 eagerly)
-    return graph.create_node("Const", (), {"value": value},
+    return graph.create_node(CONST, (), {"value": value},
                              [(like.shape, like.dtype, like.weak)], like.node.location, before=before)
 
 
@@ -30,11 +32,11 @@ def _fold(graph):
 
 def _try_fold(node):
     opdef = node.opdef
-    if opdef is not None and opdef.static_value is not None:
+    if opdef.static_value is not None:
         value = opdef.static_value(node)
         if value is not None:
             return [value]
-    if not is_pure(node) or not node.inputs or any(i.node.op != "Const" for i in node.inputs):
+    if not is_pure(node) or not node.inputs or any(i.node.opdef is not CONST for i in node.inputs):
         return None
     if any(None in o.shape or int(np.prod(o.shape)) > MAX_FOLDED_ELEMENTS for o in node.outputs):
         return None

@@ -2,22 +2,24 @@
 become one (small equal constants too)."""
 import numpy as np
 
+from ..opdef import CONST
+
 from .util import is_output, is_pure, subgraphs_first
 
 _SMALL = 64
 
 
 def _key(node):
-    if node.op == "Const":
+    if node.opdef is CONST:
         value = node.attrs["value"]
         if isinstance(value, np.ndarray):
             if value.size > _SMALL:
                 return None
-            return ("Const", value.dtype.str, value.shape, value.tobytes(), node.outputs[0].weak)
+            return (CONST, value.dtype.str, value.shape, value.tobytes(), node.outputs[0].weak)
         if isinstance(value, (float, np.floating, complex, np.complexfloating)):
             # by bits, as arrays are: -0.0 == 0.0 but is another constant (fuzzer seed 26003198)
-            return ("Const", type(value), np.asarray(value).tobytes(), node.outputs[0].weak)
-        return ("Const", type(value), value, node.outputs[0].weak)
+            return (CONST, type(value), np.asarray(value).tobytes(), node.outputs[0].weak)
+        return (CONST, type(value), value, node.outputs[0].weak)
     if not is_pure(node):
         return None
     attrs = []

@@ -1,4 +1,5 @@
 """Dead-code elimination: drop nodes that no output and no side effect depends on."""
+from ..opdef import PLACEHOLDER
 from .util import has_effects, subgraphs_first
 
 
@@ -7,7 +8,7 @@ def live_nodes(graph):
     live, stack = set(), [t.node for t in graph.outputs] + [n for n in graph.nodes if has_effects(n)]
     while stack:
         node = stack.pop()
-        if node not in live and node.graph is graph and node.op != "Placeholder":
+        if node not in live and node.graph is graph and node.opdef is not PLACEHOLDER:
             live.add(node)
             stack.extend(t.node for t in node.inputs)
     return live

@@ -32,7 +32,7 @@ def _fusible(node):
     for small arrays a fused kernel saves nothing over calling the ops one by one (a
     ctypes call with its pointer arguments costs a few microseconds on its own)."""
     opdef = node.opdef
-    if len(node.outputs) != 1 or opdef is None or not opdef.elementwise or not (opdef.ufunc or opdef.expansion):
+    if len(node.outputs) != 1 or not opdef.elementwise or not (opdef.ufunc or opdef.expansion):
         return False
     shape = node.outputs[0].shape
     return None in shape or int(np.prod(shape)) >= BLOCKED_MIN_SIZE

@@ -8,6 +8,7 @@ does not fit the array's dtype) and slicing with slices/None are hoisted: hoiste
 the loop runs zero times, and must not fail where the eager program would not have.
 """
 from ..graph import Slot
+from ..opdef import CONST, WHILE
 from .util import is_pure
 
 
@@ -48,16 +49,16 @@ def _hoist_from(loop, graph):
     body = loop.attrs["body"]
     moved = []
     for node in list(body.nodes):
-        if node.op == "Const" or not _hoistable(node) or not all(
-                i.node.graph is graph or i.node.op == "Const" or _outer_value(loop, i) is not None
+        if node.opdef is CONST or not _hoistable(node) or not all(
+                i.node.graph is graph or i.node.opdef is CONST or _outer_value(loop, i) is not None
                 for i in node.inputs):
             continue
         outer_inputs = []
         for i in node.inputs:
             if i.node.graph is graph:  # computed by a node hoisted already
                 outer_inputs.append(i)
-            elif i.node.op == "Const":  # a constant of the body: copy it out
-                outer_inputs.append(graph.create_node("Const", (), dict(i.node.attrs), [(i.shape, i.dtype, i.weak)],
+            elif i.node.opdef is CONST:  # a constant of the body: copy it out
+                outer_inputs.append(graph.create_node(CONST, (), dict(i.node.attrs), [(i.shape, i.dtype, i.weak)],
                                                       i.node.location, name=i.node.name, before=loop).outputs[0])
             else:
                 outer_inputs.append(_outer_value(loop, i))
@@ -101,7 +102,7 @@ def _visit(graph):
     for node in list(graph.nodes):
         for sub in node.subgraphs():
             _visit(sub)
-        if node.op == "While":
+        if node.opdef is WHILE:
             _hoist_from(node, graph)
             _batch_row_products(node, graph)
 

@@ -1,4 +1,5 @@
 """Helpers the passes share: walking sub-graphs, what has side effects."""
+from ..opdef import CONTROL_FLOW
 
 
 def subgraphs_first(graph, fn):
@@ -11,15 +12,13 @@ def subgraphs_first(graph, fn):
 
 def has_effects(node):
     """True if running `node` does more than compute its outputs (random draws, prints, stacks)."""
-    if node.op in ("Const", "Placeholder"):
-        return False
-    if node.op in ("Cond", "While"):
+    if node.opdef in CONTROL_FLOW:
         return any(has_effects(n) for sub in node.subgraphs() for n in sub.nodes)
     return node.opdef.stateful
 
 
 def is_pure(node):
-    return node.op not in ("Cond", "While", "Const", "Placeholder") and not node.opdef.stateful
+    return not node.opdef.structural and not node.opdef.stateful
 
 
 def is_output(graph, t):
