@@ -10,6 +10,7 @@ import numpy as np
 
 from ..runtime import devices
 from ..runtime.graph import Slot, Tensor
+from ..runtime.lowering import SPELLINGS
 from ..runtime.opdef import AXES, CONST, DTYPE, INDEX, INT, OptionalOf, TupleOf
 from .core import (apply, define, normalize_axes, normalize_axis,
                    result_dtype, static_ints)
@@ -476,7 +477,7 @@ def _getitem_inline(xp, a, bind, index):
     return f"{a[0]}[{', '.join(items)}{',' if len(items) == 1 and items[0] in ('None', '...') else ''}]"
 
 
-OPS["getitem"].inline = _getitem_inline
+SPELLINGS[OPS["getitem"]] = _getitem_inline
 
 
 def getitem(x, index):

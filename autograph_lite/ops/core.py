@@ -220,8 +220,7 @@ def expanded(name, steps, **facts):
     (ufunc name, operands) with "x" the input, "y" the running value and numbers constants,
     e.g. relu is `(("maximum", ("x", 0)),)`. Its kernel, fused blocks and C code all come
     from this one formula (`OpDef.expansion`)."""
-    inline = _step_inline(steps[0]) if len(steps) == 1 else None
-    return elementwise(name, functools.partial(_expansion_kernel, steps), expansion=steps, inline=inline, **facts)
+    return elementwise(name, functools.partial(_expansion_kernel, steps), expansion=steps, **facts)
 
 
 def _expansion_kernel(steps, xp):
@@ -245,12 +244,6 @@ def _expansion_kernel(steps, xp):
                   *(f"    {c}, out=y)" for c in calls[1:])]
     exec("\n".join(lines + ["    return y"]), env)
     return env["kernel"]
-
-
-def _step_inline(step):
-    ufunc, args = step
-    return lambda xp, a, bind: (f"{bind(getattr(xp, ufunc))}"
-                                f"({', '.join(a[0] if o == 'x' else bind(o) for o in args)})")
 
 
 def result_dtype(fn, tensors):

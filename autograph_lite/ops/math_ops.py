@@ -9,6 +9,7 @@ import numpy as np
 
 from ..runtime.fp_errors import report_eagerly
 from ..runtime.graph import _tracing
+from ..runtime.lowering import SPELLINGS
 from ..runtime.opdef import AXES, BOOL, DTYPE, INT, OptionalOf
 from ..runtime.native import cexpr
 from .core import (apply, broadcast_shapes, define, elementwise, normalize_axes,
@@ -16,11 +17,6 @@ from .core import (apply, broadcast_shapes, define, elementwise, normalize_axes,
 
 
 _HOST = (np.ndarray, float, int, bool, np.generic)
-
-
-def _infix(symbol):
-    """The plan writes the op as a Python operator: the same numpy semantics without a call."""
-    return lambda xp, a, bind: f"({a[0]} {symbol} {a[1]})"
 
 
 def _binary(opdef, doc):
@@ -50,41 +46,41 @@ def _unary(opdef, doc):
 # results inside loops) they take numpy's scalar fast path, several times faster than a ufunc call.
 _BINARY = [
     ("add", "Add", lambda xp: operator.add, "x + y, elementwise with numpy broadcasting.",
-     dict(ufunc="add", inline=_infix("+"), c_expr=cexpr.infix("+"), commutative=True, in_place="+=",
+     dict(ufunc="add", c_expr=cexpr.infix("+"), commutative=True, in_place="+=",
           identity=-0.0, float_errors="add")),
     ("subtract", "Sub", lambda xp: operator.sub, "x - y, elementwise.",
-     dict(ufunc="subtract", inline=_infix("-"), c_expr=cexpr.infix("-"), in_place="-=", identity=0.0,
+     dict(ufunc="subtract", c_expr=cexpr.infix("-"), in_place="-=", identity=0.0,
           float_errors="subtract")),
     ("multiply", "Mul", lambda xp: operator.mul, "x * y, elementwise.",
-     dict(ufunc="multiply", inline=_infix("*"), c_expr=cexpr.infix("*"), commutative=True, in_place="*=",
+     dict(ufunc="multiply", c_expr=cexpr.infix("*"), commutative=True, in_place="*=",
           identity=1, float_errors="multiply")),
     ("divide", "RealDiv", lambda xp: operator.truediv, "x / y (true division), elementwise.",
-     dict(ufunc="divide", inline=_infix("/"), c_expr=cexpr.arithmetic("({0} / {1})", floats_only=True,
+     dict(ufunc="divide", c_expr=cexpr.arithmetic("({0} / {1})", floats_only=True,
                                                                  python=cexpr.Python(float_guard="divisor")),
           in_place="/=", identity=1, float_errors="divide")),
     ("floordiv", "FloorDiv", lambda xp: operator.floordiv, "x // y, elementwise.",
-     dict(ufunc="floor_divide", inline=_infix("//"), c_expr=cexpr.floor_division("floordiv"),
+     dict(ufunc="floor_divide", c_expr=cexpr.floor_division("floordiv"),
           float_errors="floor_divide")),
     ("mod", "FloorMod", lambda xp: operator.mod, "x % y with the sign of y (numpy), elementwise.",
-     dict(ufunc="remainder", inline=_infix("%"), c_expr=cexpr.floor_division("mod"), float_errors="remainder")),
+     dict(ufunc="remainder", c_expr=cexpr.floor_division("mod"), float_errors="remainder")),
     ("pow", "Pow", lambda xp: operator.pow, "x ** y, elementwise.",
-     dict(ufunc="power", inline=_infix("**"), c_expr=cexpr.libm("pow", python=cexpr.Python(float_guard="finite")), identity=1, float_errors="power")),
+     dict(ufunc="power", c_expr=cexpr.libm("pow", python=cexpr.Python(float_guard="finite")), identity=1, float_errors="power")),
     ("maximum", "Maximum", lambda xp: xp.maximum, "Elementwise maximum (NaN propagates).",
      dict(ufunc="maximum", c_expr=cexpr.extremum(">"))),
     ("minimum", "Minimum", lambda xp: xp.minimum, "Elementwise minimum (NaN propagates).",
      dict(ufunc="minimum", c_expr=cexpr.extremum("<"))),
     ("equal", "Equal", lambda xp: operator.eq, "x == y, elementwise; bool result.",
-     dict(ufunc="equal", inline=_infix("=="), c_expr=cexpr.compare("=="), commutative=True)),
+     dict(ufunc="equal", c_expr=cexpr.compare("=="), commutative=True)),
     ("not_equal", "NotEqual", lambda xp: operator.ne, "x != y, elementwise; bool result.",
-     dict(ufunc="not_equal", inline=_infix("!="), c_expr=cexpr.compare("!="), commutative=True)),
+     dict(ufunc="not_equal", c_expr=cexpr.compare("!="), commutative=True)),
     ("less", "Less", lambda xp: operator.lt, "x < y, elementwise; bool result.",
-     dict(ufunc="less", inline=_infix("<"), c_expr=cexpr.compare("<"))),
+     dict(ufunc="less", c_expr=cexpr.compare("<"))),
     ("less_equal", "LessEqual", lambda xp: operator.le, "x <= y, elementwise; bool result.",
-     dict(ufunc="less_equal", inline=_infix("<="), c_expr=cexpr.compare("<="))),
+     dict(ufunc="less_equal", c_expr=cexpr.compare("<="))),
     ("greater", "Greater", lambda xp: operator.gt, "x > y, elementwise; bool result.",
-     dict(ufunc="greater", inline=_infix(">"), c_expr=cexpr.compare(">"))),
+     dict(ufunc="greater", c_expr=cexpr.compare(">"))),
     ("greater_equal", "GreaterEqual", lambda xp: operator.ge, "x >= y, elementwise; bool result.",
-     dict(ufunc="greater_equal", inline=_infix(">="), c_expr=cexpr.compare(">="))),
+     dict(ufunc="greater_equal", c_expr=cexpr.compare(">="))),
     ("logical_and", "LogicalAnd", lambda xp: xp.logical_and, "Elementwise logical and.",
      dict(ufunc="logical_and", c_expr=cexpr.logical("({0} && {1})"), commutative=True)),
     ("logical_or", "LogicalOr", lambda xp: xp.logical_or, "Elementwise logical or.",
@@ -93,7 +89,7 @@ _BINARY = [
 
 _UNARY = [
     ("negative", "Neg", lambda xp: operator.neg, "-x, elementwise.",
-     dict(ufunc="negative", inline=lambda xp, a, bind: f"(-{a[0]})", c_expr=cexpr.arithmetic("(-{0})", python=cexpr.Python(exact=True, overflow=("sub", "0", "{0}"))),
+     dict(ufunc="negative", c_expr=cexpr.arithmetic("(-{0})", python=cexpr.Python(exact=True, overflow=("sub", "0", "{0}"))),
           in_place="ufunc", involution=True)),
     ("tanh", "Tanh", lambda xp: xp.tanh, "Hyperbolic tangent, elementwise.",
      dict(ufunc="tanh", c_expr=cexpr.libm("tanh"), in_place="ufunc")),
@@ -151,7 +147,7 @@ def _not_infer(x):
 # unlike logical_not's numpy bool: at run time `not x` itself
 OPS["not"] = define("Not", lambda xp: operator.not_, _not_infer, may_raise=False,
                     c_expr=cexpr.logical("(!{0})"))
-OPS["not"].inline = lambda xp, a, bind: f"(not {a[0]})"
+SPELLINGS[OPS["not"]] = lambda xp, a, bind: f"(not {a[0]})"
 
 
 def python_not(x):
@@ -256,7 +252,7 @@ def _reduction(public, op_name, reducer, dtype_fn, doc):
 
     OPS[public] = opdef = define(op_name, kernel, infer, may_raise=False, attrs={"axis": AXES, "keepdims": BOOL},
                                  float_errors="reduce" if reducer in ("sum", "mean", "prod") else None)
-    opdef.inline = inline
+    SPELLINGS[opdef] = inline
     opdef.reduce_with = {"sum": "Add", "mean": "Add", "max": "Maximum", "min": "Minimum", "any": "LogicalOr",
                          "all": "LogicalAnd"}.get(reducer)
     opdef.averages = reducer == "mean"

@@ -208,8 +208,8 @@ def plan_reporter(plan):
 def _scalar_math(node):
     """Whether eager numpy computes `node` with its scalar math (a Python operator on numpy scalars),
     whose warnings say "in scalar add" where the ufunc's say "in add"."""
-    opdef = REGISTRY.get(node.op)
-    return opdef is not None and opdef.inline is not None and bool(node.inputs) \
+    from .lowering import spelling  # lowering imports this module
+    return spelling(node.opdef) is not None and bool(node.inputs) \
         and all(i.shape == () and box_of(i) != ARRAY for i in node.inputs) and not all(i.weak for i in node.inputs)
 
 

@@ -211,7 +211,8 @@ class _Lowering:
             self.in_place(node, ins, indent)
         else:
             opdef = node.opdef
-            expr = opdef.inline(self.xp, ins, self.value, **node.attrs) if opdef.inline else None
+            spell = spelling(opdef)
+            expr = spell(self.xp, ins, self.value, **node.attrs) if spell else None
             if expr is not None:
                 out = node.outputs[0]
                 depth = 1 + max((self.depths.get(id(t), 0) for t in node.inputs), default=0)
@@ -315,5 +316,40 @@ class _Lowering:
 
 
 # how a structural node becomes plan lines: _Lowering method (self, node, operand names, indent);
-# every other op is a kernel call, or its Python spelling (`OpDef.inline`) written in place
+# every other op is a kernel call, or its Python spelling (`spelling(opdef)`) written in place
 RULES = {CONST: _Lowering.const, COND: _Lowering.cond, WHILE: _Lowering.while_}
+
+
+# --- how an op is written as Python in the plan ----------------------------------------------
+# SPELLINGS[opdef] = spell(xp, operand expressions, bind, **attrs) -> a Python expression the plan
+# uses instead of a kernel call ("(v1 + v2)"), or None (a kernel call there); bind(value) gives
+# the expression for a value it uses (a literal for exact builtin scalars, else a closure
+# variable): never write a value as text. `ops/` adds the ops its facts do not spell (a subscript,
+# `not`, a reduction); every other op is spelled from its facts (`_from_facts`) or not at all.
+SPELLINGS = {}
+
+# ufuncs that are a Python operator on arrays and numpy scalars alike (numpy's scalar fast path)
+_INFIX = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "floor_divide": "//",
+          "remainder": "%", "power": "**", "equal": "==", "not_equal": "!=", "less": "<",
+          "less_equal": "<=", "greater": ">", "greater_equal": ">="}
+_PREFIX = {"negative": "-"}
+
+
+def spelling(opdef):
+    """The op's Python spelling in the plan (a `SPELLINGS` rule), or None: a kernel call."""
+    rule = SPELLINGS.get(opdef)
+    return rule if rule is not None else _from_facts(opdef)
+
+
+def _from_facts(opdef):
+    if opdef.ufunc in _INFIX:
+        symbol = _INFIX[opdef.ufunc]
+        return lambda xp, a, bind: f"({a[0]} {symbol} {a[1]})"
+    if opdef.ufunc in _PREFIX:
+        symbol = _PREFIX[opdef.ufunc]
+        return lambda xp, a, bind: f"({symbol}{a[0]})"
+    if opdef.expansion is not None and len(opdef.expansion) == 1:  # one ufunc call (relu: maximum(x, 0))
+        ((ufunc, args),) = opdef.expansion
+        return lambda xp, a, bind: (f"{bind(getattr(xp, ufunc))}"
+                                    f"({', '.join(a[0] if o == 'x' else bind(o) for o in args)})")
+    return None

@@ -23,10 +23,6 @@ class OpDef:
     stateful: bool = False          # draws random numbers: never folded, merged or dropped
     weak_result: bool = False       # result of all-weak inputs stays weak (NEP 50 arithmetic)
     attrs: dict = dataclasses.field(default_factory=dict)  # attr name -> AttrType (below); none if empty
-    # inline(xp, operand_exprs, bind, **attrs) -> a Python expression the plan can use instead of
-    # a kernel call (e.g. "v1 + v2"); bind(value) gives the expression for a value it uses (a
-    # literal for exact builtin scalars, else a closure variable): never write a value as text
-    inline: Optional[Callable] = None
     printed_attrs: Optional[tuple] = None  # the attrs a printed graph shows (None: all)
     # numpy's name for the op in its floating-point warnings ("divide" in "divide by zero
     # encountered in divide"); None: the op raises none (see runtime/fp_errors.py)
@@ -76,6 +72,13 @@ class OpDef:
     def subgraph_attrs(self):
         """The names of the attrs holding sub-graphs (Cond's branches, While's cond and body)."""
         return tuple(name for name, kind in self.attrs.items() if kind is GRAPH)
+
+    @property
+    def inline(self):
+        """Read-only view: the op's Python spelling in the plan, from the lowering's table
+        (runtime/lowering.py `SPELLINGS`, else derived from the op's facts); None: a kernel call."""
+        from .lowering import spelling
+        return spelling(self)
 
     def __repr__(self):
         return f"<OpDef {self.name}>"
