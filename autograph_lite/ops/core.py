@@ -293,9 +293,13 @@ def static_ints(value, what):
 
 # --- defining ops -----------------------------------------------------------------------
 
-def define(name, kernel, infer, **flags):
-    """Register an OpDef and return it."""
-    return register(OpDef(name, kernel, infer, **flags))
+def define(name, kernel, infer, c_expr=None, **flags):
+    """Register an OpDef and return it. `c_expr`: an op's own C rule (runtime/native/cexpr.py), for
+    an op the C renderer cannot spell from its facts."""
+    opdef = register(OpDef(name, kernel, infer, **flags))
+    if c_expr is not None:
+        opdef.c_expr = c_expr
+    return opdef
 
 
 def _raise_kernel(xp, error, message, location):

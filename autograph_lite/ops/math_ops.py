@@ -11,7 +11,6 @@ from ..runtime.fp_errors import report_eagerly
 from ..runtime.graph import _tracing
 from ..runtime.lowering import SPELLINGS
 from ..runtime.opdef import AXES, BOOL, DTYPE, INT, OptionalOf
-from ..runtime.native import cexpr
 from .core import (apply, broadcast_shapes, define, elementwise, normalize_axes,
                    normalize_axis, result_dtype)
 
@@ -41,71 +40,64 @@ def _unary(opdef, doc):
     return op
 
 
-# name, graph op, kernel, docstring, facts (see runtime/opdef.py). Arithmetic and comparisons run
+# name, graph op, kernel, docstring, facts (see runtime/opdef.py; each backend spells the op from
+# its `ufunc`: runtime/lowering.py, runtime/native/cexpr.py, export/onnx.py). Arithmetic and comparisons run
 # through Python's operators: on arrays they are the same ufuncs, and on numpy scalars (0-d
 # results inside loops) they take numpy's scalar fast path, several times faster than a ufunc call.
 _BINARY = [
     ("add", "Add", lambda xp: operator.add, "x + y, elementwise with numpy broadcasting.",
-     dict(ufunc="add", c_expr=cexpr.infix("+"), commutative=True, in_place="+=",
-          identity=-0.0, float_errors="add")),
+     dict(ufunc="add", commutative=True, in_place="+=", identity=-0.0, float_errors="add")),
     ("subtract", "Sub", lambda xp: operator.sub, "x - y, elementwise.",
-     dict(ufunc="subtract", c_expr=cexpr.infix("-"), in_place="-=", identity=0.0,
-          float_errors="subtract")),
+     dict(ufunc="subtract", in_place="-=", identity=0.0, float_errors="subtract")),
     ("multiply", "Mul", lambda xp: operator.mul, "x * y, elementwise.",
-     dict(ufunc="multiply", c_expr=cexpr.infix("*"), commutative=True, in_place="*=",
-          identity=1, float_errors="multiply")),
+     dict(ufunc="multiply", commutative=True, in_place="*=", identity=1, float_errors="multiply")),
     ("divide", "RealDiv", lambda xp: operator.truediv, "x / y (true division), elementwise.",
-     dict(ufunc="divide", c_expr=cexpr.arithmetic("({0} / {1})", floats_only=True,
-                                                                 python=cexpr.Python(float_guard="divisor")),
-          in_place="/=", identity=1, float_errors="divide")),
+     dict(ufunc="divide", in_place="/=", identity=1, float_errors="divide")),
     ("floordiv", "FloorDiv", lambda xp: operator.floordiv, "x // y, elementwise.",
-     dict(ufunc="floor_divide", c_expr=cexpr.floor_division("floordiv"),
-          float_errors="floor_divide")),
+     dict(ufunc="floor_divide", float_errors="floor_divide")),
     ("mod", "FloorMod", lambda xp: operator.mod, "x % y with the sign of y (numpy), elementwise.",
-     dict(ufunc="remainder", c_expr=cexpr.floor_division("mod"), float_errors="remainder")),
+     dict(ufunc="remainder", float_errors="remainder")),
     ("pow", "Pow", lambda xp: operator.pow, "x ** y, elementwise.",
-     dict(ufunc="power", c_expr=cexpr.libm("pow", python=cexpr.Python(float_guard="finite")), identity=1, float_errors="power")),
+     dict(ufunc="power", identity=1, float_errors="power")),
     ("maximum", "Maximum", lambda xp: xp.maximum, "Elementwise maximum (NaN propagates).",
-     dict(ufunc="maximum", c_expr=cexpr.extremum(">"))),
+     dict(ufunc="maximum")),
     ("minimum", "Minimum", lambda xp: xp.minimum, "Elementwise minimum (NaN propagates).",
-     dict(ufunc="minimum", c_expr=cexpr.extremum("<"))),
+     dict(ufunc="minimum")),
     ("equal", "Equal", lambda xp: operator.eq, "x == y, elementwise; bool result.",
-     dict(ufunc="equal", c_expr=cexpr.compare("=="), commutative=True)),
+     dict(ufunc="equal", commutative=True)),
     ("not_equal", "NotEqual", lambda xp: operator.ne, "x != y, elementwise; bool result.",
-     dict(ufunc="not_equal", c_expr=cexpr.compare("!="), commutative=True)),
+     dict(ufunc="not_equal", commutative=True)),
     ("less", "Less", lambda xp: operator.lt, "x < y, elementwise; bool result.",
-     dict(ufunc="less", c_expr=cexpr.compare("<"))),
+     dict(ufunc="less")),
     ("less_equal", "LessEqual", lambda xp: operator.le, "x <= y, elementwise; bool result.",
-     dict(ufunc="less_equal", c_expr=cexpr.compare("<="))),
+     dict(ufunc="less_equal")),
     ("greater", "Greater", lambda xp: operator.gt, "x > y, elementwise; bool result.",
-     dict(ufunc="greater", c_expr=cexpr.compare(">"))),
+     dict(ufunc="greater")),
     ("greater_equal", "GreaterEqual", lambda xp: operator.ge, "x >= y, elementwise; bool result.",
-     dict(ufunc="greater_equal", c_expr=cexpr.compare(">="))),
+     dict(ufunc="greater_equal")),
     ("logical_and", "LogicalAnd", lambda xp: xp.logical_and, "Elementwise logical and.",
-     dict(ufunc="logical_and", c_expr=cexpr.logical("({0} && {1})"), commutative=True)),
+     dict(ufunc="logical_and", commutative=True)),
     ("logical_or", "LogicalOr", lambda xp: xp.logical_or, "Elementwise logical or.",
-     dict(ufunc="logical_or", c_expr=cexpr.logical("({0} || {1})"), commutative=True)),
+     dict(ufunc="logical_or", commutative=True)),
 ]
 
 _UNARY = [
     ("negative", "Neg", lambda xp: operator.neg, "-x, elementwise.",
-     dict(ufunc="negative", c_expr=cexpr.arithmetic("(-{0})", python=cexpr.Python(exact=True, overflow=("sub", "0", "{0}"))),
-          in_place="ufunc", involution=True)),
+     dict(ufunc="negative", in_place="ufunc", involution=True)),
     ("tanh", "Tanh", lambda xp: xp.tanh, "Hyperbolic tangent, elementwise.",
-     dict(ufunc="tanh", c_expr=cexpr.libm("tanh"), in_place="ufunc")),
+     dict(ufunc="tanh", in_place="ufunc")),
     ("exp", "Exp", lambda xp: xp.exp, "e ** x, elementwise.",
-     dict(ufunc="exp", c_expr=cexpr.libm("exp"), in_place="ufunc", float_errors="exp")),
+     dict(ufunc="exp", in_place="ufunc", float_errors="exp")),
     ("log", "Log", lambda xp: xp.log, "Natural logarithm, elementwise.",
-     dict(ufunc="log", c_expr=cexpr.libm("log"), in_place="ufunc", float_errors="log")),
+     dict(ufunc="log", in_place="ufunc", float_errors="log")),
     ("sqrt", "Sqrt", lambda xp: xp.sqrt, "Square root, elementwise.",
-     dict(ufunc="sqrt", c_expr=cexpr.libm("sqrt"), in_place="ufunc", float_errors="sqrt")),
+     dict(ufunc="sqrt", in_place="ufunc", float_errors="sqrt")),
     ("square", "Square", lambda xp: xp.square, "x * x, elementwise.",
-     dict(ufunc="square", c_expr=cexpr.arithmetic("({0} * {0})", python=cexpr.Python(overflow=("mul", "{0}", "{0}"), float_guard="finite")),
-          in_place="ufunc", float_errors="square")),
+     dict(ufunc="square", in_place="ufunc", float_errors="square")),
     ("abs", "Abs", lambda xp: operator.abs, "Absolute value, elementwise (Python's abs on Python numbers).",
-     dict(ufunc="absolute", c_expr=cexpr.absolute, in_place="ufunc")),
+     dict(ufunc="absolute", in_place="ufunc")),
     ("logical_not", "LogicalNot", lambda xp: xp.logical_not, "Elementwise logical not.",
-     dict(ufunc="logical_not", c_expr=cexpr.logical("(!{0})"))),
+     dict(ufunc="logical_not")),
 ]
 
 # kernels that are Python's operators: on Python numbers they give a Python number, so the
@@ -145,8 +137,7 @@ def _not_infer(x):
 
 # `not x` is a Python bool whatever x is (`not np.int32(5)` is False, weak under NEP 50),
 # unlike logical_not's numpy bool: at run time `not x` itself
-OPS["not"] = define("Not", lambda xp: operator.not_, _not_infer, may_raise=False,
-                    c_expr=cexpr.logical("(!{0})"))
+OPS["not"] = define("Not", lambda xp: operator.not_, _not_infer, may_raise=False, primitive="not")
 SPELLINGS[OPS["not"]] = lambda xp, a, bind: f"(not {a[0]})"
 
 
@@ -163,7 +154,7 @@ def python_not(x):
 OPS["where"] = define("Select", lambda xp: xp.where,
                       lambda c, x, y: [(broadcast_shapes(c.shape, x.shape, y.shape),
                                         result_dtype(np.where, (c, x, y)))],
-                      elementwise=True, fresh=True, may_raise=False, c_expr=cexpr.select, in_place="copyto",
+                      elementwise=True, fresh=True, may_raise=False, primitive="where", in_place="copyto",
                       box="array")
 
 
@@ -194,7 +185,7 @@ def _cast_to_same(node):
 
 OPS["cast"] = define("Cast", _cast_kernel, lambda x, dtype: [(x.shape, dtype)], elementwise=True,
                      attrs={"dtype": DTYPE},
-                     float_errors="cast", may_raise=False, c_expr=cexpr.cast, simplify=_cast_to_same,
+                     float_errors="cast", may_raise=False, primitive="astype", simplify=_cast_to_same,
                      box="input")
 
 

@@ -32,9 +32,9 @@ class OpDef:
     # a composite elementwise op as numpy ufunc steps over x ("y": the running value, numbers are
     # constants); its kernel, fused blocks and C code all come from this one formula
     expansion: Optional[tuple] = None
-    # c_expr(emitter, operands, out_dtype) -> its C expression (rules in runtime/native/cexpr.py;
-    # cexpr.no_c(reason) where there is none); None with an expansion: C from the expansion's steps
-    c_expr: Optional[Callable] = None
+    # what an op that is no ufunc computes, named for the backends that spell it ("where",
+    # "astype", "not"): their tables are keyed by it, or by `ufunc`, as by any fact
+    primitive: Optional[str] = None
     commutative: bool = False       # op(x, y) == op(y, x) bit for bit: either operand may be reused
     fresh: bool = False             # result is a new array, never a view of an input (its buffer may be reused)
     # how the plan writes the result into a dead input's buffer (passes/buffer_reuse.py): "+=" etc.
@@ -79,6 +79,20 @@ class OpDef:
         (runtime/lowering.py `SPELLINGS`, else derived from the op's facts); None: a kernel call."""
         from .lowering import spelling
         return spelling(self)
+
+    @property
+    def c_expr(self):
+        """Read-only view: the op's C rule, from the C renderer's table (runtime/native/cexpr.py
+        `rule_for`: its own entry, else by its ufunc or primitive); None: none, or C from its
+        expansion."""
+        from .native.cexpr import rule_for
+        return rule_for(self)
+
+    @c_expr.setter
+    def c_expr(self, rule):
+        """Give an op its own C rule (an entry in cexpr.RULES), as a test's or a user's op may."""
+        from .native.cexpr import RULES
+        RULES[self] = rule
 
     def __repr__(self):
         return f"<OpDef {self.name}>"

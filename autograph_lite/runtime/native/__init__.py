@@ -3,7 +3,7 @@ through ctypes. Optional: without a compiler (or with `AG_NATIVE_KERNELS=0`) eve
 caller keeps its numpy path, and results are the same.
 
 - `language.py`: the dialects of the one C-style generator (`C` now; spellings only);
-- `cexpr.py`: each op's element expression with numpy's semantics (the OpDefs' `c_expr`);
+- `cexpr.py`: each op's element expression with numpy's semantics (the C table: `rule_for(opdef)`);
 - `render.py`: a graph region (elementwise ops, reductions, rows, Cond, While) over
   scalars and small static-shape arrays as the statements of one function;
 - `compiler.py`: find the compiler, build, cache on disk, load;

@@ -3,9 +3,11 @@
 One `Emitter` per generated source: `emitter.op(name, operands, out_dtype)` gives the C
 expression of an op over operand expressions, each a `Value(expr, dtype, weak)`, and
 records the helpers and libm declarations the source must start with (`prelude()`).
-Each op's C form is its OpDef's `c_expr`, made by one of the rule constructors below
-(`infix("+")`, `libm("tanh")`, ...) where the op is defined; a composite op is written
-from its `expansion`, so its formula exists once.
+This module is the C renderer's table: each op's C form is a rule made by one of the rule
+constructors below (`infix("+")`, `libm("tanh")`, ...), found by `rule_for(opdef)`: the op's
+own entry in `RULES`, else by what it computes (`BY_COMPUTATION`, keyed by the op's `ufunc` or
+`primitive` fact), and a dialect may respell any of them (`CStyleLanguage.code_for_op`); a
+composite op is written from its `expansion`, so its formula exists once.
 The expression syntax is shared by C and CUDA, so the CPU kernels (compiled here with
 the system compiler) and a GPU ElementwiseKernel can be written from the same steps.
 
@@ -22,7 +24,7 @@ import collections
 
 import numpy as np
 
-from ..opdef import REGISTRY
+from ..opdef import REGISTRY, find
 from .language import C, CStyleLanguage, Unsupported  # noqa: F401 (Unsupported: cexpr.Unsupported for callers)
 
 Value = collections.namedtuple("Value", "expr dtype weak")
@@ -93,12 +95,18 @@ class Emitter:
         c_type(out_dtype)
         for v in operands:
             c_type(v.dtype)
-        opdef = REGISTRY.get(name)
-        if opdef is not None and opdef.c_expr is not None:
-            return opdef.c_expr(self, operands, out_dtype)
+        opdef = find(name)
+        rule = self.rule(opdef) if opdef is not None else None
+        if rule is not None:
+            return rule(self, operands, out_dtype)
         if opdef is not None and opdef.expansion is not None:
             return self._expanded(opdef.expansion, operands[0], out_dtype)
         raise Unsupported(name)
+
+    def rule(self, opdef):
+        """The C rule of `opdef` in this emitter's dialect (None: none)."""
+        respelled = self.language.code_for_op.get(opdef.ufunc or opdef.primitive)
+        return respelled if respelled is not None else rule_for(opdef)
 
     def _expanded(self, steps, x, out_dtype):
         """A composite op's steps (numpy ufuncs over x and the running value y) as one expression."""
@@ -137,13 +145,13 @@ class Emitter:
 
 
 def _op_of_ufunc(ufunc):
-    name = next((o.name for o in REGISTRY.values() if o.ufunc == ufunc and o.c_expr is not None), None)
+    name = next((o.name for o in REGISTRY.values() if o.ufunc == ufunc and rule_for(o) is not None), None)
     if name is None:
         raise Unsupported(f"numpy's {ufunc}")
     return name
 
 
-# --- rules: each op's C form, named on its OpDef (`c_expr=...`) ---------------------------
+# --- rules: each op's C form (the table, `BY_COMPUTATION`, is at the end) ------------------
 
 # How a rule's C meets Python's semantics on Python scalars (native scalar loops), where numpy's
 # wrapping and inf are wrong: `exact`, C gives Python's result (ints: once the checks pass);
@@ -157,7 +165,7 @@ EXACT = Python(exact=True)
 
 def python_scalars(name):
     """What op `name`'s C form needs to give Python's result on Python scalars (a `Python`)."""
-    return getattr(getattr(REGISTRY.get(name), "c_expr", None), "python", Python())
+    return getattr(_rule_named(name), "python", Python())
 
 
 def no_c(reason):
@@ -239,11 +247,11 @@ def libm(name, python=Python()):
 def needs_numpy_loop(name):
     """True if op `name` (or a step of its expansion) must be computed by numpy's own loop
     for results equal to numpy's (see numpy_loops.py)."""
-    opdef = REGISTRY.get(name)
+    opdef = find(name)
     if opdef is None:
         return False
-    if opdef.c_expr is not None:
-        return getattr(opdef.c_expr, "numpy_loop", False)
+    if rule_for(opdef) is not None:
+        return getattr(rule_for(opdef), "numpy_loop", False)
     return opdef.expansion is not None and any(needs_numpy_loop(_op_of_ufunc(u)) for u, _ in opdef.expansion)
 
 
@@ -288,5 +296,57 @@ def _arithmetic_operands(emitter, operands, out_dtype, floats_only=False):
 
 def is_comparison(name):
     """True if op `name`'s C form is a comparison (scalar loops check int/float mixes for it)."""
-    opdef = REGISTRY.get(name)
-    return getattr(getattr(opdef, "c_expr", None), "comparison", False)
+    return getattr(_rule_named(name), "comparison", False)
+
+
+def _rule_named(name):
+    opdef = find(name)
+    return rule_for(opdef) if opdef is not None else None
+
+
+# --- the table ------------------------------------------------------------------------------
+
+# an op's own rule (an op the facts below do not cover: a test's, a user's), keyed by OpDef
+RULES = {}
+
+# the C form of what an op computes, keyed by its `ufunc` or `primitive` fact: an elementwise op
+# with one of these facts is written as C with no entry of its own
+BY_COMPUTATION = {
+    "add": infix("+"),
+    "subtract": infix("-"),
+    "multiply": infix("*"),
+    "divide": arithmetic("({0} / {1})", floats_only=True, python=Python(float_guard="divisor")),
+    "floor_divide": floor_division("floordiv"),
+    "remainder": floor_division("mod"),
+    "power": libm("pow", python=Python(float_guard="finite")),
+    "maximum": extremum(">"),
+    "minimum": extremum("<"),
+    "equal": compare("=="),
+    "not_equal": compare("!="),
+    "less": compare("<"),
+    "less_equal": compare("<="),
+    "greater": compare(">"),
+    "greater_equal": compare(">="),
+    "logical_and": logical("({0} && {1})"),
+    "logical_or": logical("({0} || {1})"),
+    "negative": arithmetic("(-{0})", python=Python(exact=True, overflow=("sub", "0", "{0}"))),
+    "tanh": libm("tanh"),
+    "exp": libm("exp"),
+    "log": libm("log"),
+    "sqrt": libm("sqrt"),
+    "square": arithmetic("({0} * {0})", python=Python(overflow=("mul", "{0}", "{0}"), float_guard="finite")),
+    "absolute": absolute,
+    "logical_not": logical("(!{0})"),
+    "not": logical("(!{0})"),      # Python's `not` of a 0-d value
+    "where": select,
+    "astype": cast,
+}
+
+
+def rule_for(opdef):
+    """The C rule of `opdef` (rule(emitter, operands, out_dtype) -> C expression), or None: no C
+    form, or C from its `expansion`."""
+    rule = RULES.get(opdef)
+    if rule is None:
+        rule = BY_COMPUTATION.get(opdef.ufunc or opdef.primitive)
+    return rule

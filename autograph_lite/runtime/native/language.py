@@ -23,6 +23,9 @@ class CStyleLanguage:
     helper_prefix = "static inline"      # a small function the expressions call
     entry_prefix = ""                     # the function Python (or a launch) calls
     restrict = "restrict"
+    # a dialect's own spelling of an op, keyed as cexpr.BY_COMPUTATION (by the op's `ufunc` or
+    # `primitive`), over the shared one: rule(emitter, operands, out_dtype) -> expression
+    code_for_op = {}
     # float comparisons that raise no 'invalid' flag for a NaN operand
     quiet_comparisons = {"<": "isless", "<=": "islessequal", ">": "isgreater", ">=": "isgreaterequal"}
     types = {

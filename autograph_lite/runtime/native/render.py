@@ -4,7 +4,7 @@ statements of one function, in any dialect (`language.py`), with numpy's semanti
 Every value has a static shape. A 0-d value is a C local (`float v3`); an array is a local
 array (`float v4[10]`), or a pointer into an argument for a captured input or a view.
 An elementwise node becomes a loop over its output, each operand read at the element it
-broadcasts to, the element's expression the op's `c_expr` (cexpr.py); a reduction is a loop
+broadcasts to, the element's expression the op's C rule (cexpr.py's table); a reduction is a loop
 in the order numpy reduces (pairwise sums as numpy's, so results are bit for bit numpy's);
 `Cond` becomes `if`, `While` becomes `for (;;)`. A node the renderer cannot write raises
 `Unsupported` naming it, and the caller keeps the numpy path for the whole region.
@@ -158,7 +158,7 @@ class Renderer:
             return [self.subscript(node, ins, out, indent)]
         if node.opdef.ufunc and getattr(np, node.opdef.ufunc).signature == _MATMUL:
             return [self.numpy_matmul(node.opdef.ufunc, ins, np.dtype(out.dtype), _static_shape(out), indent)]
-        if node.opdef.elementwise or node.opdef.c_expr is not None or node.opdef.expansion is not None:
+        if node.opdef.elementwise or cexpr.rule_for(node.opdef) is not None or node.opdef.expansion is not None:
             return [self.apply(node.op, ins, np.dtype(out.dtype), out.weak, _static_shape(out), indent)]
         raise Unsupported(f"{node.op} (node '{node.name}') has no C form in a native region")
 

@@ -349,6 +349,6 @@ def _no_infer(*args, **kwargs):
 # steps: (op, its operands as ("in", k) or ("t", step), result dtype); operands: (dtype, weak, layout)
 _FUSED_ATTRS = {"steps": TupleOf(Record(STR, TupleOf(Record(STR, INT)), DTYPE)), "expr": STR,
                 "operands": TupleOf(Record(DTYPE, BOOL, STR))}
-register(OpDef("FusedElementwise", _fused_kernel, _no_infer, elementwise=True, printed_attrs=("expr",),
-              attrs=_FUSED_ATTRS,
-              fresh=True, may_raise=False, c_expr=cexpr.no_c("a fused node: its steps are written as C one by one")))
+FUSED = register(OpDef("FusedElementwise", _fused_kernel, _no_infer, elementwise=True, printed_attrs=("expr",),
+                       attrs=_FUSED_ATTRS, fresh=True, may_raise=False))
+cexpr.RULES[FUSED] = cexpr.no_c("a fused node: its steps are written as C one by one")
