@@ -188,3 +188,88 @@ def test_a_new_ops_algebraic_and_hoisting_facts_are_used():
         assert "TestLogAddExp" not in [node.op for node in loop.attrs["body"].walk()]  # and -inf's is x
     finally:
         del REGISTRY[op.name]
+
+
+# --- one table per interpretation: every node kind is covered or declared -------------------
+
+def node_kinds():
+    from autograph_lite.runtime.opdef import all_ops
+    return sorted(all_ops(), key=lambda op: op.name)
+
+
+def test_the_structural_node_kinds_are_opdefs_compared_by_identity():
+    from autograph_lite.runtime import opdef
+    for op in (opdef.PLACEHOLDER, opdef.CONST, opdef.COND, opdef.WHILE):
+        assert op.structural and opdef.lookup(op.name) is op and op.attrs == opdef.STRUCTURAL[op.name]
+    assert opdef.COND.subgraph_attrs == ("then_branch", "else_branch")
+    assert opdef.WHILE.subgraph_attrs == ("cond", "body")
+
+    @ag.function
+    def f(x):
+        return x * 2.0 if x.sum() > 0 else x
+
+    graph = f.get_concrete_function(np.ones(3)).graph
+    assert [n.opdef for n in graph.nodes if n.op == "Cond"] == [opdef.COND]
+
+
+def test_every_node_kind_runs_in_the_interpreter_or_says_why_not():
+    from autograph_lite.runtime import interpreter
+    missing = [op.name for op in node_kinds()
+               if op.kernel is None and op not in interpreter.RULES and op not in interpreter.NOT_RUN]
+    assert missing == []
+    assert all(hasattr(interpreter.Interpreter, rule) for rule in interpreter.RULES.values())
+
+
+def test_every_node_kind_is_lowered_or_says_why_not():
+    from autograph_lite.runtime import lowering
+    missing = [op.name for op in node_kinds()
+               if op.kernel is None and op not in lowering.RULES and op not in lowering.NOT_LOWERED]
+    assert missing == []
+    # spelled from facts: every operator ufunc and one-step expansion, no table entry needed
+    spelled = {op.name for op in node_kinds() if lowering.spelling(op) is not None}
+    assert {"Add", "Less", "Neg", "Relu", "StridedSlice", "Sum", "Not"} <= spelled
+
+
+def test_every_structural_node_kind_is_rendered_as_c_or_says_why_not():
+    from autograph_lite.runtime.native import render
+    missing = [op.name for op in node_kinds()
+               if op.structural and op not in render.RULES and op not in render.NOT_RENDERED]
+    assert missing == []
+
+
+def test_c_rules_come_from_the_renderers_table_keyed_by_facts():
+    # an elementwise op with a known ufunc or primitive needs no entry of its own
+    for op in ops():
+        if (op.ufunc or op.primitive) in cexpr.BY_COMPUTATION:
+            assert cexpr.rule_for(op) is cexpr.BY_COMPUTATION[op.ufunc or op.primitive], op.name
+
+
+def test_ops_import_no_native_code_for_spellings():
+    import ast
+    import pathlib
+    import autograph_lite.ops
+    for path in pathlib.Path(autograph_lite.ops.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                assert "native" not in (node.module or ""), path.name
+
+
+def test_every_node_kind_has_a_gradient_rule_or_says_why_not():
+    gradients = importlib.import_module("autograph_lite.ops.gradients")  # ops.gradients is also a function
+    from autograph_lite.ops.core import GRADIENTS
+    missing = [op.name for op in node_kinds() if op not in GRADIENTS and op.name not in gradients.NOT_DIFFERENTIABLE]
+    assert missing == []
+    both = [op.name for op in node_kinds() if op in GRADIENTS and op.name in gradients.NOT_DIFFERENTIABLE]
+    assert both == []
+
+
+def test_every_node_kind_is_exported_to_onnx_or_says_why_not():
+    onnx = importlib.import_module("autograph_lite.export.onnx")
+    assert [op.name for op in node_kinds() if (op in onnx.RULES) == (op.name in onnx.NOT_EXPORTABLE)] == []
+
+
+def test_every_node_kind_can_be_loaded_or_says_why_not():
+    from autograph_lite.saving import graphs
+    missing = [op.name for op in node_kinds()
+               if op.infer is None and op not in graphs._STRUCTURAL_TYPES and op not in graphs.NOT_NODES]
+    assert missing == []

@@ -333,11 +333,17 @@ CHECK_FITS = define("CheckFits", _check_fits_kernel, lambda value, **attrs: [], 
                     attrs={"dtype": DTYPE, "location": STR})
 
 
+# the backprop engine's table (ops/gradients.py reads it): OpDef -> rule(node, *output cotangents)
+# -> [input cotangent or None]; each op's rule is registered beside the op with @grad_rule, the
+# Cond and While rules by the engine itself. An op with none is not differentiable.
+GRADIENTS = {}
+
+
 def grad_rule(*opdefs):
     """Decorator: `rule(node, *output_cotangents) -> [input cotangent or None]` for these ops."""
     def register_rule(rule):
         for opdef in opdefs:
-            opdef.grad = rule
+            GRADIENTS[opdef] = rule
         return rule
     return register_rule
 

@@ -16,7 +16,7 @@ Control flow:
 from ..runtime.graph import Graph, backward_of, current_graph, internal_reads
 from ..runtime.passes.util import has_effects
 from . import stack_ops
-from .core import convert_to_tensor
+from .core import GRADIENTS, convert_to_tensor
 from .control_flow import cond, stage_while
 from .gradient_ops import float_dtype
 from .math_ops import add
@@ -56,14 +56,11 @@ def _accumulate(grads, tensor, g):
 
 
 def _rule(node):
-    opdef = node.opdef
-    rule = _STRUCTURAL_RULES.get(opdef)
-    if rule is not None:
-        return rule
-    if opdef.grad is None:
+    rule = GRADIENTS.get(node.opdef)
+    if rule is None:
         raise NotImplementedError(f"no gradient is defined for op {node.op} "
                                   f"(node '{node.name}' created at {node.location})")
-    return opdef.grad
+    return rule
 
 
 def _between(graph, xs, ys):
@@ -132,7 +129,7 @@ def _cond_grad(node, *dys):
 def _while_grad(node, *dys):
     cond_g, body_g = node.attrs["cond"], node.attrs["body"]
     if any(n.opdef in (stack_ops.POP, stack_ops.SIZE) for g in (cond_g, body_g) for n in g.walk()):
-        stack_ops.POP.grad(node)  # a backward loop: second order through While is not supported
+        GRADIENTS[stack_ops.POP](node)  # a backward loop: second order through While is not supported
     n = len(body_g.outputs)
     captures = list(node.inputs[n:])
     inits = list(node.inputs[:n])
@@ -202,6 +199,22 @@ def _with_input(sub, stack):
     return copy
 
 
-# the gradient rules of the node kinds that hold sub-graphs; every other op's is `OpDef.grad`
-# (`@grad_rule` beside the op)
-_STRUCTURAL_RULES = {COND: _cond_grad, WHILE: _while_grad}
+# the gradient rules of the node kinds that hold sub-graphs; every other op's is registered
+# beside the op (`@grad_rule`)
+GRADIENTS.update({COND: _cond_grad, WHILE: _while_grad})
+
+# ops with no gradient rule, and why none is needed (tests/test_op_facts.py checks every op is in
+# GRADIENTS or here)
+_NO_OUTPUTS = "it has no outputs: no cotangent reaches it"
+_RANDOM = "its values are drawn, not computed from its inputs: nothing flows back"
+NOT_DIFFERENTIABLE = {
+    "Placeholder": "a graph input: where gradients are read",
+    "Const": "a constant: gradients stop there",
+    "Assert": _NO_OUTPUTS, "Print": _NO_OUTPUTS, "Raise": _NO_OUTPUTS, "CheckFits": _NO_OUTPUTS,
+    "Not": "its result is a Python bool: no cotangent reaches it",
+    "PythonInt": "its result is a Python int: no cotangent reaches it",
+    # a gap, not a reason: a cotangent reaching it raises NotImplementedError (docs/ARCHITECTURE.md)
+    "PythonScalar": "no rule yet: a float read back as a Python number from a list a loop carries",
+    "RandomDraw": _RANDOM, "RandomNormal": _RANDOM, "RandomUniform": _RANDOM,
+    "FusedElementwise": "made only by optimization passes; gradients are taken of the traced graph",
+}

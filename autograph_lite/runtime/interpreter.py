@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import short_location
 from . import devices
-from .opdef import COND, CONST, CONTROL_FLOW, WHILE
+from .opdef import COND, CONST, CONTROL_FLOW, PLACEHOLDER, WHILE
 
 
 class Interpreter:
@@ -120,6 +120,7 @@ class Interpreter:
 # the interpreter's rule per node kind: the name of the Interpreter method (node, inputs) -> output
 # values (a subclass may override it); every op not listed calls its kernel (`call_kernel`)
 RULES = {CONST: "run_const", COND: "run_cond", WHILE: "run_while"}
+NOT_RUN = {PLACEHOLDER: "a graph input: run() is given its value"}
 
 
 def _note_node(exc, node):

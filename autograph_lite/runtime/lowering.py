@@ -20,7 +20,7 @@ from .graph import Graph
 from .native.functions import tier_up_after
 from .native.graphs import NativeGraph
 from .native.loops import NativeLoop
-from .opdef import COND, CONST, WHILE
+from .opdef import COND, CONST, PLACEHOLDER, WHILE
 
 _plan_ids = itertools.count()
 MAX_INLINE_DEPTH = 32  # operators nested in one plan expression before it is stored in a variable
@@ -318,6 +318,7 @@ class _Lowering:
 # how a structural node becomes plan lines: _Lowering method (self, node, operand names, indent);
 # every other op is a kernel call, or its Python spelling (`spelling(opdef)`) written in place
 RULES = {CONST: _Lowering.const, COND: _Lowering.cond, WHILE: _Lowering.while_}
+NOT_LOWERED = {PLACEHOLDER: "a graph input: a parameter of the plan"}
 
 
 # --- how an op is written as Python in the plan ----------------------------------------------

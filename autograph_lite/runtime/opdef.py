@@ -18,7 +18,6 @@ class OpDef:
     name: str                       # graph op type, e.g. "MatMul"
     kernel: Optional[Callable]      # kernel(xp, **attrs) -> callable(*arrays); None: structural
     infer: Optional[Callable]       # infer(*input Tensors, **attrs) -> [(shape, dtype)]; None: structural
-    grad: Optional[Callable] = None # filled by the gradients work
     elementwise: bool = False       # output[i] depends only on inputs[i] (fusion candidate)
     stateful: bool = False          # draws random numbers: never folded, merged or dropped
     weak_result: bool = False       # result of all-weak inputs stays weak (NEP 50 arithmetic)

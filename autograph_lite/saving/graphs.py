@@ -395,3 +395,4 @@ def _while_types(ins, attrs, where):
 
 # the loader's output types of a structural node (checked against the file); other ops: OpDef.infer
 _STRUCTURAL_TYPES = {CONST: _const_types, COND: _cond_types, WHILE: _while_types}
+NOT_NODES = {PLACEHOLDER: "a graph input: saved with the graph's inputs, never as a node"}

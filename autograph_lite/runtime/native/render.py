@@ -141,15 +141,12 @@ class Renderer:
             (value,) = ins
             self.bail(f"{value.expr} < {int(info.min)}LL || {value.expr} > {int(info.max)}LL", indent)
             return []
-        if node.opdef is COND:
-            return self.cond(node, ins, indent)
-        if node.opdef is WHILE:
-            return self.while_(node, ins, indent)
+        rule = RULES.get(node.opdef)
+        if rule is not None:
+            return rule(self, node, ins, indent)
         if len(node.outputs) != 1:
             raise Unsupported(f"{node.op} with {len(node.outputs)} outputs")
         out = node.outputs[0]
-        if node.opdef is CONST:
-            return [self.constant(node, out, indent)]
         if node.opdef.reduce_with:
             return [self.reduction(node, ins, out, indent)]
         if node.opdef.reshapes:
@@ -484,6 +481,14 @@ class Renderer:
         self.emit(f"ag_budget -= {max(1, self.work - work)};", indent + 1)
         self.emit("}", indent)
         return loop_vars
+
+
+# how a structural node is written: Renderer method (self, node, operand Vals, indent) -> its
+# output Vals; every other op by its facts (reductions, reshapes, matmul, elementwise: cexpr's
+# table) or not at all (`Unsupported`: the region stays Python)
+RULES = {CONST: lambda self, node, ins, indent: [self.constant(node, node.outputs[0], indent)],
+         COND: Renderer.cond, WHILE: Renderer.while_}
+NOT_RENDERED = {PLACEHOLDER: "a graph input: a parameter of the generated function"}
 
 
 def placeholder_sources(graph, sources=None):
