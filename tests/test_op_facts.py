@@ -273,3 +273,13 @@ def test_every_node_kind_can_be_loaded_or_says_why_not():
     missing = [op.name for op in node_kinds()
                if op.infer is None and op not in graphs._STRUCTURAL_TYPES and op not in graphs.NOT_NODES]
     assert missing == []
+
+
+def test_passes_import_no_backend():
+    import ast
+    import pathlib
+    import autograph_lite.runtime.passes
+    for path in pathlib.Path(autograph_lite.runtime.passes.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                assert "native" not in (node.module or ""), path.name

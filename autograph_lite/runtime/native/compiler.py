@@ -111,7 +111,7 @@ class NativeKernelWarning(RuntimeWarning):
 
 def warn_once(what, fix):
     """One NativeKernelWarning per process, at the user's line; later problems are only logged
-    (fusion.py's CUDA kernels report through it too)."""
+    (runtime/fused.py's CUDA kernels report through it too)."""
     global _warned
     log.info("native kernels: %s", what)
     if _warned:

@@ -1,0 +1,282 @@
+"""The FusedElementwise op: one node computing a chain of elementwise ops (made by
+runtime/passes/fusion.py), and its kernel.
+
+The node holds a small program (steps over its inputs and earlier steps). On the CPU a
+large result is computed by one generated C loop (runtime/native/elementwise.py) when a C
+compiler is at hand: every element is read once and written once, the chain runs in
+registers. Otherwise, or for a step C has no translation for, it is computed in
+cache-sized blocks: each block runs the chain through scratch buffers (`out=`). Either
+way the range is split among threads (ctypes and numpy release the GIL). Small results,
+broadcasting or strided inputs evaluate the steps on whole arrays. On a GPU the chain is
+one CUDA kernel from the same generator (runtime/native/cuda.py) where cupy can compile it.
+"""
+import concurrent.futures
+import functools
+import math
+import os
+import threading
+
+import numpy as np
+
+from .native import cexpr, compiler
+from .native import cuda as native_cuda
+from .native import elementwise as native_elementwise
+from .opdef import BOOL, DTYPE, INT, STR, OpDef, Record, TupleOf, lookup, register
+
+BLOCK = 1 << 16            # elements per block: few Python steps per element, buffers near cache
+BLOCKED_MIN_SIZE = 1 << 16  # below this, whole-array evaluation is cheaper
+THREADS = max(1, min(8, os.cpu_count() or 1))
+
+
+# --- the kernel -----------------------------------------------------------------------
+
+def _fused_kernel(xp, steps, expr, operands):
+    whole = _whole_array_evaluator(xp, steps)
+    if xp is not np:
+        return _device_kernel(xp, steps, operands, whole)
+    out_dtype = steps[-1][2]
+    on_numpy = functools.partial(_run_blocks, _block_evaluator(steps))
+    native = _Native(steps, operands)
+
+    def fused(*inputs):
+        layout = native.layout(inputs) if native.run is not False else None  # False: no C kernel
+        run = native.kernel() if layout is not None and layout[1] >= BLOCKED_MIN_SIZE else None
+        if run is not None:
+            shape, size, inner = layout
+            out = np.empty(shape, out_dtype)
+            args = [native_elementwise.as_number(a) if scalar else a
+                    for a, scalar in zip(inputs, native.scalars)]
+            if inner:  # row-broadcast inputs: one call over whole rows
+                run(out, args, 0, size, inner)
+            else:
+                _in_chunks(run, out, args, size)
+            return out
+        size = _blockable_size(inputs)
+        if size < BLOCKED_MIN_SIZE:
+            return whole(*inputs)
+        shape = next(a.shape for a in inputs if isinstance(a, np.ndarray) and a.ndim)
+        out = np.empty(shape, out_dtype)
+        flat_in = [a.reshape(-1) if isinstance(a, np.ndarray) and a.ndim else a for a in inputs]
+        _in_chunks(on_numpy, out.reshape(-1), flat_in, size)
+        return out
+    return fused
+
+
+def _device_kernel(xp, steps, operands, whole):
+    """On a GPU array module: the chain as one CUDA kernel (runtime/native/cuda.py), compiled
+    at the first call whose inputs it can read; otherwise, and where the module has no raw
+    kernels (the tests' stand-in without a C++ compiler) or the chain no CUDA form, the ops one
+    by one."""
+    native, out_dtype, kernel = _Native(steps, operands), steps[-1][2], []
+
+    def fused(*inputs):
+        layout = native.layout(inputs, xp.ndarray)
+        if layout is None:
+            return whole(*inputs)
+        if not kernel:
+            kernel.append(_gpu_kernel(xp, steps, operands))
+        if kernel[0] is None:
+            return whole(*inputs)
+        shape, size, inner = layout
+        out = xp.empty(shape, out_dtype)
+        kernel[0](out, inputs, size, inner)
+        return out
+    return fused
+
+
+def _gpu_kernel(xp, steps, operands):
+    try:
+        return native_cuda.elementwise_kernel(xp, steps, operands)
+    except Exception as e:  # a kernel cupy cannot compile is our bug: say so once, run the ops
+        compiler.warn_once(f"a fused CUDA kernel failed to compile ({type(e).__name__}: {e}), so its ops run "
+                           f"one by one (same results)", "Please report this with the source above.")
+        return None
+
+
+def _in_chunks(run, out, inputs, size):
+    """`run` over the chunks of [0, size): the calling thread takes the first, the pool the rest."""
+    first, *rest = _chunks(size)
+    others = [_pool().submit(run, out, inputs, *c) for c in rest]
+    try:
+        run(out, inputs, *first)
+    finally:  # the chunks still running write into `out`: wait for them, whatever happened here
+        concurrent.futures.wait(others)
+    for f in others:
+        f.result()
+
+
+class _Native:
+    """The C kernel of one fused node, built at its first large call."""
+
+    def __init__(self, steps, operands):
+        self.steps, self.operands = steps, operands
+        self.kinds = [kind for _, _, kind in operands]
+        self.dtypes = [np.dtype(d) for d, _, _ in operands]
+        self.scalars = [kind == "scalar" for kind in self.kinds]
+        self.run = None
+
+    def layout(self, inputs, array_type=np.ndarray):
+        """(shape, size, inner) if `inputs` are what the kernel reads: C-contiguous arrays
+        (of `array_type`) of its dtypes, all of one shape or (row inputs, whose size is
+        `inner`) of that shape's trailing dims, and host scalars where it takes scalars (passed
+        by value: a device scalar would be a copy to the host); else None."""
+        shape, rows = None, None
+        for a, kind, dtype in zip(inputs, self.kinds, self.dtypes):
+            if kind == "scalar":
+                if not (isinstance(a, (int, float, bool, np.generic)) or (type(a) is np.ndarray and not a.ndim)):
+                    return None
+            elif type(a) is not array_type or a.dtype != dtype or not a.flags.c_contiguous:
+                return None
+            elif kind == "row":
+                if rows is None:
+                    rows = a.shape
+                elif a.shape != rows:
+                    return None
+            elif shape is None:
+                shape = a.shape
+            elif a.shape != shape:
+                return None
+        if not shape:
+            return None
+        inner = 0
+        if rows is not None:
+            if not 0 < len(rows) < len(shape) or shape[len(shape) - len(rows):] != rows:
+                return None
+            inner = math.prod(rows)
+        return shape, math.prod(shape), inner
+
+    def kernel(self):
+        """The C kernel, or None where there is none or it is still being built (the numpy path runs)."""
+        if self.run is None:
+            run = native_elementwise.cpu_kernel(self.steps, self.operands)
+            if run is compiler.PENDING:
+                return None
+            self.run = run or False
+        return self.run or None
+
+
+def _blockable_size(inputs):
+    """The common size if every array input is C-contiguous with one shape (others scalar), else 0."""
+    shape = None
+    for a in inputs:
+        if isinstance(a, np.ndarray) and a.ndim:
+            if not a.flags.c_contiguous or (shape is not None and a.shape != shape):
+                return 0
+            shape = a.shape
+        elif not (np.isscalar(a) or isinstance(a, np.ndarray)):
+            return 0
+    return 0 if shape is None else int(np.prod(shape))
+
+
+def _chunks(size):
+    parts = THREADS if size >= BLOCKED_MIN_SIZE * THREADS else 1
+    step = -(-size // parts)
+    step = -(-step // BLOCK) * BLOCK
+    return [(start, min(size, start + step)) for start in range(0, size, step)]
+
+
+_scratch = threading.local()
+_executor = None
+_executor_lock = threading.Lock()
+
+
+def _pool():
+    global _executor
+    with _executor_lock:
+        if _executor is None:
+            _executor = concurrent.futures.ThreadPoolExecutor(THREADS, thread_name_prefix="ag-fused")
+        return _executor
+
+
+def _run_blocks(block, out, inputs, start, stop):
+    """The numpy path: the chain on each BLOCK-sized piece of [start, stop)."""
+    for lo in range(start, stop, BLOCK):
+        hi = min(stop, lo + BLOCK)
+        block(out[lo:hi], [a[lo:hi] if isinstance(a, np.ndarray) and a.ndim else a for a in inputs], hi - lo)
+
+
+def _scratch_slots(steps):
+    """A scratch-buffer number per step, reusing the buffer of a value no later step reads."""
+    last_use = {}
+    for j, (_, args, _) in enumerate(steps):
+        for a in args:
+            if a[0] == "t":
+                last_use[a[1]] = j
+    slots, free, next_slot = [], {}, 0
+    for j, (_, args, dtype) in enumerate(steps):
+        pool = free.setdefault(dtype, [])
+        if pool:
+            slot = pool.pop()
+        else:
+            slot, next_slot = next_slot, next_slot + 1
+        slots.append(slot)
+        for a in args:  # values last read here can be overwritten from the next step on
+            if a[0] == "t" and last_use.get(a[1]) == j:
+                free.setdefault(steps[a[1]][2], []).append(slots[a[1]])
+    return slots
+
+
+def _block_evaluator(steps):
+    """fn(out_block, input_blocks, n): the chain on one block, through per-thread scratch buffers."""
+    program = []
+    for op, args, dtype in steps:
+        opdef = lookup(op)
+        if opdef.expansion is not None:
+            program.append(("expand", opdef.expansion, args, dtype))
+        else:
+            program.append(("ufunc", getattr(np, opdef.ufunc), args, dtype))
+    slots = _scratch_slots(steps)
+
+    def run_block(out, inputs, n):
+        buffers = _scratch.__dict__.setdefault("buffers", {})
+        values = []
+        last = len(program) - 1
+
+        def value(arg):
+            return inputs[arg[1]] if arg[0] == "in" else values[arg[1]]
+        for j, (kind, fn, args, dtype) in enumerate(program):
+            target = out if j == last else _buffer(buffers, slots[j], dtype, n)
+            if kind == "ufunc":
+                fn(*[value(a) for a in args], out=target)
+            else:
+                x = value(args[0])
+                for name, operands in fn:
+                    ops = [x if o == "x" else target if o == "y" else o for o in operands]
+                    getattr(np, name)(*ops, out=target)
+            values.append(target)
+    return run_block
+
+
+def _buffer(buffers, j, dtype, n):
+    key = (j, dtype)
+    buf = buffers.get(key)
+    if buf is None or buf.size < n:
+        buf = buffers[key] = np.empty(BLOCK, dtype)
+    return buf[:n]
+
+
+def _whole_array_evaluator(xp, steps):
+    """fn(*inputs): the chain on whole arrays with the ops' own kernels (any device),
+    generated as straight-line code."""
+    n_inputs = 1 + max((a[1] for _, args, _ in steps for a in args if a[0] == "in"), default=-1)
+    params = [f"a{i}" for i in range(n_inputs)]
+    lines = [f"def evaluate({', '.join(params)}):"]
+    for j, (_, args, _) in enumerate(steps):
+        operands = ", ".join(f"a{a[1]}" if a[0] == "in" else f"t{a[1]}" for a in args)
+        lines.append(f"    t{j} = k{j}({operands})")
+    lines.append(f"    return t{len(steps) - 1}")
+    namespace = {f"k{j}": lookup(op).kernel(xp) for j, (op, _, _) in enumerate(steps)}
+    exec("\n".join(lines), namespace)
+    return namespace["evaluate"]
+
+
+def _no_infer(*args, **kwargs):
+    raise TypeError("FusedElementwise nodes are made by the fusion pass, not traced")
+
+
+# steps: (op, its operands as ("in", k) or ("t", step), result dtype); operands: (dtype, weak, layout)
+_FUSED_ATTRS = {"steps": TupleOf(Record(STR, TupleOf(Record(STR, INT)), DTYPE)), "expr": STR,
+                "operands": TupleOf(Record(DTYPE, BOOL, STR))}
+FUSED = register(OpDef("FusedElementwise", _fused_kernel, _no_infer, elementwise=True, printed_attrs=("expr",),
+                       attrs=_FUSED_ATTRS, fresh=True, may_raise=False))
+cexpr.RULES[FUSED] = cexpr.no_c("a fused node: its steps are written as C one by one")
