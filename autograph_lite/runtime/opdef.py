@@ -1,9 +1,10 @@
 """The op table: every node kind is one `OpDef`, registered by name.
 
 An op is defined once, in `ops/`: how to build its kernel for an array module, how
-its output shapes and dtypes follow from its inputs, and (slot for the gradients
-work) how to differentiate it. The executor, the printer and the passes read this
-table; they never special-case an op they can look up here.
+its output shapes and dtypes follow from its inputs, and the facts passes and backends
+ask. The executor, the printer and the passes read this table; they never special-case
+an op they can look up here. How each backend interprets an op (its Python spelling, its
+C, its gradient, its ONNX) is a table keyed by OpDef in that backend's own module.
 
 The four structural node kinds (`PLACEHOLDER`, `CONST`, `COND`, `WHILE`) are OpDefs too,
 defined here because the graph itself makes them; they have no kernel (each interpreter
@@ -66,11 +67,6 @@ class OpDef:
     def structural(self):
         """A node kind the graph itself makes (Placeholder, Const, Cond, While): no kernel."""
         return self.kernel is None
-
-    @property
-    def subgraph_attrs(self):
-        """The names of the attrs holding sub-graphs (Cond's branches, While's cond and body)."""
-        return tuple(name for name, kind in self.attrs.items() if kind is GRAPH)
 
     @property
     def inline(self):
