@@ -281,3 +281,22 @@ def test_passes_import_no_backend():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
                 assert "native" not in (node.module or ""), path.name
+
+
+def test_a_new_elementwise_op_is_exported_to_onnx_from_its_expansion(new_ops, tmp_path):
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    onnx_export = importlib.import_module("autograph_lite.export.onnx")
+    _, cube = new_ops
+    assert cube not in onnx_export.RULES and onnx_export.rule_for(cube) is not None
+
+    @ag.function
+    def f(x):
+        return apply(cube, (x,)) * 2.0
+
+    x = np.linspace(-2, 2, 5).astype(np.float32)
+    ag.export_onnx(f, str(tmp_path / "cube.onnx"), args=(x,))
+    session = ort.InferenceSession(str(tmp_path / "cube.onnx"))
+    (got,) = session.run(None, {session.get_inputs()[0].name: x})
+    np.testing.assert_allclose(got, x ** 3 * 2.0, rtol=1e-6)
+    assert onnx.load(str(tmp_path / "cube.onnx")).graph.node

@@ -189,7 +189,7 @@ class _Builder:
             self.node = node
             if id(node) in self.skip:
                 continue
-            fn = RULES.get(node.opdef)
+            fn = rule_for(node.opdef)
             if fn is None:
                 reason = NOT_EXPORTABLE.get(node.op, "the op has no ONNX rule")
                 self.fail(reason)
@@ -540,6 +540,15 @@ def _unary(ctx, node):
 
 _UFUNCS = {"add": "Add", "multiply": "Mul", "subtract": "Sub", "divide": "Div", "maximum": "Max",
            "minimum": "Min", "tanh": "Tanh", "exp": "Exp", "negative": "Neg"}
+
+
+def rule_for(opdef):
+    """The export rule of `opdef`: its entry in RULES, else one from its facts (an op defined by
+    its `expansion` of steps ONNX has is written as those steps), else None."""
+    fn = RULES.get(opdef)
+    if fn is None and opdef.expansion is not None and all(u in _UFUNCS for u, _ in opdef.expansion):
+        fn = _expansion
+    return fn
 
 
 @rule("Relu", "Sigmoid")
