@@ -470,9 +470,12 @@ def _reach_view_bases(t, scope, label, symbol, location):
 
 
 def _argument_of(t):
-    """The name of the argument whose array `t` holds (after any in-place updates), or None."""
+    """The name of the argument whose array `t` holds (after any in-place updates), or None; an
+    array read from outside the arguments (`self.W`, an `outside` input) is written back as one."""
     root = _first_version(t)
-    return root.node.attrs.get("argument") if root.node.opdef is PLACEHOLDER else None
+    if root.node.opdef is not PLACEHOLDER:
+        return None
+    return root.node.attrs.get("argument") or root.node.attrs.get("outside")
 
 
 def _mark_maybe_aliases(old, new, graph, label, symbol, location):

@@ -570,3 +570,19 @@ def test_threads_tracing_objects_of_one_class_each_see_their_own_state():
         t.join()
     assert not errors, errors
     assert "__getattribute__" not in Scaler.__dict__  # the trace-only hook is gone
+
+
+def test_in_place_update_of_an_array_read_from_outside_reaches_it():
+    # fuzzer seed 124000602: `v = STATE.acc; v -= x` changes the object's array eagerly
+    holder = Holder()
+
+    def f(x):
+        v = holder.last
+        v -= x
+        return x
+
+    cf = ag.function(f)
+    for k in range(3):
+        cf(np.ones(2))
+        assert_same(np.full(2, -(k + 1.0)), holder.last)
+    assert cf.trace_count == 1

@@ -85,8 +85,8 @@ def _stateful_call(module, fn, step, args, seed):
     """`_call` after `module.mutate(step)`; the result holds what the call left in `STATE.acc` too."""
     module.mutate(step)
     res, out, args, exc = _call(fn, args, seed)
-    # copied now: a result may be the global array itself, which a later mutate changes in place
-    return copy.deepcopy((res, module.STATE.acc)), out, args, exc
+    # copied now: a result or argument may be the array a global holds, which later calls change in place
+    return copy.deepcopy((res, module.STATE.acc)), out, copy.deepcopy(args), exc
 
 
 def _is_tensor_like(value):
