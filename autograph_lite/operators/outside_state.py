@@ -80,6 +80,7 @@ class Reads:
         self._labels = {}    # path -> its words (`self.Ws[0]`)
         self._inputs = []    # paths of the arrays fed as inputs, in placeholder order
         self._objects = {}   # id(object) -> its path (the first found)
+        self._before = {}    # id(object) -> its attributes when found (what the trace did not set)
         self._keep = []      # everything indexed stays alive, so ids stay unique
         self._roots = []     # the constants the generated reader fetches roots from
         self._watched = []   # (path, object, its attributes before): objects the effects replay does not cover
@@ -136,6 +137,7 @@ class Reads:
 
     def _index_object(self, path, obj, watch):
         self._objects.setdefault(id(obj), path)
+        self._before.setdefault(id(obj), _state(obj) if not isinstance(obj, (list, dict)) else {})
         self._keep.append(obj)
         cls = type(obj)
         if _unhookable(obj) or (isinstance(obj, (list, dict)) and type(obj) not in (list, dict)):
@@ -185,6 +187,10 @@ class Reads:
         parent = self._objects.get(id(obj))
         if parent is None or name[:2] == "__":
             return value
+        before = self._before.get(id(obj), {})
+        if (before.get(name, _MISSING) is not value if name in before
+                else name in (getattr(obj, "__dict__", None) or {})):
+            return value  # set by the trace itself: its own value, not state from outside
         return self.see(parent + (("attr", name),), self._labels[parent] + _attr_label(name), value)
 
     def missing(self, obj, name):

@@ -586,3 +586,33 @@ def test_in_place_update_of_an_array_read_from_outside_reaches_it():
         cf(np.ones(2))
         assert_same(np.full(2, -(k + 1.0)), holder.last)
     assert cf.trace_count == 1
+
+
+class _Box:
+    pass
+
+
+BOX = _Box()
+BOX.acc = np.zeros(4)
+
+
+def _write_then_read(a):
+    BOX.acc = np.asarray(a) + np.zeros(4)  # computed while tracing (no tensor): the trace's own value
+    return BOX.acc + 1
+
+
+def test_a_value_the_trace_wrote_is_not_read_as_outside_state():
+    # fuzzer seed 124006811: the later read took the trace's own array for state from outside
+    def f(x):
+        v = x * 0 + _write_then_read(2.0)
+        BOX.acc = x * 3
+        return v
+
+    start = BOX.acc
+    try:
+        cf = ag.function(f)
+        for k in range(3):
+            assert_same(np.full(4, 3.0), cf(np.ones(4)))
+            assert_same(np.full(4, 3.0), BOX.acc)
+    finally:
+        BOX.acc = start
