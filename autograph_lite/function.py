@@ -19,7 +19,7 @@ from .call_signature import CallSignature
 from .operators import outside_state
 from .operators.variables import check_defined
 from .effects import _Effects, _replay
-from .errors import traceback_location, user_location
+from .errors import ConversionError, traceback_location, user_location
 from .ops.core import constant_node
 from .runtime import devices
 from .runtime.devices import _placement
@@ -238,6 +238,8 @@ class _ListItems:
         if self.output is None:
             return []
         rows = results[self.output]
+        if self.python == "arrays0":  # 0-d arrays, each its own as eagerly
+            return [np.array(row) for row in rows]
         return rows.tolist() if self.python else list(rows)
 
 
@@ -583,7 +585,14 @@ def _output_slots(graph, outputs):
         if isinstance(leaf, operators.Choice):
             slots.append(choice_slot(leaf))
         elif isinstance(leaf, operators.TensorList):  # a list built in a graph loop: its items
+            if leaf.kind == "mixed":
+                raise ConversionError(
+                    f"{graph.name} returns a list built in a graph loop whose items are of different types "
+                    f"(Python numbers and arrays, or numpy scalars and 0-d arrays): eagerly each item keeps its "
+                    f"own type, which the stacked list cannot tell apart. Make the items one type "
+                    f"(np.asarray(v), or v[()] for a numpy scalar)")
             slots.append(_ListItems(len(graph.outputs) if leaf.tensor is not None else None,
+                                    "arrays0" if leaf.kind == "arrays0" else
                                     leaf.kind in ("bool", "int", "float", "complex")))
             if leaf.tensor is not None:
                 graph.outputs.append(graph.capture(leaf.tensor))

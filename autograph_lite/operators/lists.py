@@ -9,6 +9,7 @@ import numpy as np
 from .. import ops
 from ..errors import ConversionError, SymbolicValueError, user_location
 from ..ops.control_flow import python_scalar
+from ..runtime.boxes import ARRAY, SCALAR, box_of
 from ..runtime.graph import Tensor, current_graph, holds
 
 
@@ -17,12 +18,17 @@ _PY_NUMBERS = (bool, int, float, complex)
 
 def item_kind(value):
     """What an item is, for reading it back eagerly-typed: the name of its Python number type
-    ("int", "float", "bool", "complex": a weak scalar, NEP 50), or "arrays" (numpy values and
-    tensors of a fixed dtype)."""
+    ("int", "float", "bool", "complex": a weak scalar, NEP 50), "arrays0" (0-d arrays, which eager
+    keeps as arrays) or "arrays" (numpy scalars and arrays of a fixed dtype)."""
     if type(value) in _PY_NUMBERS:
         return type(value).__name__
     if isinstance(value, Tensor) and value.weak:
         return {"b": "bool", "i": "int", "u": "int", "f": "float", "c": "complex"}[value.dtype.kind]
+    if isinstance(value, Tensor) and value.shape == ():  # a numpy scalar or a 0-d array, as eager holds it
+        box = box_of(value)
+        return "arrays" if box == SCALAR else "arrays0" if box == ARRAY else "mixed"
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return "arrays0"
     return "arrays"
 
 
@@ -74,6 +80,8 @@ class TensorList:
         """`value` (an item read from the stacked tensor) typed as eagerly."""
         if self.kind in ("arrays", None):
             return value
+        if self.kind == "arrays0":  # a row of the stack is a numpy scalar; eager's item is a 0-d array
+            return ops.reshape(value, ())
         if self.kind == "mixed":
             raise ConversionError(
                 f"reading an item of a list that a graph loop carries and that holds both Python numbers "

@@ -112,7 +112,8 @@ def _output_slots(concrete, writer):
         elif s.kind == "choice":
             e["value"] = [entry(c) for c in s.value]
         elif s.kind == "rows" and s.value:
-            e["value"] = True  # its items were Python numbers: read back as Python numbers
+            # True: its items were Python numbers, read back as such; "arrays0": 0-d arrays
+            e["value"] = "arrays0" if s.value == "arrays0" else True
         return e
     return treedef, [entry(s) for s in slots]
 
@@ -230,7 +231,7 @@ def _loaded_signature(obj, arrays, k):
         if kind == "argument" and ok_index and type(o.get("value")) is int and 0 <= o["value"] < n_in and not depth:
             return Output("argument", index, o["value"])
         if kind == "rows" and (ok_index or index is None) and not depth:
-            return Output("rows", index, o.get("value") is True or None)
+            return Output("rows", index, o.get("value") if o.get("value") in (True, "arrays0") else None)
         if kind == "choice" and ok_index and type(o.get("value")) is list and len(o["value"]) == 2 and depth < 64:
             return Output("choice", index, tuple(output(c, at, depth + 1) for c in o["value"]))
         fail(f"{at}: {str(o)[:60]} is not an output")

@@ -128,6 +128,8 @@ class LoadedConcreteFunction:
             return results[out.index] if isinstance(array, np.generic) or not isinstance(array, np.ndarray) else array
         if out.index is None:
             return []
+        if out.value == "arrays0":  # 0-d arrays, each its own as eagerly
+            return [np.array(row) for row in results[out.index]]
         return results[out.index].tolist() if out.value else list(results[out.index])
 
     def _inline(self, tensors):

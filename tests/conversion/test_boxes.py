@@ -291,3 +291,17 @@ def test_type_query_on_a_loop_variable_whose_box_changes_is_refused():
 
     with pytest.raises(ag.ConversionError, match="a loop iteration"):
         ag.function(f)(np.arange(3), [0, 0])
+
+
+def test_zero_d_array_items_of_a_loop_built_list_stay_arrays():
+    # fuzzer seed 124003631: ag.cast of a Python number is a 0-d array eagerly; rows came back as scalars
+    def f(x, n):
+        items = [ag.cast(0, np.float64)]
+        for i in ag.range(n):
+            items.append(ag.cast(1, np.float64))
+        return items
+
+    eager = f(np.arange(3.0), np.int32(2))
+    compiled = ag.function(f)(np.arange(3.0), np.int32(2))
+    assert [type(v) for v in compiled] == [type(v) for v in eager] and all(np.ndim(v) == 0 for v in compiled)
+    np.testing.assert_array_equal(np.array(eager), np.array(compiled))
