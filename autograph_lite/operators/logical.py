@@ -103,6 +103,11 @@ class Choice:
     def __repr__(self):
         return f"<Choice of {_describe(self.if_false)} or {_describe(self.if_true)}>"
 
+    def __getattr__(self, name):  # `(n or 2).astype(...)`: a method of whichever operand it is
+        if name.startswith("__"):
+            raise AttributeError(name)
+        self._refuse()
+
 
 for _name in ("__array__", "__array_ufunc__", "__array_function__", "__bool__", "__len__", "__iter__",
               "__str__", "__format__",

@@ -305,3 +305,12 @@ def test_zero_d_array_items_of_a_loop_built_list_stay_arrays():
     compiled = ag.function(f)(np.arange(3.0), np.int32(2))
     assert [type(v) for v in compiled] == [type(v) for v in eager] and all(np.ndim(v) == 0 for v in compiled)
     np.testing.assert_array_equal(np.array(eager), np.array(compiled))
+
+
+def test_a_method_of_a_choice_is_refused_at_the_line():
+    # fuzzer seed 224001063: `(n or 2).astype(...)` raised AttributeError from inside the library
+    def f(n):
+        return (n or 2).astype(np.float32)
+
+    with pytest.raises(ag.ConversionError, match="x and y"):
+        ag.function(f)(np.int32(0))
