@@ -479,7 +479,7 @@ class Function(TraceCache):
                     _add_note(e, f"while tracing {self.__name__}, at {where}")
                 raise
             try:
-                treedef, slots = _output_slots(graph, outputs)
+                treedef, slots = _output_slots(graph, outputs, self._where())
                 reads.finish(self.__name__)
                 for k, (label, obj, before) in enumerate(reads.adopted, len(values) + len(roots)):
                     effects.adopt(k, label, obj, before)
@@ -515,6 +515,11 @@ class Function(TraceCache):
             self._warned = True
             _warn_at_caller(self._retracing_message(), RetracingWarning)
         return concrete
+
+    def _where(self):
+        """`file:line` of the compiled function's definition, for errors about the trace as a whole."""
+        code = getattr(getattr(self.python_function, "__func__", self.python_function), "__code__", None)
+        return f"{code.co_filename}:{code.co_firstlineno}" if code else user_location()
 
     def __repr__(self):
         return f"<ag.function {self.__name__} ({self.trace_count} traces)>"
@@ -564,7 +569,7 @@ def _placeholders(graph, spec, argument, value):
     return inputs
 
 
-def _output_slots(graph, outputs):
+def _output_slots(graph, outputs, where=None):
     """The TreeDef of `outputs` and, per leaf, its graph output index or how a call finds it.
 
     Leaves that never touched a tensor are returned as they are. Arguments updated in place
@@ -590,7 +595,7 @@ def _output_slots(graph, outputs):
                     f"{graph.name} returns a list built in a graph loop whose items are of different types "
                     f"(Python numbers and arrays, or numpy scalars and 0-d arrays): eagerly each item keeps its "
                     f"own type, which the stacked list cannot tell apart. Make the items one type "
-                    f"(np.asarray(v), or v[()] for a numpy scalar)")
+                    f"(np.asarray(v), or v[()] for a numpy scalar) (function defined at {where})")
             slots.append(_ListItems(len(graph.outputs) if leaf.tensor is not None else None,
                                     "arrays0" if leaf.kind == "arrays0" else
                                     leaf.kind in ("bool", "int", "float", "complex")))
