@@ -427,3 +427,15 @@ def test_bad_opset_and_missing_onnx(tmp_path, monkeypatch):
 def test_every_op_has_a_rule_or_a_reason():
     for op in REGISTRY.values():
         assert (op in onnx_export.RULES) != (op.name in onnx_export.NOT_EXPORTABLE), op.name
+
+
+def test_a_run_time_check_python_makes_is_left_out_with_a_warning(tmp_path):
+    # ag.stack of a list a tensor loop left empty raises ValueError compiled, as eagerly; ONNX cannot
+    # raise, so the model leaves the check out and says so; an `assert` stays refused
+    from autograph_lite.export.onnx import ExportWarning
+    x = F32(4)
+    with pytest.warns(ExportWarning, match="need at least one array to stack"):
+        outputs = run_onnx(stacked_in_loop, (x, np.int64(3)), tmp_path)
+    np.testing.assert_allclose(outputs[0], stacked_in_loop(x, np.int64(3)), rtol=1e-6)
+    with pytest.raises(ValueError, match="need at least one array to stack"):
+        ag.function(stacked_in_loop)(F32(4), np.int64(0))

@@ -10,6 +10,8 @@ modulo, bool arithmetic, integer powers) the rule spells numpy's out of several 
 scan output). Ops with no sensible ONNX form are listed in `NOT_EXPORTABLE` with the reason;
 exporting one, or an op without a rule, raises ConversionError naming it and the user's line.
 """
+import warnings
+
 import numpy as np
 
 from .. import ops as _ops  # noqa: F401 - fills the op table RULES is keyed by
@@ -24,7 +26,6 @@ RULES = {}  # OpDef -> rule(ctx, node) -> [ONNX value name per node output]
 NOT_EXPORTABLE = {
     "Placeholder": "a graph input is no step: the model takes it as an input",
     "Print": "ONNX graphs have no side effects: nothing can print",
-    "Assert": "ONNX graphs cannot raise an error",
     "Raise": "ONNX graphs cannot raise an error",
     "CheckFits": "ONNX cannot raise numpy's OverflowError for a Python int out of the dtype's range; "
                  "cast the Python int explicitly (ag.cast / np.int8(...)) so no check is needed",
@@ -367,6 +368,24 @@ rule("Maximum")(_binary("Max", "Or"))
 rule("Minimum")(_binary("Min", "And"))
 rule("Sub")(_binary("Sub"))
 rule("RealDiv")(_binary("Div"))
+
+
+@rule("Assert")
+def _assert(ctx, node):
+    """A check Python itself makes (`error` set: a list stacked empty, a variable a loop that ran
+    zero times never assigned) is left out of the model, with one warning; an `assert` is refused."""
+    if node.attrs.get("error") is None:
+        ctx.fail("ONNX graphs cannot raise an error")
+    message = node.attrs["message"]
+    warnings.warn(f"ONNX graphs cannot raise: the exported model does not make the check a compiled call makes "
+                  f"(raising {node.attrs['error']}: {message if isinstance(message, str) else 'a formatted message'},"
+                  f" at {node.attrs['location']}); where it would fail, the model returns a result instead",
+                  ExportWarning, stacklevel=4)
+    return []
+
+
+class ExportWarning(UserWarning):
+    """ag.export_onnx left out of the model something the compiled function does (a run-time check)."""
 
 
 @rule("Pow")

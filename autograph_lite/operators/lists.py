@@ -9,6 +9,8 @@ import numpy as np
 from .. import ops
 from ..errors import ConversionError, SymbolicValueError, user_location
 from ..ops.control_flow import python_scalar
+from ..ops.core import apply
+from ..ops.logging_ops import ASSERT
 from ..runtime.boxes import ARRAY, SCALAR, box_of
 from ..runtime.graph import Tensor, current_graph, holds
 
@@ -233,6 +235,10 @@ def stack(values, axis=0):
     """ag.stack that also takes a TensorList."""
     if isinstance(values, TensorList):
         t = values.stacked()
+        if t.shape[0] is None or t.shape[0] == 0:
+            # eagerly an empty list cannot be stacked: a loop that appended zero times raises as numpy does
+            apply(ASSERT, (ops.greater(ops.shape(t)[0], 0),), {"message": "need at least one array to stack",
+                                                               "location": user_location(), "error": "ValueError"})
         return t if axis == 0 else ops.transpose(t, _move_first(t.ndim, axis))
     return ops.stack(values, axis)
 
