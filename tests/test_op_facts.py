@@ -41,7 +41,8 @@ def test_every_ufunc_fact_names_a_numpy_ufunc_computing_the_op():
         assert isinstance(ufunc, np.ufunc), op.name
         if op.elementwise:
             args = (x, y)[:ufunc.nin]
-            np.testing.assert_array_equal(op.kernel(np)(*args), ufunc(*args), err_msg=op.name)
+            with np.errstate(invalid="ignore"):  # arcsin of 2.0 is NaN both ways
+                np.testing.assert_array_equal(op.kernel(np)(*args), ufunc(*args), err_msg=op.name)
 
 
 def test_expansions_are_steps_of_ops_the_c_backend_knows():

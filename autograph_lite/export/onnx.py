@@ -37,6 +37,14 @@ NOT_EXPORTABLE = {
     "StackPop": "per-run stacks exist only in gradients of While loops; export the forward function",
     "StackSize": "per-run stacks exist only in gradients of While loops; export the forward function",
     "FusedElementwise": "made only by optimization passes; the exporter reads the traced graph",
+    **{op: f"ONNX has no {op} operator, and one written from its operators would round differently "
+              f"from numpy's" for op in ("Trunc", "Exp2", "Expm1", "Log2", "Log10", "Log1p", "Cbrt", "Deg2Rad",
+                                         "Rad2Deg", "Atan2", "Hypot", "LogAddExp", "CopySign")},
+    "IsFinite": "ONNX has no IsFinite operator",
+    "SignBit": "ONNX has no operator telling -0.0 from 0.0",
+    "FMax": "ONNX's Max propagates NaN where numpy's fmax ignores it",
+    "FMin": "ONNX's Min propagates NaN where numpy's fmin ignores it",
+    "Heaviside": "ONNX has no Heaviside operator",
 }
 
 
@@ -555,6 +563,38 @@ def _square(ctx, node):
 @rule("Exp", "Log", "Tanh", "Sqrt")
 def _unary(ctx, node):
     return ctx.add(node.op, _operands(ctx, node))
+
+
+# numpy's math ufuncs ONNX has an operator for (float inputs; an int one is cast to the result's float)
+_MATH = {"Sin": "Sin", "Cos": "Cos", "Tan": "Tan", "Asin": "Asin", "Acos": "Acos", "Atan": "Atan",
+         "Sinh": "Sinh", "Cosh": "Cosh", "Asinh": "Asinh", "Acosh": "Acosh", "Atanh": "Atanh",
+         "Floor": "Floor", "Ceil": "Ceil", "Rint": "Round", "Fabs": "Abs", "Sign": "Sign",
+         "Reciprocal": "Reciprocal"}
+
+
+@rule(*_MATH)
+def _math(ctx, node):
+    dtype = node.outputs[0].dtype
+    if dtype.kind != "f":
+        if node.op in ("Floor", "Ceil", "Rint", "Sign") and dtype.kind in "iu":
+            return ctx.add("Identity" if node.op != "Sign" else "Sign", _operands(ctx, node))
+        ctx.fail(f"numpy's {node.opdef.ufunc} on {dtype} has no ONNX form")
+    return ctx.add(_MATH[node.op], _operands(ctx, node))
+
+
+@rule("IsNaN", "IsInf")
+def _float_test(ctx, node):
+    (x,) = node.inputs
+    if x.dtype.kind != "f":
+        ctx.fail(f"ONNX's {node.op} takes floats only")
+    return ctx.add(node.op, [ctx.value(x)])
+
+
+@rule("FMod")
+def _fmod(ctx, node):
+    if node.outputs[0].dtype.kind != "f":
+        ctx.fail("numpy's fmod of integers (0 for a zero divisor) has no ONNX form")
+    return ctx.add("Mod", _operands(ctx, node), fmod=1)
 
 
 _UFUNCS = {"add": "Add", "multiply": "Mul", "subtract": "Sub", "divide": "Div", "maximum": "Max",

@@ -126,6 +126,42 @@ assert [f.__name__ for f in (add, logical_or, negative, logical_not)] == [
     _BINARY[0][0], _BINARY[-1][0], _UNARY[0][0], _UNARY[-1][0]], "tables and names out of order"
 
 
+# --- numpy's math ufuncs --------------------------------------------------------------------
+# One op each, named by the ufunc computing it (`np.sin(t)` finds it through ops/overloads.py
+# UFUNC_OPS); its dtype is numpy's (NEP 50), its kernel the ufunc itself. `warns`: numpy may
+# report a floating-point error for it (overflow, invalid value, divide by zero).
+
+def _math_ufunc(name, op, warns=True, in_place=False):
+    facts = dict(ufunc=name, float_errors=name if warns else None)
+    if in_place:
+        facts["in_place"] = "ufunc"
+    return (name, op, lambda xp: getattr(xp, name), f"numpy.{name}, elementwise.", facts)
+
+
+MATH_UNARY = [_math_ufunc(name, op, in_place=True) for name, op in [
+    ("sin", "Sin"), ("cos", "Cos"), ("tan", "Tan"), ("arcsin", "Asin"), ("arccos", "Acos"),
+    ("arctan", "Atan"), ("sinh", "Sinh"), ("cosh", "Cosh"), ("arcsinh", "Asinh"), ("arccosh", "Acosh"),
+    ("arctanh", "Atanh"), ("exp2", "Exp2"), ("expm1", "Expm1"), ("log2", "Log2"), ("log10", "Log10"),
+    ("log1p", "Log1p"), ("cbrt", "Cbrt"), ("deg2rad", "Deg2Rad"), ("rad2deg", "Rad2Deg")]] + [
+    _math_ufunc("reciprocal", "Reciprocal"),
+    *(_math_ufunc(name, op, warns=False) for name, op in [
+        ("sign", "Sign"), ("floor", "Floor"), ("ceil", "Ceil"), ("trunc", "Trunc"), ("rint", "Rint"),
+        ("fabs", "Fabs"), ("isnan", "IsNaN"), ("isinf", "IsInf"), ("isfinite", "IsFinite"),
+        ("signbit", "SignBit")])]
+
+MATH_BINARY = [_math_ufunc(name, op, warns) for name, op, warns in [
+    ("arctan2", "Atan2", True), ("hypot", "Hypot", True), ("logaddexp", "LogAddExp", True),
+    ("copysign", "CopySign", False), ("fmax", "FMax", False), ("fmin", "FMin", False),
+    ("heaviside", "Heaviside", False), ("fmod", "FMod", True)]]
+
+(sin, cos, tan, arcsin, arccos, arctan, sinh, cosh, arcsinh, arccosh, arctanh, exp2, expm1, log2, log10,
+ log1p, cbrt, deg2rad, rad2deg, reciprocal, sign, floor, ceil, trunc, rint, fabs, isnan, isinf, isfinite,
+ signbit) = _define_all(MATH_UNARY, _unary)
+(arctan2, hypot, logaddexp, copysign, fmax, fmin, heaviside, fmod) = _define_all(MATH_BINARY, _binary)
+assert [f.__name__ for f in (sin, signbit, arctan2, fmod)] == [
+    MATH_UNARY[0][0], MATH_UNARY[-1][0], MATH_BINARY[0][0], MATH_BINARY[-1][0]], "tables and names out of order"
+
+
 # --- Python's `not` ---------------------------------------------------------------------
 
 def _not_infer(x):
@@ -494,3 +530,91 @@ def _prod_grad(node, dy):
     x = node.inputs[0]
     out = broadcast_like(_expand_reduced(node.outputs[0], node), x)
     return [_to_input(_safe(broadcast_like(_expand_reduced(dy, node), x), divide(out, x)), x)]
+
+
+# numpy's math ufuncs: each slope as ops on the node's inputs (x, y) and output (out)
+_LN2, _LN10 = float(np.log(2)), float(np.log(10))
+
+
+def _unary_slope(opdef, slope, masked=False):
+    """`slope(x, out)`: d out / d x. `masked`: infinite or NaN somewhere (a pole), so it is
+    computed only where the cotangent is used (see _safe)."""
+    @grad_rule(opdef)
+    def rule(node, dy):
+        x, out = node.inputs[0], node.outputs[0]
+        if masked:
+            return [_to_input(_safe(dy, slope(_where_used(dy, x), out)), x)]
+        return [_to_input(multiply(dy, slope(x, out)), x)]
+    return rule
+
+
+for _op, _slope, _masked in [
+        (sin, lambda x, out: cos(x), False),
+        (cos, lambda x, out: negative(sin(x)), False),
+        (tan, lambda x, out: add(1.0, square(out)), False),
+        (arcsin, lambda x, out: divide(1.0, sqrt(subtract(1.0, square(x)))), True),
+        (arccos, lambda x, out: divide(-1.0, sqrt(subtract(1.0, square(x)))), True),
+        (arctan, lambda x, out: divide(1.0, add(1.0, square(x))), False),
+        (sinh, lambda x, out: cosh(x), False),
+        (cosh, lambda x, out: sinh(x), False),
+        (arcsinh, lambda x, out: divide(1.0, sqrt(add(square(x), 1.0))), False),
+        (arccosh, lambda x, out: divide(1.0, sqrt(subtract(square(x), 1.0))), True),
+        (arctanh, lambda x, out: divide(1.0, subtract(1.0, square(x))), True),
+        (exp2, lambda x, out: multiply(out, _LN2), False),
+        (expm1, lambda x, out: add(out, 1.0), False),
+        (log2, lambda x, out: divide(1.0 / _LN2, x), True),
+        (log10, lambda x, out: divide(1.0 / _LN10, x), True),
+        (log1p, lambda x, out: divide(1.0, add(1.0, x)), True),
+        (cbrt, lambda x, out: divide(1.0 / 3.0, square(cbrt(x))), True),
+        (reciprocal, lambda x, out: negative(square(out)), False),
+        (deg2rad, lambda x, out: float(np.pi / 180), False),
+        (rad2deg, lambda x, out: float(180 / np.pi), False),
+        (fabs, lambda x, out: where(greater(x, 0), 1.0, where(less(x, 0), -1.0, 0.0)), False)]:
+    _unary_slope(OPS[_op.__name__], _slope, _masked)
+
+grad_rule(*(OPS[f.__name__] for f in (sign, floor, ceil, trunc, rint, isnan, isinf, isfinite, signbit,
+                                      heaviside)))(_no_grad)
+
+
+@grad_rule(OPS["arctan2"])
+def _arctan2_grad(node, dy):
+    y, x = node.inputs
+    norm = _where_used(dy, add(square(x), square(y)))
+    return [_to_input(_safe(dy, divide(x, norm)), y), _to_input(_safe(dy, divide(negative(y), norm)), x)]
+
+
+@grad_rule(OPS["hypot"])
+def _hypot_grad(node, dy):
+    x, y = node.inputs
+    out = _where_used(dy, node.outputs[0])
+    return [_to_input(_safe(dy, divide(x, out)), x), _to_input(_safe(dy, divide(y, out)), y)]
+
+
+@grad_rule(OPS["logaddexp"])
+def _logaddexp_grad(node, dy):
+    x, y = node.inputs
+    out = node.outputs[0]
+    return [_to_input(_safe(dy, exp(subtract(x, out))), x), _to_input(_safe(dy, exp(subtract(y, out))), y)]
+
+
+@grad_rule(OPS["copysign"])
+def _copysign_grad(node, dy):
+    x, y = node.inputs
+    return [_to_input(where(equal(signbit(x), signbit(node.outputs[0])), dy, negative(dy)), x), None]
+
+
+def _fselect_grad(node, dy, is_max):
+    """fmax/fmin: as maximum/minimum, but a NaN loses (the other input is picked)."""
+    x, y = node.inputs
+    x_picked = logical_or(greater_equal(x, y) if is_max else less_equal(x, y), isnan(y))
+    return [_to_input(where(x_picked, dy, 0.0), x), _to_input(where(x_picked, 0.0, dy), y)]
+
+
+grad_rule(OPS["fmax"])(lambda node, dy: _fselect_grad(node, dy, is_max=True))
+grad_rule(OPS["fmin"])(lambda node, dy: _fselect_grad(node, dy, is_max=False))
+
+
+@grad_rule(OPS["fmod"])
+def _fmod_grad(node, dy):
+    x, y = node.inputs
+    return [_to_input(dy, x), _to_input(_safe(dy, negative(trunc(divide(x, _where_used(dy, y))))), y)]

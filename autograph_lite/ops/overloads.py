@@ -10,9 +10,8 @@ import numpy as np
 
 from ..errors import ConversionError, user_location
 from ..runtime.graph import Tensor, supersede
-from ..runtime.opdef import REGISTRY
 from . import array_ops, math_ops
-from .core import apply, broadcast_shapes
+from .core import apply
 
 _BINARY = {
     "add": math_ops.add, "sub": math_ops.subtract, "mul": math_ops.multiply,
@@ -161,27 +160,56 @@ def _reduction_method(name, reduce):
     return method
 
 
-def _op_of_ufunc(ufunc):
-    """The op a numpy ufunc maps to (np.tanh(t), ndarray + t, ...): the one whose `ufunc` fact names it."""
-    return next((op for op in REGISTRY.values() if op.ufunc == ufunc.__name__), None)
+# numpy ufunc -> op, the one table `np.<ufunc>(t, ...)` goes through (NEP 13): every op whose
+# `ufunc` fact names one (np.sin(t), ndarray + t, np.add.outer(a, t))
+UFUNC_OPS = {getattr(np, op.ufunc): op for op in math_ops.OPS.values() if op.ufunc}
 
+# `ufunc.reduce` for the ufuncs with a reduction op (np.add.reduce(t, axis) is t.sum(axis))
+UFUNC_REDUCTIONS = {np.add: math_ops.reduce_sum, np.multiply: math_ops.reduce_prod,
+                    np.maximum: math_ops.reduce_max, np.minimum: math_ops.reduce_min,
+                    np.logical_and: math_ops.reduce_all, np.logical_or: math_ops.reduce_any}
 
 _OPERATOR_SYMBOLS = {np.add: "+", np.subtract: "-", np.multiply: "*", np.true_divide: "/",
                      np.floor_divide: "//", np.remainder: "%", np.power: "**", np.matmul: "@"}
 
 
+def _refuse(ufunc, method, detail=""):
+    name = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+    raise ConversionError(f"{name}{detail} is not supported on tensors (at {user_location(3)})")
+
+
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
-    op = _op_of_ufunc(ufunc)
+    """numpy's hook for every ufunc call with a Tensor operand: `np.sin(t)`, `a + t`,
+    `np.add.outer(a, t)`, `np.add.reduce(t, axis)`, routed through `UFUNC_OPS`."""
     if method == "__call__" and isinstance(kwargs.get("out"), tuple) and isinstance(kwargs["out"][0], np.ndarray):
         symbol = _OPERATOR_SYMBOLS.get(ufunc, f"np.{ufunc.__name__}(..., out=a)")
         raise TypeError(f"a numpy array cannot be updated in place with a symbolic tensor (`a {symbol}= t`, at "
                         f"{user_location(2)}): compiled code cannot change a numpy array the function "
                         f"holds, and others may hold it too. Write `a = a {symbol} t` to make a new value")
-    if op is None or method != "__call__" or kwargs:
-        raise TypeError(f"numpy.{ufunc.__name__}{'' if method == '__call__' else '.' + method} "
-                        f"{'with ' + ', '.join(kwargs) + ' ' if kwargs else ''}has no autograph_lite "
-                        f"op for symbolic Tensors; use the ag.* function instead")
+    op = UFUNC_OPS.get(ufunc)
+    if method == "reduce" and ufunc in UFUNC_REDUCTIONS:
+        return _reduce(ufunc, *inputs, **kwargs)
+    if op is None or method not in ("__call__", "outer"):
+        _refuse(ufunc, method)
+    if kwargs:
+        _refuse(ufunc, method, f" with {', '.join(f'{k}=' for k in kwargs)}")
+    if method == "outer":
+        a, b = inputs
+        a = array_ops.getitem(a, (Ellipsis,) + (None,) * np.ndim(b)) if isinstance(a, Tensor) \
+            else np.asarray(a)[(Ellipsis,) + (None,) * np.ndim(b)]
+        inputs = (a, b)
     return apply(op, inputs)
+
+
+def _reduce(ufunc, x, axis=0, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=True):
+    """`ufunc.reduce` as numpy does it (axis 0 unless told); `dtype`, `out`, `initial` and a
+    `where` mask have no graph form."""
+    given = [k for k, v, default in (("dtype", dtype, None), ("out", out, None),
+                                     ("initial", initial, np._NoValue), ("where", where, True))
+             if v is not default]
+    if given:
+        _refuse(ufunc, "reduce", f" with {', '.join(f'{k}=' for k in given)}")
+    return UFUNC_REDUCTIONS[ufunc](x, axis, keepdims)
 
 
 _install()

@@ -42,7 +42,7 @@ ALL_FLAGS = frozenset({
     "while_counter_after",  # a while loop's Python counter read after the loop
     "int_division",      # // and % on tensors (integer division by zero is 0 in numpy)
     "true_division",     # / on tensors
-    "transcendental",    # tanh / exp (compared within a few ulp)
+    "transcendental",    # tanh / exp / numpy's math ufuncs (compared within a few ulp)
     "return_in_loop",    # return inside loops
     "return_list",       # a list or dict returned as output
     "stack_list",        # ag.stack of a list appended to in loops
@@ -68,6 +68,10 @@ TYPE_QUERIES = ["isinstance({}, np.ndarray)", "isinstance({}, np.floating)", "is
 
 # the state an `outside_state` program keeps outside its arguments: its names, and sample values
 OUTSIDE_READS = ["G", "K", "STATE.w", "STATE.k", "STATE.acc"]
+
+
+# numpy's math ufuncs called on tensors (ops/overloads.py UFUNC_OPS), floats only, as transcendentals
+_NUMPY_UFUNCS = ("np.sin({})", "np.cos({})", "np.arctan2({}, 1.5)", "np.log1p(ag.abs({}))", "np.floor({})")
 
 
 class Choices:
@@ -790,8 +794,8 @@ class Generator:
     def ex_unary(self, visible, depth):
         a = self._expr(visible, depth - 1)
         form = self.ch.pick(["-{}", "ag.abs({})", "not {}", "ag.square({})", "ag.tanh({})",
-                             "ag.exp({})", "ag.sqrt(ag.abs({}))", "ag.negative({})"])
-        if form in ("ag.tanh({})", "ag.exp({})"):
+                             "ag.exp({})", "ag.sqrt(ag.abs({}))", "ag.negative({})", *_NUMPY_UFUNCS])
+        if form in ("ag.tanh({})", "ag.exp({})", *_NUMPY_UFUNCS):
             if not self.on("transcendental", 50):
                 raise Reject("transcendental")
             if tkey(self.ev(a, visible))[1] not in ("float32", "float64"):

@@ -240,8 +240,12 @@ def libm(name, python=Python()):
         a = _arithmetic_operands(emitter, operands, out_dtype, floats_only=True)
         return f"{emitter.math_function(name, out_dtype)}({', '.join(a)})"
     rule.python = python
-    rule.numpy_loop = name != "sqrt"
+    rule.numpy_loop = name not in _CORRECTLY_ROUNDED
     return rule
+
+
+# libm functions whose result is exact or correctly rounded (as numpy's): C may compute them itself
+_CORRECTLY_ROUNDED = {"sqrt", "floor", "ceil", "trunc", "rint", "fabs", "copysign"}
 
 
 def needs_numpy_loop(name):
@@ -336,6 +340,15 @@ BY_COMPUTATION = {
     "sqrt": libm("sqrt"),
     "square": arithmetic("({0} * {0})", python=Python(overflow=("mul", "{0}", "{0}"), float_guard="finite")),
     "absolute": absolute,
+    **{name: libm(name) for name in ("floor", "ceil", "trunc", "rint", "fabs", "copysign")},
+    # numpy computes these with its own code (SIMD, or its npymath), which libm's may round
+    # differently; C for them would call numpy's loops (as tanh's), not written yet
+    **{name: no_c(f"numpy's {name} may round differently from libm's") for name in (
+        "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh",
+        "exp2", "expm1", "log2", "log10", "log1p", "cbrt", "deg2rad", "rad2deg", "arctan2", "hypot",
+        "logaddexp", "fmod")},
+    **{name: no_c(f"{name} is not written in C yet") for name in (
+        "reciprocal", "sign", "isnan", "isinf", "isfinite", "signbit", "fmax", "fmin", "heaviside")},
     "logical_not": logical("(!{0})"),
     "not": logical("(!{0})"),      # Python's `not` of a 0-d value
     "where": select,
