@@ -152,3 +152,17 @@ def test_unsupported_ufunc_calls_are_refused_at_the_users_line(case):
     with pytest.raises((ConversionError, TypeError), match=message) as info:
         ag.function(fn)(np.arange(3.0))
     assert f"test_numpy_ufuncs.py:{_line_of(marker)}" in str(info.value)
+
+
+def test_tensor_size_is_a_python_int_as_ndarray_size():
+    # NPBench spmv: `A_row.size` on a tensor raised AttributeError
+    def f(x):
+        return x * x.size, type(x.size) is int
+
+    compiled = ag.function(f)(np.ones((2, 3)))
+    expected = f(np.ones((2, 3)))
+    np.testing.assert_array_equal(expected[0], compiled[0])
+    assert compiled[1] is True
+
+    g = ag.function(lambda x: x.size * 1.5, input_signature=[ag.TensorSpec([None], np.float64)])
+    assert g(np.ones(4)) == 6.0 and type(g(np.ones(4))) is float

@@ -4,6 +4,7 @@
 `x += y` keeps x's dtype and shape as numpy does and replaces x's array (see `_in_place`).
 """
 import dis
+import math
 import sys
 
 import numpy as np
@@ -119,11 +120,21 @@ def _install():
     Tensor.__invert__ = lambda x: _bool_only(lambda a, _: math_ops.logical_not(a), "~")(x, x)
     Tensor.__getitem__ = lambda x, index: array_ops.getitem(x, index)
     Tensor.T = property(lambda x: array_ops.transpose(x))
+    Tensor.size = property(_size)
     Tensor.reshape = lambda x, *shape: array_ops.reshape(x, shape[0] if len(shape) == 1 else shape)
     Tensor.astype = lambda x, dtype: math_ops.cast(x, dtype)
     for name in ("sum", "mean", "prod", "max", "min", "any", "all"):
         setattr(Tensor, name, _reduction_method(name, getattr(math_ops, f"reduce_{name}")))
     Tensor.__array_ufunc__ = _array_ufunc
+
+
+def _size(x):
+    """`t.size`: a Python int, as ndarray's, when the shape is known; else counted when the graph runs
+    (a weak int: eagerly it is a Python int)."""
+    if all(d is not None for d in x.shape):
+        return math.prod(x.shape)
+    from .control_flow import python_scalar  # function-local: control_flow is imported after this module
+    return python_scalar(array_ops.size(x))
 
 
 def _reduction_method(name, reduce):
