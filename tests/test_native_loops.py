@@ -262,3 +262,19 @@ def test_a_failed_build_keeps_every_call_on_the_python_loop(monkeypatch):
         assert f(n) == 111
     [loop] = f.get_concrete_function(n).plan.native_loops
     assert loop.fn is False
+
+
+def test_a_loop_over_ag_range_with_its_item_boxed_stays_native():
+    # the boxes work made an ag.range item a numpy scalar (a Cast, then x[()]); the C renderer must
+    # still write the loop (W2 fell back to numpy and ran 2x slower)
+    def f(x, n):
+        acc = x
+        for i in ag.range(n):
+            acc = acc * 0.5 + ag.cast(i, acc.dtype)
+        return acc
+
+    compiled = ag.function(f)
+    args = (np.ones(3), np.int64(5))
+    for _ in range(4):
+        np.testing.assert_array_equal(f(*args), compiled(*args))
+    assert "native C" in str(compiled.concrete_functions[0].plan.native)

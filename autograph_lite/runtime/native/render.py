@@ -252,6 +252,8 @@ class Renderer:
         the elements it selects: a local is never written after it is made, so a copy reads as
         numpy's view would)."""
         index, x = node.attrs["index"], ins[0]
+        if index == () and len(ins) == 1 and x.shape == ():  # x[()] of a scalar: itself (only its box changes)
+            return x
         if len(index) == 1 and (len(ins) == 2 or type(index[0]) is int):
             return self.row(node, ins, out, indent)
         if len(ins) != 1 or x.shape == () or len(index) > len(x.shape) or not all(
