@@ -278,3 +278,15 @@ def test_a_loop_over_ag_range_with_its_item_boxed_stays_native():
     for _ in range(4):
         np.testing.assert_array_equal(f(*args), compiled(*args))
     assert "native C" in str(compiled.concrete_functions[0].plan.native)
+
+
+def test_a_complex_constant_leaves_its_region_to_numpy():
+    # NPBench mandelbrot1: the C renderer called int() on a complex constant and crashed the call
+    def f(x):
+        c = np.array([0.1 + 0.2j, -0.3j, 0.25 + 0.0j])
+        return (x * c) * (x * c)
+
+    compiled = ag.function(f)
+    args = (np.ones(3),)
+    for _ in range(4):
+        np.testing.assert_array_equal(f(*args), compiled(*args))

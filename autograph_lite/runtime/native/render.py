@@ -235,11 +235,12 @@ class Renderer:
         value = np.asarray(node.attrs["value"])
         shape = _static_shape(out)
         dtype = np.dtype(out.dtype)
+        c_type = self.language.type(dtype)  # Unsupported for a dtype C does not hold (complex): numpy runs it
         if shape == ():
             return Val(cexpr.literal(value.item(), dtype), dtype, out.weak)
         name = self.name()
         items = ", ".join(_exact_literal(v, dtype) for v in value.astype(dtype).ravel().tolist())
-        self.emit(f"static const {self.language.type(dtype)} {name}[{size_of(shape)}] = {{{items}}};", indent)
+        self.emit(f"static const {c_type} {name}[{size_of(shape)}] = {{{items}}};", indent)
         return Val(name, dtype, out.weak, shape, name)
 
     def reshape(self, value, out):
