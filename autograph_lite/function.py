@@ -19,7 +19,7 @@ from .call_signature import CallSignature
 from .operators import outside_state
 from .operators.variables import check_defined
 from .effects import _Effects, _replay
-from .errors import ConversionError, traceback_location, user_location
+from .errors import ConversionError, SymbolicValueError, traceback_location, user_location
 from .ops.core import constant_node
 from .runtime import devices
 from .runtime.devices import _placement
@@ -474,6 +474,13 @@ class Function(TraceCache):
                 check_defined(outputs)
             except Exception as e:
                 effects.restore()
+                refusal = e.__cause__ or e.__context__
+                if isinstance(refusal, SymbolicValueError) and not isinstance(e, SymbolicValueError):
+                    # numpy (or other library code) met a Tensor, and our refusal, naming the value and the
+                    # user's line, became its own error ("setting an array element with a sequence"):
+                    # ours is the one that says what happened
+                    _add_note(refusal, f"(raised by the library as {type(e).__name__}: {e})")
+                    raise refusal.with_traceback(e.__traceback__) from None
                 where = traceback_location(e.__traceback__)
                 if where and where not in str(e):
                     _add_note(e, f"while tracing {self.__name__}, at {where}")

@@ -616,3 +616,15 @@ def test_a_value_the_trace_wrote_is_not_read_as_outside_state():
             assert_same(np.full(4, 3.0), BOX.acc)
     finally:
         BOX.acc = start
+
+
+def test_a_traced_value_stored_into_a_numpy_array_is_refused_naming_the_line():
+    # NPBench azimint_naive and spmv: numpy's "setting an array element with a sequence" hid our refusal
+    def f(x):
+        out = np.empty(3)
+        out[0] = x.sum()
+        return out
+
+    with pytest.raises(TypeError,  # SymbolicValueError
+                       match=r"converted to a Python float .*test_outside_state.py:\d+"):
+        ag.function(f)(np.ones(2))
