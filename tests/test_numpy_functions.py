@@ -1,0 +1,140 @@
+"""numpy functions on tensors (`np.zeros_like(t)`, NEP 18): compiled vs eager, bit for bit.
+
+Every call goes through ops/overloads.py `ARRAY_FUNCTIONS`; a numpy function with no entry is
+a ConversionError naming it and the user's line.
+"""
+import inspect
+import warnings
+
+import numpy as np
+import pytest
+
+import autograph_lite as ag
+from autograph_lite.errors import ConversionError
+from autograph_lite.ops.overloads import ARRAY_FUNCTIONS
+from helpers import assert_identical
+
+DTYPES = [np.float32, np.int64]
+
+
+def both(fn, *args):
+    """fn's eager result and its compiled one: identical types, dtypes, shapes and bits."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        eager = fn(*args)
+        compiled = ag.function(fn)(*args)
+    assert_identical(eager, compiled)
+    return compiled
+
+
+def data(dtype, shape=(3, 4)):
+    values = np.array([3, -1, 4, 1, -5, 9, 2, -6, 5, 3, -5, 8, 9, 7, -9, 3, 2, 3, 8, 4, -6, 2, 6, 4])
+    return values[:int(np.prod(shape))].reshape(shape).astype(dtype)
+
+
+CASES = {  # name -> functions of one array: a plain call, an axis or broadcasting case, an edge case
+    "zeros_like": [lambda a: np.zeros_like(a), lambda a: np.zeros_like(a, dtype=np.int8),
+                   lambda a: np.zeros_like(a, shape=(2, 5)), lambda a: np.zeros_like(a[:0]),
+                   lambda a: np.zeros_like(a[0, 0])],
+    "ones_like": [lambda a: np.ones_like(a), lambda a: np.ones_like(a, np.float64),
+                  lambda a: np.ones_like(a, shape=3), lambda a: np.ones_like(a[:, :0])],
+    "empty_like": [lambda a: np.empty_like(a) * 0, lambda a: np.empty_like(a, dtype=bool).shape],
+    "full_like": [lambda a: np.full_like(a, 7), lambda a: np.full_like(a, 2.7, dtype=np.int32),
+                  lambda a: np.full_like(a, 1.5), lambda a: np.full_like(a, a[0, 0]),
+                  lambda a: np.full_like(a[:0], 3)],
+    "reshape": [lambda a: np.reshape(a, (4, 3)), lambda a: np.reshape(a, -1), lambda a: np.reshape(a, (2, -1, 2)),
+                lambda a: np.reshape(a[:0], (0, 5))],
+    "transpose": [lambda a: np.transpose(a), lambda a: np.transpose(a[None], (2, 0, 1)),
+                  lambda a: np.transpose(a[None], (-1, 0, -2)), lambda a: np.transpose(a[0, 0])],
+    "ravel": [lambda a: np.ravel(a), lambda a: np.ravel(a.T), lambda a: np.ravel(a[0, 0]), lambda a: np.ravel(a[:0])],
+    "squeeze": [lambda a: np.squeeze(a[None, :, None]), lambda a: np.squeeze(a[None, :, None], axis=-2),
+                lambda a: np.squeeze(a[:1, :1]), lambda a: np.squeeze(a[:0, None], axis=(1,))],
+    "expand_dims": [lambda a: np.expand_dims(a, 0), lambda a: np.expand_dims(a, -1),
+                    lambda a: np.expand_dims(a, (0, 3)), lambda a: np.expand_dims(a[0, 0], 0)],
+    "where": [lambda a: np.where(a > 2, a, -a), lambda a: np.where(a > 2, a, 0), lambda a: np.where(a > 2, 1.5, a),
+              lambda a: np.where(a[0] > 2, a, a[:, :1]), lambda a: np.where(a[:0] > 2, a[:0], 0)],
+    "dot": [lambda a: np.dot(a[0], a[1]), lambda a: np.dot(a, a.T), lambda a: np.dot(a, a[0]),
+            lambda a: np.dot(a, 2), lambda a: np.dot(a[:, :0], a[:0])],
+    "outer": [lambda a: np.outer(a[0], a[1]), lambda a: np.outer(a, a[0]), lambda a: np.outer(a[0], [1.5, 2.0]),
+              lambda a: np.outer(a[:0], a)],
+    "clip": [lambda a: np.clip(a, -2, 5), lambda a: np.clip(a, None, 3), lambda a: np.clip(a, a[0], None),
+             lambda a: np.clip(a, 0.5, 2), lambda a: np.clip(a, min=1), lambda a: np.clip(a[:0], 1, 2),
+             lambda a: np.clip(a[0, 0], 1, 2)],
+    "var": [lambda a: np.var(a), lambda a: np.var(a, axis=0), lambda a: np.var(a, axis=-1, ddof=1, keepdims=True),
+            lambda a: np.var(a, axis=(0, 1), dtype=np.float64), lambda a: np.var(a, 1, correction=1)],
+    "std": [lambda a: np.std(a), lambda a: np.std(a, axis=-1), lambda a: np.std(a, 0, ddof=2, keepdims=True),
+            lambda a: np.std(a[0, 0])],
+    "sum": [lambda a: np.sum(a), lambda a: np.sum(a, axis=-1), lambda a: np.sum(a, 0, keepdims=True),
+            lambda a: np.sum(a[:0])],
+    "mean": [lambda a: np.mean(a), lambda a: np.mean(a, axis=(0, -1)), lambda a: np.mean(a, -2, keepdims=True)],
+    "max": [lambda a: np.max(a), lambda a: np.max(a, axis=-1), lambda a: np.amax(a, 0, keepdims=True)],
+    "min": [lambda a: np.min(a), lambda a: np.min(a, axis=-1), lambda a: np.amin(a, 0)],
+    "prod": [lambda a: np.prod(a), lambda a: np.prod(a, axis=-1), lambda a: np.prod(a[:0], 0)],
+    "any": [lambda a: np.any(a > 8), lambda a: np.any(a > 8, axis=-1), lambda a: np.any(a[:0] > 0, 0)],
+    "all": [lambda a: np.all(a > -9), lambda a: np.all(a > 0, axis=-1, keepdims=True), lambda a: np.all(a[:0] > 0)],
+    "copy": [lambda a: np.copy(a), lambda a: np.copy(a[0, 0]), lambda a: np.copy(a[:0])],
+    "concatenate": [lambda a: np.concatenate([a, a]), lambda a: np.concatenate([a, a * 2, a[:, :1]], axis=-1),
+                    lambda a: np.concatenate([a, np.ones((1, 4), a.dtype)]), lambda a: np.concatenate([a, a[0]], None),
+                    lambda a: np.concatenate([a[:0], a[:0]])],
+    "stack": [lambda a: np.stack([a, a]), lambda a: np.stack([a, -a], axis=-1), lambda a: np.stack((a[0], a[1]), 1),
+              lambda a: np.stack([a[:0], a[:0]])],
+    "triu": [lambda a: np.triu(a), lambda a: np.triu(a, 1), lambda a: np.triu(a, -1), lambda a: np.triu(a[0])],
+    "tril": [lambda a: np.tril(a), lambda a: np.tril(a, -2), lambda a: np.tril(a[None], 1), lambda a: np.tril(a[:0])],
+    "shape": [lambda a: (np.ndim(a), np.shape(a), np.size(a), np.size(a, -1))],
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_numpy_function_matches_eager(name, dtype):
+    for fn in CASES[name]:
+        both(fn, data(dtype))
+
+
+def test_every_entry_is_tested():
+    tested = {"amax", "amin", "ndim", "size"} | set(CASES)
+    assert {f.__name__ for f in ARRAY_FUNCTIONS} <= tested
+
+
+def test_weak_scalars_keep_the_tensor_dtype():
+    x = data(np.float32)
+    assert both(lambda a: np.where(a > 0, a, 0.5), x).dtype == np.float32
+    assert both(lambda a: np.clip(a, 0.5, 2.0), x).dtype == np.float32
+    assert both(lambda a: np.full_like(a, 2), data(np.int8)).dtype == np.int8
+
+
+def test_var_of_float32_sums_in_float32():
+    x = (np.arange(24, dtype=np.float32) * np.float32(0.1)).reshape(4, 6)
+    both(lambda a: np.var(a, axis=0), x)
+    both(lambda a: np.std(a, axis=1, ddof=1), x)
+    both(lambda a: np.var(a), x)
+
+
+def test_unknown_function_names_numpy_function_and_line():
+    def f(x):
+        return np.histogram(x)
+    line = inspect.getsourcelines(f)[1] + 1
+    with pytest.raises(ConversionError, match=rf"np\.histogram is not supported on tensors \(at .*"
+                                              rf"test_numpy_functions\.py:{line}\)"):
+        ag.function(f)(np.arange(4.0))
+
+
+def test_unsupported_keyword_names_it():
+    def f(x):
+        return np.zeros_like(x, order="F")
+    line = inspect.getsourcelines(f)[1] + 1
+    with pytest.raises(ConversionError, match=rf"np\.zeros_like\(\.\.\., order=\) is not supported on tensors "
+                                              rf"\(at .*test_numpy_functions\.py:{line}\)"):
+        ag.function(f)(np.arange(4.0))
+    with pytest.raises(ConversionError, match=r"np\.var\(\.\.\., where=\)"):
+        ag.function(lambda x: np.var(x, where=x > 0))(np.arange(4.0))
+    with pytest.raises(ConversionError, match=r"np\.where with one argument"):
+        ag.function(lambda x: np.where(x > 0))(np.arange(4.0))
+    with pytest.raises(ConversionError, match=r"np\.dot of 3-D"):
+        ag.function(lambda x: np.dot(x, x))(np.ones((2, 2, 2)))
+
+
+def test_not_the_generic_array_conversion_message():
+    with pytest.raises(ConversionError) as info:
+        ag.function(lambda x: np.fft.fft(x))(np.arange(4.0))
+    assert "np.fft" in str(info.value) and "converted to a numpy array" not in str(info.value)
