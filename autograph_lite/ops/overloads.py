@@ -10,6 +10,7 @@ import sys
 import numpy as np
 
 from ..errors import ConversionError, user_location
+from ..runtime.boxes import ARRAY, box_of
 from ..runtime.graph import Tensor, supersede
 from . import array_ops, math_ops
 from .core import apply, normalize_axes, normalize_axis
@@ -76,6 +77,10 @@ def _in_place(name, op):
         if new.shape != x.shape:
             # unknown dims: the result must fit x's run-time shape (reshape raises where it would grow x)
             new = array_ops.reshape(new, array_ops.shape(x))
+        if new.shape == () and box_of(x) == ARRAY and box_of(new) != ARRAY:
+            # a 0-d array updated in place is still an array, where the op gives a numpy scalar: Select
+            # boxes its result as an array (as _copy does)
+            new = math_ops.where(True, new, new)
         supersede(x, new, label, symbol, location)
         return new
     return method

@@ -314,3 +314,19 @@ def test_a_method_of_a_choice_is_refused_at_the_line():
 
     with pytest.raises(ag.ConversionError, match="x and y"):
         ag.function(f)(np.int32(0))
+
+
+def test_a_zero_d_array_updated_in_place_stays_an_array():
+    # fuzzer seeds 424010654, 624004069: `v = ag.cast(n, ...)` is a 0-d array eagerly, and `v *= w`
+    # keeps it one; the compiled plan returned the Mul's numpy scalar
+    def f(n, w):
+        v = ag.cast(n, np.float64)
+        v *= w
+        u = np.float64(2.0) * n  # a numpy scalar stays one after its update
+        u *= w
+        return v, u
+
+    for n in (np.array(3, np.int32), np.int32(3)):
+        eager, compiled = f(n, 2), ag.function(f)(n, 2)
+        assert [type(v) for v in compiled] == [type(v) for v in eager]
+        np.testing.assert_array_equal(np.array(eager), np.array(compiled))
