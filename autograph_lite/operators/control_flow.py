@@ -204,6 +204,7 @@ def if_stmt(cond, body, orelse, state, names, opts=None):
         count, start = len(names), extra.get()
         body, orelse, names = extra.branch(body, start), extra.branch(orelse, start), (*names, *extra.names)
         result = _staged_if(cond, body, orelse, state, names, location, extra.cell_names)
+        _check_argument_lists_kept(start, result[count:], "an `if`", location)
         extra.set(result[count:])
         return result[:count]
     return _staged_if(cond, body, orelse, state, names, location)
@@ -311,6 +312,22 @@ def _check_argument_lists(state, block, location, *branch_states):
                 len(copy[i]) != len(value) or any(a is not b for a, b in zip(copy[i], value))
                 for copy in branch_states)):
             name = arguments[id(value)][1]
+            raise ConversionError(
+                f"list argument '{name}' is changed inside {block} on a tensor (at {location}); eagerly the "
+                f"caller's list would change each time the block runs, which a compiled function cannot do. "
+                f"Work on a copy (`{name} = list({name})` before it) and return the new list")
+
+
+def _check_argument_lists_kept(before, after, block, location):
+    """The check of _check_argument_lists for values a staged block carries through closure cells,
+    items or attributes (`_ExtraState`): a list argument must come out with the items it went in with."""
+    arguments = _argument_lists()
+    if not arguments:
+        return
+    for b, a in zip(before, after):
+        if id(b) in arguments and arguments[id(b)][0] is b and not (
+                type(a) is list and len(a) == len(b) and all(x is y for x, y in zip(a, b))):
+            name = arguments[id(b)][1]
             raise ConversionError(
                 f"list argument '{name}' is changed inside {block} on a tensor (at {location}); eagerly the "
                 f"caller's list would change each time the block runs, which a compiled function cannot do. "

@@ -464,3 +464,20 @@ def test_replayed_effect_is_not_returned_as_an_extra_result():
         eager_list, compiled_list = [3], [3]
         assert_same(_appends_loop_result(x, n, eager_list), compiled(x, n, compiled_list))
         assert len(compiled_list) == 2 and compiled_list[1] == eager_list[1]
+
+
+def append_after_tensor_return_with_a_closure(x, n, lst):
+    def size(_):  # a closure over lst: the staged blocks carry it as a cell
+        return len(lst)
+    if n > 0:
+        return x
+    lst.append(3)
+    return x * 2
+
+
+def test_list_argument_changed_in_a_tensor_if_through_a_cell_is_refused():
+    # fuzzer seed 724008358: the append ran on the branch's copy and the caller's list kept its items
+    lst = [5]
+    with pytest.raises(ConversionError, match="list argument 'lst' is changed inside an `if` on a tensor"):
+        ag.function(append_after_tensor_return_with_a_closure)(np.ones(2), np.int32(0), lst)
+    assert lst == [5]
