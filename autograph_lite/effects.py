@@ -46,7 +46,7 @@ class _Effects:
         self._copies = []     # (path, traced copy, its items before): list/dict arguments
         self._direct = []     # (path, caller's object, its state before): objects, sets, containers they hold
         self._seen = set()
-        self._cells = []      # (path, slot, before, after, what): closure variables and globals the trace rebound
+        self._rebinds = []    # (path, slot, before, after, what): closure variables and module globals the trace rebound
         for i, (name, value, view) in enumerate(zip(function._param_names, values, traced)):
             self._walk(value, view, ((i, name),), False)
         for i, (name, obj) in enumerate(roots, len(values)):  # a bound method's self: paths past the arguments
@@ -98,12 +98,12 @@ class _Effects:
         """Take on a closure variable the trace rebound (`nonlocal state; state = state + x`): set
         again after each call, or refused as an object's attribute would be. A call passes the cell
         as `values[index]`."""
-        self._cells.append((((index, label),), ("attr", "cell_contents"), before, now, "closure variable"))
+        self._rebinds.append((((index, label),), ("attr", "cell_contents"), before, now, "closure variable"))
 
     def adopt_global(self, index, name, globals_, before, now):
         """A module global the trace rebound (`global total; total = total + x`): set again after
         each call, or refused. A call passes the module's globals as `values[index]`."""
-        self._cells.append((((index, name),), ("item", name), before, now, "global"))
+        self._rebinds.append((((index, name),), ("item", name), before, now, "global"))
 
     def restore(self):
         """Put the caller's objects and containers back as they were before the trace."""
@@ -167,7 +167,7 @@ class _Effects:
             for k in old:
                 if t is not list and k not in dict(after):
                     problems.append(f"argument '{_label(path)}': {what} {k!r} deleted")
-        for path, slot, before, now, what in self._cells:
+        for path, slot, before, now, what in self._rebinds:
             try:
                 steps.append(("set", path, slot, self._recipe(now, before, f"{what} {path[0][1]!r}")))
             except _ReplayError as e:

@@ -1,5 +1,6 @@
 """Differential test helpers: the eager run is the oracle for the compiled run."""
 import os
+import warnings
 
 import numpy as np
 import autograph_lite as ag
@@ -55,6 +56,17 @@ def assert_same(eager, compiled):
         assert c.dtype == e.dtype, f"dtype {c.dtype} != eager {e.dtype}"
     assert c.shape == e.shape, f"shape {c.shape} != eager {e.shape}"
     np.testing.assert_allclose(c, e, rtol=1e-6, atol=1e-6, equal_nan=True)
+
+
+def identical_both_ways(fn, *args):
+    """fn's eager result and its compiled one, identical (types, dtypes, shapes, bits); numpy's
+    floating-point warnings are not compared here. Returns the compiled result."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        eager = fn(*args)
+        compiled = ag.function(fn)(*args)
+    assert_identical(eager, compiled)
+    return compiled
 
 
 def run_both(fn, *args, **kwargs):

@@ -4,7 +4,6 @@ Every call goes through ops/overloads.py `ARRAY_FUNCTIONS`; a numpy function wit
 a ConversionError naming it and the user's line.
 """
 import inspect
-import warnings
 
 import numpy as np
 import pytest
@@ -12,19 +11,12 @@ import pytest
 import autograph_lite as ag
 from autograph_lite.errors import ConversionError
 from autograph_lite.ops.overloads import ARRAY_FUNCTIONS
-from helpers import assert_identical
+from helpers import identical_both_ways
 
 DTYPES = [np.float32, np.int64]
 
 
-def both(fn, *args):
-    """fn's eager result and its compiled one: identical types, dtypes, shapes and bits."""
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore", RuntimeWarning)
-        eager = fn(*args)
-        compiled = ag.function(fn)(*args)
-    assert_identical(eager, compiled)
-    return compiled
+both = identical_both_ways  # compiled vs eager, identical
 
 
 def data(dtype, shape=(3, 4)):

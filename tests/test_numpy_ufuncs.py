@@ -4,7 +4,6 @@ Every call goes through ops/overloads.py `UFUNC_OPS`; the ufuncs checked here ar
 ops of math_ops.MATH_UNARY / MATH_BINARY, so a new entry there is tested with no edit.
 """
 import inspect
-import warnings
 
 import numpy as np
 import pytest
@@ -12,7 +11,7 @@ import pytest
 import autograph_lite as ag
 from autograph_lite.errors import ConversionError
 from autograph_lite.ops.math_ops import MATH_BINARY, MATH_UNARY
-from helpers import assert_identical, check_grad
+from helpers import check_grad, identical_both_ways
 
 UNARY = [getattr(np, name) for name, *_ in MATH_UNARY]
 BINARY = [getattr(np, name) for name, *_ in MATH_BINARY]
@@ -27,15 +26,7 @@ def edges(dtype):
         return np.array(EDGES).astype(dtype)
 
 
-def both(fn, *args):
-    """fn's eager result and its compiled one, identical (types, dtypes, bits); numpy's
-    floating-point warnings are not compared here."""
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore", RuntimeWarning)
-        eager = fn(*args)
-        compiled = ag.function(fn)(*args)
-    assert_identical(eager, compiled)
-    return compiled
+both = identical_both_ways  # compiled vs eager, identical
 
 
 def accepts(ufunc, *args):

@@ -285,7 +285,7 @@ class Reads:
             if name not in names:
                 value = globals_.get(name, _MISSING)  # missing: a global the trace may create
                 names[name] = (value, value if value is _MISSING else self.see((("global", k, name),), name, value))
-            if name in names and names[name][1] is not names[name][0]:
+            if names[name][1] is not names[name][0]:
                 changed[name] = names[name][1]
         cells = dict(zip(code.co_freevars, original.__closure__ or ()))
         new_cells = {}
