@@ -1,6 +1,6 @@
 """numpy functions on tensors (`np.zeros_like(t)`, NEP 18): compiled vs eager, bit for bit.
 
-Every call goes through ops/overloads.py `ARRAY_FUNCTIONS`; a numpy function with no entry is
+Every call goes through ops/numpy_api `ARRAY_FUNCTIONS`; a numpy function with no entry is
 a ConversionError naming it and the user's line.
 """
 import inspect
@@ -10,7 +10,7 @@ import pytest
 
 import autograph_lite as ag
 from autograph_lite.errors import ConversionError
-from autograph_lite.ops.overloads import ARRAY_FUNCTIONS
+from autograph_lite.ops.numpy_api import ARRAY_FUNCTIONS
 from helpers import identical_both_ways
 
 DTYPES = [np.float32, np.int64]

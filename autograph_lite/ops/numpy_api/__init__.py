@@ -1,0 +1,42 @@
+"""numpy's API on tensors: ufuncs (`ufuncs.py`, NEP 13), numpy functions (`ARRAY_FUNCTIONS`, NEP 18,
+joined from each area module's `FUNCTIONS`) and ndarray's methods (`methods.py`).
+
+A numpy callable with no entry is a ConversionError naming it and the user's line. A new area
+(linear algebra, sorting, ...) is a module with a `FUNCTIONS` dict, listed in `_AREAS`.
+"""
+from ...errors import ConversionError, user_location
+from ...runtime.graph import Tensor
+from . import functions, methods, ufuncs
+from .ufuncs import UFUNC_OPS, UFUNC_REDUCTIONS  # noqa: F401  (the ufunc tables, read by tests and docs)
+
+_AREAS = (functions,)
+
+
+def _join(areas):
+    table = {}
+    for area in areas:
+        twice = table.keys() & area.FUNCTIONS.keys()
+        assert not twice, f"{area.__name__} defines {sorted(f.__name__ for f in twice)} again"
+        table.update(area.FUNCTIONS)
+    return table
+
+
+# numpy function -> graph form, the one table `np.<function>(t, ...)` goes through (NEP 18); a
+# function with no entry is a ConversionError naming it
+ARRAY_FUNCTIONS = _join(_AREAS)
+
+
+def _array_function(self, func, types, args, kwargs):
+    """numpy's hook for a numpy function called with a Tensor argument: `np.zeros_like(t)`,
+    `np.concatenate([t, a])`, routed through `ARRAY_FUNCTIONS`."""
+    entry = ARRAY_FUNCTIONS.get(func)
+    if entry is None:
+        raise ConversionError(f"np.{func.__name__} is not supported on tensors (at {user_location(2)})")
+    return entry(*args, **kwargs)
+
+
+def install():
+    """Tensor's numpy protocols and ndarray methods."""
+    methods.install()
+    Tensor.__array_ufunc__ = ufuncs.array_ufunc
+    Tensor.__array_function__ = _array_function

@@ -1,0 +1,192 @@
+"""numpy functions on tensors (NEP 18): `np.zeros_like(t)`, `np.where(c, t, 0)`, `np.concatenate`.
+
+Each entry takes numpy's parameters and builds the result from ag ops; a keyword whose value has
+no graph form is refused by name (`common.keywords`).
+"""
+import math
+
+import numpy as np
+
+from ...errors import ConversionError, user_location
+from ...runtime.graph import Tensor
+from .. import array_ops, math_ops
+from ..core import normalize_axes, normalize_axis
+from .common import NO, keywords, static_shape
+
+def _like(name, op):
+    def like(a, dtype=None, order="K", subok=True, shape=None, **rest):
+        keywords(name, dict(order=order, subok=subok, **rest), order="K", subok=True, device=None)
+        if shape is None:
+            return op(a, dtype)
+        return array_ops.zeros(shape, a.dtype if dtype is None else dtype) if op is not array_ops.ones_like \
+            else array_ops.ones(shape, a.dtype if dtype is None else dtype)
+    return like
+
+
+def _full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, **rest):
+    keywords("full_like", dict(order=order, subok=subok, **rest), order="K", subok=True, device=None)
+    dtype = a.dtype if dtype is None else np.dtype(dtype)
+    return array_ops.fill(array_ops.shape(a) if shape is None else shape, math_ops.cast(fill_value, dtype))
+
+
+def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+    keywords("reshape", dict(order=order, copy=copy), order="C", copy=None)
+    return array_ops.reshape(a, newshape if shape is None else shape)
+
+
+def _transpose(a, axes=None):
+    if axes is not None:
+        axes = tuple(int(i) % a.ndim if -a.ndim <= int(i) < a.ndim else int(i) for i in axes)
+    return array_ops.transpose(a, axes)
+
+
+def _ravel(a, order="C"):
+    keywords("ravel", dict(order=order), order="C")
+    return array_ops.reshape(a, (-1,))
+
+
+def _expand_dims(a, axis):
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    out_ndim = a.ndim + len(axes)
+    axes = sorted(normalize_axis(i, out_ndim) for i in axes)
+    if len(set(axes)) != len(axes):
+        raise ValueError("repeated axis")
+    for i in axes:
+        a = array_ops.expand_dims(a, i)
+    return a
+
+
+def _where(condition, x=NO, y=NO):
+    if x is NO or y is NO:
+        raise ConversionError(f"np.where with one argument (np.nonzero) is not supported on tensors (at "
+                              f"{user_location(3)}); give np.where(condition, x, y)")
+    return math_ops.where(condition, x, y)
+
+
+def _dot(a, b, out=None):
+    keywords("dot", dict(out=out), out=None)
+    # np.dot converts a Python scalar to an array: strong, not weak as in a ufunc (dot(f32, 2) is f64)
+    a, b = (v if isinstance(v, Tensor) else np.asarray(v) for v in (a, b))
+    na, nb = np.ndim(a), np.ndim(b)
+    if na == 0 or nb == 0:
+        return math_ops.multiply(a, b)
+    if na > 2 or nb > 2 or (na == 1 and nb == 2):
+        raise ConversionError(f"np.dot of {na}-D and {nb}-D operands is not supported on tensors (at "
+                              f"{user_location(3)}); use ag.matmul or `@`")
+    return math_ops.matmul(a, b)
+
+
+def _outer(a, b, out=None):
+    keywords("outer", dict(out=out), out=None)
+    a = array_ops.reshape(a, (-1, 1)) if isinstance(a, Tensor) else np.ravel(a)[:, None]
+    b = array_ops.reshape(b, (1, -1)) if isinstance(b, Tensor) else np.ravel(b)[None, :]
+    return math_ops.multiply(a, b)
+
+
+def _clip(a, a_min=NO, a_max=NO, out=None, *, min=NO, max=NO, **rest):  # noqa: A002 - numpy's names
+    keywords("clip", dict(out=out, **rest), out=None)
+    low = min if a_min is NO else a_min
+    high = max if a_max is NO else a_max
+    if (low is NO or low is None) and (high is NO or high is None):
+        raise ValueError("One of max or min must be given")
+    if low is not NO and low is not None:
+        a = math_ops.maximum(a, low)
+    if high is not NO and high is not None:
+        a = math_ops.minimum(a, high)
+    return a
+
+
+def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=NO, *, where=NO, mean=NO, correction=NO,
+         name="var"):
+    """numpy's `_methods._var`: the mean summed in `dtype` (float64 for ints and bools), divided by the
+    count as an intp (the quotient cast back to the sum's dtype), then the squared deviations summed
+    and divided by max(count - ddof, 0) the same way."""
+    keywords(name, dict(out=out, where=where, mean=mean), out=None, where=True, mean=None)
+    if correction is not NO:
+        if ddof != 0:
+            raise ValueError("ddof and correction can't be provided simultaneously.")
+        ddof = correction
+    keepdims = keepdims is not NO and bool(keepdims)
+    axes = normalize_axes(math_ops._axis_attr(axis), a.ndim)
+    count = math.prod(static_shape(a, name)[i] for i in axes)
+    if dtype is None and a.dtype.kind in "biu":
+        dtype = np.float64
+    x = a if dtype is None else math_ops.cast(a, dtype)
+    total = math_ops.reduce_sum(x, axes, True)
+    mean_ = math_ops.cast(math_ops.divide(total, np.intp(count)), total.dtype)
+    deviation = math_ops.subtract(a, mean_)
+    squares = math_ops.multiply(deviation, deviation)
+    if dtype is not None:
+        squares = math_ops.cast(squares, dtype)
+    ret = math_ops.reduce_sum(squares, axes, keepdims)
+    ret = math_ops.cast(math_ops.divide(ret, np.intp(builtins_max(count - ddof, 0))), ret.dtype)
+    return math_ops.sqrt(ret) if name == "std" else ret
+
+
+builtins_max = max
+
+
+def _std(a, *args, **kwargs):
+    return _var(a, *args, name="std", **kwargs)
+
+
+def _method(name):
+    """`np.<name>(t, ...)` as numpy's fromnumeric does it: the Tensor method, which takes ndarray's
+    parameters, with the keywords numpy was given (none left at numpy's `_NoValue`)."""
+    def call(a, *args, **kwargs):
+        return getattr(a, name)(*args, **{k: v for k, v in kwargs.items() if v is not NO})
+    return call
+
+
+def _copy(a, order="K", subok=False):
+    keywords("copy", dict(order=order, subok=subok), order="K", subok=False)
+    copied = array_ops.identity(a)
+    # np.copy always gives an ndarray: a 0-d one where a is a numpy scalar (Select boxes so)
+    return copied if a.ndim else math_ops.where(True, copied, copied)
+
+
+def _joined(name, op):
+    def join(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+        keywords(name, dict(out=out, dtype=dtype, casting=casting), out=None, dtype=None, casting="same_kind")
+        arrays = list(arrays)
+        if axis is None:
+            if name == "stack":
+                raise TypeError("axis=None is not supported by np.stack")
+            arrays, axis = [array_ops.reshape(v, (-1,)) if isinstance(v, Tensor) else np.ravel(v)
+                            for v in arrays], 0
+        return op(arrays, axis)
+    return join
+
+
+def _triangle(name, lower):
+    """numpy's triu/tril: where(tri mask, zeros, m) with the mask of the last two dims (a 1-D m is its rows)."""
+    def triangle(m, k=0):
+        shape = static_shape(m, name)[-2:]
+        mask = np.tri(*shape, k=k - 1 if not lower else k, dtype=bool)
+        if lower:
+            return math_ops.where(mask, m, np.zeros(1, m.dtype))
+        return math_ops.where(mask, np.zeros(1, m.dtype), m)
+    return triangle
+
+
+# numpy function -> graph form (numpy_api/__init__.py joins every module's FUNCTIONS into ARRAY_FUNCTIONS)
+FUNCTIONS = {
+    np.zeros_like: _like("zeros_like", array_ops.zeros_like),
+    np.ones_like: _like("ones_like", array_ops.ones_like),
+    # eager's contents are undefined (whatever the memory held); zeros are one such content
+    np.empty_like: _like("empty_like", array_ops.zeros_like),
+    np.full_like: _full_like,
+    np.reshape: _reshape, np.transpose: _transpose, np.ravel: _ravel,
+    np.squeeze: lambda a, axis=None: array_ops.squeeze(a, axis),
+    np.expand_dims: _expand_dims,
+    np.where: _where, np.dot: _dot, np.outer: _outer, np.clip: _clip,
+    np.var: _var, np.std: _std,
+    **{getattr(np, name): _method(name) for name in ("sum", "mean", "prod", "max", "min", "any", "all")},
+    np.amax: _method("max"), np.amin: _method("min"),
+    np.copy: _copy,
+    np.concatenate: _joined("concatenate", array_ops.concat), np.stack: _joined("stack", array_ops.stack),
+    np.triu: _triangle("triu", False), np.tril: _triangle("tril", True),
+    # numpy's shape queries, which the static shape answers (np.ndim(t) inside ufunc.outer too)
+    np.ndim: lambda a: a.ndim, np.shape: lambda a: a.shape,
+    np.size: lambda a, axis=None: a.size if axis is None else a.shape[axis],
+}
