@@ -38,6 +38,41 @@ def test_dead_code_is_removed_but_side_effects_stay():
     assert "Tanh" not in ops and "RandomUniform" in ops
 
 
+def _unused_power(x, y):
+    x ** y       # unused: raises eagerly for a negative y (fuzzer, numpy_api grammar)
+    return x
+
+
+def _unused_take(x, i):
+    x[i]         # unused: raises eagerly for i out of range
+    return x
+
+
+@pytest.mark.parametrize("fn, args", [
+    (_unused_power, (np.array([2, 3], np.int8), np.array([1, -1], np.int8))),
+    (_unused_take, (np.arange(3.0), np.int64(5))),
+])
+def test_unused_nodes_that_can_raise_stay(fn, args):
+    """Eager code raises at an unused value that its data makes invalid: the compiled call raises too."""
+    with pytest.raises((ValueError, IndexError)) as eager:
+        fn(*args)
+    with pytest.raises(type(eager.value)):
+        ag.function(fn)(*args)
+    # with valid data the call runs; an unused int ** int of a non-negative exponent still stays
+    good = (args[0], np.abs(args[1])) if fn is _unused_power else (args[0], np.int64(1))
+    assert_same(fn(*good), ag.function(fn)(*good))
+
+
+def test_unused_nodes_whose_shapes_the_trace_checked_go():
+    def fn(x):
+        ag.concat([x, x], 0)   # shape errors only, and the trace checked the shapes
+        x ** 2.0               # a float power never raises
+        x[1:]
+        return x + 1.0
+    ops, _ = optimized(fn, np.ones(3))
+    assert not {"Concat", "Pow", "StridedSlice"} & set(ops)
+
+
 @pytest.mark.parametrize("fn, gone", [
     (lambda x: ag.tanh(x * 1 - 0), ["Mul", "Sub"]),
     (lambda x: ag.tanh(x + -0.0), ["Add"]),

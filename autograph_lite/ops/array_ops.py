@@ -11,7 +11,7 @@ import numpy as np
 from ..runtime import devices
 from ..runtime.graph import Slot, Tensor
 from ..runtime.lowering import SPELLINGS
-from ..runtime.opdef import AXES, CONST, DTYPE, INDEX, INT, OptionalOf, TupleOf
+from ..runtime.opdef import AXES, CONST, DTYPE, INDEX, INT, OptionalOf, TupleOf, always
 from .core import (apply, define, normalize_axes, normalize_axis,
                    result_dtype, static_ints)
 
@@ -66,13 +66,30 @@ def constant(value, dtype=None):
     return devices.current().xp.asarray(value, dtype=dtype)
 
 
+def _values_beyond_first(node):
+    """`value_errors` of an op whose other inputs are indices or a shape: values known only when the
+    graph runs (not constants) can be out of range."""
+    return any(t.node.opdef is not CONST for t in node.inputs[1:])
+
+
+def _shape_from_values(node):
+    """`value_errors` of an op making an array of a shape given as a tensor (a negative dim raises)."""
+    return node.inputs[0].node.opdef is not CONST
+
+
+def _checked_before(node):
+    """`value_errors` of Range: a zero step, its one error, is checked before it where Python's
+    range() takes tensors (converted code iterates such a range without running it)."""
+    return False
+
+
 def _filled(op_name, public, xp_fn):
     def kernel(xp, dtype):
         fn = getattr(xp, xp_fn)
         return lambda s: fn(_as_shape(s), dtype)
 
     OPS[public] = opdef = define(op_name, kernel, lambda s, dtype: [(static_shape_of(s), dtype)],
-                                 attrs={"dtype": DTYPE})
+                                 attrs={"dtype": DTYPE}, value_errors=_shape_from_values)
 
     def op(shape, dtype=np.float64):
         return apply(opdef, (_shape_input(shape),), {"dtype": np.dtype(dtype)})
@@ -91,7 +108,8 @@ def _fill_infer(s, value):
     return [(static_shape_of(s), value.dtype)]
 
 
-OPS["fill"] = define("Fill", lambda xp: lambda s, v: xp.full(_as_shape(s), v), _fill_infer)
+OPS["fill"] = define("Fill", lambda xp: lambda s, v: xp.full(_as_shape(s), v), _fill_infer,
+                     value_errors=_shape_from_values)
 
 
 def fill(dims, value):
@@ -130,7 +148,7 @@ def _range_infer(*bounds, dtype=None):
 
 
 OPS["range"] = define("Range", lambda xp, dtype=None: lambda *b: xp.arange(*b, dtype=dtype), _range_infer,
-                      attrs={"dtype": OptionalOf(DTYPE)})
+                      attrs={"dtype": OptionalOf(DTYPE)}, value_errors=_checked_before)
 
 
 def range(start, limit=None, delta=1, dtype=None):  # noqa: A001 - TF's name
@@ -213,7 +231,7 @@ def _always(node):
 
 
 OPS["reshape"] = define("Reshape", lambda xp: lambda x, s: xp.reshape(x, _as_shape(s)), _reshape_infer,
-                        view=_always, reshapes=True)
+                        view=_always, reshapes=True, value_errors=_values_beyond_first)
 
 
 def reshape(x, shape):
@@ -369,7 +387,7 @@ def _gather_infer(params, indices, axis=0):
 
 
 OPS["gather"] = define("Gather", lambda xp, axis=0: lambda p, i: xp.take(p, i, axis=axis), _gather_infer,
-                       attrs={"axis": INT})
+                       attrs={"axis": INT}, value_errors=always)
 
 
 def gather(params, indices, axis=0):
@@ -452,7 +470,8 @@ def _basic_index(node):
     return all(t.ndim == 0 and t.dtype != np.bool_ for t in node.inputs[1:])
 
 
-OPS["getitem"] = define("StridedSlice", _getitem_kernel, _getitem_infer, attrs={"index": INDEX}, view=_basic_index)
+OPS["getitem"] = define("StridedSlice", _getitem_kernel, _getitem_infer, attrs={"index": INDEX}, view=_basic_index,
+                        value_errors=_values_beyond_first)
 
 
 def _getitem_inline(xp, a, bind, index):

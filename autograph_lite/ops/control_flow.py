@@ -12,7 +12,7 @@ from ..errors import ConversionError, user_location
 from ..runtime import devices
 from ..runtime.boxes import VARIES, box_of
 from ..runtime.graph import Graph, Tensor, building, current_graph
-from ..runtime.opdef import COND, WHILE
+from ..runtime.opdef import COND, WHILE, always
 from .core import apply, convert_to_tensor, define, exemplar
 from .math_ops import cast
 
@@ -28,7 +28,7 @@ def _python_int_infer(x):
 # A Python int (a weak scalar, NEP 50) from an integer tensor: what Python's range() and
 # enumerate() give when their bounds are numpy integers. At run time a weak value must be a
 # Python number (the plan computes on it with Python's operators), so this is int(x), not a cast.
-PYTHON_INT = define("PythonInt", lambda xp: int, _python_int_infer)
+PYTHON_INT = define("PythonInt", lambda xp: int, _python_int_infer, value_errors=always)
 
 
 def _python_scalar_infer(x):
@@ -39,7 +39,7 @@ def _python_scalar_infer(x):
 
 # A Python number (weak) from a scalar of its default dtype: an item of a list of Python numbers
 # read back from the stacked tensor that carries the list through a graph loop.
-PYTHON_SCALAR = define("PythonScalar", lambda xp: _item, _python_scalar_infer)
+PYTHON_SCALAR = define("PythonScalar", lambda xp: _item, _python_scalar_infer, value_errors=always)
 
 
 def _item(x):

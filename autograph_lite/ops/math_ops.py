@@ -44,6 +44,11 @@ def _unary(opdef, doc):
 # its `ufunc`: runtime/lowering.py, runtime/native/cexpr.py, export/onnx.py). Arithmetic and comparisons run
 # through Python's operators: on arrays they are the same ufuncs, and on numpy scalars (0-d
 # results inside loops) they take numpy's scalar fast path, several times faster than a ufunc call.
+def _integer_power(node):
+    """An integer to a signed integer power raises for a negative exponent (numpy's ValueError)."""
+    return node.inputs[0].dtype.kind in "biu" and node.inputs[1].dtype.kind == "i"
+
+
 _BINARY = [
     ("add", "Add", lambda xp: operator.add, "x + y, elementwise with numpy broadcasting.",
      dict(ufunc="add", commutative=True, in_place="+=", identity=-0.0, float_errors="add")),
@@ -58,7 +63,7 @@ _BINARY = [
     ("mod", "FloorMod", lambda xp: operator.mod, "x % y with the sign of y (numpy), elementwise.",
      dict(ufunc="remainder", float_errors="remainder")),
     ("pow", "Pow", lambda xp: operator.pow, "x ** y, elementwise.",
-     dict(ufunc="power", identity=1, float_errors="power")),
+     dict(ufunc="power", identity=1, float_errors="power", value_errors=_integer_power)),
     ("maximum", "Maximum", lambda xp: xp.maximum, "Elementwise maximum (NaN propagates).",
      dict(ufunc="maximum")),
     ("minimum", "Minimum", lambda xp: xp.minimum, "Elementwise minimum (NaN propagates).",

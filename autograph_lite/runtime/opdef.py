@@ -41,6 +41,9 @@ class OpDef:
     # (augmented assignment), "ufunc" (the op's ufunc with out=), "copyto" (Select, into input 2)
     in_place: Optional[str] = None
     may_raise: bool = True          # some inputs make the kernel raise: never hoisted out of a loop
+    # value_errors(node) -> True when running `node` can raise for its inputs' values, not only for
+    # their shapes (int ** negative int, an index out of range); given, it decides `raises`
+    value_errors: Optional[Callable] = None
     # algebraic facts (passes/algebraic.py): op(x, identity) is x (and op(identity, x) if commutative);
     # for floats the identity's sign matters (x + -0.0 is x, x + 0.0 is not for x = -0.0)
     identity: Optional[float] = None
@@ -67,6 +70,14 @@ class OpDef:
     def structural(self):
         """A node kind the graph itself makes (Placeholder, Const, Cond, While): no kernel."""
         return self.kernel is None
+
+    def raises(self, node):
+        """Whether running `node` can raise: as its `value_errors` says, else for an op that may
+        raise, when a dim is known only at run time (with every shape known the trace checked them).
+        Such a node is neither dropped when unused nor hoisted out of a loop: eager raises there."""
+        if self.value_errors is not None:
+            return bool(self.value_errors(node))
+        return self.may_raise and any(d is None for t in (*node.inputs, *node.outputs) for d in t.shape)
 
     @property
     def inline(self):
@@ -311,6 +322,11 @@ class AttrError(TypeError):
 def attr_schema(op):
     """The declared attrs of op `op` (name -> AttrType); KeyError for an unknown op."""
     return lookup(op).attrs
+
+
+def always(node):
+    """`value_errors` of an op whose inputs' values can always make it raise (a Gather's indices)."""
+    return True
 
 
 def check_attrs(op, attrs, node=None, location=None):

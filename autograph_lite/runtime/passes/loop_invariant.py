@@ -2,7 +2,7 @@
 iterations are computed once, before the loop, and passed in. Row products `X[i] @ W`
 of invariant X and W become one batched `X @ W` before the loop.
 
-Only ops that cannot raise (`not OpDef.may_raise`: elementwise math, matmul, reductions,
+Only ops that cannot raise (`not OpDef.raises(node)`: elementwise math, matmul, reductions,
 casts, transposes; not arithmetic of a Python int with an array, which raises when the int
 does not fit the array's dtype) and slicing with slices/None are hoisted: hoisted code runs even when
 the loop runs zero times, and must not fail where the eager program would not have.
@@ -20,7 +20,7 @@ def _hoistable(node):
             b is None or isinstance(b, int) for b in (i.start, i.stop, i.step))) for i in node.attrs["index"])
     if any(t.weak and t.dtype.kind in "iu" for t in node.inputs) and not all(t.weak for t in node.inputs):
         return False  # a Python int out of the other operand's range raises (NEP 50): seed 7011806
-    return not node.opdef.may_raise
+    return not node.opdef.raises(node)
 
 
 def _outer_value(loop, t, among=None):

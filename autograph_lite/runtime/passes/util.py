@@ -17,6 +17,14 @@ def has_effects(node):
     return node.opdef.stateful
 
 
+def raises(node):
+    """True if running `node` can raise where eager code would (`OpDef.raises`; for a Cond or While,
+    a node of its sub-graphs): such a node is kept though nothing uses its outputs."""
+    if node.opdef in CONTROL_FLOW:
+        return any(raises(n) for sub in node.subgraphs() for n in sub.nodes)
+    return node.opdef.raises(node)
+
+
 def is_pure(node):
     return not node.opdef.structural and not node.opdef.stateful
 
