@@ -61,6 +61,7 @@ ALL_FLAGS = frozenset({
     "numpy_scalars",     # numpy scalar constants (np.float32(1.5)), np.float64(v), v.astype(...)
     "mixed_boxes",       # a and b / a or b whose operands differ in type (a np.bool_ and a Python bool)
     "try_finally",       # try: <if> finally: <statements> (the finally may return too)
+    "numpy_api",         # numpy ufuncs and functions drawn from the tables tensors go through (NUMPY_FORMS)
 })
 TYPE_QUERIES = ["isinstance({}, np.ndarray)", "isinstance({}, np.floating)", "isinstance({}, np.integer)",
                 "isinstance({}, np.generic)", "isinstance({}, float)", "isinstance({}, (int, bool))",
@@ -70,7 +71,7 @@ TYPE_QUERIES = ["isinstance({}, np.ndarray)", "isinstance({}, np.floating)", "is
 OUTSIDE_READS = ["G", "K", "STATE.w", "STATE.k", "STATE.acc"]
 
 
-# numpy's math ufuncs called on tensors (ops/overloads.py UFUNC_OPS), floats only, as transcendentals
+# numpy's math ufuncs called on tensors (ops/numpy_api UFUNC_OPS), floats only, as transcendentals
 _NUMPY_UFUNCS = ("np.sin({})", "np.cos({})", "np.arctan2({}, 1.5)", "np.log1p(ag.abs({}))", "np.floor({})")
 
 
@@ -123,6 +124,45 @@ class HypothesisChoices(Choices):
 
     def int(self, lo, hi):
         return self.data.draw(self.st.integers(lo, hi))
+
+
+def numpy_forms():
+    """[(name, [template])] for every entry of the numpy tables tensors go through (`UFUNC_OPS`,
+    `UFUNC_REDUCTIONS`, `ARRAY_FUNCTIONS`), in name order: how an expression calls it, `{a}` and `{b}`
+    vectors or scalars, `{c}` a condition. Each entry gets the plain calls `np.f({a})` and, for two
+    inputs, `np.f({a}, {b})`; `NUMPY_FORMS` adds the calls a function needs beyond those."""
+    from autograph_lite.ops.numpy_api import ARRAY_FUNCTIONS, UFUNC_OPS, UFUNC_REDUCTIONS
+    forms = []
+    for u in sorted(UFUNC_OPS, key=lambda u: u.__name__):
+        forms.append((u.__name__, [f"np.{u.__name__}({{a}}" + ", {b}" * (u.nin - 1) + ")"]
+                      + ([f"np.{u.__name__}.reduce({{a}})"] if u in UFUNC_REDUCTIONS else [])))
+    for f in sorted(ARRAY_FUNCTIONS, key=lambda f: f.__name__):
+        name = f.__name__
+        forms.append((name, [f"np.{name}({{a}})", f"np.{name}({{a}}, {{b}})", *NUMPY_FORMS.get(name, ())]))
+    return forms
+
+
+# calls of numpy functions beyond `np.f(a)` and `np.f(a, b)`, for the functions that need them; every
+# form must give a scalar or a vector of VEC elements (a 2-D result is indexed back to a row)
+NUMPY_FORMS = {
+    "reshape": ["np.reshape({a}, -1)", "np.reshape({a}, (2, 2))[1]"],
+    "full_like": ["np.full_like({a}, 3)", "np.full_like({a}, 0.5)"],
+    "where": ["np.where({c}, {a}, {b})", "np.where({c}, {a}, 0)"],
+    "expand_dims": ["np.expand_dims({a}, 0)[0]", "np.expand_dims({a}, -1)[:, 0]"],
+    "clip": ["np.clip({a}, 0, 2)", "np.clip({a}, {b}, None)"],
+    "concatenate": ["np.concatenate([{a}[:2], {b}[2:]])"],
+    "stack": ["np.stack([{a}, {b}])[1]", "np.stack([{a}, {b}], axis=1)[:, 0]"],
+    "outer": ["np.outer({a}, {b})[1]"],
+    "triu": ["np.triu(np.outer({a}, {b}))[1]"],
+    "tril": ["np.tril(np.outer({a}, {b}), -1)[2]"],
+    "transpose": ["np.transpose(np.outer({a}, {b}))[0]"],
+    "squeeze": ["np.squeeze({a}[None])"],
+    "shape": ["np.shape({a})[0]"],
+    "var": ["np.var({a}, ddof=1)"],
+    "std": ["np.std({a}, ddof=1)"],
+    "sum": ["np.sum({a}, axis=0)", "np.sum(np.outer({a}, {b}), axis=-1)"],
+    "mean": ["np.mean(np.outer({a}, {b}), axis=0)"],
+}
 
 
 class Reject(Exception):
@@ -721,6 +761,7 @@ class Generator:
             (4, "leaf"), (5, "binop"), (6 if want_bool else 2, "compare"), (1, "unary"),
             (2 if want_bool else 1, "boolop"), (1, "ternary"), (2, "call"), (1, "reduce"),
             (1, "cast"), (1, "index"), (1, "container"), (1, "random"), (1, "type_query"),
+            (1, "numpy"),
         ])
         for _ in range(5):
             try:
@@ -860,6 +901,23 @@ class Generator:
         self.weak_small(self.ev(a, visible), self.ev(b, visible))
         return f"ag.where({c}, {a}, {b})"
 
+    def ex_numpy(self, visible, depth):
+        """A numpy ufunc or function from the tables tensors go through, called as numpy code calls it."""
+        if not self.on("numpy_api", 40):
+            raise Reject("numpy api")
+        name, forms = self.ch.pick(_numpy_forms())
+        form = self.ch.pick(forms)
+        parts = {k: self._expr(visible, depth - 1, want_bool=k == "c") for k in ("a", "b", "c") if f"{{{k}}}" in form}
+        src = form.format(**parts)
+        value = self.ev(src, visible)  # a Reject where numpy does not take these
+        k = tkey(value)
+        if k[0] == "obj" or (k[0] == "t" and (k[1] not in DTYPES or np.shape(value) not in ((), (VEC,)))):
+            raise Reject(f"np.{name} gives {k}")
+        if k[1] in ("float32", "float64") or any(tkey(self.ev(v, visible))[1] in ("float32", "float64")
+                                                 for v in parts.values()):
+            self.inexact = True  # numpy's transcendental loops: compared within a few ulp
+        return src
+
     def _typed_quick(self, visible, k, depth):
         for _ in range(3):
             src = self._expr(visible, depth)
@@ -942,6 +1000,15 @@ class _Callable:
 
     def __call__(self, *args):
         return self.result
+
+
+_FORMS = []
+
+
+def _numpy_forms():
+    if not _FORMS:
+        _FORMS.extend(numpy_forms())
+    return _FORMS
 
 
 def generate(choices, flags=ALL_FLAGS - KNOWN_DIVERGENT, max_depth=3):

@@ -131,3 +131,22 @@ def test_runner_reports_each_difference(change, expected):
     outcome = runner.run_program(_program(), compile_fn=_wrong(change))
     assert outcome.status == "diverged" and expected in outcome.detail, outcome.detail
     assert "call 5" in outcome.detail
+
+
+def test_every_numpy_table_entry_is_drawn():
+    """The grammar draws from the numpy tables tensors go through: each entry has a form that
+    numpy takes on the fuzzer's vectors (float and int) and that gives a scalar or a vector."""
+    samples = [{"a": np.arange(1.0, grammar.VEC + 1), "b": np.linspace(-1, 1, grammar.VEC),
+                "c": np.arange(grammar.VEC) % 2 == 0},
+               {"a": np.arange(1, grammar.VEC + 1), "b": np.arange(grammar.VEC, 0, -1), "c": np.bool_(True)}]
+    undrawn = []
+    for name, forms in grammar.numpy_forms():
+        def usable(form, env):
+            try:
+                value = grammar._eval(form.format(a="a", b="b", c="c"), dict(env))
+            except grammar.Reject:
+                return False
+            return np.shape(value) in ((), (grammar.VEC,)) and np.asarray(value).dtype.name in grammar.DTYPES
+        if not any(usable(form, env) for form in forms for env in samples):
+            undrawn.append(name)
+    assert undrawn == [], f"add a form to grammar.NUMPY_FORMS for {undrawn}"
