@@ -290,3 +290,48 @@ def test_a_complex_constant_leaves_its_region_to_numpy():
     args = (np.ones(3),)
     for _ in range(4):
         np.testing.assert_array_equal(f(*args), compiled(*args))
+
+
+UFUNCS_BY_NUMPY_LOOP = ["sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arctanh",
+                        "exp2", "expm1", "log2", "log10", "log1p", "cbrt", "deg2rad", "rad2deg", "reciprocal",
+                        "sign"]
+BINARY_BY_NUMPY_LOOP = ["arctan2", "hypot", "logaddexp", "fmod", "fmax", "fmin", "heaviside"]
+
+
+def _unary_loop(name):
+    def loop(x, k):
+        i = 0
+        acc = x * 0.0
+        while i < k:
+            acc = acc + getattr(np, name)(x * 0.25 + np.float32(i) * 0.125)
+            i += 1
+        return acc, np.isnan(acc), np.isfinite(x * 1e38), np.signbit(-x), np.isinf(acc * 1e308)
+    return loop
+
+
+def _binary_loop(name):
+    def loop(x, k):
+        i = 0
+        acc = x * 0.0
+        while i < k:
+            acc = acc + getattr(np, name)(x + np.float32(i) * 0.5, x * 0.5 - 0.25)
+            i += 1
+        return acc
+    return loop
+
+
+@pytest.mark.parametrize("name", UFUNCS_BY_NUMPY_LOOP + BINARY_BY_NUMPY_LOOP)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_numpy_math_ufuncs_in_a_c_loop_call_numpy_own_loops(name, dtype):
+    """numpy's math ufuncs in a native loop call numpy's inner loop: bit for bit numpy's (libm's
+    sin may round differently); isnan/isfinite/signbit/isinf are C's exact tests."""
+    fn = (_unary_loop if name in UFUNCS_BY_NUMPY_LOOP else _binary_loop)(name)
+    args = (np.array([0.3, -0.7, 1.5, 0.0], dtype), np.int32(5))
+    with np.errstate(all="ignore"):
+        eager = fn(*args)
+        compiled = ag.function(fn)
+        results = [compiled(*args) for _ in range(scalar_loop.TIER_UP_AFTER + 1)]
+    [loop, *_] = compiled.get_concrete_function(*args).plan.native_loops
+    assert loop.fn, "the C loop was not built"
+    for result in results:
+        assert_same(eager, result)

@@ -175,6 +175,24 @@ def no_c(reason):
     return rule
 
 
+def numpy_loop_only(name):
+    """An op of floats that only numpy's own inner loop computes as numpy does (numpy_loops.py): a
+    native region calls that loop; an expression (a fused kernel's, or of other dtypes) has no C."""
+    rule = no_c(f"numpy's {name} may round differently from libm's, and its loop takes floats only")
+    rule.numpy_loop = True
+    return rule
+
+
+def float_test(name):
+    """isnan, isinf, isfinite, signbit of a float: C99's macros, exact; a bool result."""
+    def rule(emitter, operands, out_dtype):
+        (v,) = operands
+        if v.dtype.kind != "f":
+            raise Unsupported(f"{name} of {v.dtype}")
+        return f"({name}({v.expr}) != 0)"
+    return rule
+
+
 def compare(symbol):
     """`a < b` etc. in the dtype numpy compares in; a bool result."""
     def rule(emitter, operands, out_dtype):
@@ -342,13 +360,13 @@ BY_COMPUTATION = {
     "absolute": absolute,
     **{name: libm(name) for name in ("floor", "ceil", "trunc", "rint", "fabs", "copysign")},
     # numpy computes these with its own code (SIMD, or its npymath), which libm's may round
-    # differently; C for them would call numpy's loops (as tanh's), not written yet
-    **{name: no_c(f"numpy's {name} may round differently from libm's") for name in (
+    # differently: a native region calls numpy's inner loop for them (as for tanh), a fused kernel
+    # (libm only) leaves them to numpy
+    **{name: numpy_loop_only(name) for name in (
         "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh",
         "exp2", "expm1", "log2", "log10", "log1p", "cbrt", "deg2rad", "rad2deg", "arctan2", "hypot",
-        "logaddexp", "fmod")},
-    **{name: no_c(f"{name} is not written in C yet") for name in (
-        "reciprocal", "sign", "isnan", "isinf", "isfinite", "signbit", "fmax", "fmin", "heaviside")},
+        "logaddexp", "fmod", "reciprocal", "sign", "fmax", "fmin", "heaviside")},
+    **{name: float_test(name) for name in ("isnan", "isinf", "isfinite", "signbit")},
     "logical_not": logical("(!{0})"),
     "not": logical("(!{0})"),      # Python's `not` of a 0-d value
     "where": select,
