@@ -75,3 +75,15 @@ def test_readme_states_the_counted_fraction():
     readme = (DOC.parent.parent / "README.md").read_text()
     done, total = catalog.summary()
     assert f"**{done} of {total}** of numpy's ufuncs" in readme, "README's numpy fraction differs from docs/numpy.md"
+
+
+@pytest.mark.parametrize("name", sorted(n[2:] for n, ok in documented().items() if n.startswith("x.") and not ok))
+def test_a_refused_ndarray_attribute_names_itself(name):
+    """`t.flat`, `t.tolist()`, `getattr(t, "base", None)`: a ConversionError naming the attribute and
+    the user's line, never an AttributeError from inside the library (or a getattr default where
+    eager code gets the array's attribute)."""
+    def read(x):
+        return getattr(x, name, "the default")
+
+    with pytest.raises(ConversionError, match=rf"ndarray\.{name} is not supported on tensors \(at .*test_numpy_catalog.py"):
+        ag.function(read)(np.arange(3.0))

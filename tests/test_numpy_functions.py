@@ -51,7 +51,7 @@ CASES = {  # name -> functions of one array: a plain call, an axis or broadcasti
               lambda a: np.outer(a[:0], a)],
     "clip": [lambda a: np.clip(a, -2, 5), lambda a: np.clip(a, None, 3), lambda a: np.clip(a, a[0], None),
              lambda a: np.clip(a, 0.5, 2), lambda a: np.clip(a, min=1), lambda a: np.clip(a[:0], 1, 2),
-             lambda a: np.clip(a[0, 0], 1, 2)],
+             lambda a: np.clip(a[0, 0], 1, 2), lambda a: np.clip(a), lambda a: np.clip(a[0, 0])],
     "var": [lambda a: np.var(a), lambda a: np.var(a, axis=0), lambda a: np.var(a, axis=-1, ddof=1, keepdims=True),
             lambda a: np.var(a, axis=(0, 1), dtype=np.float64), lambda a: np.var(a, 1, correction=1)],
     "std": [lambda a: np.std(a), lambda a: np.std(a, axis=-1), lambda a: np.std(a, 0, ddof=2, keepdims=True),

@@ -138,7 +138,8 @@ def numpy_forms():
                       + ([f"np.{u.__name__}.reduce({{a}})"] if u in UFUNC_REDUCTIONS else [])))
     for f in sorted(ARRAY_FUNCTIONS, key=lambda f: f.__name__):
         name = f.__name__
-        forms.append((name, [f"np.{name}({{a}})", f"np.{name}({{a}}, {{b}})", *NUMPY_FORMS.get(name, ())]))
+        plain = [f"np.{name}({{a}})", f"np.{name}({{a}}, {{b}})"] if name not in NUMPY_FORMS_ONLY else []
+        forms.append((name, [*plain, *NUMPY_FORMS.get(name, ()), *NUMPY_FORMS_ONLY.get(name, ())]))
     return forms
 
 
@@ -162,6 +163,12 @@ NUMPY_FORMS = {
     "std": ["np.std({a}, ddof=1)"],
     "sum": ["np.sum({a}, axis=0)", "np.sum(np.outer({a}, {b}), axis=-1)"],
     "mean": ["np.mean(np.outer({a}, {b}), axis=0)"],
+}
+
+
+# functions whose plain calls give values eager code cannot compare (uninitialized memory): these only
+NUMPY_FORMS_ONLY = {
+    "empty_like": ["np.empty_like({a}).size", "np.empty_like({a}, dtype=np.int8).ndim"],
 }
 
 

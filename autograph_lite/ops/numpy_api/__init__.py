@@ -4,6 +4,8 @@ joined from each area module's `FUNCTIONS`) and ndarray's methods (`methods.py`)
 A numpy callable with no entry is a ConversionError naming it and the user's line. A new area
 (linear algebra, sorting, ...) is a module with a `FUNCTIONS` dict, listed in `_AREAS`.
 """
+import numpy as np
+
 from ...errors import ConversionError, user_location
 from ...runtime.graph import Tensor
 from . import functions, methods, ufuncs
@@ -35,8 +37,22 @@ def _array_function(self, func, types, args, kwargs):
     return entry(*args, **kwargs)
 
 
+_NDARRAY_NAMES = frozenset(n for n in dir(np.ndarray) if not n.startswith("_"))
+
+
+def _missing_attribute(self, name):
+    """`t.flat` and other ndarray attributes a Tensor lacks: a ConversionError naming it at the user's
+    line, not an AttributeError (`getattr(t, "base", None)` would quietly take the default where
+    eager code gets the array's attribute)."""
+    if name in _NDARRAY_NAMES:
+        raise ConversionError(f"ndarray.{name} is not supported on tensors (at {user_location(2)}); "
+                                   f"docs/numpy.md lists what is")
+    raise AttributeError(f"'Tensor' object has no attribute '{name}'")
+
+
 def install():
     """Tensor's numpy protocols and ndarray methods."""
     methods.install()
     Tensor.__array_ufunc__ = ufuncs.array_ufunc
     Tensor.__array_function__ = _array_function
+    Tensor.__getattr__ = _missing_attribute

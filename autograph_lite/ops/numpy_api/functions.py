@@ -83,12 +83,17 @@ def _outer(a, b, out=None):
     return math_ops.multiply(a, b)
 
 
+_CLIP_NEEDS_A_BOUND = np.lib.NumpyVersion(np.__version__) < "2.1.0"
+
+
 def _clip(a, a_min=NO, a_max=NO, out=None, *, min=NO, max=NO, **rest):  # noqa: A002 - numpy's names
     keywords("clip", dict(out=out, **rest), out=None)
     low = min if a_min is NO else a_min
     high = max if a_max is NO else a_max
     if (low is NO or low is None) and (high is NO or high is None):
-        raise ValueError("One of max or min must be given")
+        if _CLIP_NEEDS_A_BOUND:
+            raise ValueError("One of max or min must be given")
+        return math_ops.maximum(a, a)  # numpy >= 2.1 gives a copy, through its ufunc (a 0-d one as a scalar)
     if low is not NO and low is not None:
         a = math_ops.maximum(a, low)
     if high is not NO and high is not None:
