@@ -134,8 +134,19 @@ class _Lowering:
         self.native = []     # a NativeRegion per While: native C, or numpy and why
         self.counter = itertools.count()
         self.filename = f"<autograph_lite plan {next(_plan_ids)}>"
+        # freeing what is dead, in the graph's top level: a variable whose value no later line reads
+        # is given to the next result, so rebinding it frees the array, as CPython frees a local
+        self.root = None
+        self.uses = {}       # id(Tensor) -> reads of it not yet written into a line
+        self.reads = {}      # id(Tensor) -> the variables its inlined expression reads, once per read
+        self.variable = {}   # id(Tensor) -> its variable, where that is a top-level `v` variable
+        self.holders = {}    # variable -> how many live tensors it holds (an in-place result keeps its input's)
+        self.spare = []      # variables whose value is dead, to be given to the next results
 
     def run(self, graph):
+        self.root = graph
+        for t in [t for node in graph.nodes for t in node.inputs] + list(graph.outputs):
+            self.uses[id(t)] = self.uses.get(id(t), 0) + 1
         params = [self.fresh(t, "a") for t in graph.inputs]
         self.emit(f"def plan({', '.join(params)}):", 1)
         native, why = NativeGraph.for_graph(graph) if self.xp is np and graph.nodes else (None, None)
@@ -167,9 +178,33 @@ class _Lowering:
         return name.startswith("c") and (isinstance(value, np.ndarray) or is_device_array(value))
 
     def fresh(self, tensor, prefix="v"):
-        name = f"{prefix}{next(self.counter)}"
+        if prefix == "v" and tensor.node.graph is self.root:
+            name = self.spare.pop() if self.spare else f"v{next(self.counter)}"
+            self.hold(tensor, name)
+        else:
+            name = f"{prefix}{next(self.counter)}"
         self.names[id(tensor)] = name
         return name
+
+    def hold(self, tensor, name):
+        self.variable[id(tensor)] = name
+        self.holders[name] = self.holders.get(name, 0) + 1
+
+    def release(self, node):
+        """After top-level `node` is lowered: the variables no later line reads are spare. An inlined
+        node's reads move into its expression, read where that expression is written."""
+        if any(id(t) in self.depths for t in node.outputs):
+            self.reads[id(node.outputs[0])] = [v for t in node.inputs for v in self.reads.get(id(t), [id(t)])]
+            return
+        for v in [v for t in node.inputs for v in self.reads.get(id(t), [id(t)])] + \
+                [id(t) for t in node.outputs if self.uses.get(id(t), 0) == 0]:
+            self.uses[v] = self.uses.get(v, 0) - 1
+            name = self.variable.get(v)
+            if self.uses[v] <= 0 and name is not None:
+                del self.variable[v]
+                self.holders[name] -= 1
+                if self.holders[name] == 0:
+                    self.spare.append(name)
 
     def bind(self, prefix, value):
         name = f"{prefix}{next(self.counter)}"
@@ -196,6 +231,8 @@ class _Lowering:
     def body(self, graph, indent):
         for node in graph.nodes:
             self.node(node, indent)
+            if graph is self.root:
+                self.release(node)
         return [self.names[id(t)] for t in graph.outputs]
 
     def alias(self, placeholders, values):
@@ -254,6 +291,8 @@ class _Lowering:
             ufunc = getattr(self.xp, opdef.ufunc)
             self.emit(f"{self.bind('k', ufunc)}({target}, out={target})", indent, node, node.inputs)
         self.names[id(node.outputs[0])] = target
+        if id(node.inputs[k]) in self.variable:  # the result lives in its input's variable
+            self.hold(node.outputs[0], target)
 
     def assign(self, targets, values, indent, node=None, reads=()):
         if targets:
