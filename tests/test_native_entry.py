@@ -284,3 +284,17 @@ def test_an_ndarray_subclass_argument_keeps_its_type_after_the_tier_up(fn, other
     for _ in range(CALLS):
         assert_identical(fn(tagged, other), compiled(tagged, other))
     assert_identical(fn(x, other), compiled(x, other))
+
+
+@pytest.mark.parametrize("fn, hot_args, calls", [
+    (collatz, (np.int32(27),), [(np.array(27, np.int32),), (np.array(1, np.int32),), (np.array(97, np.int32),)]),
+    (count, (np.int64(40), 0), [(np.array(40), 0), (np.array(1), 3), (np.array(0), 1)]),
+])
+def test_a_zero_d_array_argument_runs_the_c_as_a_numpy_scalar_would_and_keeps_eagers_boxes(fn, hot_args, calls):
+    """A plain 0-d array is taken by the C entry for a scalar cell (W6 with `np.array(27, np.int32)`
+    pays no per-call tax), and what the loop gives back is boxed as eagerly: a 0-d array a zero-trip
+    loop passes through stays that array."""
+    compiled, _ = hot(fn, *hot_args)
+    for args in calls:
+        for _ in range(CALLS):
+            assert_identical(fn(*args), compiled(*args))

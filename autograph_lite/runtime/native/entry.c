@@ -103,15 +103,23 @@ typedef struct {
     PyObject* fallback;  /* called with the same arguments when one is not in the C's form */
     PyObject* finish;    /* finish(status, results) when a flag was raised or the C did not finish */
     int loop;
+    int zero_d;          /* a plain 0-d array is taken for a scalar cell (its value), as the ctypes path takes it */
     Py_ssize_t n_args, n_values, n_updated;
     void* tables[2];     /* numpy inner-loop tables (functions, data), or NULL */
     int short_run;       /* its last run took under SHORT_NS (under the GIL; written only on a change) */
     Spec* specs;
 } Entry;
 
-/* A Python or numpy scalar `o` as the numpy item of `typenum` in `cell`; 0 if it is not one
-   this converts exactly as the Python caller would (the caller then converts it). */
-static int to_cell(PyObject* o, int typenum, npy_int64* cell) {
+/* A Python or numpy scalar `o` (or, with `zero_d`, a plain 0-d array) as the numpy item of
+   `typenum` in `cell`; 0 if it is not one this converts exactly as the Python caller would (the
+   caller then converts it). */
+static int to_cell(PyObject* o, int typenum, npy_int64* cell, int zero_d) {
+    if (PyArray_CheckExact(o)) {
+        PyArrayObject* a = (PyArrayObject*)o;
+        if (!zero_d || PyArray_NDIM(a) != 0 || PyArray_TYPE(a) != typenum || PyArray_ISBYTESWAPPED(a)) return 0;
+        memcpy(cell, PyArray_DATA(a), PyArray_ITEMSIZE(a));
+        return 1;
+    }
     if (PyArray_IsScalar(o, Generic)) {
         PyArray_Descr* d = PyArray_DescrFromScalar(o);
         int same = d != NULL && d->type_num == typenum;
@@ -263,7 +271,7 @@ static PyObject* entry_vectorcall(PyObject* self_, PyObject* const* args, size_t
         PyObject* o = s->role == WRITE ? NULL : args[a++];
         if (s->ndim < 0) {
             pointers[k] = &cells[k];
-            if (o != NULL && !to_cell(o, s->typenum, &cells[k])) goto fallback;
+            if (o != NULL && !to_cell(o, s->typenum, &cells[k], self->zero_d)) goto fallback;
         } else if (o == NULL) {
             arrays[k] = PyArray_EMPTY(s->ndim, (npy_intp*)s->dims, s->typenum, 0);
             if (arrays[k] == NULL) goto error;
@@ -357,8 +365,8 @@ static void entry_dealloc(Entry* self) {
 /* Entry(fallback, finish, specs, loop): specs a sequence of (role, typenum, shape or None, box). */
 static PyObject* entry_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
     PyObject *fallback, *finish, *specs;
-    int loop;
-    if (!PyArg_ParseTuple(args, "OOOp", &fallback, &finish, &specs, &loop)) return NULL;
+    int loop, zero_d = 0;
+    if (!PyArg_ParseTuple(args, "OOOp|p", &fallback, &finish, &specs, &loop, &zero_d)) return NULL;
     PyObject* seq = PySequence_Fast(specs, "specs must be a sequence");
     if (seq == NULL) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
@@ -379,6 +387,7 @@ static PyObject* entry_new(PyTypeObject* type, PyObject* args, PyObject* kwargs)
     Py_INCREF(finish);
     self->finish = finish;
     self->loop = loop;
+    self->zero_d = zero_d;
     self->n_values = n;
     for (Py_ssize_t k = 0; k < n; k++) {
         Spec* s = &self->specs[k];

@@ -146,7 +146,9 @@ class NativeFunction:
         if module is None or any(spec[3] is None for spec in self.entry_specs) or len(self.entry_specs) > entry.MAX_VALUES:
             return
         tables = [ctypes.addressof(t) for t in self.tables] or [0, 0]
-        c_entry = module.Entry(self._python_call, self.finish, self.entry_specs, self.loop)
+        # a 0-d array argument is a scalar cell, unless a loop may give it back as it came (its box)
+        c_entry = module.Entry(self._python_call, self.finish, self.entry_specs, self.loop,
+                               not getattr(self, "scalar_inputs", False))
         c_entry.bind(ctypes.cast(values, ctypes.c_void_p).value, (values, self.tables), *tables)
         self.call = c_entry
 
