@@ -45,6 +45,12 @@ def _ravel(a, order="C"):
     return array_ops.reshape(a, (-1,))
 
 
+def _squeeze(a, axis=None):
+    if a.ndim == 0 and isinstance(axis, int) and axis in (0, -1):
+        axis = None  # numpy takes an int axis 0 or -1 of a 0-d array (not in a tuple), and squeezes nothing
+    return array_ops.squeeze(a, axis)
+
+
 def _expand_dims(a, axis):
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     out_ndim = a.ndim + len(axes)
@@ -182,7 +188,7 @@ FUNCTIONS = {
     np.empty_like: _like("empty_like", array_ops.zeros_like),
     np.full_like: _full_like,
     np.reshape: _reshape, np.transpose: _transpose, np.ravel: _ravel,
-    np.squeeze: lambda a, axis=None: array_ops.squeeze(a, axis),
+    np.squeeze: _squeeze,
     np.expand_dims: _expand_dims,
     np.where: _where, np.dot: _dot, np.outer: _outer, np.clip: _clip,
     np.var: _var, np.std: _std,
