@@ -45,6 +45,15 @@ NOT_EXPORTABLE = {
     "FMax": "ONNX's Max propagates NaN where numpy's fmax ignores it",
     "FMin": "ONNX's Min propagates NaN where numpy's fmin ignores it",
     "Heaviside": "ONNX has no Heaviside operator",
+    **{op: f"ONNX has no {op} operator" for op in ("BitwiseCount", "Spacing", "LogAddExp2", "FloatPower", "Ldexp",
+                                                   "NextAfter", "Gcd", "Lcm")},
+    "LeftShift": "ONNX's BitShift takes unsigned integers only, and numpy's shift by the width or more is 0",
+    "RightShift": "ONNX's BitShift takes unsigned integers only, and numpy's right shift of a negative fills ones",
+    "Conj": "ONNX has no complex dtypes",
+    "Modf": "ONNX has no operator splitting a float into its fraction and integral parts",
+    "Frexp": "ONNX has no operator splitting a float into mantissa and exponent",
+    "UfuncReduce": "a reduction by any numpy ufunc (its own reduce, with dtype= and initial=): not mapped yet",
+    "Accumulate": "a running ufunc (numpy's accumulate): ONNX's CumSum rounds float sums in another order",
 }
 
 
@@ -535,6 +544,18 @@ def _logical(ctx, node):
     return ctx.add(node.op[len("Logical"):], _operands(ctx, node, np.bool_))
 
 
+@rule("BitwiseAnd", "BitwiseOr", "BitwiseXor", "LogicalXor")
+def _bitwise(ctx, node):
+    logical = node.outputs[0].dtype == np.bool_
+    onnx_op = {"BitwiseAnd": "And", "BitwiseOr": "Or"}.get(node.op, "Xor") if logical else node.op
+    return ctx.add(onnx_op, _operands(ctx, node))
+
+
+@rule("Invert")
+def _invert(ctx, node):
+    return ctx.add("Not" if node.outputs[0].dtype == np.bool_ else "BitwiseNot", _operands(ctx, node))
+
+
 @rule("LogicalNot", "Not")
 def _not(ctx, node):
     return ctx.add("Not", _operands(ctx, node, np.bool_))
@@ -628,7 +649,7 @@ def _select(ctx, node):
     return where(ctx, ctx.value(c, np.bool_), ctx.value(x, dtype), ctx.value(y, dtype), dtype)
 
 
-@rule("Cast", "Identity", "PythonInt", "PythonScalar")
+@rule("Cast", "Identity", "PythonInt", "PythonScalar", "Positive")
 def _cast(ctx, node):
     return ctx.add("Identity", _operands(ctx, node))
 

@@ -217,4 +217,7 @@ NOT_DIFFERENTIABLE = {
     "PythonScalar": "no rule yet: a float read back as a Python number from a list a loop carries",
     "RandomDraw": _RANDOM, "RandomNormal": _RANDOM, "RandomUniform": _RANDOM,
     "FusedElementwise": "made only by optimization passes; gradients are taken of the traced graph",
+    # gaps, not reasons (docs/ARCHITECTURE.md): numpy_api's ufunc methods of any ufunc
+    "UfuncReduce": "no rule yet: a reduction by any ufunc's own reduce (np.add.reduce with dtype= or initial=)",
+    "Accumulate": "no rule yet: a ufunc's accumulate (np.add.accumulate, np.multiply.accumulate)",
 }

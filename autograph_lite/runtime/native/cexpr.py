@@ -298,6 +298,19 @@ def _arithmetic_operands(emitter, operands, out_dtype, floats_only=False):
     return [emitter.cast(v, out_dtype) for v in operands]
 
 
+def bitwise(symbol):
+    """`a & b`, `a | b`, `a ^ b`, `~a` on integers and bools (`~` of a bool is `!`), as numpy's."""
+    def rule(emitter, operands, out_dtype):
+        if out_dtype.kind not in "biu":
+            raise Unsupported(f"bitwise {symbol} on {out_dtype}")
+        a = [emitter.cast(v, out_dtype) for v in operands]
+        if symbol == "~":
+            return f"(!{a[0]})" if out_dtype == np.bool_ else f"(({c_type(out_dtype)})~{a[0]})"
+        return f"(({c_type(out_dtype)})({a[0]} {symbol} {a[1]}))"
+    rule.python = EXACT
+    return rule
+
+
 def is_comparison(name):
     """True if op `name`'s C form is a comparison (scalar loops check int/float mixes for it)."""
     return getattr(_rule_named(name), "comparison", False)
@@ -349,6 +362,13 @@ BY_COMPUTATION = {
         "logaddexp", "fmod")},
     **{name: no_c(f"{name} is not written in C yet") for name in (
         "reciprocal", "sign", "isnan", "isinf", "isfinite", "signbit", "fmax", "fmin", "heaviside")},
+    **{name: bitwise(symbol) for name, symbol in (("bitwise_and", "&"), ("bitwise_or", "|"),
+                                                    ("bitwise_xor", "^"), ("invert", "~"))},
+    "logical_xor": logical("({0} != {1})"),
+    # numpy defines a shift by the width or more (UB in C); numpy's own code for the others
+    **{name: no_c(f"{name} is not written in C yet") for name in (
+        "left_shift", "right_shift", "bitwise_count", "spacing", "conjugate", "positive", "logaddexp2",
+        "float_power", "ldexp", "nextafter", "gcd", "lcm")},
     "logical_not": logical("(!{0})"),
     "not": logical("(!{0})"),      # Python's `not` of a 0-d value
     "where": select,
