@@ -50,6 +50,14 @@ NOT_EXPORTABLE = {
     "LeftShift": "ONNX's BitShift takes unsigned integers only, and numpy's shift by the width or more is 0",
     "RightShift": "ONNX's BitShift takes unsigned integers only, and numpy's right shift of a negative fills ones",
     "Conj": "ONNX has no complex dtypes",
+    # numpy's linear algebra and products (ops/linalg_ops.py), computed by numpy's own functions
+    **{op: f"ONNX has no {what} operator" for op, what in (
+        ("Cholesky", "Cholesky"), ("MatrixInverse", "matrix inverse"), ("PseudoInverse", "pseudo-inverse"),
+        ("Solve", "linear solve"), ("LogDet", "log-determinant"), ("MatrixPower", "matrix power"),
+        ("Qr", "QR"), ("Eigh", "eigendecomposition"), ("EigvalsH", "eigenvalue"), ("Svd", "SVD"),
+        ("Norm", "norm of every numpy ord"), ("Kron", "Kronecker product"), ("Cross", "cross product"))},
+    **{op: f"numpy computes {op} with its own loops or BLAS; ONNX's would round differently" for op in (
+        "Dot", "Vdot", "Inner", "TensorDot", "Einsum", "Det")},
     "Modf": "ONNX has no operator splitting a float into its fraction and integral parts",
     "Frexp": "ONNX has no operator splitting a float into mantissa and exponent",
     "UfuncReduce": "a reduction by any numpy ufunc (its own reduce, with dtype= and initial=): not mapped yet",

@@ -220,4 +220,9 @@ NOT_DIFFERENTIABLE = {
     # gaps, not reasons (docs/ARCHITECTURE.md): numpy_api's ufunc methods of any ufunc
     "UfuncReduce": "no rule yet: a reduction by any ufunc's own reduce (np.add.reduce with dtype= or initial=)",
     "Accumulate": "no rule yet: a ufunc's accumulate (np.add.accumulate, np.multiply.accumulate)",
+    **{op: f"no rule yet: {what}" for op, what in (
+        ("Vdot", "np.vdot"), ("Inner", "np.inner"), ("TensorDot", "np.tensordot"), ("Einsum", "np.einsum"),
+        ("Kron", "np.kron"), ("Cross", "np.cross"), ("PseudoInverse", "np.linalg.pinv"),
+        ("LogDet", "np.linalg.slogdet"), ("MatrixPower", "np.linalg.matrix_power"), ("Qr", "np.linalg.qr"),
+        ("Eigh", "np.linalg.eigh"), ("EigvalsH", "np.linalg.eigvalsh"), ("Svd", "np.linalg.svd"))},
 }

@@ -6,10 +6,10 @@ A numpy callable with no entry is a ConversionError naming it and the user's lin
 """
 from ...errors import ConversionError, user_location
 from ...runtime.graph import Tensor
-from . import functions, methods, ufuncs
+from . import functions, linalg, methods, products, ufuncs
 from .ufuncs import UFUNC_OPS, UFUNC_REDUCTIONS  # noqa: F401  (the ufunc tables, read by tests and docs)
 
-_AREAS = (functions,)
+_AREAS = (functions, products, linalg)
 
 
 def _join(areas):
@@ -31,8 +31,14 @@ def _array_function(self, func, types, args, kwargs):
     `np.concatenate([t, a])`, routed through `ARRAY_FUNCTIONS`."""
     entry = ARRAY_FUNCTIONS.get(func)
     if entry is None:
-        raise ConversionError(f"np.{func.__name__} is not supported on tensors (at {user_location(2)})")
+        raise ConversionError(f"{numpy_name(func)} is not supported on tensors (at {user_location(2)})")
     return entry(*args, **kwargs)
+
+
+def numpy_name(func):
+    """How a user spells numpy function `func`: `np.sum`, `np.linalg.eig`, `np.fft.fft`."""
+    module = getattr(func, "__module__", None) or "numpy"
+    return f"np.{module[len('numpy.'):]}.{func.__name__}" if module.startswith("numpy.") else f"np.{func.__name__}"
 
 
 def install():

@@ -1,0 +1,397 @@
+"""Linear algebra and products computed by numpy's own functions: `np.linalg.cholesky`, `solve`,
+`inv`, `det`, `qr`, `eigh`, `svd`, `norm`, and `np.dot` (beyond 2-D), `vdot`, `inner`,
+`tensordot`, `einsum`, `kron`, `cross`.
+
+Each is one op whose kernel is the numpy (or cupy) function itself (`numpy_function_op`), called
+with the node's `args`/`kwargs` attrs, a Slot where an input goes: results are numpy's bit for
+bit, and numpy's errors (`LinAlgError` of a singular matrix) are raised when the graph runs. The
+trace learns the result's shape from the op's shape rule and its dtype from numpy, run once on
+small examples (identity matrices, so a factorization always succeeds).
+"""
+import functools
+import warnings
+
+import numpy as np
+
+from ..runtime.graph import Slot, Tensor
+from ..runtime.opdef import CALL_ARGS, CALL_KWARGS
+from . import math_ops
+from .array_ops import expand_dims, transpose
+from .core import apply, broadcast_shapes, define, exemplar, grad_rule, normalize_axes, normalize_axis
+
+OPS = {}  # numpy function's path ("linalg.inv") -> OpDef
+
+
+def _resolve(xp, path):
+    return functools.reduce(getattr, path.split("."), xp)
+
+
+def _fill(value, inputs):
+    """A stored argument with each Slot replaced by the node's input it names."""
+    if type(value) is Slot:
+        return inputs[value.k]
+    if type(value) is tuple:
+        return tuple(_fill(v, inputs) for v in value)
+    return value
+
+
+def _example(t, dims=lambda d: 1):
+    """A small value like `t` (weak: a Python scalar): each dim `dims(d)` (1 unless told; a dim not
+    known at the trace is 1), square trailing dims an identity matrix, which every factorization
+    accepts."""
+    if t.weak:
+        return exemplar(t)
+    shape = tuple(dims(d) if d is not None else 1 for d in t.shape)
+    if len(shape) >= 2 and shape[-1] == shape[-2]:
+        return np.ascontiguousarray(np.broadcast_to(np.eye(shape[-1]), shape)).astype(t.dtype)
+    return np.ones(shape, t.dtype)
+
+
+def numpy_function_op(name, path, shapes, example_dims=lambda d: 1, **facts):
+    """An op computed by numpy's function `path` ("linalg.inv"), on numpy or cupy (`xp`).
+
+    `shapes(*args, **kwargs)`: the result's shapes, a list (one per output), given the call's
+    arguments with Tensors where inputs go; `example_dims(d)`: each dim of the small examples
+    numpy's dtype is asked with. Call it with `call(OPS[path], *args, **kwargs)`."""
+    def kernel(xp, args, kwargs):
+        fn = _resolve(xp, path)
+
+        def run(*inputs):
+            return fn(*_fill(args, inputs), **{k: _fill(v, inputs) for k, v in kwargs})
+        return run
+
+    def infer(*tensors, args, kwargs):
+        given = _fill(args, tensors), {k: _fill(v, tensors) for k, v in kwargs}
+        out_shapes = shapes(*given[0], **given[1])
+        examples = [_example(t, example_dims) for t in tensors]
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # numpy's warnings are the run's (a deprecation, once), not the trace's
+            result = _resolve(np, path)(*_fill(args, examples), **{k: _fill(v, examples) for k, v in kwargs})
+        results = tuple(result) if isinstance(result, tuple) else (result,)
+        return [(tuple(s), np.asarray(r).dtype) for s, r in zip(out_shapes, results)]
+
+    OPS[path] = opdef = define(name, kernel, infer, attrs={"args": CALL_ARGS, "kwargs": CALL_KWARGS}, fresh=True,
+                               **facts)
+    return opdef
+
+
+def call(opdef, *args, **kwargs):
+    """`opdef`'s numpy function called with these arguments: tensors and arrays become the node's
+    inputs (Slots in its attrs); Python values, dtypes and tuples of them stay attrs."""
+    inputs = []
+
+    def slot(v):
+        if isinstance(v, (Tensor, np.ndarray, np.generic)):
+            inputs.append(v)
+            return Slot(len(inputs) - 1)
+        if type(v) in (tuple, list):
+            return tuple(slot(x) for x in v)
+        return v
+    args = tuple(slot(a) for a in args)
+    kwargs = tuple((k, slot(v)) for k, v in kwargs.items())
+    return apply(opdef, tuple(inputs), {"args": args, "kwargs": kwargs})
+
+
+# --- shape rules ----------------------------------------------------------------------------
+
+def _ndim(x):
+    return np.ndim(x) if not isinstance(x, Tensor) else x.ndim
+
+
+def _shape(x):
+    return x.shape if isinstance(x, Tensor) else np.shape(x)
+
+
+def _same(a, b, what):
+    if a is not None and b is not None and a != b:
+        raise ValueError(f"{what}: {a} != {b}")
+    return a if a is not None else b
+
+
+def _square(a, name):
+    shape = _shape(a)
+    if len(shape) < 2:
+        raise np.linalg.LinAlgError(f"{len(shape)}-dimensional array given. Array must be at least two-dimensional")
+    if None not in shape[-2:] and shape[-1] != shape[-2]:
+        raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
+    return shape
+
+
+def _dot_shapes(a, b, out=None):
+    sa, sb = _shape(a), _shape(b)
+    if not sa or not sb:
+        return [broadcast_shapes(sa, sb)]
+    _same(sa[-1], sb[-2] if len(sb) > 1 else sb[-1], "shapes not aligned")
+    return [sa[:-1] + sb[:-2] + sb[-1:] if len(sb) > 1 else sa[:-1]]
+
+
+def _inner_shapes(a, b):
+    sa, sb = _shape(a), _shape(b)
+    if not sa or not sb:
+        return [broadcast_shapes(sa, sb)]
+    _same(sa[-1], sb[-1], "shapes not aligned")
+    return [sa[:-1] + sb[:-1]]
+
+
+def _tensordot_axes(sa, sb, axes):
+    if isinstance(axes, int):
+        return tuple(range(len(sa) - axes, len(sa))), tuple(range(axes))
+    a_axes, b_axes = axes
+    a_axes = (a_axes,) if isinstance(a_axes, int) else tuple(a_axes)
+    b_axes = (b_axes,) if isinstance(b_axes, int) else tuple(b_axes)
+    if len(a_axes) != len(b_axes):
+        raise ValueError("shape-mismatch for sum")
+    return tuple(normalize_axis(i, len(sa)) for i in a_axes), tuple(normalize_axis(i, len(sb)) for i in b_axes)
+
+
+def _tensordot_shapes(a, b, axes=2):
+    sa, sb = _shape(a), _shape(b)
+    a_axes, b_axes = _tensordot_axes(sa, sb, axes)
+    for i, j in zip(a_axes, b_axes):
+        _same(sa[i], sb[j], "shape-mismatch for sum")
+    return [tuple(d for i, d in enumerate(sa) if i not in a_axes) + tuple(d for j, d in enumerate(sb) if j not in b_axes)]
+
+
+def _kron_shapes(a, b):
+    sa, sb = _shape(a), _shape(b)
+    n = max(len(sa), len(sb))
+    sa, sb = (1,) * (n - len(sa)) + tuple(sa), (1,) * (n - len(sb)) + tuple(sb)
+    return [tuple(None if None in (x, y) else x * y for x, y in zip(sa, sb))]
+
+
+def _einsum_shapes(subscripts, *operands, **kwargs):
+    if not isinstance(subscripts, str):
+        raise TypeError("np.einsum's interleaved form (operand, sublist, ...) is not supported on tensors; "
+                        "give the subscripts as a string")
+    subscripts = subscripts.replace(" ", "")
+    inputs, arrow, output = subscripts.partition("->")
+    specs = inputs.split(",")
+    if len(specs) != len(operands):
+        raise ValueError("more operands provided to einstein sum function than specified in the subscripts string"
+                         if len(operands) > len(specs) else "fewer operands provided to einstein sum function "
+                         "than specified in the subscripts string")
+    sizes, ellipsis = {}, []
+    for spec, x in zip(specs, operands):
+        shape = _shape(x)
+        letters = spec.replace("...", "")
+        if "..." in spec:
+            before, after = spec.split("...")
+            n = len(shape) - len(letters)
+            ellipsis.append(shape[len(before):len(before) + n])
+            shape = shape[:len(before)] + shape[len(before) + n:]
+        if len(letters) != len(shape):
+            raise ValueError("operand has more dimensions than subscripts given in einstein sum, but no '...' "
+                             "ellipsis provided to broadcast the extra dimensions.")
+        for letter, d in zip(letters, shape):
+            known = sizes.get(letter, 1)
+            if d != 1 and known != 1 and d is not None and known is not None and d != known:
+                raise ValueError(f"operands could not be broadcast together with remapped shapes: "
+                                 f"{letter} is {known} and {d}")
+            sizes[letter] = d if known == 1 else known if d == 1 else _same(known, d, "einsum")
+    broadcast = broadcast_shapes(*ellipsis) if ellipsis else ()
+    if not arrow:
+        counts = {c: inputs.count(c) for c in inputs if c.isalpha()}
+        output = ("..." if ellipsis else "") + "".join(sorted(c for c, n in counts.items() if n == 1))
+    letters = output.replace("...", "")
+    before = output.split("...")[0] if "..." in output else letters
+    shape = tuple(sizes[c] for c in before) + (broadcast if "..." in output else ()) + tuple(
+        sizes[c] for c in letters[len(before):])
+    return [shape]
+
+
+def _cross_shapes(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    sa, sb = _shape(a), _shape(b)
+    axisa, axisb = normalize_axis(axisa, len(sa)), normalize_axis(axisb, len(sb))
+    da, db = sa[axisa], sb[axisb]
+    if da not in (2, 3) or db not in (2, 3):
+        raise ValueError("incompatible dimensions for cross product\n(dimension must be 2 or 3)")
+    rest = broadcast_shapes(sa[:axisa] + sa[axisa + 1:], sb[:axisb] + sb[axisb + 1:])
+    if da == 2 and db == 2:
+        return [rest]
+    axisc = normalize_axis(axisc, len(rest) + 1)
+    return [rest[:axisc] + (3,) + rest[axisc:]]
+
+
+def _batch_matrix(a, name):
+    return _square(a, name)
+
+
+def _solve_shapes(a, b):
+    sa, sb = _square(a, "solve"), _shape(b)
+    if len(sb) == 1:
+        _same(sa[-1], sb[0], "solve: input b has a mismatch in its core dimension 0")
+        return [sa[:-1]]
+    _same(sa[-1], sb[-2], "solve: input b has a mismatch in its core dimension 0")
+    return [broadcast_shapes(sa[:-2], sb[:-2]) + sb[-2:]]
+
+
+def _qr_shapes(a, mode="reduced"):
+    shape = _shape(a)
+    if len(shape) < 2:
+        raise np.linalg.LinAlgError(f"{len(shape)}-dimensional array given. Array must be at least two-dimensional")
+    m, n = shape[-2:]
+    k = None if None in (m, n) else min(m, n)
+    if mode == "reduced":
+        return [shape[:-2] + (m, k), shape[:-2] + (k, n)]
+    if mode == "complete":
+        return [shape[:-2] + (m, m), shape]
+    if mode == "r":
+        return [shape[:-2] + (k, n)]
+    raise TypeError(f"np.linalg.qr(..., mode={mode!r}) is not supported on tensors")
+
+
+def _svd_shapes(a, full_matrices=True, compute_uv=True, hermitian=False):
+    shape = _shape(a)
+    if len(shape) < 2:
+        raise np.linalg.LinAlgError(f"{len(shape)}-dimensional array given. Array must be at least two-dimensional")
+    m, n = shape[-2:]
+    k = None if None in (m, n) else min(m, n)
+    s = shape[:-2] + (k,)
+    if not compute_uv:
+        return [s]
+    if full_matrices:
+        return [shape[:-2] + (m, m), s, shape[:-2] + (n, n)]
+    return [shape[:-2] + (m, k), s, shape[:-2] + (k, n)]
+
+
+def _norm_shapes(x, ord=None, axis=None, keepdims=False):  # noqa: A002 - numpy's name
+    shape = _shape(x)
+    if axis is None:
+        if ord is not None and len(shape) not in (1, 2):
+            raise ValueError("Improper number of dimensions to norm.")
+        return [(1,) * len(shape) if keepdims else ()]
+    axes = normalize_axes(axis, len(shape))
+    if len(axes) > 2:
+        raise ValueError("Improper number of dimensions to norm.")
+    return [tuple(1 if i in axes else d for i, d in enumerate(shape) if keepdims or i not in axes)]
+
+
+def _eigh_shapes(a, UPLO="L"):  # noqa: N803 - numpy's name
+    shape = _square(a, "eigh")
+    return [shape[:-1], shape]
+
+
+def _slogdet_shapes(a):
+    shape = _square(a, "slogdet")
+    return [shape[:-2], shape[:-2]]
+
+
+# numpy function path -> (op name, shape rule)
+for _path, _name, _shapes in [
+        ("dot", "Dot", _dot_shapes),
+        ("vdot", "Vdot", lambda a, b: [()]),
+        ("inner", "Inner", _inner_shapes),
+        ("tensordot", "TensorDot", _tensordot_shapes),
+        ("einsum", "Einsum", _einsum_shapes),
+        ("kron", "Kron", _kron_shapes),
+        ("linalg.cholesky", "Cholesky", lambda a, upper=False: [_square(a, "cholesky")]),
+        ("linalg.inv", "MatrixInverse", lambda a: [_square(a, "inv")]),
+        ("linalg.pinv", "PseudoInverse", lambda a, **kw: [_shape(a)[:-2] + _shape(a)[-2:][::-1]]),
+        ("linalg.solve", "Solve", _solve_shapes),
+        ("linalg.det", "Det", lambda a: [_square(a, "det")[:-2]]),
+        ("linalg.slogdet", "LogDet", _slogdet_shapes),
+        ("linalg.matrix_power", "MatrixPower", lambda a, n: [_square(a, "matrix_power")]),
+        ("linalg.qr", "Qr", _qr_shapes),
+        ("linalg.eigh", "Eigh", _eigh_shapes),
+        ("linalg.eigvalsh", "EigvalsH", lambda a, UPLO="L": [_square(a, "eigvalsh")[:-1]]),
+        ("linalg.svd", "Svd", _svd_shapes),
+        ("linalg.norm", "Norm", _norm_shapes)]:
+    numpy_function_op(_name, _path, _shapes)
+numpy_function_op("Cross", "cross", _cross_shapes, example_dims=lambda d: min(d, 3))  # vectors of 2 or 3
+
+
+# --- gradients --------------------------------------------------------------------------------
+
+def _swap(t):
+    perm = list(range(t.ndim))
+    perm[-2], perm[-1] = perm[-1], perm[-2]
+    return transpose(t, perm)
+
+
+def _to(g, x):
+    return math_ops._to_input(g, x)
+
+
+@grad_rule(OPS["linalg.inv"])
+def _inv_grad(node, dy):  # d(A^-1) = -A^-1 dA A^-1
+    inv_t = _swap(node.outputs[0])
+    return [_to(math_ops.negative(math_ops.matmul(inv_t, math_ops.matmul(dy, inv_t))), node.inputs[0])]
+
+
+@grad_rule(OPS["linalg.det"])
+def _det_grad(node, dy):  # d det(A) = det(A) A^-T
+    a, det = node.inputs[0], node.outputs[0]
+    scale = expand_dims(expand_dims(math_ops.multiply(dy, det), -1), -1)
+    return [_to(math_ops.multiply(scale, _swap(call(OPS["linalg.inv"], a))), a)]
+
+
+@grad_rule(OPS["linalg.solve"])
+def _solve_grad(node, dy):  # x = A^-1 b: db = A^-T dy, dA = -db x^T
+    a, b = node.inputs
+    x = node.outputs[0]
+    vector = b.ndim == 1
+    db = call(OPS["linalg.solve"], _swap(a), expand_dims(dy, -1) if vector else dy)
+    xs = expand_dims(x, -1) if vector else x
+    da = math_ops.negative(math_ops.matmul(db, _swap(xs)))
+    return [_to(da, a), _to(db[..., 0] if vector else db, b)]
+
+
+@grad_rule(OPS["linalg.cholesky"])
+def _cholesky_grad(node, dy):
+    """Murray (2016): with L the factor, P = Phi(L^T dL), dA = L^-T Phi(P) L^-1 symmetrized, where
+    Phi keeps the lower triangle and halves the diagonal (a lower factor only)."""
+    upper = dict(node.attrs["kwargs"]).get("upper", False)
+    low = node.outputs[0]
+    if upper:
+        low, dy = _swap(low), _swap(dy)
+    n = low.shape[-1]
+    if n is None:
+        raise NotImplementedError("the gradient of np.linalg.cholesky needs the matrix size known at the trace")
+    phi = np.tril(np.ones((n, n))) - 0.5 * np.eye(n)
+    p = math_ops.multiply(math_ops.matmul(_swap(low), dy), phi)
+    low_inv = call(OPS["linalg.inv"], low)
+    s = math_ops.matmul(_swap(low_inv), math_ops.matmul(p, low_inv))
+    return [_to(math_ops.multiply(math_ops.add(s, _swap(s)), 0.5), node.inputs[0])]
+
+
+@grad_rule(OPS["linalg.norm"])
+def _norm_grad(node, dy):
+    """The default norms (2-norm of a vector, Frobenius of a matrix, over the flattened array with no
+    axis): x / ||x||; other `ord`s have no rule yet."""
+    kwargs = dict(node.attrs["kwargs"])
+    x = node.inputs[0]
+    if kwargs.get("ord") not in (None, 2, "fro") or (kwargs.get("ord") == 2 and (
+            kwargs.get("axis") is None and x.ndim != 1 or isinstance(kwargs.get("axis"), tuple))):
+        raise NotImplementedError(f"no gradient rule for np.linalg.norm with ord={kwargs.get('ord')!r}")
+    out, g = node.outputs[0], dy
+    if not kwargs.get("keepdims"):
+        axes = normalize_axes(kwargs.get("axis"), x.ndim)
+        for i in axes:
+            out, g = expand_dims(out, i), expand_dims(g, i)
+    return [_to(math_ops._safe(g, math_ops.divide(x, math_ops._where_used(g, out))), x)]
+
+
+# products: bilinear, each input's cotangent the product of the cotangent with the other input
+@grad_rule(OPS["dot"])
+def _dot_grad(node, dy):
+    a, b = node.inputs
+    if a.ndim == 2 and b.ndim == 2 or a.ndim <= 2 and b.ndim == 1:
+        da = math_ops.matmul(dy, _swap(b)) if b.ndim == 2 else math_ops.multiply(expand_dims(dy, -1), b)
+        db = math_ops.matmul(_swap(a), dy) if a.ndim == 2 else math_ops.multiply(a, dy)
+        return [_to(da, a), _to(db, b)]
+    # a (..., k) with b (..., k, n): tensordot over the other axes of each
+    na, nb = a.ndim, b.ndim
+    a_rest, b_rest = tuple(range(na - 1)), tuple(i for i in range(nb) if i != max(nb - 2, 0))
+    dy_a = tuple(range(na - 1))
+    dy_b = tuple(range(na - 1, dy.ndim))
+    da = call(OPS["tensordot"], dy, b, axes=(dy_b, b_rest))
+    db = call(OPS["tensordot"], a, dy, axes=(a_rest, dy_a))
+    if nb > 1:  # tensordot puts b's contracted axis first: move it to its place (-2)
+        perm = list(range(1, db.ndim))
+        perm.insert(nb - 2, 0)
+        db = transpose(db, perm)
+    return [_to(da, a), _to(db, b)]
+
+

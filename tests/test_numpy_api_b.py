@@ -1,0 +1,181 @@
+"""numpy's linear algebra, products, statistics and complex functions on tensors (issue 25
+part 2, area B): compiled vs eager, bit for bit, on two dtypes or more, with a broadcasting or
+axis case and an edge case each (empty, NaN, a singular matrix raising numpy's LinAlgError).
+
+Every entry of the area modules' `FUNCTIONS` has cases here (`test_every_entry_is_tested`).
+"""
+import inspect
+import warnings
+
+import numpy as np
+import pytest
+
+import autograph_lite as ag
+from autograph_lite.errors import ConversionError
+from autograph_lite.ops.numpy_api import linalg, products
+from helpers import identical_both_ways
+
+AREAS = (products, linalg)
+DTYPES = [np.float64, np.float32]
+
+
+def both(fn, *args):
+    """Compiled vs eager, identical; or, where eager raises, the same builtin error type (numpy's
+    LinAlgError of a singular matrix included, raised when the graph runs)."""
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            fn(*args)
+    except Exception as e:  # noqa: BLE001 - whatever eager raises, compiled raises too
+        expected = e.__class__ if isinstance(e, np.linalg.LinAlgError) else next(
+            t for t in type(e).__mro__ if t.__module__ == "builtins")
+        with pytest.raises(expected):
+            ag.function(fn)(*args)
+        return None
+    return identical_both_ways(fn, *args)
+
+
+def data(dtype, shape=(3, 4)):
+    values = np.array([3, -1, 4, 1, -5, 9, 2, -6, 5, 3, -5, 8, 9, 7, -9, 3, 2, 3, 8, 4, -6, 2, 6, 4])
+    return (values[:int(np.prod(shape))].reshape(shape) * (0.5 if np.dtype(dtype).kind == "f" else 1)).astype(dtype)
+
+
+def spd(a):
+    """A symmetric positive definite 3x3 matrix made from `a` (3, 4) in the graph: a a^T + 10 I."""
+    return a @ a.T + np.eye(3, dtype=a.dtype) * 10
+
+
+CASES = {  # name -> functions of one array `a` of shape (3, 4)
+    # products
+    "dot": [lambda a: np.dot(a, a.T), lambda a: np.dot(a[None], a.T), lambda a: np.dot(a[0], a.T),
+            lambda a: np.dot(a.reshape(3, 2, 2), a[:2]), lambda a: np.dot(a, a.reshape(2, 4, 3)),
+            lambda a: np.dot(a[:, :0], a[:0]), lambda a: np.dot(a, 2), lambda a: np.dot(a, a)],  # last: mismatch
+    "vdot": [lambda a: np.vdot(a, a), lambda a: np.vdot(a[0], a[1]), lambda a: np.vdot(a[:0], a[:0]),
+             lambda a: np.vdot(a, [1.5, 2, 3, 4] * 3)],
+    "inner": [lambda a: np.inner(a, a), lambda a: np.inner(a[0], a[1]), lambda a: np.inner(a[None], a[1]),
+              lambda a: np.inner(a, 2.5), lambda a: np.inner(a[:, :0], a[:, :0])],
+    "outer": [lambda a: np.outer(a[0], a[1]), lambda a: np.outer(a, a[0]), lambda a: np.outer(a[0], [1.5, 2.0]),
+              lambda a: np.outer(a[:0], a)],
+    "tensordot": [lambda a: np.tensordot(a, a, 2), lambda a: np.tensordot(a, a.T, 1),
+                  lambda a: np.tensordot(a, a, axes=([0], [0])), lambda a: np.tensordot(a, a, axes=((0, 1), (0, 1))),
+                  lambda a: np.tensordot(a[None], a, axes=[[-1], [1]]), lambda a: np.tensordot(a[:0], a[:0], 0)],
+    "einsum": [lambda a: np.einsum("ij,kj->ik", a, a), lambda a: np.einsum("ij->", a), lambda a: np.einsum("ij", a),
+               lambda a: np.einsum("ij,j", a, a[0]), lambda a: np.einsum("...j,j->...", a[None], a[1]),
+               lambda a: np.einsum("ii->i", a[:, :3]), lambda a: np.einsum("ij,ij->i", a, a, optimize=True),
+               lambda a: np.einsum("i,j->ij", a[0], a[1], dtype=np.float64), lambda a: np.einsum("ij->j", a[:0]),
+               lambda a: np.einsum("bi,bj->bij", a, a)],
+    "kron": [lambda a: np.kron(a, a[:2, :2]), lambda a: np.kron(a[0], a), lambda a: np.kron(a, 2),
+             lambda a: np.kron(a[:0], a)],
+    "cross": [lambda a: np.cross(a[:, :3], a[:, 1:]), lambda a: np.cross(a[:, :2], a[:, 2:]),
+              lambda a: np.cross(a[0, :3], a[:, 1:]), lambda a: np.cross(a.T[:3], a.T[1:], axis=0),
+              lambda a: np.cross(a[:, :3], a[:, :2], axisc=0), lambda a: np.cross(a[:0, :3], a[:0, :3]),
+              lambda a: np.cross(a, a)],  # dimension 4: numpy's ValueError
+    # linear algebra
+    "cholesky": [lambda a: np.linalg.cholesky(spd(a)), lambda a: np.linalg.cholesky(np.stack([spd(a), spd(a) * 2])),
+                 lambda a: np.linalg.cholesky(spd(a), upper=True), lambda a: np.linalg.cholesky(-spd(a)),
+                 lambda a: np.linalg.cholesky(spd(a)[:0, :0])],
+    "inv": [lambda a: np.linalg.inv(spd(a)), lambda a: np.linalg.inv(np.stack([spd(a), a[:, :3]])),
+            lambda a: np.linalg.inv(a[:, :3] * 0), lambda a: np.linalg.inv(a)],  # singular; not square
+    "solve": [lambda a: np.linalg.solve(spd(a), a), lambda a: np.linalg.solve(spd(a), a[:, 0]),
+              lambda a: np.linalg.solve(np.stack([spd(a), spd(a) + 1]), a), lambda a: np.linalg.solve(a[:, :3] * 0, a)],
+    "det": [lambda a: np.linalg.det(spd(a)), lambda a: np.linalg.det(np.stack([spd(a), a[:, 1:]])),
+            lambda a: np.linalg.det(a[:, :3] * 0), lambda a: np.linalg.det(a[:0, :0])],
+    "slogdet": [lambda a: np.linalg.slogdet(spd(a)), lambda a: np.linalg.slogdet(np.stack([a[:, :3], -spd(a)])),
+                lambda a: np.linalg.slogdet(a[:, :3] * 0)],
+    "qr": [lambda a: np.linalg.qr(a), lambda a: np.linalg.qr(a.T, mode="complete"), lambda a: np.linalg.qr(a, "r"),
+           lambda a: np.linalg.qr(np.stack([a, a * 2])), lambda a: np.linalg.qr(a[:0])],
+    "eigh": [lambda a: np.linalg.eigh(spd(a)), lambda a: np.linalg.eigh(spd(a), UPLO="U"),
+             lambda a: np.linalg.eigh(np.stack([spd(a), spd(a) * 3])), lambda a: np.linalg.eigh(spd(a)[:0, :0])],
+    "eigvalsh": [lambda a: np.linalg.eigvalsh(spd(a)), lambda a: np.linalg.eigvalsh(np.stack([spd(a), -spd(a)]))],
+    "svd": [lambda a: np.linalg.svd(a), lambda a: np.linalg.svd(a, full_matrices=False),
+            lambda a: np.linalg.svd(a, compute_uv=False), lambda a: np.linalg.svd(np.stack([a, a.T[:3]])),
+            lambda a: np.linalg.svd(a[0])],  # 1-D: numpy's LinAlgError
+    "norm": [lambda a: np.linalg.norm(a), lambda a: np.linalg.norm(a, axis=1), lambda a: np.linalg.norm(a, 1),
+             lambda a: np.linalg.norm(a, np.inf), lambda a: np.linalg.norm(a, "fro"), lambda a: np.linalg.norm(a, "nuc"),
+             lambda a: np.linalg.norm(a[0], 3), lambda a: np.linalg.norm(a, axis=(0, 1), keepdims=True),
+             lambda a: np.linalg.norm(a, -np.inf, axis=0), lambda a: np.linalg.norm(a[:0]),
+             lambda a: np.linalg.norm(a * np.nan), lambda a: np.linalg.norm(a, 2)],
+    "pinv": [lambda a: np.linalg.pinv(a), lambda a: np.linalg.pinv(np.stack([a, a * 0])),
+             lambda a: np.linalg.pinv(spd(a), hermitian=True)],
+    "matrix_power": [lambda a: np.linalg.matrix_power(spd(a), 3), lambda a: np.linalg.matrix_power(spd(a), 0),
+                     lambda a: np.linalg.matrix_power(spd(a), -2), lambda a: np.linalg.matrix_power(a, 2)],
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_numpy_function_matches_eager(name, dtype):
+    for fn in CASES[name]:
+        both(fn, data(dtype))
+
+
+@pytest.mark.parametrize("name", ["dot", "vdot", "inner", "tensordot", "einsum", "kron", "cross", "det", "solve"])
+def test_integer_operands(name):
+    for fn in CASES[name]:
+        both(fn, data(np.int64))
+
+
+def test_every_entry_is_tested():
+    entries = {f.__name__ for area in AREAS for f in area.FUNCTIONS}
+    assert entries <= set(CASES)
+
+
+def test_results_are_numpys_named_tuples():
+    a = data(np.float64)
+    assert type(both(lambda a: np.linalg.qr(a), a)).__name__ == "QRResult"
+    assert type(both(lambda a: np.linalg.svd(a), a)).__name__ == "SVDResult"
+    assert both(lambda a: np.linalg.eigh(spd(a)).eigenvalues, a).shape == (3,)
+
+
+def test_singular_matrix_raises_numpys_linalg_error_when_the_graph_runs():
+    f = ag.function(lambda a: np.linalg.inv(a))
+    np.testing.assert_array_equal(f(np.eye(2) * 2), np.linalg.inv(np.eye(2) * 2))
+    with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+        f(np.zeros((2, 2)))
+
+
+def test_npbench_cholesky2_and_products():
+    def kernel(A):
+        return np.linalg.cholesky(A) + np.triu(A, k=1)
+
+    a = data(np.float64)
+    both(lambda a: kernel(spd(a)), a)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: np.sum(np.linalg.inv(spd(a)) * np.arange(9.0).reshape(3, 3)),
+    lambda a: np.linalg.det(spd(a)),
+    lambda a: np.sum(np.linalg.solve(spd(a), a) * a),
+    lambda a: np.sum(np.linalg.solve(spd(a), a[:, 0]) * np.arange(3.0)),
+    lambda a: np.sum(np.linalg.cholesky(spd(a)) * np.arange(9.0).reshape(3, 3)),
+    lambda a: np.sum(np.linalg.cholesky(spd(a), upper=True) * np.arange(9.0).reshape(3, 3)),
+    lambda a: np.linalg.norm(a) + np.sum(np.linalg.norm(a, axis=0)) + np.sum(np.linalg.norm(a, 2, axis=1)),
+    lambda a: np.sum(np.dot(a.reshape(3, 2, 2), a[:2]) * np.arange(24.0).reshape(3, 2, 4)),
+    lambda a: np.sum(np.dot(a[0], a.reshape(1, 4, 3)) * np.arange(3.0)),
+])
+def test_gradients_match_finite_differences(fn):
+    from helpers import check_grad
+    check_grad(fn, data(np.float64))
+
+
+def _line_of(marker):
+    lines, start = inspect.getsourcelines(_refusals)
+    return start + next(i for i, line in enumerate(lines) if marker in line)
+
+
+def _refusals():
+    return [
+        (lambda a: np.einsum(a, [0, 1]), r"np\.einsum's interleaved form", "#interleaved"),  #interleaved
+        (lambda a: np.einsum("ij->i", a, out=a[:, 0]), r"np\.einsum\(\.\.\., out=\)", "#einsum_out"),  #einsum_out
+        (lambda a: np.linalg.qr(a, "raw"), r"np\.linalg\.qr\(\.\.\., mode='raw'\)", "#raw"),  #raw
+        (lambda a: np.linalg.eig(a[:, :3]), r"np\.linalg\.eig is not supported on tensors", "#eig"),  #eig
+        (lambda a: np.dot(a, a.T, out=a), r"np\.dot\(\.\.\., out=\)", "#dot_out"),  #dot_out
+    ]
+
+
+@pytest.mark.parametrize("case", range(len(_refusals())))
+def test_unsupported_calls_name_themselves_and_the_users_line(case):
+    fn, message, marker = _refusals()[case]
+    with pytest.raises(ConversionError, match=message) as info:
+        ag.function(fn)(data(np.float64))
+    assert f"test_numpy_api_b.py:{_line_of(marker)}" in str(info.value)
