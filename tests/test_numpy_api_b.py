@@ -12,10 +12,10 @@ import pytest
 
 import autograph_lite as ag
 from autograph_lite.errors import ConversionError
-from autograph_lite.ops.numpy_api import linalg, products
+from autograph_lite.ops.numpy_api import linalg, products, statistics
 from helpers import identical_both_ways
 
-AREAS = (products, linalg)
+AREAS = (products, linalg, statistics)
 DTYPES = [np.float64, np.float32]
 
 
@@ -99,6 +99,31 @@ CASES = {  # name -> functions of one array `a` of shape (3, 4)
              lambda a: np.linalg.pinv(spd(a), hermitian=True)],
     "matrix_power": [lambda a: np.linalg.matrix_power(spd(a), 3), lambda a: np.linalg.matrix_power(spd(a), 0),
                      lambda a: np.linalg.matrix_power(spd(a), -2), lambda a: np.linalg.matrix_power(a, 2)],
+    # counting and statistics
+    "histogram": [lambda a: np.histogram(a), lambda a: np.histogram(a, 3), lambda a: np.histogram(a, 4, weights=a * 2),
+                  lambda a: np.histogram(a, [-3, 0, 1, 5]), lambda a: np.histogram(a, 5, range=(0, 3), density=True),
+                  lambda a: np.histogram(a, a[0] * 0 + np.arange(4)), lambda a: np.histogram(a, "auto"),
+                  lambda a: np.histogram(a[:0], 2), lambda a: np.histogram(a * np.nan)],  # last: NaN's ValueError
+    "bincount": [lambda a: np.bincount(np.abs(np.ravel(a)).astype(np.int64)),
+                 lambda a: np.bincount(np.abs(a[0]).astype(np.intp), weights=a[1]),
+                 lambda a: np.bincount(np.abs(a[0]).astype(np.intp), minlength=20),
+                 lambda a: np.bincount(np.abs(a[0, :0]).astype(np.intp)),
+                 lambda a: np.bincount(a[0].astype(np.intp))],  # negative: numpy's ValueError
+    "unique": [lambda a: np.unique(a), lambda a: np.unique(a, return_counts=True),
+               lambda a: np.unique(a, True, True, True), lambda a: np.unique(np.concatenate([a, a]), axis=0),
+               lambda a: np.unique(a[:, :2] // 2, axis=1, return_inverse=True), lambda a: np.unique(a[:0]),
+               lambda a: np.unique(np.where(a > 2, np.nan, a)), lambda a: np.unique(a, sorted=False),
+               lambda a: np.unique(np.where(a > 2, np.nan, a), equal_nan=False)],
+    "interp": [lambda a: np.interp(a, [-2, 0, 3], [1, 2, 0]), lambda a: np.interp(a[0], np.arange(4.0) + a[1, 0] * 0, a[2]),
+               lambda a: np.interp(a, [0, 1], [0.5, 1.5], left=-1, right=9), lambda a: np.interp(2.5, [0, 4], a[0, :2]),
+               lambda a: np.interp(a, [0, 2, 4], [1, 0, 1], period=3), lambda a: np.interp(a[:0], [0, 1], [2, 3]),
+               lambda a: np.interp(a * np.nan, [0, 1], [2, 3])],
+    "cov": [lambda a: np.cov(a), lambda a: np.cov(a.T), lambda a: np.cov(a, rowvar=False), lambda a: np.cov(a[0]),
+            lambda a: np.cov(a, a * 2), lambda a: np.cov(a, bias=True), lambda a: np.cov(a, ddof=2),
+            lambda a: np.cov(a, fweights=[1, 2, 1, 3]), lambda a: np.cov(a, aweights=np.abs(a[0]) + 1),
+            lambda a: np.cov(a, dtype=np.float32), lambda a: np.cov(a[:, :1])],  # one observation: NaN, as numpy
+    "corrcoef": [lambda a: np.corrcoef(a), lambda a: np.corrcoef(a, rowvar=False), lambda a: np.corrcoef(a[0], a[1]),
+                 lambda a: np.corrcoef(a[0]), lambda a: np.corrcoef(a * 0)],  # constant rows: NaN
 }
 
 
@@ -109,7 +134,8 @@ def test_numpy_function_matches_eager(name, dtype):
         both(fn, data(dtype))
 
 
-@pytest.mark.parametrize("name", ["dot", "vdot", "inner", "tensordot", "einsum", "kron", "cross", "det", "solve"])
+@pytest.mark.parametrize("name", ["dot", "vdot", "inner", "tensordot", "einsum", "kron", "cross", "det", "solve",
+                                  "histogram", "unique", "cov", "corrcoef", "interp"])
 def test_integer_operands(name):
     for fn in CASES[name]:
         both(fn, data(np.int64))
@@ -132,6 +158,29 @@ def test_singular_matrix_raises_numpys_linalg_error_when_the_graph_runs():
     np.testing.assert_array_equal(f(np.eye(2) * 2), np.linalg.inv(np.eye(2) * 2))
     with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
         f(np.zeros((2, 2)))
+
+
+def test_npbench_azimint_hist_and_covariance2():
+    def azimint_hist(data, radius, npt):
+        histu = np.histogram(radius, npt)[0]
+        histw = np.histogram(radius, npt, weights=data)[0]
+        return histw / histu
+
+    rng = np.random.default_rng(0)
+    radius, values = rng.uniform(0, 10, 1000), rng.uniform(-1, 1, 1000)
+    result = both(azimint_hist, values, radius, 20)
+    assert result.shape == (20,)
+    both(lambda data: np.cov(np.transpose(data)), rng.normal(size=(30, 8)))
+
+
+def test_run_time_lengths_are_none_dims():
+    f = ag.function(lambda a: (np.unique(a), np.bincount(a)))
+    a = np.array([3, 1, 3, 0])
+    graph = f.get_concrete_function(a).graph
+    assert [t.shape for t in graph.outputs] == [(None,), (None,)]
+    for x in (a, np.array([7, 7])):
+        for got, expected in zip(f(x), (np.unique(x), np.bincount(x))):
+            np.testing.assert_array_equal(got, expected)
 
 
 def test_npbench_cholesky2_and_products():

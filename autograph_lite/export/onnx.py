@@ -55,7 +55,10 @@ NOT_EXPORTABLE = {
         ("Cholesky", "Cholesky"), ("MatrixInverse", "matrix inverse"), ("PseudoInverse", "pseudo-inverse"),
         ("Solve", "linear solve"), ("LogDet", "log-determinant"), ("MatrixPower", "matrix power"),
         ("Qr", "QR"), ("Eigh", "eigendecomposition"), ("EigvalsH", "eigenvalue"), ("Svd", "SVD"),
-        ("Norm", "norm of every numpy ord"), ("Kron", "Kronecker product"), ("Cross", "cross product"))},
+        ("Norm", "norm of every numpy ord"), ("Kron", "Kronecker product"), ("Cross", "cross product"),
+        ("Histogram", "histogram"), ("BinCount", "bincount"), ("Interp", "interpolation"),
+        ("Cov", "covariance"), ("CorrCoef", "correlation"))},
+    "Unique": "ONNX's Unique sorts only when asked and numpy's NaN handling (equal_nan) has no ONNX form",
     **{op: f"numpy computes {op} with its own loops or BLAS; ONNX's would round differently" for op in (
         "Dot", "Vdot", "Inner", "TensorDot", "Einsum", "Det")},
     "Modf": "ONNX has no operator splitting a float into its fraction and integral parts",

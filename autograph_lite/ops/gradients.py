@@ -224,5 +224,8 @@ NOT_DIFFERENTIABLE = {
         ("Vdot", "np.vdot"), ("Inner", "np.inner"), ("TensorDot", "np.tensordot"), ("Einsum", "np.einsum"),
         ("Kron", "np.kron"), ("Cross", "np.cross"), ("PseudoInverse", "np.linalg.pinv"),
         ("LogDet", "np.linalg.slogdet"), ("MatrixPower", "np.linalg.matrix_power"), ("Qr", "np.linalg.qr"),
-        ("Eigh", "np.linalg.eigh"), ("EigvalsH", "np.linalg.eigvalsh"), ("Svd", "np.linalg.svd"))},
+        ("Eigh", "np.linalg.eigh"), ("EigvalsH", "np.linalg.eigvalsh"), ("Svd", "np.linalg.svd"),
+        ("Interp", "np.interp"), ("Cov", "np.cov"), ("CorrCoef", "np.corrcoef"),
+        ("BinCount", "np.bincount (its weights)"), ("Histogram", "np.histogram (its weights)"))},
+    "Unique": "its values are a subset of its input's, found by sorting: piecewise constant",
 }

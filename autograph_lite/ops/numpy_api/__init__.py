@@ -6,10 +6,10 @@ A numpy callable with no entry is a ConversionError naming it and the user's lin
 """
 from ...errors import ConversionError, user_location
 from ...runtime.graph import Tensor
-from . import functions, linalg, methods, products, ufuncs
+from . import functions, linalg, methods, products, statistics, ufuncs
 from .ufuncs import UFUNC_OPS, UFUNC_REDUCTIONS  # noqa: F401  (the ufunc tables, read by tests and docs)
 
-_AREAS = (functions, products, linalg)
+_AREAS = (functions, products, linalg, statistics)
 
 
 def _join(areas):

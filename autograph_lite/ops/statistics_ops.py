@@ -1,0 +1,66 @@
+"""numpy's counting and statistics functions computed by numpy itself: `np.histogram`,
+`bincount`, `unique`, `interp`, `cov`, `corrcoef` (ops made by `linalg_ops.numpy_function_op`).
+
+A result whose length depends on the values (unique's, bincount's, histogram's of bins given as a
+count known only when the graph runs) has a `None` dim, as a boolean mask's.
+"""
+from ..runtime.graph import Tensor
+from .core import broadcast_shapes, normalize_axis
+from .linalg_ops import _shape, numpy_function_op
+
+OPS = {}
+
+
+def _histogram_shapes(a, bins=10, range=None, density=None, weights=None):  # noqa: A002 - numpy's names
+    if weights is not None and broadcast_shapes(_shape(a), _shape(weights)) != tuple(_shape(a)):
+        raise ValueError("weights should have the same shape as a.")
+    if isinstance(bins, int) and not isinstance(bins, bool):
+        if bins < 1:
+            raise ValueError("`bins` must be positive, when an integer")
+        return [(bins,), (bins + 1,)]
+    if isinstance(bins, Tensor) and bins.ndim == 1:
+        n = bins.shape[0]
+        return [(None if n is None else n - 1,), (n,)]
+    return [(None,), (None,)]  # a count known when the graph runs, or a rule's name ("auto")
+
+
+def _bincount_shapes(x, weights=None, minlength=0):
+    if len(_shape(x)) != 1:
+        raise ValueError("object too deep for desired array")
+    return [(None,)]
+
+
+def _unique_shapes(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, **kwargs):
+    shape = _shape(ar)
+    if axis is None:
+        unique, inverse = (None,), shape
+    else:
+        axis = normalize_axis(axis, len(shape))
+        unique, inverse = shape[:axis] + (None,) + shape[axis + 1:], (shape[axis],)
+    return [unique] + [(None,)] * bool(return_index) + [inverse] * bool(return_inverse) + [(None,)] * bool(return_counts)
+
+
+def _variables(m, rowvar):
+    shape = _shape(m)
+    if len(shape) > 2:
+        raise ValueError("m has more than 2 dimensions")
+    rows = (1,) + tuple(shape) if len(shape) < 2 else tuple(shape)
+    return rows[0] if rowvar or rows[0] == 1 else rows[1]
+
+
+def _cov_shapes(m, y=None, rowvar=True, *args, **kwargs):
+    n = _variables(m, rowvar)
+    if y is not None:
+        other = _variables(y, rowvar)
+        n = None if None in (n, other) else n + other
+    return [() if n == 1 else (n, n)]
+
+
+for _path, _name, _shapes in [
+        ("histogram", "Histogram", _histogram_shapes),
+        ("bincount", "BinCount", _bincount_shapes),
+        ("unique", "Unique", _unique_shapes),
+        ("interp", "Interp", lambda x, xp, fp, **kwargs: [_shape(x)]),
+        ("cov", "Cov", _cov_shapes),
+        ("corrcoef", "CorrCoef", _cov_shapes)]:
+    OPS[_path] = numpy_function_op(_name, _path, _shapes, example_dims=lambda d: min(d, 2))
