@@ -12,10 +12,10 @@ import pytest
 
 import autograph_lite as ag
 from autograph_lite.errors import ConversionError
-from autograph_lite.ops.numpy_api import linalg, products, statistics
-from helpers import identical_both_ways
+from autograph_lite.ops.numpy_api import complex_numbers, linalg, products, statistics
+from helpers import force_native, identical_both_ways
 
-AREAS = (products, linalg, statistics)
+AREAS = (products, linalg, statistics, complex_numbers)
 DTYPES = [np.float64, np.float32]
 
 
@@ -124,6 +124,15 @@ CASES = {  # name -> functions of one array `a` of shape (3, 4)
             lambda a: np.cov(a, dtype=np.float32), lambda a: np.cov(a[:, :1])],  # one observation: NaN, as numpy
     "corrcoef": [lambda a: np.corrcoef(a), lambda a: np.corrcoef(a, rowvar=False), lambda a: np.corrcoef(a[0], a[1]),
                  lambda a: np.corrcoef(a[0]), lambda a: np.corrcoef(a * 0)],  # constant rows: NaN
+    # complex numbers (also run on complex dtypes below)
+    "real": [lambda a: np.real(a), lambda a: np.real(a * 1j + a), lambda a: np.real(a[0, 0] + 2j),
+             lambda a: np.real(a[:0] * 1j), lambda a: np.real(np.exp(a * 1j))[None] + a],
+    "imag": [lambda a: np.imag(a), lambda a: np.imag(a * 1j - 2), lambda a: np.imag(a[0, 0] * 1j),
+             lambda a: np.imag(a[:0])],
+    "angle": [lambda a: np.angle(a), lambda a: np.angle(a + 1j * a[::-1]), lambda a: np.angle(a * 1j, deg=True),
+              lambda a: np.angle(a[0, 0] - 1j), lambda a: np.angle(a[:0]), lambda a: np.angle(a * np.nan + 1j)],
+    "iscomplexobj": [lambda a: (np.iscomplexobj(a), np.iscomplexobj(a * 1j))],
+    "isrealobj": [lambda a: (np.isrealobj(a), np.isrealobj(a * 1j))],
 }
 
 
@@ -139,6 +148,50 @@ def test_numpy_function_matches_eager(name, dtype):
 def test_integer_operands(name):
     for fn in CASES[name]:
         both(fn, data(np.int64))
+
+
+COMPLEX = ["real", "imag", "angle", "iscomplexobj", "dot", "vdot", "inner", "einsum", "kron", "cross", "inv",
+           "solve", "det", "qr", "eigh", "svd", "norm", "unique", "cov", "corrcoef", "histogram"]
+
+
+@pytest.mark.parametrize("name", COMPLEX)
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_operands(name, dtype):
+    for fn in CASES[name]:
+        both(fn, data(dtype) + 1j * data(dtype)[::-1])
+
+
+def test_complex_numbers_end_to_end():
+    z = (np.arange(6) - 2.5 + 1j * np.linspace(-1, 2, 6)).astype(np.complex128)
+    both(lambda z: (z * z + 1j - z / (2 + 1j), z + np.complex64(1 + 2j), abs(z), z ** 2, z @ z, z.sum(), z == z), z)
+    both(lambda z: (np.exp(z), np.log(z), np.sqrt(z), np.conj(z), np.abs(z), np.real(z) + 1j * np.imag(z)), z)
+    both(lambda z: (z.real, z.imag, z.conj(), z.conjugate(), z[0].real, z[0].conj()), z)
+    both(lambda z: (z.astype(np.complex64) * 2, np.float32(2) * z.astype(np.complex64)), z)
+    x = np.linspace(-1, 1, 5)
+    both(lambda x: (x.real, x.imag, x.conj(), np.real(x[0]), np.imag(2.5)), x)
+
+    def mandelbrot(c, n):
+        z = np.zeros_like(c)
+        for _ in range(n):
+            z = np.where(np.abs(z) < 2, z * z + c, z)
+        return z, np.angle(z)
+
+    both(mandelbrot, z * 0.3, 5)
+
+
+def test_complex_regions_run_numpy_under_native(monkeypatch):
+    force_native(monkeypatch)
+    z = (np.arange(6) - 2.5 + 1j * np.linspace(-1, 2, 6)).astype(np.complex64)
+
+    def loop(z, n):
+        acc = z * 0
+        i = 0
+        while i < n:
+            acc = acc * (0.5 + 0.5j) + z
+            i += 1
+        return acc, np.abs(acc).sum()
+
+    both(loop, z, 7)
 
 
 def test_every_entry_is_tested():

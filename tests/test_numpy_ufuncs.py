@@ -20,7 +20,11 @@ EDGES = [np.nan, np.inf, -np.inf, -0.0, 0.0, 0.5, -0.5, 1.0, -1.0, 2.5, -3.5, 1e
 
 
 def edges(dtype):
-    """NaN, infinities, signed zeros, values near poles and overflow, in `dtype` (ints: a few)."""
+    """NaN, infinities, signed zeros, values near poles and overflow, in `dtype` (ints: a few;
+    complex: the float edges with imaginary parts from them reversed)."""
+    if np.dtype(dtype).kind == "c":
+        with np.errstate(over="ignore", invalid="ignore"):
+            return (np.array(EDGES) + 1j * np.array(EDGES[::-1])).astype(dtype)
     if np.dtype(dtype).kind != "f":
         return np.array([-3, -1, 0, 1, 2, 7]).astype(dtype)  # uint8: 253, 255, ...; bool: True, False
     with np.errstate(over="ignore"):  # 1e300 is inf in float32
@@ -49,7 +53,7 @@ def accepts(ufunc, *args):
 
 
 @pytest.mark.parametrize("ufunc", UNARY, ids=lambda u: u.__name__)
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.int8, np.bool_])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.int8, np.bool_, np.complex64, np.complex128])
 def test_unary_ufunc_matches_eager(ufunc, dtype):
     x = edges(dtype)
     if not accepts(ufunc, x):
@@ -61,7 +65,7 @@ def test_unary_ufunc_matches_eager(ufunc, dtype):
 
 
 @pytest.mark.parametrize("ufunc", BINARY, ids=lambda u: u.__name__)
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.uint8, np.bool_])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.uint8, np.bool_, np.complex64, np.complex128])
 def test_binary_ufunc_matches_eager_with_broadcasting(ufunc, dtype):
     x = edges(dtype)
     if not accepts(ufunc, x, x):

@@ -50,6 +50,8 @@ NOT_EXPORTABLE = {
     "LeftShift": "ONNX's BitShift takes unsigned integers only, and numpy's shift by the width or more is 0",
     "RightShift": "ONNX's BitShift takes unsigned integers only, and numpy's right shift of a negative fills ones",
     "Conj": "ONNX has no complex dtypes",
+    "Real": "ONNX has no complex dtypes",
+    "Imag": "ONNX has no complex dtypes",
     # numpy's linear algebra and products (ops/linalg_ops.py), computed by numpy's own functions
     **{op: f"ONNX has no {what} operator" for op, what in (
         ("Cholesky", "Cholesky"), ("MatrixInverse", "matrix inverse"), ("PseudoInverse", "pseudo-inverse"),

@@ -381,6 +381,30 @@ modf = _two_outputs("modf", "Modf")
 frexp = _two_outputs("frexp", "Frexp")
 
 
+# --- complex parts --------------------------------------------------------------------------
+# `x.real` and `x.imag` (np.real, np.imag): views of a complex array's parts, numpy scalars of a
+# numpy scalar's, Python floats of a Python number's (weak, as eager's attribute gives)
+
+def _part(name, op, doc):
+    def kernel(xp):
+        return lambda x: getattr(x, name)
+
+    def infer(x):
+        return [(x.shape, np.dtype(getattr(np.ones((), x.dtype), name).dtype))]
+    OPS[name] = define(op, kernel, infer, weak_result=True, may_raise=False, box="input",
+                       view=lambda node: node.inputs[0].dtype.kind == "c" or name == "real")
+
+    def fn(x):
+        return apply(OPS[name], (x,))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+real = _part("real", "Real", "The real part (x.real): a view of a complex x, x itself viewed otherwise.")
+imag = _part("imag", "Imag", "The imaginary part (x.imag): zeros of a real x.")
+
+
 # --- any binary ufunc's reduce and accumulate ----------------------------------------------
 # `np.logaddexp.reduce(t)`, `np.add.reduce(t, dtype=..., initial=...)`, `np.multiply.accumulate(t)`:
 # the ufunc's own method, so every ufunc numpy can reduce is one op, bit for bit numpy's.
@@ -704,6 +728,16 @@ def _frexp_grad(node, dmantissa, dexponent):  # x = m * 2**e with e flat: dm/dx 
     if dmantissa is None:
         return [None]
     return [_to_input(ldexp(dmantissa, negative(node.outputs[1])), node.inputs[0])]
+
+
+@grad_rule(OPS["real"])
+def _real_grad(node, dy):  # a real input (a complex one's cotangent is not a float): the identity
+    return [_to_input(dy, node.inputs[0])]
+
+
+@grad_rule(OPS["imag"])
+def _imag_grad(node, dy):  # zeros of a real input: flat
+    return [None]
 
 
 @grad_rule(OPS["logaddexp2"])

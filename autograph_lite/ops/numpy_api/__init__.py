@@ -6,10 +6,10 @@ A numpy callable with no entry is a ConversionError naming it and the user's lin
 """
 from ...errors import ConversionError, user_location
 from ...runtime.graph import Tensor
-from . import functions, linalg, methods, products, statistics, ufuncs
+from . import complex_numbers, functions, linalg, methods, products, statistics, ufuncs
 from .ufuncs import UFUNC_OPS, UFUNC_REDUCTIONS  # noqa: F401  (the ufunc tables, read by tests and docs)
 
-_AREAS = (functions, products, linalg, statistics)
+_AREAS = (functions, products, linalg, statistics, complex_numbers)
 
 
 def _join(areas):
@@ -44,5 +44,6 @@ def numpy_name(func):
 def install():
     """Tensor's numpy protocols and ndarray methods."""
     methods.install()
+    complex_numbers.install()
     Tensor.__array_ufunc__ = ufuncs.array_ufunc
     Tensor.__array_function__ = _array_function
