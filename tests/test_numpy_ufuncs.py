@@ -123,6 +123,10 @@ def test_reduce(ufunc):
      np.linspace(-0.9, 0.9, 6)),
     (lambda x: np.sum(np.fmax(x, 0.0) * np.copysign(x, -1.0) + np.fmod(x, 0.7) + np.deg2rad(x)),
      np.linspace(-2, 2, 7) + 0.05),
+    (lambda x: np.sum(np.logaddexp2(x, x[::-1] * 2) + np.float_power(x + 3, 1.5) * np.ldexp(x, 3)),
+     np.linspace(-1, 1, 6)),
+    (lambda x: np.sum(np.modf(x * 3)[0] * 2 + np.frexp(x * 5)[0] + np.real(x) * np.positive(x) + np.conj(x)),
+     np.linspace(-1, 1, 6) + 0.05),
 ])
 def test_gradients_match_finite_differences(fn, x):
     check_grad(fn, x)
@@ -290,3 +294,17 @@ def test_crc16_runs_as_numpy_does():  # NPBench's crc16: int `&`, `^`, `>>`, `~`
 
     data = np.random.default_rng(0).integers(0, 256, 40, dtype=np.uint8)
     assert both(crc16, data) == crc16(data)
+
+
+def test_bit_operators_on_python_bools_known_at_run_time():
+    def g(x):
+        b, n = True, 0
+        i = 0
+        while i < x.shape[0] and x[i] > 0:  # a tensor loop: b and n are Python values known at run time
+            b = b ^ (i < 2)
+            n = (n | i) & 6
+            i += 1
+        return b, b & True, b | False, n, n << 2, n >> 1
+
+    both(g, np.array([3.0, 1.0, 2.0, -1.0]))
+    both(g, np.array([3.0, -1.0]))

@@ -35,14 +35,17 @@ def _bitwise(logical, bitwise):
     """`x & y` as numpy's `bitwise_and`: on bools the logical op (the same values), else the bit op
     (integers; a float operand is numpy's TypeError)."""
     def method(x, y):
-        if all(v.dtype == np.bool_ if isinstance(v, Tensor) else isinstance(v, (bool, np.bool_)) for v in (x, y)):
+        weak = [v.weak if isinstance(v, Tensor) else type(v) is bool for v in (x, y)]
+        if not all(weak) and all(v.dtype == np.bool_ if isinstance(v, Tensor) else isinstance(v, (bool, np.bool_))
+                                 for v in (x, y)):
             return logical(x, y)
-        return bitwise(x, y)
+        return bitwise(x, y)  # Python bools known at run time: Python's `&`, a Python bool
     return method
 
 
 def _invert(x):
-    return math_ops.logical_not(x) if x.dtype == np.bool_ else math_ops.invert(x)
+    # `~` of a Python bool known at run time is Python's (-2 for True), not numpy's
+    return math_ops.logical_not(x) if x.dtype == np.bool_ and not x.weak else math_ops.invert(x)
 
 
 def _assigned_name(frame):
