@@ -272,6 +272,11 @@ def _refusals():
         (lambda a: np.linalg.qr(a, "raw"), r"np\.linalg\.qr\(\.\.\., mode='raw'\)", "#raw"),  #raw
         (lambda a: np.linalg.eig(a[:, :3]), r"np\.linalg\.eig is not supported on tensors", "#eig"),  #eig
         (lambda a: np.dot(a, a.T, out=a), r"np\.dot\(\.\.\., out=\)", "#dot_out"),  #dot_out
+        (lambda a: np.linalg.matrix_power(a[:, :3], a[0, 0].astype(int)),  #power
+         r"np\.linalg\.matrix_power\(\.\.\., n=\) a tensor", "#power"),
+        (lambda a: np.bincount(a[0].astype(int), minlength=a[0, 0].astype(int)),  #minlength
+         r"np\.bincount\(\.\.\., minlength=\) a tensor", "#minlength"),
+        (lambda a: np.histogramdd(a), r"np\.histogramdd is not supported on tensors", "#histogramdd"),  #histogramdd
     ]
 
 
