@@ -254,6 +254,15 @@ def test_npbench_cholesky2_and_products():
     lambda a: np.linalg.norm(a) + np.sum(np.linalg.norm(a, axis=0)) + np.sum(np.linalg.norm(a, 2, axis=1)),
     lambda a: np.sum(np.dot(a.reshape(3, 2, 2), a[:2]) * np.arange(24.0).reshape(3, 2, 4)),
     lambda a: np.sum(np.dot(a[0], a.reshape(1, 4, 3)) * np.arange(3.0)),
+    lambda a: np.sum(np.einsum("ij,kj->ik", a, a * a) * np.arange(9.0).reshape(3, 3)),
+    lambda a: np.einsum("ij->", a * a) + np.sum(np.einsum("ij,j", a, a[0])) + np.sum(np.einsum("bi,bj->bij", a, a)),
+    lambda a: np.sum(np.einsum("ij,jk", a, np.arange(8.0).reshape(4, 2)) ** 2),
+    lambda a: np.sum(np.tensordot(a, a * 2, axes=([0], [0])) * np.arange(16.0).reshape(4, 4)),
+    lambda a: np.sum(np.tensordot(a.reshape(3, 2, 2), a, axes=((0,), (0,))) ** 2) + np.tensordot(a, a, 2),
+    lambda a: np.sum(np.inner(a, a * a) * np.arange(9.0).reshape(3, 3)) + np.inner(a[0], a[1]),
+    lambda a: np.vdot(a, a * a) + np.vdot(a[0], np.arange(4.0)),
+    lambda a: np.sum(np.add.accumulate(a * a, axis=1) * np.arange(12.0).reshape(3, 4)) + np.sum(np.add.accumulate(a[0])),
+    lambda a: np.sum(np.add.reduce(a * a, axis=0, initial=2.0) * np.arange(4.0)) + np.add.reduce(a, None, np.float64),
 ])
 def test_gradients_match_finite_differences(fn):
     from helpers import check_grad
@@ -286,3 +295,21 @@ def test_unsupported_calls_name_themselves_and_the_users_line(case):
     with pytest.raises(ConversionError, match=message) as info:
         ag.function(fn)(data(np.float64))
     assert f"test_numpy_api_b.py:{_line_of(marker)}" in str(info.value)
+
+
+def test_inside_tensor_loops_and_branches_under_native(monkeypatch):
+    force_native(monkeypatch)
+
+    def iterate(a, n):
+        x = a[:, 0]
+        i = 0
+        while i < n:
+            x = np.linalg.solve(spd(a), x) * 2 + np.einsum("ij,j->i", a, a[0]) * 0.01
+            if np.linalg.norm(x) > 1:
+                x = x / np.linalg.norm(x)
+            i += 1
+        counts = np.bincount((np.abs(x) * 10).astype(np.int64))
+        return x, counts, np.histogram(x, 3)[0], x.astype(np.int32) & 3
+
+    for n in (0, 1, 4):
+        both(iterate, data(np.float64), n)

@@ -16,7 +16,8 @@ import numpy as np
 from ..runtime.graph import Slot, Tensor
 from ..runtime.opdef import CALL_ARGS, CALL_KWARGS
 from . import math_ops
-from .array_ops import expand_dims, transpose
+from .array_ops import expand_dims, reshape, shape, transpose
+from .gradient_ops import broadcast_like
 from .core import apply, broadcast_shapes, define, exemplar, grad_rule, normalize_axes, normalize_axis
 
 OPS = {}  # numpy function's path ("linalg.inv") -> OpDef
@@ -395,3 +396,62 @@ def _dot_grad(node, dy):
     return [_to(da, a), _to(db, b)]
 
 
+
+
+def _einsum_grads(specs, output, operands, dy):
+    """Each operand's cotangent of `einsum(",".join(specs) + "->" + output, *operands)`: the einsum
+    of the other operands with the cotangent, to the operand's letters (a letter summed in no
+    other place is broadcast back)."""
+    grads = []
+    for k, (spec, x) in enumerate(zip(specs, operands)):
+        if len(set(spec)) != len(spec):
+            raise NotImplementedError(f"no gradient rule for np.einsum of a repeated subscript ({spec!r}) yet")
+        others = [(s, o) for j, (s, o) in enumerate(zip(specs, operands)) if j != k] + [(output, dy)]
+        seen = set("".join(s for s, _ in others))
+        kept = "".join(c for c in spec if c in seen)
+        g = call(OPS["einsum"], ",".join(s for s, _ in others) + "->" + kept, *(o for _, o in others))
+        for i, c in enumerate(spec):
+            if c not in seen:  # summed in this operand alone: the same slope for every index
+                g = expand_dims(g, i)
+        grads.append(_to(broadcast_like(g, x) if kept != spec else g, x))
+    return grads
+
+
+@grad_rule(OPS["einsum"])
+def _einsum_grad(node, dy):
+    args = node.attrs["args"]
+    subscripts = args[0].replace(" ", "")
+    if "..." in subscripts:
+        raise NotImplementedError("no gradient rule for np.einsum with an ellipsis yet")
+    inputs, arrow, output = subscripts.partition("->")
+    if not arrow:
+        output = "".join(sorted(c for c in set(inputs) if c.isalpha() and inputs.count(c) == 1))
+    return _einsum_grads(inputs.split(","), output, node.inputs, dy)
+
+
+@grad_rule(OPS["tensordot"])
+def _tensordot_grad(node, dy):
+    a, b = node.inputs
+    a_axes, b_axes = _tensordot_axes(a.shape, b.shape, dict(node.attrs["kwargs"]).get("axes", 2))
+    letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    sa = [next(letters) for _ in range(a.ndim)]
+    sb = [next(letters) for _ in range(b.ndim)]
+    for i, j in zip(a_axes, b_axes):
+        sb[j] = sa[i]
+    out = "".join(c for i, c in enumerate(sa) if i not in a_axes) + "".join(
+        c for j, c in enumerate(sb) if j not in b_axes)
+    return _einsum_grads(["".join(sa), "".join(sb)], out, node.inputs, dy)
+
+
+@grad_rule(OPS["inner"])
+def _inner_grad(node, dy):
+    a, b = node.inputs
+    sa = "abcdefghijklm"[:a.ndim - 1] + "z"
+    sb = "nopqrstuvwxy"[:b.ndim - 1] + "z"
+    return _einsum_grads([sa, sb], sa[:-1] + sb[:-1], node.inputs, dy)
+
+
+@grad_rule(OPS["vdot"])
+def _vdot_grad(node, dy):  # sum(a.ravel() * b.ravel()) of real operands: each the other, in its own shape
+    a, b = node.inputs
+    return [_to(reshape(math_ops.multiply(dy, b), shape(a)), a), _to(reshape(math_ops.multiply(dy, a), shape(b)), b)]

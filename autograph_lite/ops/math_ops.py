@@ -468,7 +468,7 @@ def accumulate(ufunc, x, axis=0, dtype=None):
 # returns one cotangent per input (None: no gradient, e.g. integer inputs).
 
 from .core import grad_rule  # noqa: E402
-from .array_ops import expand_dims, size, transpose  # noqa: E402
+from .array_ops import expand_dims, getitem, size, transpose  # noqa: E402
 from .gradient_ops import broadcast_like, float_dtype, sum_to  # noqa: E402
 
 
@@ -738,6 +738,23 @@ def _real_grad(node, dy):  # a real input (a complex one's cotangent is not a fl
 @grad_rule(OPS["imag"])
 def _imag_grad(node, dy):  # zeros of a real input: flat
     return [None]
+
+
+@grad_rule(OPS["ufunc_reduce"])
+def _ufunc_reduce_grad(node, dy):  # np.add.reduce with dtype= or initial=: as a sum's
+    if node.attrs["ufunc"] != "add":
+        raise NotImplementedError(f"no gradient rule for np.{node.attrs['ufunc']}.reduce yet")
+    x = node.inputs[0]
+    return [_to_input(broadcast_like(_expand_reduced(dy, node), x), x)]
+
+
+@grad_rule(OPS["accumulate"])
+def _accumulate_grad(node, dy):  # np.add.accumulate: each input reaches every later running sum
+    if node.attrs["ufunc"] != "add":
+        raise NotImplementedError(f"no gradient rule for np.{node.attrs['ufunc']}.accumulate yet")
+    x, axis = node.inputs[0], node.attrs["axis"] or 0
+    reverse = (slice(None),) * normalize_axis(axis, x.ndim) + (slice(None, None, -1),)
+    return [_to_input(getitem(accumulate("add", getitem(dy, reverse), axis), reverse), x)]
 
 
 @grad_rule(OPS["logaddexp2"])
