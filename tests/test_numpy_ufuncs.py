@@ -308,3 +308,10 @@ def test_bit_operators_on_python_bools_known_at_run_time():
 
     both(g, np.array([3.0, 1.0, 2.0, -1.0]))
     both(g, np.array([3.0, -1.0]))
+
+
+def test_every_numpy_ufunc_has_an_op_or_is_refused_by_name():
+    from autograph_lite.ops.numpy_api.ufuncs import MULTI_OUTPUT, UFUNC_OPS
+    refused = {"isnat", "matvec", "vecmat", "vecdot"}  # datetimes; gufuncs (np.einsum computes them)
+    ufuncs = {v for v in vars(np).values() if isinstance(v, np.ufunc)}
+    assert {u.__name__ for u in ufuncs if u not in UFUNC_OPS and u not in MULTI_OUTPUT} <= refused

@@ -59,7 +59,11 @@ NOT_EXPORTABLE = {
         ("Qr", "QR"), ("Eigh", "eigendecomposition"), ("EigvalsH", "eigenvalue"), ("Svd", "SVD"),
         ("Norm", "norm of every numpy ord"), ("Kron", "Kronecker product"), ("Cross", "cross product"),
         ("Histogram", "histogram"), ("BinCount", "bincount"), ("Interp", "interpolation"),
-        ("Cov", "covariance"), ("CorrCoef", "correlation"))},
+        ("Cov", "covariance"), ("CorrCoef", "correlation"), ("SvdVals", "SVD"),
+        ("ConditionNumber", "condition number"), ("MatrixRank", "matrix rank"), ("MatrixNorm", "matrix norm"),
+        ("VectorNorm", "norm of every numpy ord"), ("LinalgCross", "cross product"))},
+    **{op: f"numpy computes {op} with its own loops or BLAS; ONNX's would round differently" for op in (
+        "MultiDot", "LinalgTensorDot", "LinalgOuter", "LinalgTrace", "LinalgDiagonal", "VecDot")},
     "Unique": "ONNX's Unique sorts only when asked and numpy's NaN handling (equal_nan) has no ONNX form",
     **{op: f"numpy computes {op} with its own loops or BLAS; ONNX's would round differently" for op in (
         "Dot", "Vdot", "Inner", "TensorDot", "Einsum", "Det")},

@@ -223,6 +223,11 @@ NOT_DIFFERENTIABLE = {
         ("LogDet", "np.linalg.slogdet"), ("MatrixPower", "np.linalg.matrix_power"), ("Qr", "np.linalg.qr"),
         ("Eigh", "np.linalg.eigh"), ("EigvalsH", "np.linalg.eigvalsh"), ("Svd", "np.linalg.svd"),
         ("Interp", "np.interp"), ("Cov", "np.cov"), ("CorrCoef", "np.corrcoef"),
-        ("BinCount", "np.bincount (its weights)"), ("Histogram", "np.histogram (its weights)"))},
+        ("BinCount", "np.bincount (its weights)"), ("Histogram", "np.histogram (its weights)"),
+        ("SvdVals", "np.linalg.svdvals"), ("ConditionNumber", "np.linalg.cond"), ("MultiDot", "np.linalg.multi_dot"),
+        ("MatrixNorm", "np.linalg.matrix_norm"), ("VectorNorm", "np.linalg.vector_norm"),
+        ("LinalgOuter", "np.linalg.outer"), ("LinalgCross", "np.linalg.cross"), ("LinalgTrace", "np.linalg.trace"),
+        ("LinalgDiagonal", "np.linalg.diagonal"), ("VecDot", "np.linalg.vecdot"))},
+    "MatrixRank": "its result is an integer count",
     "Unique": "its values are a subset of its input's, found by sorting: piecewise constant",
 }

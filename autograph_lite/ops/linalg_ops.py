@@ -303,6 +303,53 @@ for _path, _name, _shapes in [
 numpy_function_op("Cross", "cross", _cross_shapes, example_dims=lambda d: min(d, 3))  # vectors of 2 or 3
 
 
+def _multi_dot_shapes(arrays, *, out=None):
+    if len(arrays) < 2:
+        raise ValueError("Expecting at least two arrays.")
+    shapes = [_shape(a) for a in arrays]
+    for s, t in zip(shapes, shapes[1:]):
+        _same(s[-1], t[0], "shapes not aligned")
+    return [tuple(shapes[0][:-1]) * (len(shapes[0]) == 2) + tuple(shapes[-1][1:]) * (len(shapes[-1]) == 2)]
+
+
+def _diagonal_shapes(x, *, offset=0):
+    shape = _shape(x)
+    m, n = shape[-2:]
+    k = None if None in (m, n) else max(0, min(m, n - offset) if offset >= 0 else min(m + offset, n))
+    return [shape[:-2] + (k,)]
+
+
+def _vecdot_shapes(x1, x2, /, *, axis=-1):
+    s1, s2 = _shape(x1), _shape(x2)
+    shape = broadcast_shapes(s1, s2)
+    axis = normalize_axis(axis, len(shape))
+    return [shape[:axis] + shape[axis + 1:]]
+
+
+def _matrix_batch(x, *args, **kwargs):
+    shape = _shape(x)
+    return [shape[:-2] if len(shape) >= 2 else ()]
+
+
+for _path, _name, _shapes in [
+        ("linalg.svdvals", "SvdVals", lambda x: [_shape(x)[:-2] + (min(_shape(x)[-2:]) if None not in _shape(x)[-2:]
+                                                                   else None,)]),
+        ("linalg.cond", "ConditionNumber", _matrix_batch),
+        ("linalg.matrix_rank", "MatrixRank", _matrix_batch),
+        ("linalg.multi_dot", "MultiDot", _multi_dot_shapes),
+        ("linalg.matrix_norm", "MatrixNorm", lambda x, *, keepdims=False, ord="fro": [
+            _shape(x)[:-2] + (1, 1) * bool(keepdims)]),
+        ("linalg.vector_norm", "VectorNorm", lambda x, *, axis=None, keepdims=False, ord=2: _norm_shapes(
+            x, None, axis, keepdims) if axis is not None or not keepdims else [(1,) * len(_shape(x))]),
+        ("linalg.tensordot", "LinalgTensorDot", lambda x1, x2, /, *, axes=2: _tensordot_shapes(x1, x2, axes)),
+        ("linalg.outer", "LinalgOuter", lambda x1, x2, /: [_shape(x1) + _shape(x2)]),
+        ("linalg.cross", "LinalgCross", lambda x1, x2, /, *, axis=-1: _cross_shapes(x1, x2, axis=axis)),
+        ("linalg.trace", "LinalgTrace", lambda x, /, *, offset=0, dtype=None: [_shape(x)[:-2]]),
+        ("linalg.diagonal", "LinalgDiagonal", _diagonal_shapes),
+        ("linalg.vecdot", "VecDot", _vecdot_shapes)]:
+    numpy_function_op(_name, _path, _shapes, example_dims=lambda d: min(d, 3))
+
+
 # --- gradients --------------------------------------------------------------------------------
 
 def _swap(t):
@@ -429,7 +476,7 @@ def _einsum_grad(node, dy):
     return _einsum_grads(inputs.split(","), output, node.inputs, dy)
 
 
-@grad_rule(OPS["tensordot"])
+@grad_rule(OPS["tensordot"], OPS["linalg.tensordot"])
 def _tensordot_grad(node, dy):
     a, b = node.inputs
     a_axes, b_axes = _tensordot_axes(a.shape, b.shape, dict(node.attrs["kwargs"]).get("axes", 2))

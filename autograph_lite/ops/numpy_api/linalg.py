@@ -7,6 +7,7 @@ from numpy.linalg import _linalg
 
 from ...errors import ConversionError, user_location
 from ...runtime.graph import Tensor
+from .. import array_ops, math_ops
 from ..linalg_ops import OPS, call
 
 
@@ -71,6 +72,32 @@ def _matrix_power(a, n):
     return call(OPS["linalg.matrix_power"], _matrix(a), int(n))
 
 
+def _matrix_rank(A, tol=None, hermitian=False, *, rtol=None):  # noqa: N803 - numpy's name
+    _static("matrix_rank", tol=tol, rtol=rtol)
+    if _matrix(A).ndim < 2:  # numpy's is a Python int then
+        raise ConversionError(f"np.linalg.matrix_rank of a {_matrix(A).ndim}-D tensor is not supported (at "
+                              f"{user_location(3)}); give a matrix")
+    kwargs = {k: v for k, v in (("tol", tol), ("rtol", rtol)) if v is not None}
+    return call(OPS["linalg.matrix_rank"], _matrix(A), hermitian=bool(hermitian), **kwargs)
+
+
+def _array_api(path, **static):
+    """numpy 2's array-API functions in np.linalg (`np.linalg.vecdot`, `matrix_norm`, ...): keyword-only
+    parameters, passed as given."""
+    def function(*arrays, **kwargs):
+        _static(path, **{k: v for k, v in kwargs.items() if k != "dtype"})
+        if "dtype" in kwargs and kwargs["dtype"] is not None:
+            kwargs["dtype"] = np.dtype(kwargs["dtype"])
+        return call(OPS[f"linalg.{path}"], *map(_matrix, arrays), **kwargs)
+    return function
+
+
+def _multi_dot(arrays, *, out=None):
+    if out is not None:
+        raise ConversionError(f"np.linalg.multi_dot(..., out=) is not supported on tensors (at {user_location(3)})")
+    return call(OPS["linalg.multi_dot"], [_matrix(a) for a in arrays])
+
+
 FUNCTIONS = {
     np.linalg.cholesky: _cholesky,
     np.linalg.inv: lambda a: call(OPS["linalg.inv"], _matrix(a)),
@@ -80,4 +107,16 @@ FUNCTIONS = {
     np.linalg.qr: _qr, np.linalg.eigh: _eigh,
     np.linalg.eigvalsh: lambda a, UPLO="L": call(OPS["linalg.eigvalsh"], _matrix(a), UPLO=UPLO),
     np.linalg.svd: _svd, np.linalg.norm: _norm, np.linalg.pinv: _pinv, np.linalg.matrix_power: _matrix_power,
+    np.linalg.matrix_rank: _matrix_rank, np.linalg.multi_dot: _multi_dot,
+    np.linalg.cond: lambda x, p=None: call(OPS["linalg.cond"], _matrix(x), p),
+    # numpy 2's array-API names
+    **{getattr(np.linalg, name): _array_api(name) for name in (
+        "svdvals", "matrix_norm", "vector_norm", "tensordot", "outer", "cross", "trace", "diagonal", "vecdot")},
+    np.linalg.matmul: lambda x1, x2, /: math_ops.matmul(_matrix(x1), _matrix(x2)),
+    np.linalg.matrix_transpose: lambda x, /: array_ops.transpose(x, (*range(x.ndim - 2), x.ndim - 1, x.ndim - 2))
+    if x.ndim >= 2 else _refuse_vector("matrix_transpose", x),
 }
+
+
+def _refuse_vector(name, x):
+    raise ValueError(f"np.linalg.{name}: the input must be at least two-dimensional, not {x.ndim}-D")
