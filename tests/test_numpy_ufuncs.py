@@ -192,6 +192,9 @@ def test_ufunc_dtype_keyword_runs_numpys_loop():
     both(lambda a: np.add(a, 1.5, dtype=np.int16), i)             # a float into an int loop: refused as numpy
     both(lambda a: np.add(a, a, dtype=np.int64, casting="unsafe"), x)
     both(lambda a: np.negative(a[0], dtype=np.float32), i)         # a 0-d result: a numpy scalar
+    both(lambda a, b: np.add(a, b, casting="no"), i, x)               # mixed inputs: numpy's casting error
+    both(lambda a: (np.add(a, a, casting="no"), np.multiply(a, 2.5, casting="safe")), x)
+    both(lambda a: np.add(a, 2, casting="unsafe", dtype=np.uint8), i)
 
 
 def test_ufunc_out_keyword_updates_the_out_tensor():
