@@ -5,12 +5,14 @@ ops of math_ops.MATH_UNARY / MATH_BINARY / BIT_UNARY / BIT_BINARY, so a new entr
 tested with no edit.
 """
 import inspect
+import warnings
 
 import numpy as np
 import pytest
 
 import autograph_lite as ag
 from autograph_lite.errors import ConversionError
+from autograph_lite.runtime.native.compiler import NativeKernelWarning
 from autograph_lite.ops.math_ops import BIT_BINARY, BIT_UNARY, MATH_BINARY, MATH_UNARY
 from helpers import assert_identical, check_grad, identical_both_ways
 
@@ -318,3 +320,33 @@ def test_every_numpy_ufunc_has_an_op_or_is_refused_by_name():
     refused = {"isnat", "matvec", "vecmat", "vecdot"}  # datetimes; gufuncs (np.einsum computes them)
     ufuncs = {v for v in vars(np).values() if isinstance(v, np.ufunc)}
     assert {u.__name__ for u in ufuncs if u not in UFUNC_OPS and u not in MULTI_OUTPUT} <= refused
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.int64, np.uint64])
+def test_bit_operators_in_native_loops(dtype, monkeypatch):
+    from helpers import force_native
+    force_native(monkeypatch)
+
+    def shifts(x, s, n):
+        acc = x
+        i = 0
+        while i < n:
+            acc = (acc << s) ^ (acc >> s) ^ (~acc & x) | (x >> 70 % 8)
+            i += 1
+        return acc, (acc >> 200) if False else acc >> s
+
+    x = np.array([0, 1, 5, 100, 127, -3, -128, 77]).astype(dtype)
+    s = np.array([0, 1, 3, 7, 8, 9, 64, 2]).astype(dtype)
+    both(shifts, x, s, 3)
+    with warnings.catch_warnings():  # the C compiles: no fallback to numpy
+        warnings.simplefilter("error", NativeKernelWarning)
+        assert_identical(shifts(x, s, 3), ag.function(shifts)(x, s, 3))
+
+    def python_ints(n):  # Python ints known at run time: Python's shifts (no wrapping, big values rerun)
+        crc, i = 0xFFFF, 0
+        while i < n:
+            crc = ((crc << 3) ^ (crc >> 1)) & 0xFFFFFFFFFFFF
+            i += 1
+        return crc, crc << 40
+
+    both(python_ints, np.int64(12))
