@@ -350,3 +350,19 @@ def test_bit_operators_in_native_loops(dtype, monkeypatch):
         return crc, crc << 40
 
     both(python_ints, np.int64(12))
+
+
+def test_bit_ops_export_to_onnx(tmp_path):
+    pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+
+    def f(x, b):
+        return (x & 6) | (x ^ 3), ~x, (b & (x > 2)) | ~b, np.logical_xor(b, x > 4), np.positive(x)
+
+    x, b = np.array([1, 2, 5, 7], dtype=np.int32), np.array([True, False, True, False])
+    compiled = ag.function(f)
+    ag.export_onnx(compiled, str(tmp_path / "bits.onnx"), args=(x, b))
+    session = ort.InferenceSession(str(tmp_path / "bits.onnx"))
+    names = [i.name for i in session.get_inputs()]
+    for got, expected in zip(session.run(None, dict(zip(names, (x, b)))), f(x, b)):
+        np.testing.assert_array_equal(got, expected)
