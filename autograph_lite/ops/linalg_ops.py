@@ -69,6 +69,7 @@ def numpy_function_op(name, path, shapes, example_dims=lambda d: 1, **facts):
             warnings.simplefilter("ignore")  # numpy's warnings are the run's (a deprecation, once), not the trace's
             result = _resolve(np, path)(*_fill(args, examples), **{k: _fill(v, examples) for k, v in kwargs})
         results = tuple(result) if isinstance(result, tuple) else (result,)
+        assert len(results) == len(out_shapes), f"{name}'s shape rule gives {len(out_shapes)} results, numpy {len(results)}"
         return [(tuple(s), np.asarray(r).dtype) for s, r in zip(out_shapes, results)]
 
     OPS[path] = opdef = define(name, kernel, infer, attrs={"args": CALL_ARGS, "kwargs": CALL_KWARGS}, fresh=True,
@@ -94,10 +95,6 @@ def call(opdef, *args, **kwargs):
 
 
 # --- shape rules ----------------------------------------------------------------------------
-
-def _ndim(x):
-    return np.ndim(x) if not isinstance(x, Tensor) else x.ndim
-
 
 def _shape(x):
     return x.shape if isinstance(x, Tensor) else np.shape(x)
@@ -213,10 +210,6 @@ def _cross_shapes(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
         return [rest]
     axisc = normalize_axis(axisc, len(rest) + 1)
     return [rest[:axisc] + (3,) + rest[axisc:]]
-
-
-def _batch_matrix(a, name):
-    return _square(a, name)
 
 
 def _solve_shapes(a, b):

@@ -8,7 +8,7 @@ import numpy as np
 
 from ...errors import ConversionError, user_location
 from ...runtime.graph import Tensor
-from .. import array_ops, linalg_ops, math_ops
+from .. import array_ops, math_ops
 from ..linalg_ops import OPS, call
 from .common import keywords
 
@@ -82,4 +82,3 @@ def _cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 FUNCTIONS = {np.dot: _dot, np.vdot: _vdot, np.inner: _inner, np.outer: _outer, np.tensordot: _tensordot,
              np.einsum: _einsum, np.kron: _kron, np.cross: _cross}
 
-del linalg_ops
