@@ -290,6 +290,16 @@ def test_npbench_cholesky2_and_products():
     lambda a: np.sum(np.tensordot(a.reshape(3, 2, 2), a, axes=((0,), (0,))) ** 2) + np.tensordot(a, a, 2),
     lambda a: np.sum(np.inner(a, a * a) * np.arange(9.0).reshape(3, 3)) + np.inner(a[0], a[1]),
     lambda a: np.vdot(a, a * a) + np.vdot(a[0], np.arange(4.0)),
+    lambda a: np.linalg.slogdet(spd(a))[1] + np.sum(np.linalg.slogdet(np.stack([spd(a), spd(a) * 2])).logabsdet),
+    lambda a: np.sum(np.linalg.matrix_power(spd(a) * 0.1, 3) * np.arange(9.0).reshape(3, 3))
+    + np.sum(np.linalg.matrix_power(spd(a), -2)) + np.sum(np.linalg.matrix_power(spd(a), 1)),
+    lambda a: np.sum(np.kron(a, a[:2, :2] * 3) * np.arange(48.0).reshape(6, 8)) + np.sum(np.kron(a[0], a) ** 2),
+    lambda a: np.sum(np.linalg.eigh(spd(a))[0] * np.arange(3.0)),
+    lambda a: np.sum(np.abs(np.linalg.eigh(spd(a) + a[:, :3])[1]) * np.arange(9.0).reshape(3, 3)),
+    lambda a: np.sum(np.linalg.eigh(a[:, :3] * np.arange(1.0, 4.0), UPLO="U").eigenvalues ** 2),  # one triangle read
+    lambda a: np.sum(np.linalg.eigvalsh(a[:, :3] * np.arange(1.0, 4.0)) * np.arange(3.0)),
+    lambda a: np.sum(np.cov(a) * np.arange(9.0).reshape(3, 3)) + np.cov(a[0]) + np.sum(np.cov(a, rowvar=False, ddof=0)),
+    lambda a: np.sum(np.cov(a, bias=True) ** 2),
     lambda a: np.sum(np.add.accumulate(a * a, axis=1) * np.arange(12.0).reshape(3, 4)) + np.sum(np.add.accumulate(a[0])),
     lambda a: np.sum(np.add.reduce(a * a, axis=0, initial=2.0) * np.arange(4.0)) + np.add.reduce(a, None, np.float64),
 ])

@@ -495,3 +495,88 @@ def _inner_grad(node, dy):
 def _vdot_grad(node, dy):  # sum(a.ravel() * b.ravel()) of real operands: each the other, in its own shape
     a, b = node.inputs
     return [_to(reshape(math_ops.multiply(dy, b), shape(a)), a), _to(reshape(math_ops.multiply(dy, a), shape(b)), b)]
+
+
+@grad_rule(OPS["linalg.slogdet"])
+def _slogdet_grad(node, dsign, dlog):  # d log|det A| = A^-T; the sign is flat
+    a = node.inputs[0]
+    if dlog is None:
+        return [None]
+    scale = expand_dims(expand_dims(dlog, -1), -1)
+    return [_to(math_ops.multiply(scale, _swap(call(OPS["linalg.inv"], a))), a)]
+
+
+@grad_rule(OPS["linalg.matrix_power"])
+def _matrix_power_grad(node, dy):
+    """A^n: the sum over k of (A^T)^k dy (A^T)^(n-1-k); a negative n through A^-1."""
+    a, n = node.inputs[0], node.attrs["args"][1]
+    if n == 0:
+        return [None]
+    base = a if n > 0 else call(OPS["linalg.inv"], a)
+    base_t = _swap(base)
+    powers = [None] * abs(n)  # (base^T)^k for k < |n|
+    for k in range(abs(n)):
+        powers[k] = base_t if k == 1 else None if k == 0 else math_ops.matmul(powers[k - 1], base_t)
+    total = None
+    for k in range(abs(n)):
+        left = dy if k == 0 else math_ops.matmul(powers[k], dy)
+        term = left if abs(n) - 1 - k == 0 else math_ops.matmul(left, powers[abs(n) - 1 - k])
+        total = term if total is None else math_ops.add(total, term)
+    if n < 0:  # through inv: d(A^-1) = -A^-T g A^-T
+        total = math_ops.negative(math_ops.matmul(base_t, math_ops.matmul(total, base_t)))
+    return [_to(total, a)]
+
+
+@grad_rule(OPS["kron"])
+def _kron_grad(node, dy):
+    """kron(a, b)[i*q + k] = a[i] b[k] along each axis: the cotangent, its axes split in (a's, b's)
+    pairs, contracted with the other operand."""
+    a, b = node.inputs
+    nd = max(a.ndim, b.ndim)
+    sa, sb = (1,) * (nd - a.ndim) + a.shape, (1,) * (nd - b.ndim) + b.shape
+    if None in sa + sb:
+        raise NotImplementedError("the gradient of np.kron needs the operands' shapes known at the trace")
+    la, lb = "abcdefghijklm"[:nd], "nopqrstuvwxyz"[:nd]
+    g = reshape(dy, tuple(d for pair in zip(sa, sb) for d in pair))
+    pairs = "".join(x + y for x, y in zip(la, lb))
+    da = call(OPS["einsum"], f"{pairs},{lb}->{la}", g, reshape(b, sb))
+    db = call(OPS["einsum"], f"{pairs},{la}->{lb}", g, reshape(a, sa))
+    return [_to(reshape(da, a.shape), a), _to(reshape(db, b.shape), b)]
+
+
+@grad_rule(OPS["linalg.eigh"])
+def _eigh_grad(node, dw, dv):
+    """A = V diag(w) V^T: dA = V (diag(dw) + F * (V^T dV)) V^T with F_ij = 1 / (w_j - w_i) off the
+    diagonal (0 where eigenvalues repeat), read back into the one triangle numpy's eigh reads."""
+    a = node.inputs[0]
+    w, v = node.outputs
+    n = a.shape[-1]
+    if n is None:
+        raise NotImplementedError("the gradient of np.linalg.eigh needs the matrix size known at the trace")
+    inner = 0.0
+    if dw is not None:
+        inner = math_ops.multiply(expand_dims(dw, -1), np.eye(n))
+    if dv is not None:
+        gap = math_ops.subtract(expand_dims(w, -2), expand_dims(w, -1))  # w_j - w_i
+        apart = math_ops.logical_and(math_ops.not_equal(gap, 0), np.logical_not(np.eye(n, dtype=bool)))
+        f = math_ops.where(apart, math_ops.divide(1.0, math_ops.where(apart, gap, 1.0)), 0.0)
+        inner = math_ops.add(inner, math_ops.multiply(f, math_ops.matmul(_swap(v), dv)))
+    return [_to(_one_triangle(math_ops.matmul(v, math_ops.matmul(inner, _swap(v))), node), a)]
+
+
+@grad_rule(OPS["linalg.eigvalsh"])
+def _eigvalsh_grad(node, dw):  # as eigh's with the eigenvectors unused
+    a = node.inputs[0]
+    if a.shape[-1] is None:
+        raise NotImplementedError("the gradient of np.linalg.eigvalsh needs the matrix size known at the trace")
+    _, v = call(OPS["linalg.eigh"], a, **dict(node.attrs["kwargs"]))
+    inner = math_ops.multiply(expand_dims(dw, -1), np.eye(a.shape[-1]))
+    return [_to(_one_triangle(math_ops.matmul(v, math_ops.matmul(inner, _swap(v))), node), a)]
+
+
+def _one_triangle(g, node):
+    """A symmetric matrix's cotangent `g` read back into the triangle numpy's eigh reads (UPLO)."""
+    n = g.shape[-1]
+    lower = dict(node.attrs["kwargs"]).get("UPLO", "L") == "L"
+    mask = np.tril(np.ones((n, n)), -1) if lower else np.triu(np.ones((n, n)), 1)
+    return math_ops.add(math_ops.multiply(math_ops.add(g, _swap(g)), mask), math_ops.multiply(g, np.eye(n)))

@@ -5,7 +5,9 @@ A result whose length depends on the values (unique's, bincount's, histogram's o
 count known only when the graph runs) has a `None` dim, as a boolean mask's.
 """
 from ..runtime.graph import Tensor
-from .core import broadcast_shapes, normalize_axis
+from . import math_ops
+from .array_ops import reshape, transpose
+from .core import broadcast_shapes, grad_rule, normalize_axis
 from .linalg_ops import _shape, numpy_function_op
 
 OPS = {}
@@ -64,3 +66,29 @@ for _path, _name, _shapes in [
         ("cov", "Cov", _cov_shapes),
         ("corrcoef", "CorrCoef", _cov_shapes)]:
     OPS[_path] = numpy_function_op(_name, _path, _shapes, example_dims=lambda d: min(d, 2))
+
+
+@grad_rule(OPS["cov"])
+def _cov_grad(node, dc):
+    """C = Xc Xc^T / f (Xc: the observations less their mean, f: their count less ddof): dX =
+    (dC + dC^T) Xc / f, which the centering leaves as it is (its rows sum to zero)."""
+    kwargs = dict(node.attrs["kwargs"])
+    args = node.attrs["args"]
+    if len(node.inputs) != 1 or args[1] is not None or kwargs.get("dtype") is not None:
+        raise NotImplementedError("the gradient of np.cov is written for one array, no weights and no dtype=")
+    m = node.inputs[0]
+    x = reshape(m, (1, -1)) if m.ndim == 1 else m if kwargs.get("rowvar", True) else transpose(m)
+    n_vars, n_obs = x.shape
+    if n_obs is None or n_vars is None:
+        raise NotImplementedError("the gradient of np.cov needs the shape known at the trace")
+    ddof = kwargs.get("ddof")
+    ddof = ddof if ddof is not None else 0 if kwargs.get("bias") else 1
+    centered = math_ops.subtract(x, math_ops.reduce_mean(x, 1, True))
+    dc = reshape(dc, (n_vars, n_vars))
+    dx = math_ops.divide(math_ops.matmul(math_ops.add(dc, transpose(dc)), centered), float(max(n_obs - ddof, 0)))
+    if m.ndim == 1:
+        dx = reshape(dx, m.shape)
+    elif not kwargs.get("rowvar", True):
+        dx = transpose(dx)
+    return [math_ops._to_input(dx, m)]
+
