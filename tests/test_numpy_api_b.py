@@ -286,6 +286,8 @@ def test_npbench_cholesky2_and_products():
     lambda a: np.sum(np.einsum("ij,kj->ik", a, a * a) * np.arange(9.0).reshape(3, 3)),
     lambda a: np.einsum("ij->", a * a) + np.sum(np.einsum("ij,j", a, a[0])) + np.sum(np.einsum("bi,bj->bij", a, a)),
     lambda a: np.sum(np.einsum("ij,jk", a, np.arange(8.0).reshape(4, 2)) ** 2),
+    lambda a: np.sum(np.einsum("ii->i", a[:, :3]) * np.arange(3.0)) + np.einsum("ii", a[:, 1:] * a[:, :3]),
+    lambda a: np.sum(np.einsum("iij,k->jk", np.stack([a[:, :3]] * 3, -1), a[0]) ** 2),
     lambda a: np.sum(np.tensordot(a, a * 2, axes=([0], [0])) * np.arange(16.0).reshape(4, 4)),
     lambda a: np.sum(np.tensordot(a.reshape(3, 2, 2), a, axes=((0,), (0,))) ** 2) + np.tensordot(a, a, 2),
     lambda a: np.sum(np.inner(a, a * a) * np.arange(9.0).reshape(3, 3)) + np.inner(a[0], a[1]),
@@ -353,3 +355,15 @@ def test_inside_tensor_loops_and_branches_under_native(monkeypatch):
 
     for n in (0, 1, 4):
         both(iterate, data(np.float64), n)
+
+
+def test_einsum_of_one_operand_is_a_view_as_numpys():
+    def update_diagonal(a):
+        b = a * 1.0
+        d = np.einsum("ii->i", b)  # numpy gives b's diagonal itself
+        d += 1
+        return b, d
+
+    with pytest.raises(ConversionError, match="view of this value"):  # never b without the update
+        ag.function(update_diagonal)(np.arange(9.0).reshape(3, 3))
+    both(lambda a: np.einsum("ii->i", a[:, :3] * 1.0) * 2 + np.einsum("ij->ji", a).sum(), data(np.float64))

@@ -72,8 +72,8 @@ def numpy_function_op(name, path, shapes, example_dims=lambda d: 1, **facts):
         assert len(results) == len(out_shapes), f"{name}'s shape rule gives {len(out_shapes)} results, numpy {len(results)}"
         return [(tuple(s), np.asarray(r).dtype) for s, r in zip(out_shapes, results)]
 
-    OPS[path] = opdef = define(name, kernel, infer, attrs={"args": CALL_ARGS, "kwargs": CALL_KWARGS}, fresh=True,
-                               **facts)
+    facts = {"fresh": facts.get("view") is None, **facts}  # a new array, unless numpy may give a view
+    OPS[path] = opdef = define(name, kernel, infer, attrs={"args": CALL_ARGS, "kwargs": CALL_KWARGS}, **facts)
     return opdef
 
 
@@ -278,7 +278,6 @@ for _path, _name, _shapes in [
         ("vdot", "Vdot", lambda a, b: [()]),
         ("inner", "Inner", _inner_shapes),
         ("tensordot", "TensorDot", _tensordot_shapes),
-        ("einsum", "Einsum", _einsum_shapes),
         ("kron", "Kron", _kron_shapes),
         ("linalg.cholesky", "Cholesky", lambda a, upper=False: [_square(a, "cholesky")]),
         ("linalg.inv", "MatrixInverse", lambda a: [_square(a, "inv")]),
@@ -294,6 +293,8 @@ for _path, _name, _shapes in [
         ("linalg.norm", "Norm", _norm_shapes)]:
     numpy_function_op(_name, _path, _shapes)
 numpy_function_op("Cross", "cross", _cross_shapes, example_dims=lambda d: min(d, 3))  # vectors of 2 or 3
+# einsum of one operand may be a view of it (np.einsum("ii->i", a) is a's diagonal, "ij->ji" its transpose)
+numpy_function_op("Einsum", "einsum", _einsum_shapes, view=lambda node: len(node.inputs) == 1)
 
 
 def _multi_dot_shapes(arrays, *, out=None):
@@ -324,6 +325,7 @@ def _matrix_batch(x, *args, **kwargs):
     return [shape[:-2] if len(shape) >= 2 else ()]
 
 
+numpy_function_op("LinalgDiagonal", "linalg.diagonal", _diagonal_shapes, view=lambda node: True)  # a view, as np.diagonal
 for _path, _name, _shapes in [
         ("linalg.svdvals", "SvdVals", lambda x: [_shape(x)[:-2] + (min(_shape(x)[-2:]) if None not in _shape(x)[-2:]
                                                                    else None,)]),
@@ -338,7 +340,6 @@ for _path, _name, _shapes in [
         ("linalg.outer", "LinalgOuter", lambda x1, x2, /: [_shape(x1) + _shape(x2)]),
         ("linalg.cross", "LinalgCross", lambda x1, x2, /, *, axis=-1: _cross_shapes(x1, x2, axis=axis)),
         ("linalg.trace", "LinalgTrace", lambda x, /, *, offset=0, dtype=None: [_shape(x)[:-2]]),
-        ("linalg.diagonal", "LinalgDiagonal", _diagonal_shapes),
         ("linalg.vecdot", "VecDot", _vecdot_shapes)]:
     numpy_function_op(_name, _path, _shapes, example_dims=lambda d: min(d, 3))
 
@@ -441,20 +442,44 @@ def _dot_grad(node, dy):
 def _einsum_grads(specs, output, operands, dy):
     """Each operand's cotangent of `einsum(",".join(specs) + "->" + output, *operands)`: the einsum
     of the other operands with the cotangent, to the operand's letters (a letter summed in no
-    other place is broadcast back)."""
+    other place is broadcast back; a repeated letter, a diagonal, is put back on its diagonal)."""
     grads = []
     for k, (spec, x) in enumerate(zip(specs, operands)):
-        if len(set(spec)) != len(spec):
-            raise NotImplementedError(f"no gradient rule for np.einsum of a repeated subscript ({spec!r}) yet")
         others = [(s, o) for j, (s, o) in enumerate(zip(specs, operands)) if j != k] + [(output, dy)]
         seen = set("".join(s for s, _ in others))
-        kept = "".join(c for c in spec if c in seen)
+        kept = "".join(dict.fromkeys(c for c in spec if c in seen))
         g = call(OPS["einsum"], ",".join(s for s, _ in others) + "->" + kept, *(o for _, o in others))
-        for i, c in enumerate(spec):
-            if c not in seen:  # summed in this operand alone: the same slope for every index
-                g = expand_dims(g, i)
-        grads.append(_to(broadcast_like(g, x) if kept != spec else g, x))
+        if len(set(spec)) != len(spec):
+            g = _onto_diagonals(g, kept, spec, x)
+        else:
+            for i, c in enumerate(spec):
+                if c not in seen:  # summed in this operand alone: the same slope for every index
+                    g = expand_dims(g, i)
+            g = broadcast_like(g, x) if kept != spec else g
+        grads.append(_to(g, x))
     return grads
+
+
+def _onto_diagonals(g, kept, spec, x):
+    """`g` over the distinct letters `kept` as a cotangent of `x` (letters `spec`, some repeated):
+    zero off each repeated letter's diagonal, ones along letters summed in `x` alone."""
+    if None in x.shape:
+        raise NotImplementedError("the gradient of np.einsum of a repeated subscript needs the shape known at the trace")
+    size = dict(zip(spec, x.shape))
+    spare = iter(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in spec + kept)
+    renamed, factors, first = "", [], set()
+    for c in spec:
+        if c in first:  # a repeat: a new letter tied to the first by an identity matrix
+            r = next(spare)
+            renamed += r
+            factors.append((c + r, np.eye(size[c])))
+        else:
+            first.add(c)
+            renamed += c
+            if c not in kept:
+                factors.append((c, np.ones(size[c])))
+    return call(OPS["einsum"], ",".join([kept] + [f for f, _ in factors]) + "->" + renamed, g,
+                *(v.astype(x.dtype) if x.dtype.kind in "fc" else v for _, v in factors))
 
 
 @grad_rule(OPS["einsum"])
