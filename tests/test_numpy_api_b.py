@@ -367,3 +367,11 @@ def test_einsum_of_one_operand_is_a_view_as_numpys():
     with pytest.raises(ConversionError, match="view of this value"):  # never b without the update
         ag.function(update_diagonal)(np.arange(9.0).reshape(3, 3))
     both(lambda a: np.einsum("ii->i", a[:, :3] * 1.0) * 2 + np.einsum("ij->ji", a).sum(), data(np.float64))
+
+
+def test_a_device_module_without_the_function_names_it():
+    from autograph_lite.ops.linalg_ops import OPS as NUMPY_FUNCTION_OPS
+    import types
+    bare = types.SimpleNamespace(__name__="bare_module", linalg=types.SimpleNamespace())
+    with pytest.raises(NotImplementedError, match=r"np\.linalg\.svdvals has no bare_module form"):
+        NUMPY_FUNCTION_OPS["linalg.svdvals"].kernel(bare, args=(), kwargs=())

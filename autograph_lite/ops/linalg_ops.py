@@ -55,7 +55,11 @@ def numpy_function_op(name, path, shapes, example_dims=lambda d: 1, **facts):
     arguments with Tensors where inputs go; `example_dims(d)`: each dim of the small examples
     numpy's dtype is asked with. Call it with `call(OPS[path], *args, **kwargs)`."""
     def kernel(xp, args, kwargs):
-        fn = _resolve(xp, path)
+        try:
+            fn = _resolve(xp, path)
+        except AttributeError:  # a device's array module without it (cupy has no np.linalg.svdvals)
+            raise NotImplementedError(f"np.{path} has no {xp.__name__} form: run this function on the CPU "
+                                      f"(with ag.device('cpu'))") from None
 
         def run(*inputs):
             return fn(*_fill(args, inputs), **{k: _fill(v, inputs) for k, v in kwargs})
