@@ -375,3 +375,18 @@ def test_a_device_module_without_the_function_names_it():
     bare = types.SimpleNamespace(__name__="bare_module", linalg=types.SimpleNamespace())
     with pytest.raises(NotImplementedError, match=r"np\.linalg\.svdvals has no bare_module form"):
         NUMPY_FUNCTION_OPS["linalg.svdvals"].kernel(bare, args=(), kwargs=())
+
+
+def test_saved_and_loaded(tmp_path):
+    def fn(a, bins):
+        return (np.linalg.inv(spd(a)), np.einsum("ij,kj->ik", a, a), np.linalg.norm(a, np.inf),
+                np.histogram(a, bins, weights=a)[0], np.unique(a, return_counts=True), a.astype(np.int64) >> 1)
+
+    a = data(np.float64)
+    f = ag.function(fn)
+    expected = fn(a, 4)
+    f(a, 4)
+    ag.save(f, str(tmp_path / "b.agz"))
+    loaded = ag.load(str(tmp_path / "b.agz"))
+    from helpers import assert_identical
+    assert_identical(expected, loaded(a, 4))
