@@ -302,6 +302,7 @@ def test_npbench_cholesky2_and_products():
     lambda a: np.sum(np.linalg.eigvalsh(a[:, :3] * np.arange(1.0, 4.0)) * np.arange(3.0)),
     lambda a: np.sum(np.cov(a) * np.arange(9.0).reshape(3, 3)) + np.cov(a[0]) + np.sum(np.cov(a, rowvar=False, ddof=0)),
     lambda a: np.sum(np.cov(a, bias=True) ** 2),
+    lambda a: np.sum(np.corrcoef(a) * np.arange(9.0).reshape(3, 3)) + np.sum(np.corrcoef(a, rowvar=False) ** 3),
     lambda a: np.sum(np.add.accumulate(a * a, axis=1) * np.arange(12.0).reshape(3, 4)) + np.sum(np.add.accumulate(a[0])),
     lambda a: np.sum(np.add.reduce(a * a, axis=0, initial=2.0) * np.arange(4.0)) + np.add.reduce(a, None, np.float64),
 ])
