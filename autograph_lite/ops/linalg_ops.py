@@ -609,3 +609,32 @@ def _one_triangle(g, node):
     lower = dict(node.attrs["kwargs"]).get("UPLO", "L") == "L"
     mask = np.tril(np.ones((n, n)), -1) if lower else np.triu(np.ones((n, n)), 1)
     return math_ops.add(math_ops.multiply(math_ops.add(g, _swap(g)), mask), math_ops.multiply(g, np.eye(n)))
+
+
+@grad_rule(OPS["linalg.qr"])
+def _qr_grad(node, *douts):
+    """A = QR with m >= n (reduced, or mode "r"): M = R dR^T - dQ^T Q, dA = (dQ + Q copyltu(M)) R^-T,
+    copyltu(M) the symmetric matrix of M's lower triangle (as PyTorch's linalg_qr_backward)."""
+    a = node.inputs[0]
+    mode = dict(node.attrs["kwargs"]).get("mode", "reduced")
+    m, n = a.shape[-2:]
+    if None in (m, n) or m < n or mode == "complete" and m != n:
+        raise NotImplementedError("the gradient of np.linalg.qr is written for a matrix of known shape with at "
+                                  "least as many rows as columns (reduced)")
+    if mode == "r":
+        q, r = call(OPS["linalg.qr"], a)
+        dq, dr = None, douts[0]
+    else:
+        (q, r), (dq, dr) = node.outputs, douts
+    product = 0.0
+    if dr is not None:
+        product = math_ops.matmul(r, _swap(dr))
+    if dq is not None:
+        product = math_ops.subtract(product, math_ops.matmul(_swap(dq), q))
+    below = math_ops.multiply(product, np.tril(np.ones((n, n)), -1))
+    sym = math_ops.add(math_ops.add(below, _swap(below)), math_ops.multiply(product, np.eye(n)))
+    left = math_ops.matmul(q, sym)
+    if dq is not None:
+        left = math_ops.add(dq, left)
+    # left R^-T, as the solution X of X R^T = left: R X^T = left^T
+    return [_to(_swap(call(OPS["linalg.solve"], r, _swap(left))), a)]
