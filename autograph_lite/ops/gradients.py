@@ -220,7 +220,7 @@ NOT_DIFFERENTIABLE = {
     # gaps, not reasons (docs/ARCHITECTURE.md)
     **{op: f"no rule yet: {what}" for op, what in (
         ("Cross", "np.cross"), ("PseudoInverse", "np.linalg.pinv"),
-        ("Svd", "np.linalg.svd"),
+        
         ("Interp", "np.interp"),
         ("BinCount", "np.bincount (its weights)"), ("Histogram", "np.histogram (its weights)"),
         ("SvdVals", "np.linalg.svdvals"), ("ConditionNumber", "np.linalg.cond"), ("MultiDot", "np.linalg.multi_dot"),

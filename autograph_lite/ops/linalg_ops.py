@@ -638,3 +638,44 @@ def _qr_grad(node, *douts):
         left = math_ops.add(dq, left)
     # left R^-T, as the solution X of X R^T = left: R X^T = left^T
     return [_to(_swap(call(OPS["linalg.solve"], r, _swap(left))), a)]
+
+
+@grad_rule(OPS["linalg.svd"])
+def _svd_grad(node, *douts):
+    """A = U diag(s) V^T (Townsend, "Differentiating the singular value decomposition", 2016), for
+    full_matrices=False or a square matrix: with F_ij = 1 / (s_j^2 - s_i^2) off the diagonal,
+    dA = U [F*(U^T dU - dU^T U) S + diag(ds) + S F*(V^T dV - dV^T V)] V^T
+         + (I - U U^T) dU S^-1 V^T + U S^-1 dV^T (I - V V^T)."""
+    a = node.inputs[0]
+    kwargs = dict(node.attrs["kwargs"])
+    m, n = a.shape[-2:]
+    if None in (m, n) or kwargs.get("full_matrices", True) and kwargs.get("compute_uv", True) and m != n:
+        raise NotImplementedError("the gradient of np.linalg.svd is written for full_matrices=False or a square "
+                                  "matrix of known shape")
+    if kwargs.get("compute_uv", True):
+        (u, s, vt), (du, ds, dvt) = node.outputs, douts
+    else:
+        (u, s, vt), (du, ds, dvt) = call(OPS["linalg.svd"], a, full_matrices=False), (None, douts[0], None)
+    k = min(m, n)
+    v = _swap(vt)
+    eye = np.eye(k)
+    inner = 0.0 if ds is None else math_ops.multiply(expand_dims(ds, -1), eye)
+    s_row, s_col = expand_dims(s, -2), expand_dims(s, -1)  # s_j along rows' entries, s_i down columns
+    gap = math_ops.subtract(math_ops.square(s_row), math_ops.square(s_col))
+    apart = math_ops.logical_and(math_ops.not_equal(gap, 0), np.logical_not(eye.astype(bool)))
+    f = math_ops.where(apart, math_ops.divide(1.0, math_ops.where(apart, gap, 1.0)), 0.0)
+    extra = 0.0
+    if du is not None:
+        utdu = math_ops.matmul(_swap(u), du)
+        inner = math_ops.add(inner, math_ops.multiply(math_ops.multiply(f, math_ops.subtract(utdu, _swap(utdu))), s_row))
+        if m > k:
+            rest = math_ops.subtract(du, math_ops.matmul(u, utdu))  # (I - U U^T) dU
+            extra = math_ops.matmul(math_ops.divide(rest, s_row), vt)
+    if dvt is not None:
+        dv = _swap(dvt)
+        vtdv = math_ops.matmul(vt, dv)
+        inner = math_ops.add(inner, math_ops.multiply(s_col, math_ops.multiply(f, math_ops.subtract(vtdv, _swap(vtdv)))))
+        if n > k:
+            rest = math_ops.subtract(dv, math_ops.matmul(v, vtdv))  # (I - V V^T) dV
+            extra = math_ops.add(extra, math_ops.matmul(u, _swap(math_ops.divide(rest, s_row))))
+    return [_to(math_ops.add(math_ops.matmul(u, math_ops.matmul(inner, vt)), extra), a)]
