@@ -81,27 +81,27 @@ def _call(ufunc, op, inputs, out=None, where=True, dtype=None, casting="same_kin
         refused.append("where= without out=")
     if refused:
         _refuse(ufunc, "__call__", f" with {', '.join(k if ' ' in k else f'{k}=' for k in refused)}")
+    loop_dtype = None
     if dtype is not None or casting != "same_kind":  # casting="no" refuses mixed inputs, as numpy
-        inputs = _in_loop_dtypes(ufunc, op, inputs, None if dtype is None else np.dtype(dtype), casting)
+        inputs, loop_dtype = _in_loop_dtypes(ufunc, inputs, None if dtype is None else np.dtype(dtype), casting)
     result = apply(op, inputs)
+    if loop_dtype is not None and result.dtype != loop_dtype:
+        _refuse(ufunc, "__call__", f" with dtype={np.dtype(dtype)}")
     if out is None:
         return result
     (target,) = out if isinstance(out, tuple) else (out,)
     return _into(ufunc, result, target, where, casting)
 
 
-def _in_loop_dtypes(ufunc, op, inputs, dtype, casting):
+def _in_loop_dtypes(ufunc, inputs, dtype, casting):
     """`inputs` cast to the dtypes of the loop numpy runs for `dtype=dtype` (its output's; None: the
-    loop numpy picks), under `casting`."""
+    loop numpy picks), under `casting`, and the loop's output dtype."""
     given = tuple(type(exemplar(t)) if getattr(t, "weak", False) else
                   t.dtype if isinstance(t, Tensor) else type(t) if type(t) in (bool, int, float, complex)
                   else np.asarray(t).dtype for t in inputs)
     signature = {} if dtype is None else {"signature": (None,) * ufunc.nin + (dtype,) * ufunc.nout}
     loop = ufunc.resolve_dtypes(given + (None,) * ufunc.nout, casting=casting, **signature)
-    cast = tuple(x if g == d else math_ops.cast(x, d) for x, g, d in zip(inputs, given, loop[:ufunc.nin]))
-    if apply(op, cast).dtype != loop[-1]:
-        _refuse(ufunc, "__call__", f" with dtype={dtype}")
-    return cast
+    return tuple(x if g == d else math_ops.cast(x, d) for x, g, d in zip(inputs, given, loop[:ufunc.nin])), loop[-1]
 
 
 def _into(ufunc, result, out, where, casting):
