@@ -24,7 +24,7 @@ def assert_identical(eager, compiled):
     """Same structure, Python/numpy types, dtypes, shapes and bits (NaN where NaN)."""
     eager, compiled = to_host(eager), to_host(compiled)
     if isinstance(eager, tuple):
-        assert type(compiled) is tuple and len(compiled) == len(eager)
+        assert type(compiled) is type(eager) and len(compiled) == len(eager)  # a namedtuple (QRResult) too
         for e, c in zip(eager, compiled):
             assert_identical(e, c)
         return

@@ -45,6 +45,8 @@ def _wrap(value):
         return ndarray(np.asarray(value))  # cupy's reductions give 0-d arrays
     if type(value) in (list, tuple):
         return type(value)(_wrap(v) for v in value)
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # numpy's QRResult, EighResult, ...
+        return type(value)(*(_wrap(v) for v in value))
     return value
 
 

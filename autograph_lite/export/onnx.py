@@ -45,6 +45,32 @@ NOT_EXPORTABLE = {
     "FMax": "ONNX's Max propagates NaN where numpy's fmax ignores it",
     "FMin": "ONNX's Min propagates NaN where numpy's fmin ignores it",
     "Heaviside": "ONNX has no Heaviside operator",
+    **{op: f"ONNX has no {op} operator" for op in ("BitwiseCount", "Spacing", "LogAddExp2", "FloatPower", "Ldexp",
+                                                   "NextAfter", "Gcd", "Lcm")},
+    "LeftShift": "ONNX's BitShift takes unsigned integers only, and numpy's shift by the width or more is 0",
+    "RightShift": "ONNX's BitShift takes unsigned integers only, and numpy's right shift of a negative fills ones",
+    "Conj": "ONNX has no complex dtypes",
+    "Real": "ONNX has no complex dtypes",
+    "Imag": "ONNX has no complex dtypes",
+    # numpy's linear algebra and products (ops/linalg_ops.py), computed by numpy's own functions
+    **{op: f"ONNX has no {what} operator" for op, what in (
+        ("Cholesky", "Cholesky"), ("MatrixInverse", "matrix inverse"), ("PseudoInverse", "pseudo-inverse"),
+        ("Solve", "linear solve"), ("LogDet", "log-determinant"), ("MatrixPower", "matrix power"),
+        ("Qr", "QR"), ("Eigh", "eigendecomposition"), ("EigvalsH", "eigenvalue"), ("Svd", "SVD"),
+        ("Norm", "norm of every numpy ord"), ("Kron", "Kronecker product"), ("Cross", "cross product"),
+        ("Histogram", "histogram"), ("BinCount", "bincount"), ("Interp", "interpolation"),
+        ("Cov", "covariance"), ("CorrCoef", "correlation"), ("SvdVals", "SVD"),
+        ("ConditionNumber", "condition number"), ("MatrixRank", "matrix rank"), ("MatrixNorm", "matrix norm"),
+        ("VectorNorm", "norm of every numpy ord"), ("LinalgCross", "cross product"))},
+    **{op: f"numpy computes {op} with its own loops or BLAS; ONNX's would round differently" for op in (
+        "MultiDot", "LinalgTensorDot", "LinalgOuter", "LinalgTrace", "LinalgDiagonal", "VecDot")},
+    "Unique": "ONNX's Unique sorts only when asked and numpy's NaN handling (equal_nan) has no ONNX form",
+    **{op: f"numpy computes {op} with its own loops or BLAS; ONNX's would round differently" for op in (
+        "Dot", "Vdot", "Inner", "TensorDot", "Einsum", "Det")},
+    "Modf": "ONNX has no operator splitting a float into its fraction and integral parts",
+    "Frexp": "ONNX has no operator splitting a float into mantissa and exponent",
+    "UfuncReduce": "a reduction by any numpy ufunc (its own reduce, with dtype= and initial=): not mapped yet",
+    "Accumulate": "a running ufunc (numpy's accumulate): ONNX's CumSum rounds float sums in another order",
 }
 
 
@@ -535,6 +561,18 @@ def _logical(ctx, node):
     return ctx.add(node.op[len("Logical"):], _operands(ctx, node, np.bool_))
 
 
+@rule("BitwiseAnd", "BitwiseOr", "BitwiseXor", "LogicalXor")
+def _bitwise(ctx, node):
+    logical = node.outputs[0].dtype == np.bool_
+    onnx_op = {"BitwiseAnd": "And", "BitwiseOr": "Or"}.get(node.op, "Xor") if logical else node.op
+    return ctx.add(onnx_op, _operands(ctx, node))
+
+
+@rule("Invert")
+def _invert(ctx, node):
+    return ctx.add("Not" if node.outputs[0].dtype == np.bool_ else "BitwiseNot", _operands(ctx, node))
+
+
 @rule("LogicalNot", "Not")
 def _not(ctx, node):
     return ctx.add("Not", _operands(ctx, node, np.bool_))
@@ -628,7 +666,7 @@ def _select(ctx, node):
     return where(ctx, ctx.value(c, np.bool_), ctx.value(x, dtype), ctx.value(y, dtype), dtype)
 
 
-@rule("Cast", "Identity", "PythonInt", "PythonScalar")
+@rule("Cast", "Identity", "PythonInt", "PythonScalar", "Positive")
 def _cast(ctx, node):
     return ctx.add("Identity", _operands(ctx, node))
 

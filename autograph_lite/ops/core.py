@@ -50,7 +50,7 @@ def add_node(graph, op, inputs, attrs):
     try:
         specs = op.infer(*tensors, **attrs)
     except (ValueError, TypeError, IndexError) as e:
-        raise type(e)(f"{op.name}: {e} (at {user_location(3)})") from None
+        raise _same_kind(e, f"{op.name}: {e} (at {user_location(3)})") from None
     failure = _known_failure(op, tensors, attrs)
     if failure is not None:
         # the op fails whatever the values (`uint8_array + 300`): fail when the graph runs it, at
@@ -67,6 +67,15 @@ def add_node(graph, op, inputs, attrs):
     weak = op.weak_result and all(t.weak for t in tensors)
     node = graph.add_node(op.name, tensors, attrs, specs, location=user_location(3), weak=weak)
     return node.outputs[0] if len(node.outputs) == 1 else tuple(node.outputs)
+
+
+def _same_kind(error, message):
+    """`error`'s type with `message`, or its builtin base where that type takes other arguments
+    (numpy's `_UFuncNoLoopError`, a TypeError)."""
+    try:
+        return type(error)(message)
+    except TypeError:
+        return next(t for t in type(error).__mro__ if t.__module__ == "builtins")(message)
 
 
 def _weak_constant(t):

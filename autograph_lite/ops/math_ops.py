@@ -10,8 +10,8 @@ import numpy as np
 from ..runtime.fp_errors import report_eagerly
 from ..runtime.graph import _tracing
 from ..runtime.lowering import SPELLINGS
-from ..runtime.opdef import AXES, BOOL, DTYPE, INT, OptionalOf
-from .core import (apply, broadcast_shapes, define, elementwise, normalize_axes,
+from ..runtime.opdef import AXES, BOOL, DTYPE, INT, SCALAR, STR, OptionalOf
+from .core import (apply, broadcast_shapes, define, elementwise, exemplar, normalize_axes,
                    normalize_axis, result_dtype)
 
 
@@ -165,6 +165,38 @@ MATH_BINARY = [_math_ufunc(name, op, warns) for name, op, warns in [
 (arctan2, hypot, logaddexp, copysign, fmax, fmin, heaviside, fmod) = _define_all(MATH_BINARY, _binary)
 assert [f.__name__ for f in (sin, signbit, arctan2, fmod)] == [
     MATH_UNARY[0][0], MATH_UNARY[-1][0], MATH_BINARY[0][0], MATH_BINARY[-1][0]], "tables and names out of order"
+
+
+# --- numpy's integer, bit and floating-point-representation ufuncs ------------------------
+# The bit ops' kernels are Python's operators (`&`, `<<`, `~`): numpy's ufuncs on arrays, and
+# on Python ints a Python int, as the operators give eagerly (weak results, NEP 50).
+
+BIT_UNARY = [("invert", "Invert", lambda xp: operator.invert, "~x, elementwise (bitwise not; logical on bools).",
+              dict(ufunc="invert")),
+             _math_ufunc("bitwise_count", "BitwiseCount", warns=False),
+             _math_ufunc("spacing", "Spacing", warns=False),
+             _math_ufunc("conjugate", "Conj", warns=False),
+             _math_ufunc("positive", "Positive", warns=False)]
+
+BIT_BINARY = [
+    ("bitwise_and", "BitwiseAnd", lambda xp: operator.and_, "x & y, elementwise.",
+     dict(ufunc="bitwise_and", commutative=True)),
+    ("bitwise_or", "BitwiseOr", lambda xp: operator.or_, "x | y, elementwise.",
+     dict(ufunc="bitwise_or", commutative=True)),
+    ("bitwise_xor", "BitwiseXor", lambda xp: operator.xor, "x ^ y, elementwise.",
+     dict(ufunc="bitwise_xor", commutative=True)),
+    ("left_shift", "LeftShift", lambda xp: operator.lshift, "x << y, elementwise.", dict(ufunc="left_shift")),
+    ("right_shift", "RightShift", lambda xp: operator.rshift, "x >> y, elementwise.", dict(ufunc="right_shift")),
+    *(_math_ufunc(name, op, warns) for name, op, warns in [
+        ("logical_xor", "LogicalXor", False), ("logaddexp2", "LogAddExp2", True), ("float_power", "FloatPower", True),
+        ("ldexp", "Ldexp", True), ("nextafter", "NextAfter", False), ("gcd", "Gcd", False), ("lcm", "Lcm", False)])]
+
+_PYTHON_OPERATORS |= {operator.invert, operator.and_, operator.or_, operator.xor, operator.lshift, operator.rshift}
+(invert, bitwise_count, spacing, conjugate, positive) = _define_all(BIT_UNARY, _unary)
+(bitwise_and, bitwise_or, bitwise_xor, left_shift, right_shift, logical_xor, logaddexp2, float_power, ldexp,
+ nextafter, gcd, lcm) = _define_all(BIT_BINARY, _binary)
+assert [f.__name__ for f in (invert, positive, bitwise_and, lcm)] == [
+    BIT_UNARY[0][0], BIT_UNARY[-1][0], BIT_BINARY[0][0], BIT_BINARY[-1][0]], "tables and names out of order"
 
 
 # --- Python's `not` ---------------------------------------------------------------------
@@ -334,12 +366,114 @@ def argmax(x, axis=None):
     return apply(OPS["argmax"], (x,), {"axis": axis})
 
 
+# --- ufuncs with two outputs ------------------------------------------------------------------
+
+def _two_outputs(name, op):
+    def infer(x):
+        with np.errstate(all="ignore"):
+            first, second = getattr(np, name)(exemplar(x))
+        return [(x.shape, first.dtype), (x.shape, second.dtype)]
+    OPS[name] = define(op, lambda xp: getattr(xp, name), infer, fresh=True, may_raise=False)
+
+    def fn(x):
+        return apply(OPS[name], (x,))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"numpy.{name}, elementwise: its two results."
+    return fn
+
+
+modf = _two_outputs("modf", "Modf")
+frexp = _two_outputs("frexp", "Frexp")
+
+
+# --- complex parts --------------------------------------------------------------------------
+# `x.real` and `x.imag` (np.real, np.imag): views of a complex array's parts, numpy scalars of a
+# numpy scalar's, Python floats of a Python number's (weak, as eager's attribute gives)
+
+def _part(name, op, doc):
+    def kernel(xp):
+        return lambda x: getattr(x, name)
+
+    def infer(x):
+        return [(x.shape, np.dtype(getattr(np.ones((), x.dtype), name).dtype))]
+    OPS[name] = define(op, kernel, infer, weak_result=True, may_raise=False, box="input",
+                       view=lambda node: node.inputs[0].dtype.kind == "c" or name == "real")
+
+    def fn(x):
+        return apply(OPS[name], (x,))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+real = _part("real", "Real", "The real part (x.real): a view of a complex x, x itself viewed otherwise.")
+imag = _part("imag", "Imag", "The imaginary part (x.imag): zeros of a real x.")
+
+
+# --- any binary ufunc's reduce and accumulate ----------------------------------------------
+# `np.logaddexp.reduce(t)`, `np.add.reduce(t, dtype=..., initial=...)`, `np.multiply.accumulate(t)`:
+# the ufunc's own method, so every ufunc numpy can reduce is one op, bit for bit numpy's.
+
+def _ufunc_method_kwargs(axis, dtype, keepdims=None, initial=None):
+    kwargs = dict(axis=axis, dtype=dtype)
+    if keepdims is not None:
+        kwargs["keepdims"] = keepdims
+    if initial is not None:
+        kwargs["initial"] = initial
+    return kwargs
+
+
+def _ufunc_reduce_infer(x, ufunc, axis, dtype, keepdims, initial):
+    axes = normalize_axes(axis, x.ndim)
+    shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keepdims or i not in axes)
+    example = np.ones((1,) * x.ndim, x.dtype)  # one element: numpy's dtype and its refusals
+    with np.errstate(all="ignore"):
+        out = getattr(np, ufunc).reduce(example, **_ufunc_method_kwargs(axis, dtype, keepdims, initial))
+    return [(shape, np.asarray(out).dtype)]
+
+
+OPS["ufunc_reduce"] = define(
+    "UfuncReduce", lambda xp, ufunc, axis, dtype, keepdims, initial: functools.partial(
+        getattr(xp, ufunc).reduce, **_ufunc_method_kwargs(axis, dtype, keepdims, initial)),
+    _ufunc_reduce_infer, attrs={"ufunc": STR, "axis": AXES, "dtype": OptionalOf(DTYPE), "keepdims": BOOL,
+                                "initial": OptionalOf(SCALAR)}, float_errors="reduce")
+
+
+def ufunc_reduce(ufunc, x, axis=0, dtype=None, keepdims=False, initial=None):
+    """`ufunc.reduce(x, axis, dtype, keepdims=, initial=)` of numpy ufunc `ufunc` (its name)."""
+    return apply(OPS["ufunc_reduce"], (x,), {"ufunc": ufunc, "axis": _axis_attr(axis), "keepdims": bool(keepdims),
+                                            "dtype": None if dtype is None else np.dtype(dtype), "initial": initial})
+
+
+def _accumulate_infer(x, ufunc, axis, dtype):
+    if x.ndim == 0:
+        raise TypeError("cannot accumulate on a scalar")
+    if axis is not None:
+        normalize_axis(axis, x.ndim)
+    with np.errstate(all="ignore"):
+        out = getattr(np, ufunc).accumulate(np.ones((1,) * x.ndim, x.dtype), axis=axis, dtype=dtype)
+    return [(x.shape, out.dtype)]
+
+
+OPS["accumulate"] = define(
+    "Accumulate", lambda xp, ufunc, axis, dtype: functools.partial(getattr(xp, ufunc).accumulate, axis=axis,
+                                                                   dtype=dtype),
+    _accumulate_infer, attrs={"ufunc": STR, "axis": OptionalOf(INT), "dtype": OptionalOf(DTYPE)}, float_errors="accumulate",
+    fresh=True, box="array")
+
+
+def accumulate(ufunc, x, axis=0, dtype=None):
+    """`ufunc.accumulate(x, axis, dtype)` of numpy ufunc `ufunc` (its name): running results along `axis`."""
+    return apply(OPS["accumulate"], (x,), {"ufunc": ufunc, "axis": None if axis is None else int(axis),
+                                           "dtype": None if dtype is None else np.dtype(dtype)})
+
+
 # --- gradients ----------------------------------------------------------------------------
 # Each rule gets the node and the cotangent of each output (None where nothing flows) and
 # returns one cotangent per input (None: no gradient, e.g. integer inputs).
 
 from .core import grad_rule  # noqa: E402
-from .array_ops import expand_dims, size, transpose  # noqa: E402
+from .array_ops import expand_dims, getitem, size, transpose  # noqa: E402
 from .gradient_ops import broadcast_like, float_dtype, sum_to  # noqa: E402
 
 
@@ -578,7 +712,67 @@ for _op, _slope, _masked in [
     _unary_slope(OPS[_op.__name__], _slope, _masked)
 
 grad_rule(*(OPS[f.__name__] for f in (sign, floor, ceil, trunc, rint, isnan, isinf, isfinite, signbit,
-                                      heaviside)))(_no_grad)
+                                      heaviside, invert, bitwise_count, spacing, bitwise_and, bitwise_or,
+                                      bitwise_xor, left_shift, right_shift, logical_xor, nextafter, gcd,
+                                      lcm)))(_no_grad)
+grad_rule(OPS["float_power"])(_pow_grad)  # x ** y computed in float64: the same slopes
+
+
+@grad_rule(OPS["conjugate"], OPS["positive"])
+def _conj_grad(node, dy):  # real inputs only reach here with a float cotangent: conj is the identity
+    return [_to_input(dy, node.inputs[0])]
+
+
+@grad_rule(OPS["modf"])
+def _modf_grad(node, dfrac, dint):  # the integral part is flat: only the fraction moves with x
+    return [None if dfrac is None else _to_input(dfrac, node.inputs[0])]
+
+
+@grad_rule(OPS["frexp"])
+def _frexp_grad(node, dmantissa, dexponent):  # x = m * 2**e with e flat: dm/dx = 2**-e
+    if dmantissa is None:
+        return [None]
+    return [_to_input(ldexp(dmantissa, negative(node.outputs[1])), node.inputs[0])]
+
+
+@grad_rule(OPS["real"])
+def _real_grad(node, dy):  # a real input (a complex one's cotangent is not a float): the identity
+    return [_to_input(dy, node.inputs[0])]
+
+
+@grad_rule(OPS["imag"])
+def _imag_grad(node, dy):  # zeros of a real input: flat
+    return [None]
+
+
+@grad_rule(OPS["ufunc_reduce"])
+def _ufunc_reduce_grad(node, dy):  # np.add.reduce with dtype= or initial=: as a sum's
+    if node.attrs["ufunc"] != "add":
+        raise NotImplementedError(f"no gradient rule for np.{node.attrs['ufunc']}.reduce yet")
+    x = node.inputs[0]
+    return [_to_input(broadcast_like(_expand_reduced(dy, node), x), x)]
+
+
+@grad_rule(OPS["accumulate"])
+def _accumulate_grad(node, dy):  # np.add.accumulate: each input reaches every later running sum
+    if node.attrs["ufunc"] != "add":
+        raise NotImplementedError(f"no gradient rule for np.{node.attrs['ufunc']}.accumulate yet")
+    x, axis = node.inputs[0], node.attrs["axis"] or 0
+    reverse = (slice(None),) * normalize_axis(axis, x.ndim) + (slice(None, None, -1),)
+    return [_to_input(getitem(accumulate("add", getitem(dy, reverse), axis), reverse), x)]
+
+
+@grad_rule(OPS["logaddexp2"])
+def _logaddexp2_grad(node, dy):
+    x, y = node.inputs
+    out = node.outputs[0]
+    return [_to_input(_safe(dy, exp2(subtract(x, out))), x), _to_input(_safe(dy, exp2(subtract(y, out))), y)]
+
+
+@grad_rule(OPS["ldexp"])
+def _ldexp_grad(node, dy):  # x * 2**n: the integer exponent has no gradient
+    x, n = node.inputs
+    return [_to_input(ldexp(dy, n), x), None]
 
 
 @grad_rule(OPS["arctan2"])

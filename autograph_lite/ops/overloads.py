@@ -19,24 +19,33 @@ _BINARY = {
     "pow": math_ops.pow, "matmul": math_ops.matmul,
 }
 _SYMBOLS = {"add": "+=", "sub": "-=", "mul": "*=", "truediv": "/=", "floordiv": "//=", "mod": "%=",
-            "pow": "**=", "matmul": "@=", "and": "&=", "or": "|="}
+            "pow": "**=", "matmul": "@=", "and": "&=", "or": "|=", "xor": "^=", "lshift": "<<=",
+            "rshift": ">>="}
 _UFUNC_NAMES = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
                 "floordiv": "floor_divide", "mod": "remainder", "pow": "power", "matmul": "matmul",
-                "and": "logical_and", "or": "logical_or"}
+                "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor", "lshift": "left_shift",
+                "rshift": "right_shift"}
 _COMPARE = {
     "lt": math_ops.less, "le": math_ops.less_equal, "gt": math_ops.greater,
     "ge": math_ops.greater_equal, "eq": math_ops.equal, "ne": math_ops.not_equal,
 }
 
 
-def _bool_only(op, symbol):
+def _bitwise(logical, bitwise):
+    """`x & y` as numpy's `bitwise_and`: on bools the logical op (the same values), else the bit op
+    (integers; a float operand is numpy's TypeError)."""
     def method(x, y):
-        for v in (x, y):
-            if isinstance(v, Tensor) and v.dtype != np.bool_:
-                raise TypeError(f"operator {symbol} is supported on bool tensors only (got {v!r}); "
-                                f"use ag.logical_and / ag.logical_or on comparisons")
-        return op(x, y)
+        weak = [v.weak if isinstance(v, Tensor) else type(v) is bool for v in (x, y)]
+        if not all(weak) and all(v.dtype == np.bool_ if isinstance(v, Tensor) else isinstance(v, (bool, np.bool_))
+                                 for v in (x, y)):
+            return logical(x, y)
+        return bitwise(x, y)  # Python bools known at run time: Python's `&`, a Python bool
     return method
+
+
+def _invert(x):
+    # `~` of a Python bool known at run time is Python's (-2 for True), not numpy's
+    return math_ops.logical_not(x) if x.dtype == np.bool_ and not x.weak else math_ops.invert(x)
 
 
 def _assigned_name(frame):
@@ -111,15 +120,20 @@ def _install():
     Tensor.__iter__ = _iter
     for name, op in _COMPARE.items():
         setattr(Tensor, f"__{name}__", lambda x, y, op=op: op(x, y))
-    for name, op, symbol in (("and", math_ops.logical_and, "&"), ("or", math_ops.logical_or, "|")):
-        method = _bool_only(op, symbol)
+    for name, method in (("and", _bitwise(math_ops.logical_and, math_ops.bitwise_and)),
+                         ("or", _bitwise(math_ops.logical_or, math_ops.bitwise_or)),
+                         ("xor", math_ops.bitwise_xor), ("lshift", math_ops.left_shift),
+                         ("rshift", math_ops.right_shift)):
         setattr(Tensor, f"__{name}__", method)
         setattr(Tensor, f"__r{name}__", lambda x, y, m=method: m(y, x))
         setattr(Tensor, f"__i{name}__", _in_place(name, method))
+    # divmod(x, y) is np.divmod on an ndarray: both results of one floor division
+    Tensor.__divmod__ = lambda x, y: (math_ops.floordiv(x, y), math_ops.mod(x, y))
+    Tensor.__rdivmod__ = lambda x, y: (math_ops.floordiv(y, x), math_ops.mod(y, x))
     Tensor.__neg__ = lambda x: math_ops.negative(x)
     Tensor.__pos__ = lambda x: x
     Tensor.__abs__ = lambda x: math_ops.abs(x)
-    Tensor.__invert__ = lambda x: _bool_only(lambda a, _: math_ops.logical_not(a), "~")(x, x)
+    Tensor.__invert__ = _invert
     Tensor.__getitem__ = lambda x, index: array_ops.getitem(x, index)
     numpy_api.install()
 

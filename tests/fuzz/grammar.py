@@ -128,17 +128,18 @@ class HypothesisChoices(Choices):
 
 def numpy_forms():
     """[(name, [template])] for every entry of the numpy tables tensors go through (`UFUNC_OPS`,
-    `UFUNC_REDUCTIONS`, `ARRAY_FUNCTIONS`), in name order: how an expression calls it, `{a}` and `{b}`
+    `ARRAY_FUNCTIONS`; a binary ufunc's `.reduce` and `.accumulate`), in name order: how an expression calls it, `{a}` and `{b}`
     vectors or scalars, `{c}` a condition. Each entry gets the plain calls `np.f({a})` and, for two
     inputs, `np.f({a}, {b})`; `NUMPY_FORMS` adds the calls a function needs beyond those."""
-    from autograph_lite.ops.numpy_api import ARRAY_FUNCTIONS, UFUNC_OPS, UFUNC_REDUCTIONS
+    from autograph_lite.ops.numpy_api import ARRAY_FUNCTIONS, UFUNC_OPS, numpy_name
     forms = []
     for u in sorted(UFUNC_OPS, key=lambda u: u.__name__):
         forms.append((u.__name__, [f"np.{u.__name__}({{a}}" + ", {b}" * (u.nin - 1) + ")"]
-                      + ([f"np.{u.__name__}.reduce({{a}})"] if u in UFUNC_REDUCTIONS else [])))
-    for f in sorted(ARRAY_FUNCTIONS, key=lambda f: f.__name__):
-        name = f.__name__
-        plain = [f"np.{name}({{a}})", f"np.{name}({{a}}, {{b}})"] if name not in NUMPY_FORMS_ONLY else []
+                      + ([f"np.{u.__name__}.reduce({{a}})", f"np.{u.__name__}.accumulate({{a}})"]
+                         if u.nin == 2 and u.nout == 1 else [])))
+    for spelled in sorted(numpy_name(f) for f in ARRAY_FUNCTIONS):
+        name = spelled[len("np."):]
+        plain = [f"{spelled}({{a}})", f"{spelled}({{a}}, {{b}})"] if name not in NUMPY_FORMS_ONLY else []
         forms.append((name, [*plain, *NUMPY_FORMS.get(name, ()), *NUMPY_FORMS_ONLY.get(name, ())]))
     return forms
 
@@ -154,6 +155,7 @@ NUMPY_FORMS = {
     "concatenate": ["np.concatenate([{a}[:2], {b}[2:]])"],
     "stack": ["np.stack([{a}, {b}])[1]", "np.stack([{a}, {b}], axis=1)[:, 0]"],
     "outer": ["np.outer({a}, {b})[1]"],
+    "linalg.outer": ["np.linalg.outer({a}, {b})[2]"],
     "triu": ["np.triu(np.outer({a}, {b}))[1]"],
     "tril": ["np.tril(np.outer({a}, {b}), -1)[2]"],
     "transpose": ["np.transpose(np.outer({a}, {b}))[0]"],
@@ -163,6 +165,33 @@ NUMPY_FORMS = {
     "std": ["np.std({a}, ddof=1)"],
     "sum": ["np.sum({a}, axis=0)", "np.sum(np.outer({a}, {b}), axis=-1)"],
     "mean": ["np.mean(np.outer({a}, {b}), axis=0)"],
+    "bincount": ["np.bincount(np.abs({a}).astype(np.int64), minlength=4)[:4]"],
+    "cross": ["np.cross({a}[:3], {b}[:3])[0]"],
+    "linalg.cross": ["np.linalg.cross({a}[:3], {b}[:3])[1]"],
+    "einsum": ["np.einsum('i,i->', {a}, {b})", "np.einsum('i,j->i', {a}, {b})"],
+    "histogram": ["np.histogram({a}, bins=4)[0]"],
+    "interp": ["np.interp({a}, [0.0, 1.0, 2.0, 3.0], [1.0, -1.0, 2.0, 0.5])"],
+    "kron": ["np.kron({a}[:2], {b}[:2])"],
+    "tensordot": ["np.tensordot({a}, {b}, 1)"],
+    "linalg.tensordot": ["np.linalg.tensordot({a}, {b}, axes=1)"],
+    "trace": ["np.trace(np.outer({a}, {b}))"],
+    "linalg.trace": ["np.linalg.trace(np.outer({a}, {b}))"],
+    "diagonal": ["np.diagonal(np.outer({a}, {b}))"],
+    "linalg.diagonal": ["np.linalg.diagonal(np.outer({a}, {b}))"],
+    "linalg.matrix_transpose": ["np.linalg.matrix_transpose(np.outer({a}, {b}))[0]"],
+    "matrix_transpose": ["np.matrix_transpose(np.outer({a}, {b}))[1]"],
+    # on a symmetric positive definite matrix made of a vector (invertible, with a Cholesky factor)
+    **{name: [form.replace("SPD", "(np.outer({a}, {a}) + 4.0 * np.eye(4))")] for name, form in (
+        ("linalg.cholesky", "np.linalg.cholesky(SPD)[1]"), ("linalg.cond", "np.linalg.cond(SPD)"),
+        ("linalg.det", "np.linalg.det(SPD)"), ("linalg.eigh", "np.linalg.eigh(SPD)[0]"),
+        ("linalg.eigvalsh", "np.linalg.eigvalsh(SPD)"), ("linalg.inv", "np.linalg.inv(SPD)[0]"),
+        ("linalg.matrix_norm", "np.linalg.matrix_norm(SPD)"),
+        ("linalg.matrix_power", "np.linalg.matrix_power(SPD, 2)[0]"),
+        ("linalg.matrix_rank", "np.linalg.matrix_rank(SPD)"),
+        ("linalg.multi_dot", "np.linalg.multi_dot([SPD, SPD, {b}])"), ("linalg.pinv", "np.linalg.pinv(SPD)[0]"),
+        ("linalg.qr", "np.linalg.qr(SPD).R[0]"), ("linalg.slogdet", "np.linalg.slogdet(SPD)[1]"),
+        ("linalg.solve", "np.linalg.solve(SPD, {b})"), ("linalg.svd", "np.linalg.svd(SPD)[1]"),
+        ("linalg.svdvals", "np.linalg.svdvals(SPD)"))},
 }
 
 

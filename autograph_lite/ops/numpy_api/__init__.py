@@ -8,10 +8,10 @@ import numpy as np
 
 from ...errors import ConversionError, user_location
 from ...runtime.graph import Tensor
-from . import functions, methods, ufuncs
+from . import complex_numbers, functions, linalg, methods, products, statistics, ufuncs
 from .ufuncs import UFUNC_OPS, UFUNC_REDUCTIONS  # noqa: F401  (the ufunc tables, read by tests and docs)
 
-_AREAS = (functions,)
+_AREAS = (functions, products, linalg, statistics, complex_numbers)
 
 
 def _join(areas):
@@ -33,8 +33,14 @@ def _array_function(self, func, types, args, kwargs):
     `np.concatenate([t, a])`, routed through `ARRAY_FUNCTIONS`."""
     entry = ARRAY_FUNCTIONS.get(func)
     if entry is None:
-        raise ConversionError(f"np.{func.__name__} is not supported on tensors (at {user_location(2)})")
+        raise ConversionError(f"{numpy_name(func)} is not supported on tensors (at {user_location(2)})")
     return entry(*args, **kwargs)
+
+
+def numpy_name(func):
+    """How a user spells numpy function `func`: `np.sum`, `np.linalg.eig`, `np.fft.fft`."""
+    module = getattr(func, "__module__", None) or "numpy"
+    return f"np.{module[len('numpy.'):]}.{func.__name__}" if module.startswith("numpy.") else f"np.{func.__name__}"
 
 
 _NDARRAY_NAMES = frozenset(n for n in dir(np.ndarray) if not n.startswith("_"))
@@ -46,13 +52,14 @@ def _missing_attribute(self, name):
     eager code gets the array's attribute)."""
     if name in _NDARRAY_NAMES:
         raise ConversionError(f"ndarray.{name} is not supported on tensors (at {user_location(2)}); "
-                                   f"docs/numpy.md lists what is")
+                              f"docs/numpy.md lists what is")
     raise AttributeError(f"'Tensor' object has no attribute '{name}'")
 
 
 def install():
     """Tensor's numpy protocols and ndarray methods."""
     methods.install()
+    complex_numbers.install()
     Tensor.__array_ufunc__ = ufuncs.array_ufunc
     Tensor.__array_function__ = _array_function
     Tensor.__getattr__ = _missing_attribute

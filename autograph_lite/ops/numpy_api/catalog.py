@@ -58,19 +58,19 @@ def _namespace(module, prefix):
 
 
 def _tables():
-    from . import ARRAY_FUNCTIONS, UFUNC_OPS, UFUNC_REDUCTIONS  # function-local: the package imports no catalog
-    return ARRAY_FUNCTIONS, UFUNC_OPS, UFUNC_REDUCTIONS, {}
+    from . import ARRAY_FUNCTIONS, UFUNC_OPS  # function-local: the package imports no catalog
+    return ARRAY_FUNCTIONS, UFUNC_OPS, {}
 
 
 def rows():
     """[(section, name, supported, how or why)] for numpy's namespace, `np.linalg`, `np.fft`,
     `np.random`'s functions and ndarray's public attributes."""
-    functions, ufuncs, reductions, calls = _tables()
+    functions, ufuncs, calls = _tables()
     out = []
     for name, f in _namespace(np, "np"):
         if isinstance(f, np.ufunc):
             if f in ufuncs:
-                methods = ["call", "outer"] + (["reduce"] if f in reductions else [])
+                methods = ["call", "outer"] + (["reduce", "accumulate"] if f.nin == 2 and f.nout == 1 else [])
                 out.append(("ufuncs", name, True, f"`{ufuncs[f].name}` op; " + ", ".join(methods)))
             else:
                 out.append(("ufuncs", name, False, _REASON_OF.get(name[3:], _NOT_YET)))

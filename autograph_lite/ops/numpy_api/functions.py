@@ -69,26 +69,6 @@ def _where(condition, x=NO, y=NO):
     return math_ops.where(condition, x, y)
 
 
-def _dot(a, b, out=None):
-    keywords("dot", dict(out=out), out=None)
-    # np.dot converts a Python scalar to an array: strong, not weak as in a ufunc (dot(f32, 2) is f64)
-    a, b = (v if isinstance(v, Tensor) else np.asarray(v) for v in (a, b))
-    na, nb = np.ndim(a), np.ndim(b)
-    if na == 0 or nb == 0:
-        return math_ops.multiply(a, b)
-    if na > 2 or nb > 2 or (na == 1 and nb == 2):
-        raise ConversionError(f"np.dot of {na}-D and {nb}-D operands is not supported on tensors (at "
-                              f"{user_location(3)}); use ag.matmul or `@`")
-    return math_ops.matmul(a, b)
-
-
-def _outer(a, b, out=None):
-    keywords("outer", dict(out=out), out=None)
-    a = array_ops.reshape(a, (-1, 1)) if isinstance(a, Tensor) else np.ravel(a)[:, None]
-    b = array_ops.reshape(b, (1, -1)) if isinstance(b, Tensor) else np.ravel(b)[None, :]
-    return math_ops.multiply(a, b)
-
-
 _CLIP_NEEDS_A_BOUND = np.lib.NumpyVersion(np.__version__) < "2.1.0"
 
 
@@ -190,7 +170,7 @@ FUNCTIONS = {
     np.reshape: _reshape, np.transpose: _transpose, np.ravel: _ravel,
     np.squeeze: _squeeze,
     np.expand_dims: _expand_dims,
-    np.where: _where, np.dot: _dot, np.outer: _outer, np.clip: _clip,
+    np.where: _where, np.clip: _clip,
     np.var: _var, np.std: _std,
     **{getattr(np, name): _method(name) for name in ("sum", "mean", "prod", "max", "min", "any", "all")},
     np.amax: _method("max"), np.amin: _method("min"),

@@ -1,23 +1,41 @@
 """numpy ufuncs on tensors (NEP 13): `np.sin(t)`, `a + t` with an ndarray `a`, `np.add.outer`,
-`np.add.reduce`, each through one table from the ufunc to its op."""
+`np.add.reduce`, `np.multiply.accumulate`, each through one table from the ufunc to its op.
+
+A call takes numpy's keywords: `dtype=` (the loop numpy picks for it: inputs cast to the loop's
+dtypes, as numpy casts them), `casting=`, and `out=` a Tensor (the result cast to out's dtype
+under `casting`, filling out's shape, with `where=` keeping out's values where the mask is
+false; out's old value is superseded, as by `out += y`: reading it later is an error naming
+the update). `out=` an ndarray, `where=` without `out=`, `order=`, `subok=`, `signature=` and
+`ufunc.at` are refused by name.
+"""
 import numpy as np
 
 from ...errors import ConversionError, user_location
-from ...runtime.graph import Tensor
+from ...runtime.boxes import ARRAY, box_of
+from ...runtime.graph import Tensor, supersede
 from .. import array_ops, math_ops
-from ..core import apply
+from ..core import apply, broadcast_shapes, exemplar
 
 # numpy ufunc -> op, the one table `np.<ufunc>(t, ...)` goes through (NEP 13): every op whose
-# `ufunc` fact names one (np.sin(t), ndarray + t, np.add.outer(a, t))
+# `ufunc` fact names one (np.sin(t), ndarray + t, np.add.outer(a, t)), and numpy's other names
+# for the same ufunc loops (np.degrees is np.rad2deg's computation)
 UFUNC_OPS = {getattr(np, op.ufunc): op for op in math_ops.OPS.values() if op.ufunc}
+UFUNC_OPS.update({np.degrees: math_ops.OPS["rad2deg"], np.radians: math_ops.OPS["deg2rad"]})
 
-# `ufunc.reduce` for the ufuncs with a reduction op (np.add.reduce(t, axis) is t.sum(axis))
+# the ufuncs with several outputs, as their ops (both outputs of one computation)
+MULTI_OUTPUT = {np.divmod: lambda x, y: (math_ops.floordiv(x, y), math_ops.mod(x, y)),
+                np.modf: math_ops.modf, np.frexp: math_ops.frexp}
+
+# `ufunc.reduce` for the ufuncs with a reduction op (np.add.reduce(t, axis) is t.sum(axis)); any
+# other binary ufunc reduces through its own `reduce` (math_ops.ufunc_reduce)
 UFUNC_REDUCTIONS = {np.add: math_ops.reduce_sum, np.multiply: math_ops.reduce_prod,
                     np.maximum: math_ops.reduce_max, np.minimum: math_ops.reduce_min,
                     np.logical_and: math_ops.reduce_all, np.logical_or: math_ops.reduce_any}
 
 _OPERATOR_SYMBOLS = {np.add: "+", np.subtract: "-", np.multiply: "*", np.true_divide: "/",
-                     np.floor_divide: "//", np.remainder: "%", np.power: "**", np.matmul: "@"}
+                     np.floor_divide: "//", np.remainder: "%", np.power: "**", np.matmul: "@",
+                     np.bitwise_and: "&", np.bitwise_or: "|", np.bitwise_xor: "^", np.left_shift: "<<",
+                     np.right_shift: ">>"}
 
 
 def _refuse(ufunc, method, detail=""):
@@ -28,32 +46,108 @@ def _refuse(ufunc, method, detail=""):
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     """numpy's hook for every ufunc call with a Tensor operand: `np.sin(t)`, `a + t`,
     `np.add.outer(a, t)`, `np.add.reduce(t, axis)`, routed through `UFUNC_OPS`."""
-    if method == "__call__" and isinstance(kwargs.get("out"), tuple) and isinstance(kwargs["out"][0], np.ndarray):
+    out = kwargs.get("out")
+    if method == "__call__" and isinstance(out, tuple) and any(isinstance(o, np.ndarray) for o in out):
         symbol = _OPERATOR_SYMBOLS.get(ufunc, f"np.{ufunc.__name__}(..., out=a)")
         raise TypeError(f"a numpy array cannot be updated in place with a symbolic tensor (`a {symbol}= t`, at "
                         f"{user_location(2)}): compiled code cannot change a numpy array the function "
                         f"holds, and others may hold it too. Write `a = a {symbol} t` to make a new value")
-    op = UFUNC_OPS.get(ufunc)
-    if method == "reduce" and ufunc in UFUNC_REDUCTIONS:
+    if method == "reduce":
         return _reduce(ufunc, *inputs, **kwargs)
+    if method == "accumulate":
+        return _accumulate(ufunc, *inputs, **kwargs)
+    op = UFUNC_OPS.get(ufunc)
+    if method == "__call__" and ufunc in MULTI_OUTPUT:
+        if kwargs:
+            _refuse(ufunc, method, f" with {', '.join(f'{k}=' for k in kwargs)}")
+        return MULTI_OUTPUT[ufunc](*inputs)
     if op is None or method not in ("__call__", "outer"):
         _refuse(ufunc, method)
-    if kwargs:
-        _refuse(ufunc, method, f" with {', '.join(f'{k}=' for k in kwargs)}")
     if method == "outer":
+        if kwargs:
+            _refuse(ufunc, method, f" with {', '.join(f'{k}=' for k in kwargs)}")
         a, b = inputs
         a = array_ops.getitem(a, (Ellipsis,) + (None,) * np.ndim(b)) if isinstance(a, Tensor) \
             else np.asarray(a)[(Ellipsis,) + (None,) * np.ndim(b)]
-        inputs = (a, b)
-    return apply(op, inputs)
+        return apply(op, (a, b))
+    return _call(ufunc, op, inputs, **kwargs)
+
+
+def _call(ufunc, op, inputs, out=None, where=True, dtype=None, casting="same_kind", **rest):
+    """`ufunc(*inputs, out=, where=, dtype=, casting=)` as numpy computes it."""
+    refused = [k for k, v in rest.items() if not (k == "subok" and v is True or k == "order" and v == "K"
+                                                   or k == "signature" and v is None)]
+    if where is not True and out is None:  # where the mask is false numpy leaves whatever memory held
+        refused.append("where= without out=")
+    if refused:
+        _refuse(ufunc, "__call__", f" with {', '.join(k if ' ' in k else f'{k}=' for k in refused)}")
+    loop_dtype = None
+    if dtype is not None or casting != "same_kind":  # casting="no" refuses mixed inputs, as numpy
+        inputs, loop_dtype = _in_loop_dtypes(ufunc, inputs, None if dtype is None else np.dtype(dtype), casting)
+    result = apply(op, inputs)
+    if loop_dtype is not None and result.dtype != loop_dtype:
+        _refuse(ufunc, "__call__", f" with dtype={np.dtype(dtype)}")
+    if out is None:
+        return result
+    (target,) = out if isinstance(out, tuple) else (out,)
+    return _into(ufunc, result, target, where, casting)
+
+
+def _in_loop_dtypes(ufunc, inputs, dtype, casting):
+    """`inputs` cast to the dtypes of the loop numpy runs for `dtype=dtype` (its output's; None: the
+    loop numpy picks), under `casting`, and the loop's output dtype."""
+    given = tuple(type(exemplar(t)) if getattr(t, "weak", False) else
+                  t.dtype if isinstance(t, Tensor) else type(t) if type(t) in (bool, int, float, complex)
+                  else np.asarray(t).dtype for t in inputs)
+    signature = {} if dtype is None else {"signature": (None,) * ufunc.nin + (dtype,) * ufunc.nout}
+    loop = ufunc.resolve_dtypes(given + (None,) * ufunc.nout, casting=casting, **signature)
+    return tuple(x if g == d else math_ops.cast(x, d) for x, g, d in zip(inputs, given, loop[:ufunc.nin])), loop[-1]
+
+
+def _into(ufunc, result, out, where, casting):
+    """numpy's `out=`: `result` cast to out's dtype and shape, out's values kept where `where` is false."""
+    if not isinstance(out, Tensor):
+        _refuse(ufunc, "__call__", f" with out= a {type(out).__name__}")
+    location = user_location(4)
+    if box_of(out) != ARRAY:
+        raise TypeError(f"np.{ufunc.__name__} with out= a {'Python number' if out.weak else 'numpy scalar'}: return "
+                        f"arrays must be of ArrayType (at {location})")
+    if result.dtype != out.dtype and not np.can_cast(result.dtype, out.dtype, casting):
+        raise TypeError(f"Cannot cast ufunc '{ufunc.__name__}' output from {result.dtype!r} to {out.dtype!r} with "
+                        f"casting rule '{casting}' (at {location})")
+    shape = broadcast_shapes(result.shape, out.shape, np.shape(where))
+    if shape != out.shape:
+        raise ValueError(f"non-broadcastable output operand with shape {out.shape} doesn't match the broadcast "
+                         f"shape {shape} (at {location})")
+    new = math_ops.cast(result, out.dtype) if result.dtype != out.dtype else result
+    new = math_ops.where(where, new, out)  # out's shape, and box: numpy gives back out itself
+    if new.shape == () and box_of(out) == ARRAY and box_of(new) != ARRAY:
+        new = math_ops.where(True, new, new)
+    # `x *= y` is np.multiply(x, y, out=x): named by its operator where it has one
+    symbol = _OPERATOR_SYMBOLS[ufunc] + "=" if ufunc in _OPERATOR_SYMBOLS else f"np.{ufunc.__name__}(..., out=)"
+    supersede(out, new, "the out= array", symbol, location)
+    return new
 
 
 def _reduce(ufunc, x, axis=0, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=True):
-    """`ufunc.reduce` as numpy does it (axis 0 unless told); `dtype`, `out`, `initial` and a
-    `where` mask have no graph form."""
-    given = [k for k, v, default in (("dtype", dtype, None), ("out", out, None),
-                                     ("initial", initial, np._NoValue), ("where", where, True))
-             if v is not default]
+    """`ufunc.reduce` as numpy does it (axis 0 unless told); `out` and a `where` mask are refused."""
+    given = [k for k, v, default in (("out", out, None), ("where", where, True)) if v is not default]
     if given:
         _refuse(ufunc, "reduce", f" with {', '.join(f'{k}=' for k in given)}")
-    return UFUNC_REDUCTIONS[ufunc](x, axis, keepdims)
+    if ufunc.nin != 2 or ufunc.nout != 1 or ufunc not in UFUNC_OPS:
+        _refuse(ufunc, "reduce")
+    if initial is np._NoValue and dtype is None and ufunc in UFUNC_REDUCTIONS:
+        return UFUNC_REDUCTIONS[ufunc](x, axis, keepdims)
+    if isinstance(initial, Tensor) or initial is None:
+        _refuse(ufunc, "reduce", f" with initial={'a tensor' if initial is not None else 'None'}")
+    initial = None if initial is np._NoValue else initial.item() if isinstance(initial, np.generic) else initial
+    return math_ops.ufunc_reduce(ufunc.__name__, x, axis, dtype, keepdims, initial)
+
+
+def _accumulate(ufunc, x, axis=0, dtype=None, out=None):
+    """`ufunc.accumulate` (np.add.accumulate is np.cumsum along axis 0)."""
+    if out is not None:
+        _refuse(ufunc, "accumulate", " with out=")
+    if ufunc.nin != 2 or ufunc.nout != 1 or ufunc not in UFUNC_OPS:
+        _refuse(ufunc, "accumulate")
+    return math_ops.accumulate(ufunc.__name__, x, axis, dtype)

@@ -316,6 +316,38 @@ def _arithmetic_operands(emitter, operands, out_dtype, floats_only=False):
     return [emitter.cast(v, out_dtype) for v in operands]
 
 
+def bitwise(symbol):
+    """`a & b`, `a | b`, `a ^ b`, `~a` on integers and bools (`~` of a bool is `!`), as numpy's."""
+    def rule(emitter, operands, out_dtype):
+        if out_dtype.kind not in "biu":
+            raise Unsupported(f"bitwise {symbol} on {out_dtype}")
+        a = [emitter.cast(v, out_dtype) for v in operands]
+        if symbol == "~":
+            return f"(!{a[0]})" if out_dtype == np.bool_ else f"(({c_type(out_dtype)})~{a[0]})"
+        return f"(({c_type(out_dtype)})({a[0]} {symbol} {a[1]}))"
+    rule.python = EXACT
+    return rule
+
+
+def shift(symbol):
+    """numpy's `a << b` and `a >> b`: a shift by the width or more (or a negative one) gives 0, or
+    -1 for a negative `a` shifted right, where C's is undefined; a left shift wraps as numpy's."""
+    def rule(emitter, operands, out_dtype):
+        if out_dtype.kind not in "iu":
+            raise Unsupported(f"shift {symbol} on {out_dtype}")
+        a, b = (emitter.cast(v, out_dtype) for v in operands)
+        t, bits = c_type(out_dtype), out_dtype.itemsize * 8
+        if symbol == "<<":
+            unsigned = c_type(np.dtype(f"u{out_dtype.itemsize}"))
+            return f"((unsigned long long)({b}) < {bits} ? ({t})(({unsigned}){a} << {b}) : ({t})0)"
+        beyond = f"({a} < 0 ? ({t})-1 : ({t})0)" if out_dtype.kind == "i" else f"({t})0"
+        return f"((unsigned long long)({b}) < {bits} ? ({t})({a} >> {b}) : {beyond})"
+    # Python raises for a negative count; its << outgrows int64 where bits are shifted out
+    rule.python = Python(exact=True, int_guard="{1} < 0" + (
+        " || {1} > 62 || ((int64_t)((uint64_t)({0}) << {1}) >> {1}) != {0}" if symbol == "<<" else ""))
+    return rule
+
+
 def is_comparison(name):
     """True if op `name`'s C form is a comparison (scalar loops check int/float mixes for it)."""
     return getattr(_rule_named(name), "comparison", False)
@@ -367,6 +399,15 @@ BY_COMPUTATION = {
         "exp2", "expm1", "log2", "log10", "log1p", "cbrt", "deg2rad", "rad2deg", "arctan2", "hypot",
         "logaddexp", "fmod", "reciprocal", "sign", "fmax", "fmin", "heaviside")},
     **{name: float_test(name) for name in ("isnan", "isinf", "isfinite", "signbit")},
+    **{name: bitwise(symbol) for name, symbol in (("bitwise_and", "&"), ("bitwise_or", "|"),
+                                                    ("bitwise_xor", "^"), ("invert", "~"))},
+    "logical_xor": logical("({0} != {1})"),
+    "left_shift": shift("<<"),
+    "right_shift": shift(">>"),
+    # numpy's own code for these
+    **{name: no_c(f"{name} is not written in C yet") for name in (
+        "bitwise_count", "spacing", "conjugate", "positive", "logaddexp2",
+        "float_power", "ldexp", "nextafter", "gcd", "lcm")},
     "logical_not": logical("(!{0})"),
     "not": logical("(!{0})"),      # Python's `not` of a 0-d value
     "where": select,
