@@ -170,6 +170,10 @@ def constant_node(graph, value):
     array = np.asarray(value)
     if array.dtype == object:
         raise TypeError(f"cannot use {value!r} (a {type(value).__name__}) as a tensor value")
+    if (array is value or array.base is not None) and array.flags.writeable:
+        # this use reads the array as it is now, as eager code does: code running while tracing may
+        # update it in place afterwards (`v -= 3` of an array made here, fuzzer seed 1128004174)
+        array = array.copy()
     # a numpy scalar stays one: a loop that runs zero times gives it back as eager does, not
     # as a 0-d array
     held = value if isinstance(value, np.generic) else array

@@ -1007,3 +1007,20 @@ def test_an_update_through_a_view_carried_by_nested_loops_is_refused(fn, what):
     lines, first = inspect.getsourcelines(fn)
     update = first + next(k for k, line in enumerate(lines) if "v *= 2" in line)
     assert f"test_fuzz_regressions.py:{update}" in str(info.value)
+
+
+def _printed_before_its_update(x, n):
+    v = ag.ones([4], np.float32)  # a numpy array while tracing: no tensor argument made it
+    for _ in range(3):
+        i = 0
+        while i < n:  # a tensor loop reading the array as it is now
+            i += 1
+            print('p', i + v)
+        v -= 3        # updated in place while tracing, after the loop read it
+    return v + x
+
+
+def test_a_constant_is_the_array_as_it_was_when_read():
+    """An array that code updates in place while tracing is read as it was at each use (fuzzer seed
+    1128004174: every print showed the array's final contents)."""
+    assert_every_call_same(_printed_before_its_update, np.ones(4, np.float32), np.array(2, np.int32))
