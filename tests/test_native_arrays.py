@@ -291,3 +291,29 @@ def test_a_loop_that_pauses_resumes_where_it_stopped(monkeypatch):
     x = np.linspace(0.0, 1.0, 8)
     (loop,) = native_calls(damped, x.reshape(2, 4), np.ones(4), np.float64(0.5), np.int64(6))
     assert "int64_t ag_budget = 5;" in loop.text
+
+
+def rnn_by_columns(inputs, seq_len, w_in, w_state, last):
+    """W2 as a user writes it: a column per step (`inputs[:, i]`, a strided view) and a mask made
+    with a new axis (`[:, None]`)."""
+    state = np.zeros((inputs.shape[0], w_state.shape[0]))
+    for i in ag.range(last):
+        x = inputs[:, i]
+        new = np.tanh(x @ w_in + state @ w_state)
+        state = np.where((i < seq_len)[:, None], new, state)
+    return state
+
+
+def test_a_column_by_a_computed_index_and_a_new_axis_run_as_c():
+    rng = np.random.default_rng(0)
+    args = (rng.standard_normal((4, 6, 3)), np.array([2, 6, 1, 4]), rng.standard_normal((3, 5)) * 0.3,
+            rng.standard_normal((5, 5)) * 0.3)
+    compiled = ag.function(rnn_by_columns)
+    for _ in range(CALLS):
+        assert_identical(rnn_by_columns(*args, np.int64(6)), compiled(*args, np.int64(6)))
+    assert [r.native is not None for r in compiled.get_concrete_function(*args, np.int64(6)).plan.native] == [True]
+    # a column out of range raises as eagerly, once the trace runs as C
+    with pytest.raises(IndexError):
+        rnn_by_columns(*args, np.int64(7))
+    with pytest.raises(IndexError):
+        compiled(*args, np.int64(7))

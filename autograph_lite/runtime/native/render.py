@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from ..graph import Slot
 from ..opdef import COND, CONST, PLACEHOLDER, REGISTRY, WHILE
 from . import cexpr
 from .language import Unsupported
@@ -257,21 +258,37 @@ class Renderer:
             return x
         if len(index) == 1 and (len(ins) == 2 or type(index[0]) is int):
             return self.row(node, ins, out, indent)
-        if len(ins) != 1 or x.shape == () or len(index) > len(x.shape) or not all(
-                type(i) is int or (type(i) is slice and all(type(v) in (int, type(None))
-                                                            for v in (i.start, i.stop, i.step))) for i in index):
+        def dynamic(i):  # an index the graph computes: a scalar integer input (Slot k is input k + 1)
+            return type(i) is Slot and ins[i.k + 1].shape == () and ins[i.k + 1].dtype.kind in "iu"
+
+        picks = [i for i in index if i is not None]  # None: a new axis of length 1
+        if x.shape == () or len(picks) > len(x.shape) or not all(
+                type(i) is int or dynamic(i) or (type(i) is slice and all(type(v) in (int, type(None))
+                                                                       for v in (i.start, i.stop, i.step)))
+                for i in picks):
             raise Unsupported(f"indexing {index!r}")
-        offset, axes = 0, []  # axes: (count, element step) of each output dim
-        for d, (n, stride) in enumerate(zip(x.shape, strides_of(x.shape))):
-            i = index[d] if d < len(index) else slice(None)
+        offset, terms, axes = 0, [], []  # offset + terms: the first element; axes: (count, element step) per output dim
+        dims = iter(zip(x.shape, strides_of(x.shape)))
+        for i in list(index) + [slice(None)] * (len(x.shape) - len(picks)):
+            if i is None:
+                axes.append((1, 0))
+                continue
+            n, stride = next(dims)
             if type(i) is int:
                 if not -n <= i < n:
                     raise Unsupported(f"index {i} out of range")  # numpy raised at the trace
                 offset += (i % n) * stride
                 continue
+            if type(i) is Slot:  # numpy raises outside [-n, n): the Python path does the same
+                position = self.declare(np.dtype(np.int64), False, (), indent, f"(int64_t){ins[i.k + 1].expr}")
+                self.bail(f"{position.expr} < -{n} || {position.expr} >= {n}", indent)
+                self.emit(f"if ({position.expr} < 0) {position.expr} += {n};", indent)
+                terms.append(f"{position.expr} * {stride}")
+                continue
             start, stop, step = i.indices(n)
             axes.append((len(range(start, stop, step)), step * stride))
             offset += start * stride
+        offset = " + ".join([str(offset), *terms])
         shape = _static_shape(out)
         if tuple(c for c, _ in axes) != shape:
             raise Unsupported(f"indexing {index!r}")
