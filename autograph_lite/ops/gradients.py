@@ -213,6 +213,7 @@ NOT_DIFFERENTIABLE = {
     "Assert": _NO_OUTPUTS, "Print": _NO_OUTPUTS, "Raise": _NO_OUTPUTS, "CheckFits": _NO_OUTPUTS,
     "Not": "its result is a Python bool: no cotangent reaches it",
     "PythonInt": "its result is a Python int: no cotangent reaches it",
+    "PythonCall": "its result is a Python number (math.sqrt(t), float(t)): no cotangent reaches it",
     # a gap, not a reason: a cotangent reaching it raises NotImplementedError (docs/ARCHITECTURE.md)
     "PythonScalar": "no rule yet: a float read back as a Python number from a list a loop carries",
     "RandomDraw": _RANDOM, "RandomNormal": _RANDOM, "RandomUniform": _RANDOM,

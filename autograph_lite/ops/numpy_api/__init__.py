@@ -6,10 +6,10 @@ A numpy callable with no entry is a ConversionError naming it and the user's lin
 """
 from ...errors import ConversionError, user_location
 from ...runtime.graph import Tensor
-from . import functions, methods, ufuncs
+from . import creation, functions, indexing, methods, reductions, shape, sorting, ufuncs
 from .ufuncs import UFUNC_OPS, UFUNC_REDUCTIONS  # noqa: F401  (the ufunc tables, read by tests and docs)
 
-_AREAS = (functions,)
+_AREAS = (functions, reductions, shape, indexing, sorting, creation, methods)
 
 
 def _join(areas):
@@ -24,6 +24,10 @@ def _join(areas):
 # numpy function -> graph form, the one table `np.<function>(t, ...)` goes through (NEP 18); a
 # function with no entry is a ConversionError naming it
 ARRAY_FUNCTIONS = _join(_AREAS)
+
+# numpy functions that never dispatch to a Tensor (`np.zeros(n)`, `np.array([t, 1.0])`, written in C)
+# -> what converted code calls instead (operators/call.py): the graph form when an argument holds a tensor
+CALLS = creation.CALLS
 
 
 def _array_function(self, func, types, args, kwargs):

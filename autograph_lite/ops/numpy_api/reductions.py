@@ -1,0 +1,120 @@
+"""numpy's reductions on tensors beyond ndarray's own methods (`np.sum` & co. are in methods.py):
+`np.argmin`, `np.cumsum`, `np.ptp`, `np.count_nonzero`, the nan-ignoring ones and `np.median`,
+each built as numpy computes it so results and dtypes are numpy's bit for bit."""
+import numpy as np
+
+from ...runtime.graph import Tensor
+from .. import array_ops, math_ops
+from ..core import normalize_axes, normalize_axis
+from .common import NO, keywords, static_shape
+
+
+def _keep(result, a, axis):
+    """`result` of reducing `a` over `axis` with the reduced axes back as 1s (keepdims=True)."""
+    axes = normalize_axes(math_ops._axis_attr(axis), a.ndim)
+    return array_ops.reshape(result, tuple(1 if i in axes else d for i, d in enumerate(static_shape(a, "keepdims"))))
+
+
+def _arg(name, op):
+    def arg(a, axis=None, out=None, *, keepdims=NO):
+        keywords(name, dict(out=out), out=None)
+        result = op(a, axis)
+        return _keep(result, a, axis) if keepdims is not NO and keepdims else result
+    arg.__name__ = name
+    return arg
+
+
+def _cumulative(name, op):
+    def cumulative(a, axis=None, dtype=None, out=None):
+        keywords(name, dict(out=out), out=None)
+        return op(a, axis, dtype)
+    cumulative.__name__ = name
+    return cumulative
+
+
+def _ptp(a, axis=None, out=None, keepdims=NO):
+    keywords("ptp", dict(out=out), out=None)
+    keepdims = keepdims is not NO and bool(keepdims)
+    return math_ops.subtract(math_ops.reduce_max(a, axis, keepdims), math_ops.reduce_min(a, axis, keepdims))
+
+
+def _count_nonzero(a, axis=None, *, keepdims=False):
+    # numpy: a.astype(bool).sum(axis, dtype=np.intp)
+    return math_ops.reduce_sum(math_ops.cast(a, np.bool_), math_ops._axis_attr(axis), bool(keepdims))
+
+
+def _scalar_box(t):
+    """A 0-d result as the numpy scalar numpy's reductions give (where() gives a 0-d array)."""
+    return array_ops.getitem(t, ()) if isinstance(t, Tensor) and t.ndim == 0 else t
+
+
+def _nansum(a, axis=None, dtype=None, out=None, keepdims=NO, initial=NO, where=NO):
+    keywords("nansum", dict(out=out, initial=initial, where=where), out=None, initial=NO, where=True)
+    if a.dtype.kind in "fc":
+        a = math_ops.where(math_ops.isnan(a), 0, a)
+    return a.sum(axis, dtype, keepdims=keepdims)
+
+
+def _nanmean(a, axis=None, dtype=None, out=None, keepdims=NO, *, where=NO):
+    """numpy's nanmean: the sum of the non-NaN values over their count (an intp), divided as
+    numpy's `_divide_by_count` does (the quotient cast back to the sum's dtype)."""
+    keywords("nanmean", dict(out=out, where=where), out=None, where=True)
+    if a.dtype.kind not in "fc":
+        return a.mean(axis, dtype, keepdims=keepdims)
+    mask = math_ops.isnan(a)
+    count = math_ops.logical_not(mask).sum(axis, np.intp, keepdims=keepdims)
+    total = math_ops.where(mask, 0, a).sum(axis, dtype, keepdims=keepdims)
+    return math_ops.cast(math_ops.divide(total, count), total.dtype)
+
+
+def _nan_extreme(name, reduce, fill):
+    """numpy's nanmax/nanmin: fmax.reduce / fmin.reduce, NaN only where a slice is all NaN."""
+    def extreme(a, axis=None, out=None, keepdims=NO, initial=NO, where=NO):
+        keywords(name, dict(out=out, initial=initial, where=where), out=None, initial=NO, where=True)
+        keepdims = keepdims is not NO and bool(keepdims)
+        axis = math_ops._axis_attr(axis)
+        if a.dtype.kind not in "fc":
+            return reduce(a, axis, keepdims)
+        mask = math_ops.isnan(a)
+        result = reduce(math_ops.where(mask, fill, a), axis, keepdims)
+        return _scalar_box(math_ops.where(math_ops.reduce_all(mask, axis, keepdims), np.nan, result))
+    extreme.__name__ = name
+    return extreme
+
+
+def _median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """numpy's median: the middle one or two of the values along `axis` in order (numpy
+    partitions, a sort puts the same values there), averaged by np.mean; NaN where the slice
+    holds one (numpy's `_median_nancheck`: the largest sorts last, NaN)."""
+    keywords("median", dict(out=out, overwrite_input=overwrite_input), out=None, overwrite_input=False)
+    x, along = a, axis
+    if axis is None:
+        x, along = array_ops.reshape(a, (-1,)), 0
+    elif not isinstance(axis, (int, np.integer)):  # several axes: moved last and merged, as numpy's _ureduce
+        axes = normalize_axes(tuple(axis), a.ndim)
+        rest = [i for i in range(a.ndim) if i not in axes]
+        shape = static_shape(a, "median")
+        x = array_ops.reshape(array_ops.transpose(a, rest + list(axes)), tuple(shape[i] for i in rest) + (-1,))
+        along = -1
+    along = normalize_axis(along, x.ndim)
+    size = static_shape(x, "median")[along]
+    ordered = array_ops.sort(x, along)
+    middle = size // 2
+    before = (slice(None),) * along
+    picked = ordered[before + (slice(middle, middle + 1) if size % 2 else slice(middle - 1, middle + 1),)]
+    result = math_ops.reduce_mean(picked, along)
+    if a.dtype.kind in "fc" and size > 0:
+        last = ordered[before + (-1,)]
+        result = _scalar_box(math_ops.where(math_ops.isnan(last), last, result))
+    return _keep(result, a, axis) if keepdims else result
+
+
+FUNCTIONS = {
+    np.argmin: _arg("argmin", math_ops.argmin), np.argmax: _arg("argmax", math_ops.argmax),
+    np.cumsum: _cumulative("cumsum", math_ops.cumsum), np.cumprod: _cumulative("cumprod", math_ops.cumprod),
+    np.ptp: _ptp, np.count_nonzero: _count_nonzero,
+    np.nansum: _nansum, np.nanmean: _nanmean,
+    np.nanmax: _nan_extreme("nanmax", math_ops.reduce_max, -np.inf),
+    np.nanmin: _nan_extreme("nanmin", math_ops.reduce_min, np.inf),
+    np.median: _median,
+}
