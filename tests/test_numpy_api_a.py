@@ -188,7 +188,8 @@ METHOD_CASES = {
 BUILTIN_CASES = {
     "min": [lambda a: min(a[0, 0], a[0, 1]), lambda a: min(a[0]), lambda a: min(a[0, 0], 2), lambda a: min(a[:, :1]),
             lambda a: min(nans(a)[1]), lambda a: min(nans(a)[0]), lambda a: min(a[:0], default=-1),
-            lambda a: min([a[0, 0], a[1, 1], a[2, 2]])],
+            lambda a: min([a[0, 0], a[1, 1], a[2, 2]]), lambda a: min(a[i, i] for i in range(3)),
+            lambda a: min(3, 1, 2), lambda a: min((i for i in [4, 2])), lambda a: min([], default=7)],
     "max": [lambda a: max(a[0, 0], a[1, 1], a[2, 2]), lambda a: max(a[:, 1]), lambda a: max(a[0, 0], 2.5),
             lambda a: max(nans(a)[:, 0]), lambda a: max(nans(a)[0])],
     "abs": [lambda a: abs(a), lambda a: abs(a[0, 0]), lambda a: abs(a[:0])],
@@ -355,3 +356,21 @@ GRADIENTS = {
 @pytest.mark.parametrize("name", GRADIENTS)
 def test_gradients_match_finite_differences(name):
     check_grad(GRADIENTS[name], X)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_ops_with_onnx_rules_export(dtype, tmp_path):
+    pytest.importorskip("onnxruntime")
+    from test_onnx import assert_matches_eager
+
+    def fn(x):
+        return (np.argmin(x, 1), np.argmax(x), np.argmin(x), np.cumsum(x, -1), np.cumsum(x),
+                np.broadcast_to(x[:, :1], (2, 3, 5)), np.tile(x, 2), np.repeat(x, 2, 0))
+    assert_matches_eager(fn, data(dtype), tmp_path=tmp_path)
+
+
+def test_ops_without_onnx_rules_name_the_op_and_line(tmp_path):
+    def fn(x):
+        return np.sort(x)
+    with pytest.raises(ConversionError, match=rf"Sort.*test_numpy_api_a\.py:{_line(fn)}"):
+        ag.export_onnx(ag.function(fn).get_concrete_function(data(np.float32)), str(tmp_path / "m.onnx"))

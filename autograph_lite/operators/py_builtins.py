@@ -222,8 +222,9 @@ def _min_max(builtin, compare, arg_extreme, fill):
         return math_ops.where(math_ops.isnan(x[0]), x[0], best)[()]
 
     def fn(*args, key=None, default=_NO_DEFAULT):
-        if not any(isinstance(a, Tensor) or (builtins.type(a) in (list, tuple) and holds_tensor(a))
-                   for a in args):
+        if len(args) == 1 and not isinstance(args[0], Tensor):
+            args = (list(args[0]),)  # an iterable (a generator of tensors too) read once, as Python does
+        if not any(isinstance(a, Tensor) or (builtins.type(a) is list and holds_tensor(a)) for a in args):
             kwargs = {} if default is _NO_DEFAULT else {"default": default}
             return builtin(*args, key=key, **kwargs)
         if key is not None:

@@ -141,11 +141,16 @@ def _refused(name):
     return refuse
 
 
+class UnsupportedAttribute(ConversionError, AttributeError):
+    """An ndarray attribute with no compiled form: a ConversionError naming it, and an AttributeError
+    to `hasattr`/`getattr(t, name, default)` in library code probing for it."""
+
+
 def _missing(x, name):
     """An attribute Tensor lacks: an ndarray one with no compiled form names itself; any other is
     the AttributeError eager numpy raises."""
     if not name.startswith("_") and hasattr(np.ndarray, name):
-        raise ConversionError(f"ndarray.{name} is not supported on tensors (at {user_location(2)})")
+        raise UnsupportedAttribute(f"ndarray.{name} is not supported on tensors (at {user_location(2)})")
     raise AttributeError(f"'numpy.ndarray' object has no attribute '{name}'")
 
 
