@@ -376,7 +376,10 @@ PYTHON_FUNCTIONS = {**{name: getattr(math, name) for name in (
     "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "floor", "ceil", "trunc", "fabs", "pow", "hypot",
     "copysign", "fmod", "degrees", "radians", "erf", "erfc", "gamma", "lgamma", "isnan", "isinf", "isfinite",
     "exp2", "cbrt", "remainder", "ldexp")
-    if hasattr(math, name)}, "float": float, "int": int, "bool": bool, "round": round}
+    if hasattr(math, name)}, "float": float, "int": int, "bool": bool,
+    # Python's round of the value as a Python number (round(x, 2) of a float rounds its decimal
+    # digits exactly, not as numpy's multiply-rint-divide)
+    "round": round}
 
 
 _INT_RESULTS = {"floor", "ceil", "trunc", "int", "round"}
@@ -386,11 +389,19 @@ _BOOL_RESULTS = {"isnan", "isinf", "isfinite", "bool"}
 def _python_call_infer(*args, fn):
     if any(a.ndim for a in args):
         raise TypeError(f"only 0-d tensors can be converted to Python scalars, got {[a.shape for a in args]}")
-    return [((), np.dtype(np.int64 if fn in _INT_RESULTS else np.bool_ if fn in _BOOL_RESULTS else np.float64))]
+    integer = fn in _INT_RESULTS and not (fn == "round" and len(args) == 2 and args[0].dtype.kind == "f")
+    return [((), np.dtype(np.int64 if integer else np.bool_ if fn in _BOOL_RESULTS else np.float64))]
 
 
-OPS["python_call"] = define("PythonCall", lambda xp, fn: PYTHON_FUNCTIONS[fn], _python_call_infer,
-                            attrs={"fn": STR})
+def _python_call_kernel(xp, fn):
+    function = PYTHON_FUNCTIONS[fn]
+
+    # each value as its Python number (a numpy scalar's, a device's 0-d array's): the same number
+    # the function would read from it, and round(x, 2) of a float rounds its decimal digits exactly
+    return lambda *args: function(*[a.item() if hasattr(a, "item") else a for a in args])
+
+
+OPS["python_call"] = define("PythonCall", _python_call_kernel, _python_call_infer, attrs={"fn": STR})
 
 
 def python_call(fn, *args):

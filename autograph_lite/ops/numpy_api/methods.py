@@ -63,6 +63,8 @@ def _builtin_round(x, ndigits=None):
         raise TypeError(f"type numpy.ndarray doesn't define __round__ method (at {user_location(2)})")
     if ndigits is None:
         return math_ops.python_call("round", x)
+    if x.weak:  # a Python number: Python's round
+        return math_ops.python_call("round", x, ndigits)
     return _round(x, ndigits)
 
 
