@@ -35,6 +35,7 @@ FUNCTION_CASES = {  # numpy function -> functions of one array: plain, axis/broa
     "argmin": [lambda a: np.argmin(a), lambda a: np.argmin(a, axis=-1), lambda a: np.argmin(a, 0, keepdims=True),
                lambda a: np.argmin(nans(a), 1), lambda a: np.argmin(a[0, 0])],
     "argmax": [lambda a: np.argmax(a), lambda a: np.argmax(a, -2), lambda a: np.argmax(a, keepdims=True),
+               lambda a: np.argmax(a[a[:, 0] > 0], 1, keepdims=True),
                lambda a: np.argmax(nans(a), -1)],
     "cumsum": [lambda a: np.cumsum(a), lambda a: np.cumsum(a, -1), lambda a: np.cumsum(a, 0, dtype=np.float64),
                lambda a: np.cumsum(a.astype(np.int8) * 40, 1), lambda a: np.cumsum(a[:0], 0),
@@ -56,6 +57,14 @@ FUNCTION_CASES = {  # numpy function -> functions of one array: plain, axis/broa
                lambda a: np.nanmax(np.where(a > -10, np.nan, a * 1.0), 0, keepdims=True)],
     "nanmin": [lambda a: np.nanmin(a), lambda a: np.nanmin(nans(a), axis=-2), lambda a: np.nanmin(nans(a)[2]),
                lambda a: np.nanmin(np.where(a > -10, np.nan, a * 1.0), 1)],
+    "nanprod": [lambda a: np.nanprod(a), lambda a: np.nanprod(nans(a), axis=-1), lambda a: np.nanprod(nans(a)[:0], 0),
+                lambda a: np.nanprod(nans(a), 0, keepdims=True)],
+    "nancumsum": [lambda a: np.nancumsum(a), lambda a: np.nancumsum(nans(a), -1), lambda a: np.nancumsum(nans(a)[:0])],
+    "nancumprod": [lambda a: np.nancumprod(a, 0), lambda a: np.nancumprod(nans(a), axis=-1),
+                   lambda a: np.nancumprod(nans(a), dtype=np.float32)],
+    "nanargmin": [lambda a: np.nanargmin(a), lambda a: np.nanargmin(nans(a), -1), lambda a: np.nanargmin(nans(a), 0,
+                                                                                                          keepdims=True)],
+    "nanargmax": [lambda a: np.nanargmax(a, 0), lambda a: np.nanargmax(nans(a)), lambda a: np.nanargmax(nans(a)[1])],
     "median": [lambda a: np.median(a), lambda a: np.median(a, -1), lambda a: np.median(a, 0, keepdims=True),
                lambda a: np.median(a, (0, 1)), lambda a: np.median(nans(a), 1), lambda a: np.median(a[:, :0], 1),
                lambda a: np.median(a[0, :3]), lambda a: np.median(a.astype(np.float32), axis=-2)],
@@ -104,6 +113,8 @@ FUNCTION_CASES = {  # numpy function -> functions of one array: plain, axis/broa
                  lambda a: np.diagonal(a, 9)],
     "trace": [lambda a: np.trace(a), lambda a: np.trace(a, -1), lambda a: np.trace(a[None], 0, -1, -2),
               lambda a: np.trace(a.astype(np.int8) * 40, dtype=np.int8), lambda a: np.trace(a, 9)],
+    "diff": [lambda a: np.diff(a), lambda a: np.diff(a, 2, axis=0), lambda a: np.diff(a, axis=-2, prepend=0, append=a[:1]),
+             lambda a: np.diff(a > 2), lambda a: np.diff(a[:, :1]), lambda a: np.diff(a, 0), lambda a: np.diff(nans(a), 1, 0)],
     "meshgrid": [lambda a: np.meshgrid(a[0], a[1, :3]), lambda a: np.meshgrid(a[0], a[1, :2], indexing="ij"),
                  lambda a: np.meshgrid(a[0], a[1], a[2, :2], sparse=True), lambda a: np.meshgrid(a[0, :0], a[1])],
     # indexing
@@ -277,7 +288,8 @@ def test_errors_match_eager():
                       (lambda a: np.fliplr(a[0]), ValueError), (lambda a: min(a), ValueError),
                       (lambda a: min(a[:0]), ValueError), (lambda a: sum(a[0, 0]), TypeError),
                       (lambda a: np.pad(a, -1), ValueError), (lambda a: math.sqrt(a[0, 1]), ValueError),
-                      (lambda a: np.rot90(a, axes=(0, 0)), ValueError), (lambda a: a.item(), ValueError)]:
+                      (lambda a: np.rot90(a, axes=(0, 0)), ValueError), (lambda a: a.item(), ValueError),
+                      (lambda a: np.nanargmax(np.where(a[:, :1] > 4, np.nan, a), 1), ValueError)]:
         with pytest.raises(error):
             fn(x)
         with pytest.raises(error):

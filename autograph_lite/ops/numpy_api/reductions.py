@@ -3,16 +3,19 @@
 each built as numpy computes it so results and dtypes are numpy's bit for bit."""
 import numpy as np
 
+from ...errors import user_location
 from ...runtime.graph import Tensor
 from .. import array_ops, math_ops
-from ..core import normalize_axes, normalize_axis
+from ..core import apply, normalize_axes, normalize_axis
+from ..logging_ops import ASSERT
 from .common import NO, keywords, static_shape
 
 
 def _keep(result, a, axis):
     """`result` of reducing `a` over `axis` with the reduced axes back as 1s (keepdims=True)."""
-    axes = normalize_axes(math_ops._axis_attr(axis), a.ndim)
-    return array_ops.reshape(result, tuple(1 if i in axes else d for i, d in enumerate(static_shape(a, "keepdims"))))
+    for i in normalize_axes(math_ops._axis_attr(axis), a.ndim):  # in increasing order
+        result = array_ops.expand_dims(result, i)
+    return result
 
 
 def _arg(name, op):
@@ -53,6 +56,40 @@ def _nansum(a, axis=None, dtype=None, out=None, keepdims=NO, initial=NO, where=N
     if a.dtype.kind in "fc":
         a = math_ops.where(math_ops.isnan(a), 0, a)
     return a.sum(axis, dtype, keepdims=keepdims)
+
+
+def _replace_nan(a, value):
+    """numpy's `_replace_nan`: a float array with NaN replaced by `value` (other dtypes as they are)."""
+    return math_ops.where(math_ops.isnan(a), value, a) if a.dtype.kind in "fc" else a
+
+
+def _nanprod(a, axis=None, dtype=None, out=None, keepdims=NO, initial=NO, where=NO):
+    keywords("nanprod", dict(out=out, initial=initial, where=where), out=None, initial=NO, where=True)
+    return _replace_nan(a, 1).prod(axis, dtype, keepdims=keepdims)
+
+
+def _nan_cumulative(name, op, value):
+    def cumulative(a, axis=None, dtype=None, out=None):
+        keywords(name, dict(out=out), out=None)
+        return op(_replace_nan(a, value), axis, dtype)
+    cumulative.__name__ = name
+    return cumulative
+
+
+def _nan_arg(name, op, fill):
+    """numpy's nanargmin/nanargmax: NaN replaced by +-inf; a slice of NaN only is numpy's
+    ValueError, raised when the graph runs."""
+    def arg(a, axis=None, out=None, *, keepdims=NO):
+        keywords(name, dict(out=out), out=None)
+        if a.dtype.kind in "fc":
+            mask = math_ops.isnan(a)
+            apply(ASSERT, (math_ops.logical_not(math_ops.reduce_any(math_ops.reduce_all(mask, axis))),),
+                  {"message": "All-NaN slice encountered", "location": user_location(3), "error": "ValueError"})
+            a = math_ops.where(mask, fill, a)
+        result = op(a, axis)
+        return _keep(result, a, axis) if keepdims is not NO and keepdims else result
+    arg.__name__ = name
+    return arg
 
 
 def _nanmean(a, axis=None, dtype=None, out=None, keepdims=NO, *, where=NO):
@@ -117,4 +154,9 @@ FUNCTIONS = {
     np.nanmax: _nan_extreme("nanmax", math_ops.reduce_max, -np.inf),
     np.nanmin: _nan_extreme("nanmin", math_ops.reduce_min, np.inf),
     np.median: _median,
+    np.nanprod: _nanprod,
+    np.nancumsum: _nan_cumulative("nancumsum", math_ops.cumsum, 0),
+    np.nancumprod: _nan_cumulative("nancumprod", math_ops.cumprod, 1),
+    np.nanargmin: _nan_arg("nanargmin", math_ops.argmin, np.inf),
+    np.nanargmax: _nan_arg("nanargmax", math_ops.argmax, -np.inf),
 }

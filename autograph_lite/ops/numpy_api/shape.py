@@ -7,7 +7,7 @@ from ...errors import ConversionError, user_location
 from ...runtime.graph import Tensor
 from .. import array_ops, math_ops
 from ..core import normalize_axes, normalize_axis
-from .common import keywords, static_shape
+from .common import NO, keywords, static_shape
 
 
 def _ndim(a):
@@ -299,6 +299,35 @@ def _trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     return total if total.dtype == np.dtype(dtype) else math_ops.cast(total, dtype)
 
 
+def _diff(a, n=1, axis=-1, prepend=NO, append=NO):
+    """numpy's diff: `n` times the differences of neighbours along `axis` (not_equal for bools),
+    after joining `prepend` and `append` (a scalar broadcast to one slice)."""
+    if n == 0:
+        return a
+    if n < 0:
+        raise ValueError(f"order must be non-negative but got {n!r}")
+    if a.ndim == 0:
+        raise ValueError("diff requires input that is at least one dimensional")
+    axis = normalize_axis(axis, a.ndim)
+    combined = []
+    for extra in (prepend, None, append):
+        if extra is None:
+            combined.append(a)
+        elif extra is not NO:
+            if _ndim(extra) == 0:
+                shape = tuple(1 if i == axis else d for i, d in enumerate(static_shape(a, "diff")))
+                extra = array_ops.broadcast_to(extra, shape) if isinstance(extra, Tensor) else np.broadcast_to(extra,
+                                                                                                               shape)
+            combined.append(extra)
+    if len(combined) > 1:
+        a = array_ops.concat(combined, axis)
+    before = (slice(None),) * axis
+    op = math_ops.not_equal if a.dtype == np.bool_ else math_ops.subtract
+    for _ in range(n):
+        a = op(array_ops.getitem(a, before + (slice(1, None),)), array_ops.getitem(a, before + (slice(None, -1),)))
+    return a
+
+
 def _meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     if indexing not in ("xy", "ij"):
         raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
@@ -332,5 +361,5 @@ FUNCTIONS = {
     np.tile: _tile, np.repeat: _repeat, np.roll: _roll,
     np.flip: _flip, np.fliplr: _fliplr, np.flipud: _flipud, np.rot90: _rot90,
     np.broadcast_to: _broadcast_to, np.pad: _pad,
-    np.diag: _diag, np.diagonal: _diagonal, np.trace: _trace, np.meshgrid: _meshgrid,
+    np.diag: _diag, np.diagonal: _diagonal, np.trace: _trace, np.meshgrid: _meshgrid, np.diff: _diff,
 }
