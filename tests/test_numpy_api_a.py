@@ -115,6 +115,12 @@ FUNCTION_CASES = {  # numpy function -> functions of one array: plain, axis/broa
               lambda a: np.trace(a.astype(np.int8) * 40, dtype=np.int8), lambda a: np.trace(a, 9)],
     "diff": [lambda a: np.diff(a), lambda a: np.diff(a, 2, axis=0), lambda a: np.diff(a, axis=-2, prepend=0, append=a[:1]),
              lambda a: np.diff(a > 2), lambda a: np.diff(a[:, :1]), lambda a: np.diff(a, 0), lambda a: np.diff(nans(a), 1, 0)],
+    "append": [lambda a: np.append(a, a[0]), lambda a: np.append(a, a, axis=-1), lambda a: np.append(a[0], 2.5),
+               lambda a: np.append(a[:0], a[:0], 0)],
+    "delete": [lambda a: np.delete(a, 1), lambda a: np.delete(a, [0, -1], axis=-1), lambda a: np.delete(a, slice(None, None, 2), 0),
+               lambda a: np.delete(a, [True, False, True], 0), lambda a: np.delete(a, [], 1)],
+    "resize": [lambda a: np.resize(a, (2, 7)), lambda a: np.resize(a, 5), lambda a: np.resize(a[:0], (2, 2)),
+               lambda a: np.resize(a, 0)],
     "meshgrid": [lambda a: np.meshgrid(a[0], a[1, :3]), lambda a: np.meshgrid(a[0], a[1, :2], indexing="ij"),
                  lambda a: np.meshgrid(a[0], a[1], a[2, :2], sparse=True), lambda a: np.meshgrid(a[0, :0], a[1])],
     # indexing
@@ -134,6 +140,9 @@ FUNCTION_CASES = {  # numpy function -> functions of one array: plain, axis/broa
     "searchsorted": [lambda a: np.searchsorted(np.sort(a[0]), a), lambda a: np.searchsorted(np.sort(a[1]), 3, "right"),
                      lambda a: np.searchsorted(a[0], a[1], sorter=np.argsort(a[0])),
                      lambda a: np.searchsorted(np.sort(nans(a)[1]), np.nan), lambda a: np.searchsorted(a[0, :0], a)],
+    "select": [lambda a: np.select([a > 3, a < 0], [a, -a]), lambda a: np.select([a > 3, a[0] < 0], [a * 2, 1.5], -1),
+               lambda a: np.select([a > 2], [a[:, :1]], default=a[0]), lambda a: np.select([a[:0] > 0], [a[:0]]),
+               lambda a: np.select([a[0, 0] > 0], [a[0, 0]])],
     # sorting
     "sort": [lambda a: np.sort(a), lambda a: np.sort(a, axis=0), lambda a: np.sort(a, None), lambda a: np.sort(-a, -2, "stable"),
              lambda a: np.sort(nans(a), 1), lambda a: np.sort(a[:0]), lambda a: np.sort(a, stable=True)],

@@ -5,6 +5,7 @@ import numpy as np
 
 from ...runtime.graph import Tensor
 from .. import array_ops, math_ops
+from ..core import convert_to_tensor, result_dtype
 from .common import keywords, static_shape
 
 
@@ -54,7 +55,28 @@ def _searchsorted(a, v, side="left", sorter=None):
     return array_ops.searchsorted(a, v, side)
 
 
+def _select(condlist, choicelist, default=0):
+    """numpy's select: `default`, then each choice where its condition holds, the first condition
+    winning, in the dtype numpy's result_type gives the choices and default."""
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    if len(condlist) == 0:
+        raise ValueError("select with an empty condition list is not possible")
+    # numpy keeps Python numbers weak here (NEP 50), arrays by their dtype
+    choices = [c if isinstance(c, Tensor) or type(c) in (int, float, complex) else np.asarray(c)
+               for c in (*choicelist, default)]
+    dtype = result_dtype(lambda *values: np.empty((), np.result_type(*values)),
+                         [convert_to_tensor(c) for c in choices])
+    for i, cond in enumerate(condlist):
+        if (cond.dtype if isinstance(cond, Tensor) else np.asarray(cond).dtype) != np.bool_:
+            raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray")
+    result = math_ops.cast(choices[-1], dtype)
+    for cond, choice in zip(reversed(condlist), reversed(choices[:-1])):
+        result = math_ops.where(cond, math_ops.cast(choice, dtype), result)
+    return result
+
+
 FUNCTIONS = {
     np.take: _take, np.take_along_axis: _take_along_axis, np.nonzero: _nonzero, np.argwhere: _argwhere,
-    np.flatnonzero: _flatnonzero, np.searchsorted: _searchsorted,
+    np.flatnonzero: _flatnonzero, np.searchsorted: _searchsorted, np.select: _select,
 }

@@ -328,6 +328,41 @@ def _diff(a, n=1, axis=-1, prepend=NO, append=NO):
     return a
 
 
+def _ravel(a):
+    return array_ops.reshape(a, (-1,)) if isinstance(a, Tensor) else np.ravel(a)
+
+
+def _append(arr, values, axis=None):
+    if axis is None:
+        arr = arr if _ndim(arr) == 1 else _ravel(arr)
+        values, axis = _ravel(values), _ndim(arr) - 1
+    return array_ops.concat([arr, values], axis)
+
+
+def _delete(arr, obj, axis=None):
+    """numpy's delete with the deleted positions known while tracing (ints, slices, arrays, masks):
+    the kept ones gathered."""
+    if isinstance(obj, Tensor):
+        raise ConversionError(f"np.delete of positions given as a tensor is not supported on tensors (at "
+                              f"{user_location(3)})")
+    if axis is None:
+        arr, axis = array_ops.reshape(arr, (-1,)), 0
+    axis = normalize_axis(axis, arr.ndim)
+    kept = np.delete(np.arange(static_shape(arr, "delete")[axis]), obj)
+    return array_ops.gather(arr, kept, axis)
+
+
+def _resize(a, new_shape):
+    new_shape = (int(new_shape),) if isinstance(new_shape, (int, np.integer)) else tuple(int(d) for d in new_shape)
+    if any(d < 0 for d in new_shape):
+        raise ValueError("all elements of `new_shape` must be non-negative")
+    size = int(np.prod(static_shape(a, "resize"), dtype=np.int64))
+    new_size = int(np.prod(new_shape, dtype=np.int64))
+    if size == 0 or new_size == 0:
+        return array_ops.zeros(new_shape, a.dtype)
+    return array_ops.reshape(array_ops.gather(array_ops.reshape(a, (-1,)), np.arange(new_size) % size), new_shape)
+
+
 def _meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     if indexing not in ("xy", "ij"):
         raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
@@ -362,4 +397,5 @@ FUNCTIONS = {
     np.flip: _flip, np.fliplr: _fliplr, np.flipud: _flipud, np.rot90: _rot90,
     np.broadcast_to: _broadcast_to, np.pad: _pad,
     np.diag: _diag, np.diagonal: _diagonal, np.trace: _trace, np.meshgrid: _meshgrid, np.diff: _diff,
+    np.append: _append, np.delete: _delete, np.resize: _resize,
 }
