@@ -131,7 +131,8 @@ FUNCTION_CASES = {  # numpy function -> functions of one array: plain, axis/broa
                         lambda a: np.take_along_axis(a, np.argmax(a, -1, keepdims=True), axis=-1),
                         lambda a: np.take_along_axis(a, np.array([[2, -1, 0, 0]]), 0),
                         lambda a: np.take_along_axis(a[0], np.argsort(a[0]), None),
-                        lambda a: np.take_along_axis(a, np.zeros((3, 0), np.intp), 1)],
+                        lambda a: np.take_along_axis(a, np.zeros((3, 0), np.intp), 1),
+                        lambda a: np.take_along_axis(a[:, :1], np.array([[2, 0, 2, 1]]), 0)],
     "nonzero": [lambda a: np.nonzero(a > 2), lambda a: np.nonzero(a[0]), lambda a: np.nonzero(a[:0]),
                 lambda a: np.nonzero(nans(a))],
     "argwhere": [lambda a: np.argwhere(a), lambda a: np.argwhere(a[0] > 0), lambda a: np.argwhere(a[0, 0]),
@@ -367,7 +368,8 @@ GRADIENTS = {
     "sort": lambda x: S(np.sort(x, 0) * np.arange(4.0)) + S(np.sort(x, None) * np.arange(12.0)),
     "median": lambda x: S(np.median(x, 1) ** 2) + np.median(x),
     "take_along_axis": lambda x: S(np.take_along_axis(x, np.array([[0, 0, 3, 1]] * 3), 1) ** 2)
-    + S(np.take_along_axis(x.ravel(), np.array([3, 3, 5]), None)),
+    + S(np.take_along_axis(x.ravel(), np.array([3, 3, 5]), None))
+    + S(np.take_along_axis(x[:, :1], np.array([[2, 0, 2, 1], [1, 1, 0, 0]]), 0) * np.arange(4.0)),
     "broadcast_to": lambda x: S(np.broadcast_to(x[:, :1], (3, 5)) * np.arange(5.0)),
     "tile_repeat_roll": lambda x: S(np.tile(x, (2, 1)) ** 2) + S(np.repeat(x, 2, 1) * 0.5) + S(np.roll(x, 1) * X),
     "pad_diag_trace": lambda x: S(np.pad(x, 1, "edge") ** 2) + S(np.diag(x[0]) * 3.0) + np.trace(x) ** 2,

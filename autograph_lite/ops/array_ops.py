@@ -754,5 +754,11 @@ def _take_along_axis_grad(node, dy):
         dx = scatter_add(dy, flat, [indices], (Slot(0),))
         return [_like(reshape(dx, shape(x) if None in x.shape else x.shape), x), None]
     axis = normalize_axis(axis, x.ndim)
-    values = [indices if k == axis else _positions(dy, k) for k in builtins.range(x.ndim)]
-    return [_like(scatter_add(dy, x, values, tuple(Slot(k) for k in builtins.range(x.ndim))), x), None]
+    values, index = [], []
+    for k in builtins.range(x.ndim):
+        if k != axis and x.shape[k] == 1:  # x broadcast along k: every position reads its one element
+            index.append(0)
+            continue
+        values.append(indices if k == axis else _positions(dy, k))
+        index.append(Slot(len(values) - 1))
+    return [_like(scatter_add(dy, x, values, tuple(index)), x), None]
