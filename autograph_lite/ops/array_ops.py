@@ -528,8 +528,16 @@ def _sort_infer(x, axis=-1, kind=None, stable=None):
     return [(x.shape, x.dtype)]
 
 
-OPS["sort"] = define("Sort", lambda xp, axis=-1, kind=None, stable=None:
-                     lambda x: xp.sort(x, axis=axis, kind=kind, stable=stable), _sort_infer,
+def _sorting_kernel(name):
+    def kernel(xp, axis=-1, kind=None, stable=None):
+        # only the keywords given: an array module may lack numpy's newer ones (cupy has no `stable`)
+        given = {k: v for k, v in (("kind", kind), ("stable", stable)) if v is not None}
+        fn = getattr(xp, name)
+        return lambda x: fn(x, axis=axis, **given)
+    return kernel
+
+
+OPS["sort"] = define("Sort", _sorting_kernel("sort"), _sort_infer,
                      attrs={"axis": OptionalOf(INT), "kind": OptionalOf(STR), "stable": OptionalOf(BOOL)})
 
 
@@ -543,8 +551,7 @@ def _argsort_infer(x, axis=-1, kind=None, stable=None):
     return [(shape, np.dtype(np.intp))]
 
 
-OPS["argsort"] = define("ArgSort", lambda xp, axis=-1, kind=None, stable=None:
-                        lambda x: xp.argsort(x, axis=axis, kind=kind, stable=stable), _argsort_infer,
+OPS["argsort"] = define("ArgSort", _sorting_kernel("argsort"), _argsort_infer,
                         attrs={"axis": OptionalOf(INT), "kind": OptionalOf(STR), "stable": OptionalOf(BOOL)})
 
 

@@ -63,6 +63,9 @@ def _arange(*args, dtype=None, device=None, like=None, **bounds):
 
 def _eye(N, M=None, k=0, dtype=float, order="C", *, device=None, like=None):
     keywords("eye", dict(order=order, device=device, like=like), order="C", device=None, like=None)
+    for value in (N, M, k):
+        if isinstance(value, Tensor) and (value.ndim or value.dtype.kind not in "iu"):
+            raise TypeError(f"np.eye: N, M and k must be integers, got {value!r}")
     rows = array_ops.range(N) if isinstance(N, Tensor) else np.arange(N)
     cols = rows if M is None else array_ops.range(M) if isinstance(M, Tensor) else np.arange(M)
     diagonal = math_ops.equal(math_ops.subtract(array_ops.getitem(cols, (None, slice(None))) if isinstance(cols, Tensor)
