@@ -65,6 +65,15 @@ FUNCTION_CASES = {  # numpy function -> functions of one array: plain, axis/broa
     "nanargmin": [lambda a: np.nanargmin(a), lambda a: np.nanargmin(nans(a), -1), lambda a: np.nanargmin(nans(a), 0,
                                                                                                           keepdims=True)],
     "nanargmax": [lambda a: np.nanargmax(a, 0), lambda a: np.nanargmax(nans(a)), lambda a: np.nanargmax(nans(a)[1])],
+    "nanvar": [lambda a: np.nanvar(a), lambda a: np.nanvar(nans(a), axis=-1), lambda a: np.nanvar(nans(a), 0, ddof=1),
+               lambda a: np.nanvar(nans(a).astype(np.float32), 1, keepdims=True), lambda a: np.nanvar(nans(a)[:, :1], 1, ddof=1),
+               lambda a: np.nanvar(nans(a))],
+    "nanstd": [lambda a: np.nanstd(a, 0), lambda a: np.nanstd(nans(a), axis=-1, correction=1), lambda a: np.nanstd(nans(a))],
+    "average": [lambda a: np.average(a), lambda a: np.average(a, -1), lambda a: np.average(a, 0, returned=True),
+                lambda a: np.average(a, axis=1, weights=[1, 2, 0, 1]), lambda a: np.average(a, weights=a * a + 1, returned=True),
+                lambda a: np.average(a, (0, 1), keepdims=True), lambda a: np.average(a, 0, weights=a[:, 0] * 1.0),
+                lambda a: np.average(a[:0], returned=True), lambda a: np.average(a[:0], 0, returned=True),
+                lambda a: np.average(a.astype(np.float32), 1, weights=np.float32([1, 2, 3, 4]), returned=True)],
     "median": [lambda a: np.median(a), lambda a: np.median(a, -1), lambda a: np.median(a, 0, keepdims=True),
                lambda a: np.median(a, (0, 1)), lambda a: np.median(nans(a), 1), lambda a: np.median(a[:, :0], 1),
                lambda a: np.median(a[0, :3]), lambda a: np.median(a.astype(np.float32), axis=-2)],
@@ -299,7 +308,9 @@ def test_errors_match_eager():
                       (lambda a: min(a[:0]), ValueError), (lambda a: sum(a[0, 0]), TypeError),
                       (lambda a: np.pad(a, -1), ValueError), (lambda a: math.sqrt(a[0, 1]), ValueError),
                       (lambda a: np.rot90(a, axes=(0, 0)), ValueError), (lambda a: a.item(), ValueError),
-                      (lambda a: np.nanargmax(np.where(a[:, :1] > 4, np.nan, a), 1), ValueError)]:
+                      (lambda a: np.nanargmax(np.where(a[:, :1] > 4, np.nan, a), 1), ValueError),
+                      (lambda a: np.average(a, 1, weights=a[0] * 0), ZeroDivisionError),
+                      (lambda a: np.average(a, 1, weights=[0, 0, 0, 0]), ZeroDivisionError)]:
         with pytest.raises(error):
             fn(x)
         with pytest.raises(error):

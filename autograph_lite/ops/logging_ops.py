@@ -134,15 +134,18 @@ def _refuse_nested_tensors(value, depth=0):
         _refuse_nested_tensors(item, depth + 1)
 
 
+_CHECK_ERRORS = {"ValueError": ValueError, "UnboundLocalError": UnboundLocalError,
+                 "ZeroDivisionError": ZeroDivisionError}
+
+
 def _assert_kernel(xp, message, location, error=None):
     def check(condition, *values):
         # a condition on the host (a Python value) is checked there, a device one read once
         if not bool((xp.all if devices.is_device_array(condition) else np.all)(condition)):
             values = [devices.to_host(v, scalar=True) for v in values]
             text = _render(message, values) if isinstance(message, tuple) else message
-            if error in ("ValueError", "UnboundLocalError"):  # a check Python itself makes, not an `assert`
-                raise {"ValueError": ValueError, "UnboundLocalError": UnboundLocalError}[error](
-                    f"{text} (at {location})")
+            if error in _CHECK_ERRORS:  # a check Python or numpy itself makes, not an `assert`
+                raise _CHECK_ERRORS[error](f"{text} (at {location})")
             raise AssertionError(f"{text} (assert at {location})" if text else f"assertion failed at {location}")
     return check
 

@@ -8,6 +8,7 @@ from ...runtime.graph import Tensor
 from .. import array_ops, math_ops
 from ..core import apply, normalize_axes, normalize_axis
 from ..logging_ops import ASSERT
+from . import functions
 from .common import NO, keywords, static_shape
 
 
@@ -104,6 +105,78 @@ def _nanmean(a, axis=None, dtype=None, out=None, keepdims=NO, *, where=NO):
     return math_ops.cast(math_ops.divide(total, count), total.dtype)
 
 
+def _nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=NO, *, where=NO, mean=NO, correction=NO,
+            name="nanvar"):
+    """numpy's nanvar step for step: the mean of the non-NaN values (kept dims), the deviations
+    squared with NaN's places 0, summed, over count - ddof (NaN where that is <= 0)."""
+    keywords(name, dict(out=out, where=where, mean=mean), out=None, where=True, mean=NO)
+    if a.dtype.kind not in "fc":
+        return functions._var(a, axis, dtype, None, ddof, keepdims, correction=correction, name=name[3:])
+    if correction is not NO:
+        if ddof != 0:
+            raise ValueError("ddof and correction can't be provided simultaneously.")
+        ddof = correction
+    keepdims = keepdims is not NO and bool(keepdims)
+    axis = math_ops._axis_attr(axis)
+    mask = math_ops.isnan(a)
+    arr = math_ops.where(mask, 0, a)
+    count = math_ops.logical_not(mask).sum(axis, np.intp, keepdims=True)
+    total = arr.sum(axis, dtype, keepdims=True)
+    average = math_ops.cast(math_ops.divide(total, count), total.dtype)
+    arr = math_ops.where(mask, 0, math_ops.cast(math_ops.subtract(arr, average), arr.dtype))
+    var = math_ops.multiply(arr, arr).sum(axis, dtype, keepdims=keepdims)
+    if not keepdims:
+        count = array_ops.squeeze(count, axis)
+    dof = math_ops.subtract(count, ddof)
+    var = math_ops.cast(math_ops.divide(var, dof), var.dtype)
+    var = _scalar_box(math_ops.where(math_ops.less_equal(dof, 0), np.nan, var))
+    return math_ops.sqrt(var) if name == "nanstd" else var
+
+
+def _nanstd(a, *args, **kwargs):
+    return _nanvar(a, *args, name="nanstd", **kwargs)
+
+
+def _average(a, axis=None, weights=None, returned=False, *, keepdims=NO):
+    """numpy's average: the mean, or the sum of a * weights (in a float dtype) over the weights' sum
+    (a zero sum is numpy's ZeroDivisionError, raised when the graph runs)."""
+    axes = None if axis is None else normalize_axes(axis, a.ndim)
+    keep = {} if keepdims is NO else {"keepdims": keepdims}
+    if weights is None:
+        avg = a.mean(axes, **keep)
+        size = int(np.prod(static_shape(a, "average"), dtype=np.int64))
+        scale = avg.dtype.type(size / int(np.prod(static_shape(avg, "average"), dtype=np.int64)))
+    else:
+        weights = weights if isinstance(weights, Tensor) else np.asarray(weights)
+        if tuple(weights.shape) != tuple(a.shape):
+            if axes is None:
+                raise TypeError("Axis must be specified when shapes of a and weights differ.")
+            if weights.ndim != 1:
+                raise TypeError("1D weights expected when shapes of a and weights differ.")
+            if len(axes) != 1 or weights.shape[0] != a.shape[axes[0]]:
+                raise ValueError("Length of weights not compatible with specified axis.")
+            weights = _reshape(weights, tuple(-1 if i == axes[0] else 1 for i in range(a.ndim)))
+        result = np.result_type(a.dtype, weights.dtype, *(("f8",) if a.dtype.kind in "biu" else ()))
+        scale = math_ops.reduce_sum(math_ops.cast(weights, result), axes, keepdims is not NO and bool(keepdims))
+        if isinstance(scale, Tensor):
+            apply(ASSERT, (math_ops.logical_not(math_ops.reduce_any(math_ops.equal(scale, 0.0))),),
+                  {"message": "Weights sum to zero, can't be normalized", "location": user_location(3),
+                   "error": "ZeroDivisionError"})
+        elif np.any(scale == 0.0):
+            raise ZeroDivisionError("Weights sum to zero, can't be normalized")
+        product = math_ops.multiply(math_ops.cast(a, result), math_ops.cast(weights, result))
+        avg = math_ops.divide(product.sum(axes, **keep), scale)
+    if not returned:
+        return avg
+    if tuple(np.shape(scale)) != tuple(avg.shape):
+        scale = array_ops.identity(array_ops.broadcast_to(scale, avg.shape))
+    return avg, scale
+
+
+def _reshape(a, shape):
+    return array_ops.reshape(a, shape) if isinstance(a, Tensor) else np.reshape(a, shape)
+
+
 def _nan_extreme(name, reduce, fill):
     """numpy's nanmax/nanmin: fmax.reduce / fmin.reduce, NaN only where a slice is all NaN."""
     def extreme(a, axis=None, out=None, keepdims=NO, initial=NO, where=NO):
@@ -159,4 +232,5 @@ FUNCTIONS = {
     np.nancumprod: _nan_cumulative("nancumprod", math_ops.cumprod, 1),
     np.nanargmin: _nan_arg("nanargmin", math_ops.argmin, np.inf),
     np.nanargmax: _nan_arg("nanargmax", math_ops.argmax, -np.inf),
+    np.nanvar: _nanvar, np.nanstd: _nanstd, np.average: _average,
 }
