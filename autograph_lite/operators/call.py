@@ -4,8 +4,8 @@ User functions, methods, lambdas and callable objects are converted (once, cache
 library code (numpy, the standard library, installed packages, autograph_lite) and
 `@ag.do_not_convert` functions are called as they are; a few builtins that mean
 something else on tensors are replaced (print, range, len, str, isinstance, type, hasattr,
-callable), and while tracing, those computing numbers (min, max, sum, sorted, float, int,
-math.*) and numpy's creation functions (np.zeros, np.array, ...: `numpy_api.CALLS`).
+callable), and while tracing, those computing numbers (min, max, sum, sorted, any, all, float,
+int, math.*) and numpy's creation functions (np.zeros, np.array, ...: `numpy_api.CALLS`).
 """
 import builtins
 import functools
@@ -34,6 +34,7 @@ _REPLACED = {builtins.print: py_builtins.print_, builtins.range: py_builtins.ran
 _REPLACED_WHILE_TRACING = {
     builtins.min: py_builtins.min_, builtins.max: py_builtins.max_, builtins.sum: py_builtins.sum_,
     builtins.sorted: py_builtins.sorted_, builtins.float: py_builtins.float_, builtins.int: py_builtins.int_,
+    builtins.any: py_builtins.any_, builtins.all: py_builtins.all_,
     **{getattr(math, name): py_builtins.math_function(getattr(math, name))
        for name in math_ops.PYTHON_FUNCTIONS if getattr(math, name, None) is not None},
     **numpy_api.CALLS}

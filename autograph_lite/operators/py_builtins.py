@@ -270,6 +270,33 @@ def sum_(iterable, /, start=0):
     return math_ops.cumsum(array_ops.concat([begin, math_ops.cast(x, dtype)], 0), 0, dtype)[-1]
 
 
+def _truth_of_rows(builtin, reduce):
+    def truth(iterable, /):
+        """any()/all() of a tensor, or of items some of which are tensors: each row's or item's
+        truth, as Python tests it (a Python bool)."""
+        if isinstance(iterable, Tensor):
+            x = _rows(iterable, builtin.__name__)
+            return math_ops.python_call("bool", reduce(math_ops.cast(x, np.bool_)))
+        items = list(iterable)
+        tensors = [v for v in items if isinstance(v, Tensor)]
+        if not tensors:
+            return builtin(items)
+        if builtin(v for v in items if not isinstance(v, Tensor)) is (builtin is builtins.any):
+            return builtin is builtins.any  # a Python item decides it (any: one true; all: one false)
+        for t in tensors:
+            if None in t.shape or int(np.prod(t.shape)) != 1:
+                raise ValueError(f"The truth value of an array with more than one element is ambiguous. Use "
+                                 f"a.any() or a.all() ({t!r} in {builtin.__name__}(), at {user_location(2)})")
+        truths = array_ops.stack([math_ops.cast(array_ops.reshape(t, ()), np.bool_) for t in tensors])
+        return math_ops.python_call("bool", reduce(truths))
+    truth.__name__ = builtin.__name__
+    return truth
+
+
+any_ = _truth_of_rows(builtins.any, math_ops.reduce_any)
+all_ = _truth_of_rows(builtins.all, math_ops.reduce_all)
+
+
 def sorted_(iterable, /, *, key=None, reverse=False):
     """sorted() of a 1-D tensor: a list of its elements (numpy scalars) in order, stable as
     Python's sort; Python's order for NaN depends on the comparisons it makes, so a NaN among
