@@ -7,6 +7,7 @@ Every entry of those modules' tables has cases here on two dtypes: a plain call,
 """
 import inspect
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -413,3 +414,26 @@ def test_ops_without_onnx_rules_name_the_op_and_line(tmp_path):
         return np.sort(x)
     with pytest.raises(ConversionError, match=rf"Sort.*test_numpy_api_a\.py:{_line(fn)}"):
         ag.export_onnx(ag.function(fn).get_concrete_function(data(np.float32)), str(tmp_path / "m.onnx"))
+
+
+ALL_CASES = {**{f"np.{k}": v for k, v in FUNCTION_CASES.items()}, **{f"np.{k}()": v for k, v in CALL_CASES.items()},
+             **{f".{k}": v for k, v in METHOD_CASES.items()}, **{f"{k}()": v for k, v in BUILTIN_CASES.items()}}
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int8, np.uint8, np.float16, np.bool_])
+def test_other_dtypes_match_eager_or_fail_alike(dtype):
+    """Every case on more dtypes: eager's result, or an error of eager's type where eager raises
+    (np.round of bools with decimals, cumsum of bools, ...)."""
+    x = data(np.int64).astype(dtype)
+    for name, fns in ALL_CASES.items():
+        for fn in fns:
+            try:
+                with warnings.catch_warnings(), np.errstate(all="ignore"):
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    fn(x)
+            except Exception as e:  # noqa: BLE001 - any error numpy raises, compiled must raise alike
+                # its builtin kind: numpy's own subclasses (UFuncTypeError, AxisError) are not rebuilt
+                with pytest.raises(next(t for t in type(e).__mro__ if t.__module__ == "builtins")):
+                    ag.function(fn)(x)
+                continue
+            both(fn, x)

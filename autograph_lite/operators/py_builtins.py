@@ -183,7 +183,8 @@ def _rows(value, name):
 def _same_type(a, b):
     def kind(v):
         return (eager_type(v), v.dtype) if isinstance(v, Tensor) else (builtins.type(v), np.asarray(v).dtype)
-    return kind(a) == kind(b) and None not in kind(a)
+    # `is not None`: a float64 dtype == None (np.dtype(None) is float64)
+    return kind(a) == kind(b) and kind(a)[0] is not None
 
 
 def _picked(pick, if_false, if_true):

@@ -37,11 +37,15 @@ def _round(a, decimals=0, out=None):
     decimals >= 0 are copied."""
     keywords("round", dict(out=out), out=None)
     decimals = int(decimals)
-    integer = a.dtype.kind in "biu"
+    integer = a.dtype.kind in "iu"
     if decimals >= 0 and integer:
         return array_ops.identity(a)
     if decimals == 0:
-        return math_ops.rint(a)
+        return math_ops.rint(a)  # of bools a float16, as numpy's rint
+    if a.dtype == np.bool_:
+        op = "multiply" if decimals > 0 else "divide"
+        raise TypeError(f"Cannot cast ufunc '{op}' output from dtype('float64') to dtype('bool') with casting rule "
+                        f"'same_kind' (np.round of a bool array with decimals={decimals}, at {user_location(3)})")
     power = 1.0
     n = abs(decimals)
     if n < 9:
@@ -59,8 +63,9 @@ def _builtin_round(x, ndigits=None):
     """Python's round() of a tensor, as of the value eager holds: a numpy scalar's __round__ gives a
     Python int without `ndigits`, else np.round's numpy scalar; an ndarray has no __round__."""
     from ...runtime.boxes import ARRAY, box_of
-    if box_of(x) == ARRAY:
-        raise TypeError(f"type numpy.ndarray doesn't define __round__ method (at {user_location(2)})")
+    if box_of(x) == ARRAY or (x.dtype == np.bool_ and not x.weak):
+        raise TypeError(f"type numpy.{'ndarray' if box_of(x) == ARRAY else 'bool'} doesn't define __round__ method "
+                        f"(at {user_location(2)})")
     if ndigits is None:
         return math_ops.python_call("round", x)
     if x.weak:  # a Python number: Python's round
