@@ -433,7 +433,40 @@ def test_other_dtypes_match_eager_or_fail_alike(dtype):
                     fn(x)
             except Exception as e:  # noqa: BLE001 - any error numpy raises, compiled must raise alike
                 # its builtin kind: numpy's own subclasses (UFuncTypeError, AxisError) are not rebuilt
-                with pytest.raises(next(t for t in type(e).__mro__ if t.__module__ == "builtins")):
+                with pytest.raises(next(t for t in type(e).__mro__ if t.__module__ == "builtins")), \
+                        warnings.catch_warnings(), np.errstate(all="ignore"):
+                    warnings.simplefilter("ignore", RuntimeWarning)
                     ag.function(fn)(x)
                 continue
             both(fn, x)
+
+
+ZERO_D_CASES = [lambda x: np.cumsum(x), lambda x: np.argmin(x), lambda x: np.argmax(x, keepdims=True), lambda x: np.ptp(x), lambda x: np.count_nonzero(x),
+ lambda x: np.nansum(x), lambda x: np.nanmax(x), lambda x: np.nanmean(x), lambda x: np.nanvar(x), lambda x: np.median(x), lambda x: np.round(x, 1),
+ lambda x: np.atleast_1d(x), lambda x: np.atleast_3d(x), lambda x: np.flip(x), lambda x: np.broadcast_to(x, 3), lambda x: np.tile(x, 2), lambda x: np.tile(x, ()),
+ lambda x: np.repeat(x, 2), lambda x: np.roll(x, 1), lambda x: np.sort(x, None), lambda x: np.argsort(x), lambda x: np.take(x, 0),
+ lambda x: np.argwhere(x), lambda x: np.flatnonzero(x), lambda x: np.average(x), lambda x: np.average(x, returned=True), lambda x: np.array(x), lambda x: np.asarray(x),
+ lambda x: x.item(), lambda x: x.round(), lambda x: x.ravel(), lambda x: x.flatten(), lambda x: x.transpose(), lambda x: np.full(2, x),
+ lambda x: np.select([x > 0], [x]), lambda x: np.append(x, 1), lambda x: np.resize(x, 3), lambda x: float(x), lambda x: round(x), lambda x: min(x, 1.0),
+ lambda x: max(x, x * 2), lambda x: math.sqrt(x), lambda x: np.linspace(x, 5, 3), lambda x: np.cumprod(x, dtype=np.float32), lambda x: np.nancumsum(x),
+ lambda x: np.nanargmax(x), lambda x: np.nanprod(x), lambda x: np.diff(x), lambda x: np.nonzero(x), lambda x: np.sort(x), lambda x: np.delete(x, 0),
+ lambda x: np.trace(x), lambda x: np.searchsorted(np.arange(5.0), x), lambda x: np.clip(x, 0, 1), lambda x: np.array([x, x]), lambda x: divmod(x, 2),
+ lambda x: np.eye(3, k=x.astype(int)), lambda x: np.arange(x), lambda x: np.zeros(x.astype(int)), lambda x: np.pad(x, 1), lambda x: np.rot90(x)]
+
+
+@pytest.mark.parametrize("x", [np.array(3.0), np.float64(3.0), np.array(-2, np.int32), np.float32(np.nan)],
+                         ids=["0-d array", "numpy scalar", "0-d int array", "NaN scalar"])
+def test_0d_arguments_match_eager_or_fail_alike(x):
+    """A 0-d array and a numpy scalar in: numpy's box out (a numpy scalar or a 0-d array), or its error."""
+    for fn in ZERO_D_CASES:
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)
+                fn(x)
+        except Exception as e:  # noqa: BLE001 - any error numpy raises, compiled must raise alike
+            with pytest.raises(next(t for t in type(e).__mro__ if t.__module__ == "builtins")), \
+                    warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)
+                ag.function(fn)(x)
+            continue
+        both(fn, x)

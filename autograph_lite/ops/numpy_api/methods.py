@@ -38,8 +38,8 @@ def _round(a, decimals=0, out=None):
     keywords("round", dict(out=out), out=None)
     decimals = int(decimals)
     integer = a.dtype.kind in "iu"
-    if decimals >= 0 and integer:
-        return array_ops.identity(a)
+    if decimals >= 0 and integer:  # a copy; of a 0-d array the numpy scalar (ndarray.round's PyArray_Return)
+        return array_ops.identity(a) if a.ndim else array_ops.getitem(a, ())
     if decimals == 0:
         return math_ops.rint(a)  # of bools a float16, as numpy's rint
     if a.dtype == np.bool_:

@@ -246,6 +246,8 @@ def _pad(array, pad_width, mode="constant", **kwargs):
     widths = np.broadcast_to(widths, (array.ndim, 2))
     if (widths < 0).any():
         raise ValueError("index can't contain negative values")
+    if array.ndim == 0:  # nothing to pad: numpy's copy, a 0-d array
+        return math_ops.where(True, array, array)
     if mode == "constant":
         value = kwargs.get("constant_values", 0)
         if np.ndim(value) != 0:
