@@ -15,7 +15,7 @@ import pytest
 import autograph_lite as ag
 from autograph_lite.errors import ConversionError
 from autograph_lite.ops.numpy_api import creation, indexing, methods, reductions, shape, sorting
-from helpers import check_grad, identical_both_ways, to_host
+from helpers import assert_identical, check_grad, identical_both_ways, to_host
 
 DTYPES = [np.float32, np.int64]
 both = identical_both_ways
@@ -470,3 +470,56 @@ def test_0d_arguments_match_eager_or_fail_alike(x):
                 ag.function(fn)(x)
             continue
         both(fn, x)
+
+
+# known only while tracing as None: `x.shape[0]` itself (np.zeros(x.shape[0])), squeeze without an axis
+_NEED_KNOWN_DIMS = {"np.zeros()", ".squeeze"}
+
+
+@pytest.mark.parametrize("table", ["np.", ".", "builtins"])
+def test_unknown_dims_match_eager_or_are_refused_by_name(table):
+    """Every case on an array whose first dim is known only when the graph runs (a boolean mask's
+    rows): eager's result, or a ConversionError naming the function (an unknown length along the
+    axis it works on)."""
+    x = data(np.float32)
+    cases = {k: v for k, v in ALL_CASES.items() if k not in _NEED_KNOWN_DIMS and (
+        k.startswith(table) if table != "builtins" else not k.startswith(("np.", ".")))}
+    for fns in cases.values():
+        for fn in fns:
+            def masked(a, fn=fn):
+                return fn(a[a[:, 0] > -100])
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)
+                try:
+                    masked(x)
+                except Exception as e:  # noqa: BLE001 - any error numpy raises, compiled must raise alike
+                    with pytest.raises(next(t for t in type(e).__mro__ if t.__module__ == "builtins")):
+                        ag.function(masked)(x)
+                    continue
+                try:
+                    compiled = ag.function(masked)(x)
+                except ConversionError as e:
+                    assert "known only when the graph runs" in str(e) and "test_numpy_api_a.py" in str(e)
+                    continue
+                assert_identical(masked(x), compiled)
+
+
+@pytest.mark.parametrize("fn, message", [
+    (lambda a: np.nanmax(np.where(a > 4, np.nan, a), 0), "All-NaN slice encountered"),
+    (lambda a: np.nanmin(np.where(a[:, :1] > 4, np.nan, a), 1), "All-NaN slice encountered"),
+    (lambda a: np.nanmean(np.where(a > 4, np.nan, a), 0), "Mean of empty slice"),
+    (lambda a: np.nanvar(np.where(a > 4, np.nan, a), 0, ddof=1), "Degrees of freedom <= 0 for slice"),
+])
+def test_numpys_value_warnings_at_the_users_line(fn, message):
+    x = data(np.float64)
+    x[:, 3] = 9  # one all-NaN column; the others are not
+    with pytest.warns(RuntimeWarning, match=message) as eager:
+        expected = fn(x)
+    compiled = ag.function(fn)
+    with pytest.warns(RuntimeWarning, match=message) as got:
+        assert_identical(expected, compiled(x))
+    assert [(w.filename, w.lineno) for w in got if message in str(w.message)][:1] == \
+        [(w.filename, w.lineno) for w in eager if message in str(w.message)][:1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled(data(np.float64) * 0 + 1)  # no NaN slice: no warning

@@ -385,6 +385,12 @@ rule("Sub")(_binary("Sub"))
 rule("RealDiv")(_binary("Div"))
 
 
+@rule("Warn")
+def _warn(ctx, node):
+    """A warning numpy gives for some values is no result: the model leaves it out."""
+    return []
+
+
 @rule("Assert")
 def _assert(ctx, node):
     """A check Python itself makes (`error` set: a list stacked empty, a variable a loop that ran

@@ -111,8 +111,8 @@ def _converted(name, value, dtype, ndmin, copy):
         if dtype is not None:
             out = math_ops.cast(out, dtype)
     out = _as_array(out)
-    if out.ndim < ndmin:
-        out = array_ops.reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
+    for _ in range(ndmin - out.ndim):
+        out = array_ops.expand_dims(out, 0)
     return out
 
 

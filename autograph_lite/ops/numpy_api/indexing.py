@@ -6,7 +6,7 @@ import numpy as np
 from ...runtime.graph import Tensor
 from .. import array_ops, math_ops
 from ..core import convert_to_tensor, result_dtype
-from .common import keywords, static_shape
+from .common import keywords, static_dim
 
 
 def _take(a, indices, axis=None, out=None, mode="raise"):
@@ -18,7 +18,7 @@ def _take(a, indices, axis=None, out=None, mode="raise"):
     if mode not in ("raise", "wrap", "clip"):
         raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
     if mode != "raise":
-        n = static_shape(a, "take")[axis] if isinstance(a, Tensor) else a.shape[axis]
+        n = static_dim(a, axis, "take") if isinstance(a, Tensor) else a.shape[axis]
         if isinstance(indices, Tensor):
             indices = math_ops.mod(indices, n) if mode == "wrap" else math_ops.minimum(math_ops.maximum(indices, 0),
                                                                                         n - 1)

@@ -79,9 +79,9 @@ def _item(x, *args):
         x = array_ops.getitem(array_ops.reshape(x, (-1,)), index) if isinstance(index, (int, np.integer)) \
             else array_ops.getitem(x, tuple(index))
     elif x.shape != ():
-        if None in x.shape or math.prod(x.shape) != 1:
+        if None not in x.shape and math.prod(x.shape) != 1:
             raise ValueError("can only convert an array of size 1 to a Python scalar")
-        x = array_ops.reshape(x, ())
+        x = array_ops.reshape(x, ())  # a size known only when the graph runs is checked then
     if x.dtype.kind == "c":
         raise ConversionError(f"item() of a complex tensor is not supported (at {user_location(2)})")
     return math_ops.python_call({"b": "bool", "f": "float"}.get(x.dtype.kind, "int"), x)

@@ -7,9 +7,9 @@ from ...errors import user_location
 from ...runtime.graph import Tensor
 from .. import array_ops, math_ops
 from ..core import apply, normalize_axes, normalize_axis
-from ..logging_ops import ASSERT
+from ..logging_ops import ASSERT, warn_if
 from . import functions
-from .common import NO, keywords, static_shape
+from .common import NO, dims, keywords, static_dim, static_shape
 
 
 def _keep(result, a, axis):
@@ -101,8 +101,12 @@ def _nanmean(a, axis=None, dtype=None, out=None, keepdims=NO, *, where=NO):
         return a.mean(axis, dtype, keepdims=keepdims)
     mask = math_ops.isnan(a)
     count = math_ops.logical_not(mask).sum(axis, np.intp, keepdims=keepdims)
+    empty = math_ops.equal(count, 0)
+    warn_if(empty, "Mean of empty slice", user_location(3))
     total = math_ops.where(mask, 0, a).sum(axis, dtype, keepdims=keepdims)
-    return math_ops.cast(math_ops.divide(total, count), total.dtype)
+    # numpy divides with floating-point errors ignored: an empty slice's 0 / 0 is NaN, silently
+    average = math_ops.cast(math_ops.divide(total, math_ops.where(empty, 1, count)), total.dtype)
+    return _scalar_box(math_ops.where(empty, np.nan, average))
 
 
 def _nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=NO, *, where=NO, mean=NO, correction=NO,
@@ -122,14 +126,18 @@ def _nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=NO, *, where=NO
     arr = math_ops.where(mask, 0, a)
     count = math_ops.logical_not(mask).sum(axis, np.intp, keepdims=True)
     total = arr.sum(axis, dtype, keepdims=True)
-    average = math_ops.cast(math_ops.divide(total, count), total.dtype)
+    # numpy divides with floating-point errors ignored; an empty slice's mean is not used (its
+    # deviations are all masked, its variance NaN), so 1 stands for its count of 0
+    average = math_ops.cast(math_ops.divide(total, math_ops.maximum(count, 1)), total.dtype)
     arr = math_ops.where(mask, 0, math_ops.cast(math_ops.subtract(arr, average), arr.dtype))
     var = math_ops.multiply(arr, arr).sum(axis, dtype, keepdims=keepdims)
     if not keepdims:
         count = array_ops.squeeze(count, axis)
     dof = math_ops.subtract(count, ddof)
-    var = math_ops.cast(math_ops.divide(var, dof), var.dtype)
-    var = _scalar_box(math_ops.where(math_ops.less_equal(dof, 0), np.nan, var))
+    bad = math_ops.less_equal(dof, 0)
+    var = math_ops.cast(math_ops.divide(var, math_ops.where(bad, 1, dof)), var.dtype)
+    warn_if(bad, "Degrees of freedom <= 0 for slice.", user_location(3))
+    var = _scalar_box(math_ops.where(bad, np.nan, var))
     return math_ops.sqrt(var) if name == "nanstd" else var
 
 
@@ -144,8 +152,12 @@ def _average(a, axis=None, weights=None, returned=False, *, keepdims=NO):
     keep = {} if keepdims is NO else {"keepdims": keepdims}
     if weights is None:
         avg = a.mean(axes, **keep)
-        size = int(np.prod(static_shape(a, "average"), dtype=np.int64))
-        scale = avg.dtype.type(size / int(np.prod(static_shape(avg, "average"), dtype=np.int64)))
+        if not returned:
+            return avg
+        if None in a.shape:  # numpy's avg.dtype.type(a.size / avg.size), counted when the graph runs
+            scale = math_ops.cast(math_ops.divide(array_ops.size(a), array_ops.size(avg)), avg.dtype)
+        else:
+            scale = avg.dtype.type(int(np.prod(a.shape, dtype=np.int64)) / int(np.prod(avg.shape, dtype=np.int64)))
     else:
         weights = weights if isinstance(weights, Tensor) else np.asarray(weights)
         if tuple(weights.shape) != tuple(a.shape):
@@ -169,7 +181,7 @@ def _average(a, axis=None, weights=None, returned=False, *, keepdims=NO):
     if not returned:
         return avg
     if tuple(np.shape(scale)) != tuple(avg.shape):
-        scale = array_ops.identity(array_ops.broadcast_to(scale, avg.shape))
+        scale = array_ops.identity(array_ops.broadcast_to(scale, dims(avg)))
     return avg, scale
 
 
@@ -187,7 +199,9 @@ def _nan_extreme(name, reduce, fill):
             return reduce(a, axis, keepdims)
         mask = math_ops.isnan(a)
         result = reduce(math_ops.where(mask, fill, a), axis, keepdims)
-        return _scalar_box(math_ops.where(math_ops.reduce_all(mask, axis, keepdims), np.nan, result))
+        all_nan = math_ops.reduce_all(mask, axis, keepdims)
+        warn_if(all_nan, "All-NaN slice encountered", user_location(3), after=(result,))
+        return _scalar_box(math_ops.where(all_nan, np.nan, result))
     extreme.__name__ = name
     return extreme
 
@@ -207,7 +221,7 @@ def _median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
         x = array_ops.reshape(array_ops.transpose(a, rest + list(axes)), tuple(shape[i] for i in rest) + (-1,))
         along = -1
     along = normalize_axis(along, x.ndim)
-    size = static_shape(x, "median")[along]
+    size = static_dim(x, along, "median")
     ordered = array_ops.sort(x, along)
     middle = size // 2
     before = (slice(None),) * along

@@ -7,7 +7,7 @@ from ...errors import ConversionError, user_location
 from ...runtime.graph import Tensor
 from .. import array_ops, math_ops
 from ..core import normalize_axes, normalize_axis
-from .common import NO, keywords, static_shape
+from .common import NO, dims, keywords, static_dim, static_shape
 
 
 def _ndim(a):
@@ -98,7 +98,7 @@ def _split_points(name, a, indices_or_sections, axis):
         sections = int(indices_or_sections)
         if sections <= 0:
             raise ValueError("number sections must be larger than 0.") from None
-        total = static_shape(a, name)[axis]
+        total = static_dim(a, axis, name)
         each, extras = divmod(total, sections)
         if name == "split" and extras:
             raise ValueError("array split does not result in an equal division") from None
@@ -141,9 +141,9 @@ def _repeat(a, repeats, axis=None):
     if axis is None:
         a, axis = array_ops.reshape(a, (-1,)), 0
     axis = normalize_axis(axis, a.ndim)
-    n = static_shape(a, "repeat")[axis]
+    n = static_dim(a, axis, "repeat")
     counts = np.asarray(repeats)
-    if counts.ndim == 0 or counts.shape == (1,):
+    if None not in a.shape and (counts.ndim == 0 or counts.shape == (1,)):
         r = int(counts.reshape(-1)[0])
         if r < 0:
             raise ValueError("repeats may not contain negative values.")
@@ -155,7 +155,7 @@ def _repeat(a, repeats, axis=None):
 
 def _roll(a, shift, axis=None):
     if axis is None:
-        return array_ops.reshape(_roll(array_ops.reshape(a, (-1,)), shift, 0), static_shape(a, "roll"))
+        return array_ops.reshape(_roll(array_ops.reshape(a, (-1,)), shift, 0), dims(a))
     shifts = {}
     if isinstance(shift, Tensor):
         if not isinstance(axis, (int, np.integer)) or shift.ndim:
@@ -168,7 +168,7 @@ def _roll(a, shift, axis=None):
             shifts[ax] = shifts.get(ax, 0) + int(sh)
     out = a
     for ax, sh in shifts.items():
-        n = static_shape(a, "roll")[ax]
+        n = static_dim(a, ax, "roll")
         if n == 0:
             continue
         index = math_ops.mod(math_ops.subtract(np.arange(n), sh), n) if isinstance(sh, Tensor) \
@@ -258,7 +258,7 @@ def _pad(array, pad_width, mode="constant", **kwargs):
     for axis, (before, after) in enumerate(widths.tolist()):
         if before == after == 0:
             continue
-        n = static_shape(array, "pad")[axis]
+        n = static_dim(array, axis, "pad")
         if n == 0:
             raise ValueError(f"can't extend empty axis {axis} using modes other than 'constant' or 'empty'")
         out = array_ops.gather(out, _PAD_INDEX[mode](np.arange(-before, n + after), n), axis)
@@ -271,9 +271,9 @@ def _diagonal(a, offset=0, axis1=0, axis2=1):
     axis1, axis2 = normalize_axis(axis1, a.ndim), normalize_axis(axis2, a.ndim)
     if axis1 == axis2:
         raise ValueError("axis1 and axis2 cannot be the same")
-    shape = static_shape(a, "diagonal")
     rest = [i for i in range(a.ndim) if i not in (axis1, axis2)]
-    n1, n2 = shape[axis1], shape[axis2]
+    n1, n2 = static_dim(a, axis1, "diagonal"), static_dim(a, axis2, "diagonal")
+    shape = dims(a)
     rows = np.arange(max(0, -offset), n1)
     rows = rows[rows + offset < n2]
     flat = array_ops.reshape(array_ops.transpose(a, rest + [axis1, axis2]), tuple(shape[i] for i in rest) + (n1 * n2,))
@@ -317,7 +317,7 @@ def _diff(a, n=1, axis=-1, prepend=NO, append=NO):
             combined.append(a)
         elif extra is not NO:
             if _ndim(extra) == 0:
-                shape = tuple(1 if i == axis else d for i, d in enumerate(static_shape(a, "diff")))
+                shape = tuple(1 if i == axis else d for i, d in enumerate(dims(a)))
                 extra = array_ops.broadcast_to(extra, shape) if isinstance(extra, Tensor) else np.broadcast_to(extra,
                                                                                                                shape)
             combined.append(extra)
@@ -350,7 +350,7 @@ def _delete(arr, obj, axis=None):
     if axis is None:
         arr, axis = array_ops.reshape(arr, (-1,)), 0
     axis = normalize_axis(axis, arr.ndim)
-    kept = np.delete(np.arange(static_shape(arr, "delete")[axis]), obj)
+    kept = np.delete(np.arange(static_dim(arr, axis, "delete")), obj)
     return array_ops.gather(arr, kept, axis)
 
 
