@@ -526,3 +526,12 @@ def test_numpys_value_warnings_at_the_users_line(fn, message):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         compiled(data(np.float64) * 0 + 1)  # no NaN slice: no warning
+
+
+def test_floating_point_warnings_name_numpys_loop():
+    x = np.array([3e38, 3e38], np.float32)
+    for fn in (lambda a: np.cumsum(a), lambda a: np.cumprod(a)):
+        with pytest.warns(RuntimeWarning, match="overflow encountered in accumulate"):
+            fn(x)
+        with pytest.warns(RuntimeWarning, match="overflow encountered in accumulate"):
+            ag.function(fn)(x)

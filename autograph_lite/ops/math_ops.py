@@ -355,7 +355,7 @@ def _cumulative(public, op_name, numpy_fn):
 
     OPS[public] = opdef = define(op_name, lambda xp, axis=None, dtype=None: functools.partial(
         getattr(xp, numpy_fn.__name__), axis=axis, dtype=dtype), infer,
-        attrs={"axis": OptionalOf(INT), "dtype": OptionalOf(DTYPE)}, float_errors=numpy_fn.__name__[3:],
+        attrs={"axis": OptionalOf(INT), "dtype": OptionalOf(DTYPE)}, float_errors="accumulate",
         may_raise=False)
 
     def op(x, axis=None, dtype=None):
