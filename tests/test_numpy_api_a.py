@@ -311,6 +311,7 @@ def test_errors_match_eager():
     for fn, error in [(lambda a: round(a), TypeError), (lambda a: np.nanmax(a[:0], 0), ValueError),
                       (lambda a: np.split(a, 2), ValueError), (lambda a: np.nonzero(a[0, 0]), ValueError),
                       (lambda a: np.fliplr(a[0]), ValueError), (lambda a: min(a), ValueError),
+                      (lambda a: min(a[0], a[1]), ValueError), (lambda a: max([a[0], a[1, :1]]), ValueError),
                       (lambda a: min(a[:0]), ValueError), (lambda a: sum(a[0, 0]), TypeError),
                       (lambda a: np.pad(a, -1), ValueError), (lambda a: math.sqrt(a[0, 1]), ValueError),
                       (lambda a: np.rot90(a, axes=(0, 0)), ValueError), (lambda a: a.item(), ValueError),

@@ -158,7 +158,7 @@ def numpy_scalar_type(scalar_type):
     return convert
 
 
-# --- min, max, sum, sorted, float, int and math.* on tensors: as eager Python computes them ---
+# --- min, max, sum, sorted, any, all, float, int and math.* on tensors: as eager Python computes them ---
 
 _NO_DEFAULT = object()
 
@@ -208,7 +208,15 @@ def _min_max(builtin, compare, arg_extreme, fill):
             if isinstance(item, Tensor) or isinstance(current, Tensor):
                 if isinstance(current, Choice) or isinstance(item, Choice):
                     _refuse_with_tensors(name, "values of several types")
-                current = _picked(compare(item, current), current, item)
+                smaller = compare(item, current)
+                if not isinstance(smaller, Tensor):
+                    current = item if smaller else current
+                    continue
+                if None in smaller.shape or int(np.prod(smaller.shape)) != 1:
+                    raise ValueError(f"The truth value of an array with more than one element is ambiguous. Use "
+                                     f"a.any() or a.all() (comparing {item!r} and {current!r} in {name}(), at "
+                                     f"{user_location(3)})")
+                current = _picked(smaller, current, item)
             else:
                 current = builtin(current, item)
         return current
