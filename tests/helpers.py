@@ -21,13 +21,17 @@ def to_host(value):
 
 
 def assert_identical(eager, compiled):
-    """Same structure, Python/numpy types, dtypes, shapes and bits (NaN where NaN)."""
-    eager, compiled = to_host(eager), to_host(compiled)
+    """Same structure, Python/numpy types, dtypes, shapes and bits (NaN where NaN). A device has no
+    scalars: its 0-d array stands for eager's 0-d ndarray as for a numpy scalar."""
+    eager = to_host(eager)
     if isinstance(eager, tuple):
         assert type(compiled) is type(eager) and len(compiled) == len(eager)  # a namedtuple (QRResult) too
         for e, c in zip(eager, compiled):
             assert_identical(e, c)
         return
+    if type(eager) is np.ndarray and eager.ndim == 0 and devices.is_device_array(compiled):
+        compiled = compiled.get()
+    compiled = to_host(compiled)
     assert type(compiled) is type(eager), f"{type(compiled)} != eager {type(eager)}"
     e, c = np.asarray(eager), np.asarray(compiled)
     assert c.dtype == e.dtype and c.shape == e.shape

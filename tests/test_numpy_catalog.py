@@ -83,7 +83,8 @@ def test_a_refused_ndarray_attribute_names_itself(name):
     the user's line, never an AttributeError from inside the library (or a getattr default where
     eager code gets the array's attribute)."""
     def read(x):
-        return getattr(x, name, "the default")
+        value = getattr(x, name, "the default")
+        return value() if callable(value) else value  # a method refuses when called (`t.sort()`)
 
-    with pytest.raises(ConversionError, match=rf"ndarray\.{name} is not supported on tensors \(at .*test_numpy_catalog.py"):
+    with pytest.raises(ConversionError, match=rf"ndarray\.{name}(\(\))? is not supported on tensors.*\(at .*test_numpy_catalog.py"):
         ag.function(read)(np.arange(3.0))

@@ -71,6 +71,13 @@ NOT_EXPORTABLE = {
     "Frexp": "ONNX has no operator splitting a float into mantissa and exponent",
     "UfuncReduce": "a reduction by any numpy ufunc (its own reduce, with dtype= and initial=): not mapped yet",
     "Accumulate": "a running ufunc (numpy's accumulate): ONNX's CumSum rounds float sums in another order",
+    "Cumprod": "ONNX has no cumulative product operator",
+    "Sort": "ONNX's TopK orders NaN differently from numpy's sort (NaN last) and is not stable",
+    "ArgSort": "ONNX's TopK orders NaN differently from numpy's argsort (NaN last) and is not stable",
+    "TakeAlongAxis": "no rule yet: ONNX's GatherElements does not broadcast the other axes as numpy does",
+    "NonZero": "no rule yet: ONNX's NonZero gives one (ndim, n) array where numpy gives a tuple",
+    "SearchSorted": "ONNX has no searchsorted operator",
+    "PythonCall": "it calls a Python function (math.sqrt, float, round) on a number: ONNX has none",
 }
 
 
@@ -404,6 +411,12 @@ rule("Sub")(_binary("Sub"))
 rule("RealDiv")(_binary("Div"))
 
 
+@rule("Warn")
+def _warn(ctx, node):
+    """A warning numpy gives for some values is no result: the model leaves it out."""
+    return []
+
+
 @rule("Assert")
 def _assert(ctx, node):
     """A check Python itself makes (`error` set: a list stacked empty, a variable a loop that ran
@@ -723,14 +736,23 @@ rule("Any")(_reduce("ReduceMax", np.uint8))
 rule("All")(_reduce("ReduceMin", np.uint8))
 
 
-@rule("ArgMax")
+@rule("ArgMax", "ArgMin")
 def _argmax(ctx, node):
     x = node.inputs[0]
     name = ctx.value(x, np.uint8) if x.dtype == np.bool_ else ctx.value(x)
     axis = node.attrs["axis"]
     if axis is None:
         name, axis = ctx.add("Reshape", [name, ctx.ints([-1])]), 0
-    return ctx.add("ArgMax", [name], axis=axis, keepdims=0)
+    return ctx.add(node.op, [name], axis=axis, keepdims=0)
+
+
+@rule("Cumsum")
+def _cumsum(ctx, node):
+    name = ctx.value(node.inputs[0], node.outputs[0].dtype)
+    axis = node.attrs["axis"]
+    if axis is None:
+        name, axis = ctx.add("Reshape", [name, ctx.ints([-1])]), 0
+    return ctx.add("CumSum", [name, ctx.const(np.int64(axis))])
 
 
 @rule("Softmax")
@@ -774,6 +796,12 @@ def _fill(ctx, node):
 def _broadcast_like(ctx, node):
     g, like = node.inputs
     return ctx.add("Expand", [ctx.value(g), ctx.add("Shape", [ctx.value(like)])])
+
+
+@rule("BroadcastTo")
+def _broadcast_to(ctx, node):
+    x, shape = node.inputs
+    return ctx.add("Expand", [ctx.value(x), _shape_operand(ctx, shape)])
 
 
 @rule("SumToShape")

@@ -4,10 +4,12 @@ User functions, methods, lambdas and callable objects are converted (once, cache
 library code (numpy, the standard library, installed packages, autograph_lite) and
 `@ag.do_not_convert` functions are called as they are; a few builtins that mean
 something else on tensors are replaced (print, range, len, str, isinstance, type, hasattr,
-callable).
+callable), and while tracing, those computing numbers (min, max, sum, sorted, any, all, float,
+int, math.*) and numpy's creation functions (np.zeros, np.array, ...: `numpy_api.CALLS`).
 """
 import builtins
 import functools
+import math
 import os
 import sys
 import threading
@@ -16,7 +18,7 @@ import types
 import numpy as np
 
 from .. import ops
-from ..ops import generator_draws
+from ..ops import generator_draws, math_ops, numpy_api
 from ..errors import ConversionError, user_location
 from ..runtime.graph import current_graph
 from . import control_flow, lists, outside_state, py_builtins
@@ -26,6 +28,16 @@ _REPLACED = {builtins.print: py_builtins.print_, builtins.range: py_builtins.ran
              builtins.enumerate: control_flow.enumerate_, builtins.zip: control_flow.zip_,
              builtins.isinstance: py_builtins.isinstance_, builtins.type: py_builtins.type_,
              builtins.hasattr: py_builtins.hasattr_, builtins.callable: py_builtins.callable_}
+
+# replaced while tracing: Python's functions of numbers and numpy's creation functions, which
+# given a tensor compute eagerly's result in the graph (each calls the original on other values)
+_REPLACED_WHILE_TRACING = {
+    builtins.min: py_builtins.min_, builtins.max: py_builtins.max_, builtins.sum: py_builtins.sum_,
+    builtins.sorted: py_builtins.sorted_, builtins.float: py_builtins.float_, builtins.int: py_builtins.int_,
+    builtins.any: py_builtins.any_, builtins.all: py_builtins.all_,
+    **{getattr(math, name): py_builtins.math_function(getattr(math, name))
+       for name in math_ops.PYTHON_FUNCTIONS if getattr(math, name, None) is not None},
+    **numpy_api.CALLS}
 
 _LIBRARY_ROOTS = set(getattr(sys, "stdlib_module_names", ())) | {
     "numpy", "scipy", "cupy", "cupyx", "numba", "jax", "jaxlib", "tensorflow", "torch", "gast",
@@ -67,6 +79,12 @@ def call(f):
     if replaced is not None:
         return replaced
     if current_graph() is not None:
+        try:
+            replaced = _REPLACED_WHILE_TRACING.get(f)
+        except TypeError:  # unhashable callable
+            replaced = None
+        if replaced is not None:
+            return replaced
         if generator_draws.is_draw_method(f):
             return generator_draws.method_call(f)
         if any(f is g for g in _GLOBAL_STATE_FUNCTIONS):

@@ -223,6 +223,8 @@ def list_method(target, method, *args):
         raise ConversionError(
             f"list.{method}() on a list that a graph loop carries is not supported (at {user_location(2)}); "
             f"only append, extend, pop() and pop(0) are: build the list with those, or outside the loop")
+    if isinstance(target, Tensor):  # `x.sort()` on an array: ndarray's method (refused by name there)
+        return getattr(target, method)(*args)
     if method in ("sort", "remove") and any(isinstance(v, Tensor) for v in list(target) + list(args)):
         raise ConversionError(
             f"list.{method}() of a list holding tensors compares values known only when the graph runs "

@@ -8,7 +8,10 @@ import numpy as np
 
 from .. import ops
 from ..errors import ConversionError, user_location
-from ..ops.logging_ops import FormattedText
+from ..ops import array_ops, math_ops
+from ..ops.control_flow import python_scalar
+from ..ops.core import apply, holds_tensor
+from ..ops.logging_ops import ASSERT, FormattedText
 from ..runtime.boxes import SCALAR, box_of, eager_type
 from ..runtime.graph import Tensor
 from .exceptions import assert_stmt
@@ -153,3 +156,199 @@ def numpy_scalar_type(scalar_type):
         out = ops.cast(args[0], scalar_type)
         return out[()] if out.ndim == 0 and box_of(out) != SCALAR else out
     return convert
+
+
+# --- min, max, sum, sorted, any, all, float, int and math.* on tensors: as eager Python computes them ---
+
+_NO_DEFAULT = object()
+
+
+def _refuse_with_tensors(name, what):
+    raise ConversionError(f"{name}() with {what} of tensors is not supported (at {user_location(3)})")
+
+
+def _rows(value, name):
+    """A tensor Python iterates: its rows, which must be 0-d for Python to compare them."""
+    if value.ndim == 0:
+        raise TypeError(f"iteration over a 0-d array (at {user_location(3)})")
+    if value.shape[0] is None:
+        raise ConversionError(f"{name}() of {value!r}, whose length is known only when the graph runs, is not "
+                              f"supported (at {user_location(3)})")
+    if value.ndim > 1 and value.shape[0] > 1 and (None in value.shape or np.prod(value.shape[1:]) != 1):
+        raise ValueError(f"The truth value of an array with more than one element is ambiguous. Use a.any() or "
+                         f"a.all() (comparing the rows of {value!r} in {name}(), at {user_location(3)})")
+    return value
+
+
+def _same_type(a, b):
+    def kind(v):
+        return (eager_type(v), v.dtype) if isinstance(v, Tensor) else (builtins.type(v), np.asarray(v).dtype)
+    # `is not None`: a float64 dtype == None (np.dtype(None) is float64)
+    return kind(a) == kind(b) and kind(a)[0] is not None
+
+
+def _picked(pick, if_false, if_true):
+    """Python's `if_true if pick else if_false` of a tensor `pick`: one value where both are the
+    same type, else a Choice (returned as the one picked)."""
+    if not _same_type(if_false, if_true):
+        return Choice(pick, if_false, if_true)
+    chosen = math_ops.where(pick, if_true, if_false)
+    like = if_false if isinstance(if_false, Tensor) else if_true
+    if isinstance(like, Tensor) and like.weak:
+        return python_scalar(chosen)
+    return chosen[()] if chosen.ndim == 0 and box_of(chosen) != box_of(like) else chosen
+
+
+def _min_max(builtin, compare, arg_extreme, fill):
+    name = builtin.__name__
+
+    def fold(items):
+        current = items[0]
+        for item in items[1:]:  # Python keeps the first of equal items: replaced only by a strictly smaller one
+            if isinstance(item, Tensor) or isinstance(current, Tensor):
+                if isinstance(current, Choice) or isinstance(item, Choice):
+                    _refuse_with_tensors(name, "values of several types")
+                smaller = compare(item, current)
+                if not isinstance(smaller, Tensor):
+                    current = item if smaller else current
+                    continue
+                if None in smaller.shape or int(np.prod(smaller.shape)) != 1:
+                    raise ValueError(f"The truth value of an array with more than one element is ambiguous. Use "
+                                     f"a.any() or a.all() (comparing {item!r} and {current!r} in {name}(), at "
+                                     f"{user_location(3)})")
+                current = _picked(smaller, current, item)
+            else:
+                current = builtin(current, item)
+        return current
+
+    def extreme_row(x):
+        if x.ndim > 1:  # rows of one element: compared as arrays
+            return fold([x[i] for i in builtins.range(x.shape[0])])
+        if x.dtype.kind not in "fc":
+            return x[arg_extreme(x)]
+        # Python's fold: a NaN first stays (nothing compares smaller), any other NaN is passed over
+        best = x[arg_extreme(math_ops.where(math_ops.isnan(x), fill, x))]
+        return math_ops.where(math_ops.isnan(x[0]), x[0], best)[()]
+
+    def fn(*args, key=None, default=_NO_DEFAULT):
+        if len(args) == 1 and not isinstance(args[0], Tensor):
+            args = (list(args[0]),)  # an iterable (a generator of tensors too) read once, as Python does
+        if not any(isinstance(a, Tensor) or (builtins.type(a) is list and holds_tensor(a)) for a in args):
+            kwargs = {} if default is _NO_DEFAULT else {"default": default}
+            return builtin(*args, key=key, **kwargs)
+        if key is not None:
+            _refuse_with_tensors(name, "key=")
+        if len(args) > 1:
+            return fold(list(args))
+        (items,) = args
+        if isinstance(items, Tensor):
+            if _rows(items, name).shape[0] == 0:
+                if default is _NO_DEFAULT:
+                    raise ValueError(f"{name}() iterable argument is empty")
+                return default
+            return extreme_row(items)
+        if not items:
+            if default is _NO_DEFAULT:
+                raise ValueError(f"{name}() iterable argument is empty")
+            return default
+        return fold(list(items))
+    fn.__name__ = name
+    return fn
+
+
+min_ = _min_max(builtins.min, lambda item, current: math_ops.less(item, current), math_ops.argmin, np.inf)
+max_ = _min_max(builtins.max, lambda item, current: math_ops.greater(item, current), math_ops.argmax, -np.inf)
+
+
+def sum_(iterable, /, start=0):
+    """sum() of a tensor: its rows added one by one from `start`, in the dtype numpy gives
+    `start + row` (a running sum in order, as Python adds, not numpy's pairwise sum)."""
+    if not isinstance(iterable, Tensor):
+        return builtins.sum(iterable, start)
+    x = iterable
+    if x.ndim == 0:
+        raise TypeError(f"iteration over a 0-d array (at {user_location(2)})")
+    if x.shape[0] is None:
+        raise ConversionError(f"sum() of {x!r}, whose length is known only when the graph runs, is not supported "
+                              f"(at {user_location(2)}); use np.sum(x, axis=0) or x.sum(0)")
+    if x.shape[0] == 0:
+        return start
+    first = math_ops.add(start, x[0])
+    dtype = first.dtype
+    begin = array_ops.expand_dims(array_ops.broadcast_to(math_ops.cast(start, dtype), first.shape), 0)
+    return math_ops.cumsum(array_ops.concat([begin, math_ops.cast(x, dtype)], 0), 0, dtype)[-1]
+
+
+def _truth_of_rows(builtin, reduce):
+    def truth(iterable, /):
+        """any()/all() of a tensor, or of items some of which are tensors: each row's or item's
+        truth, as Python tests it (a Python bool)."""
+        if isinstance(iterable, Tensor):
+            x = _rows(iterable, builtin.__name__)
+            return math_ops.python_call("bool", reduce(math_ops.cast(x, np.bool_)))
+        items = list(iterable)
+        tensors = [v for v in items if isinstance(v, Tensor)]
+        if not tensors:
+            return builtin(items)
+        if builtin(v for v in items if not isinstance(v, Tensor)) is (builtin is builtins.any):
+            return builtin is builtins.any  # a Python item decides it (any: one true; all: one false)
+        for t in tensors:
+            if None in t.shape or int(np.prod(t.shape)) != 1:
+                raise ValueError(f"The truth value of an array with more than one element is ambiguous. Use "
+                                 f"a.any() or a.all() ({t!r} in {builtin.__name__}(), at {user_location(2)})")
+        truths = array_ops.stack([math_ops.cast(array_ops.reshape(t, ()), np.bool_) for t in tensors])
+        return math_ops.python_call("bool", reduce(truths))
+    truth.__name__ = builtin.__name__
+    return truth
+
+
+any_ = _truth_of_rows(builtins.any, math_ops.reduce_any)
+all_ = _truth_of_rows(builtins.all, math_ops.reduce_all)
+
+
+def sorted_(iterable, /, *, key=None, reverse=False):
+    """sorted() of a 1-D tensor: a list of its elements (numpy scalars) in order, stable as
+    Python's sort; Python's order for NaN depends on the comparisons it makes, so a NaN among
+    the values raises ValueError when the graph runs."""
+    if not isinstance(iterable, Tensor):
+        return builtins.sorted(iterable, key=key, reverse=reverse)
+    x = _rows(iterable, "sorted")
+    if key is not None:
+        _refuse_with_tensors("sorted", "key=")
+    if x.ndim > 1:
+        _refuse_with_tensors("sorted", "rows")
+    if x.dtype.kind in "fc":
+        apply(ASSERT, (math_ops.logical_not(math_ops.isnan(x)),), {
+            "message": "sorted() of values holding NaN: Python's order for NaN depends on the comparisons its "
+                       "sort makes, which compiled code does not repeat", "location": user_location(2),
+            "error": "ValueError"})
+    if reverse:  # stable descending: equal items keep their order, as Python's reverse=True does
+        ordered = array_ops.sort(x[::-1], stable=True)[::-1]
+    else:
+        ordered = array_ops.sort(x, stable=True)
+    return [ordered[i] for i in builtins.range(x.shape[0])]
+
+
+def _to_python(builtin):
+    def convert(*args, **kwargs):
+        if len(args) == 1 and not kwargs and isinstance(args[0], Tensor):
+            return math_ops.python_call(builtin.__name__, args[0])
+        return builtin(*args, **kwargs)
+    convert.__name__ = builtin.__name__
+    return convert
+
+
+float_ = _to_python(builtins.float)
+int_ = _to_python(builtins.int)
+
+
+@functools.lru_cache(maxsize=None)
+def math_function(fn):
+    """`math.<fn>` called in converted code: on tensors (0-d), Python's function of their values
+    when the graph runs, giving a Python number as eagerly (and raising where it raises)."""
+    def call(*args):
+        if any(isinstance(a, Tensor) for a in args):
+            return math_ops.python_call(fn.__name__, *args)
+        return fn(*args)
+    call.__name__ = fn.__name__
+    return call

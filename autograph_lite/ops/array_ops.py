@@ -11,8 +11,8 @@ import numpy as np
 from ..runtime import devices
 from ..runtime.graph import Slot, Tensor
 from ..runtime.lowering import SPELLINGS
-from ..runtime.opdef import AXES, CONST, DTYPE, INDEX, INT, OptionalOf, TupleOf, always
-from .core import (apply, define, normalize_axes, normalize_axis,
+from ..runtime.opdef import AXES, BOOL, CONST, DTYPE, INDEX, INT, STR, OptionalOf, TupleOf, always
+from .core import (apply, broadcast_shapes, define, normalize_axes, normalize_axis,
                    result_dtype, static_ints)
 
 OPS = {}
@@ -516,10 +516,137 @@ def getitem(x, index):
 
 
 
+# --- broadcasting, sorting, searching -----------------------------------------------------
+
+def _broadcast_to_infer(x, s):
+    target = static_shape_of(s)
+    if len(target) < x.ndim:
+        raise ValueError(f"cannot broadcast a tensor of shape {x.shape} to the shape {target} of fewer dims")
+    for d, t in zip(reversed(x.shape), reversed(target)):
+        if None not in (d, t) and d not in (1, t):
+            raise ValueError(f"operands could not be broadcast together with remapped shapes "
+                             f"[original->remapped]: {x.shape} and requested shape {target}")
+    return [(target, x.dtype)]
+
+
+OPS["broadcast_to"] = define("BroadcastTo", lambda xp: lambda x, s: xp.broadcast_to(x, _as_shape(s)),
+                             _broadcast_to_infer, view=_always)
+
+
+def broadcast_to(x, shape):
+    """`x` broadcast to `shape` (numpy.broadcast_to: a read-only view)."""
+    return apply(OPS["broadcast_to"], (x, _shape_input(shape)))
+
+
+def _sort_infer(x, axis=-1, kind=None, stable=None):
+    if axis is None:
+        return [((None if None in x.shape else int(np.prod(x.shape, dtype=np.int64)),), x.dtype)]
+    if x.ndim == 0:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension 0")
+    normalize_axis(axis, x.ndim)
+    return [(x.shape, x.dtype)]
+
+
+def _sorting_kernel(name):
+    def kernel(xp, axis=-1, kind=None, stable=None):
+        # only the keywords given: an array module may lack numpy's newer ones (cupy has no `stable`)
+        given = {k: v for k, v in (("kind", kind), ("stable", stable)) if v is not None}
+        fn = getattr(xp, name)
+        return lambda x: fn(x, axis=axis, **given)
+    return kernel
+
+
+OPS["sort"] = define("Sort", _sorting_kernel("sort"), _sort_infer,
+                     attrs={"axis": OptionalOf(INT), "kind": OptionalOf(STR), "stable": OptionalOf(BOOL)})
+
+
+def sort(x, axis=-1, kind=None, stable=None):
+    """A sorted copy of `x` along `axis` (flattened when None), numpy.sort; NaNs sort last."""
+    return apply(OPS["sort"], (x,), {"axis": axis, "kind": kind, "stable": stable})
+
+
+def _argsort_infer(x, axis=-1, kind=None, stable=None):
+    (shape, _), = _sort_infer(x, axis) if x.ndim or axis is None else [((), x.dtype)]
+    return [(shape, np.dtype(np.intp))]
+
+
+OPS["argsort"] = define("ArgSort", _sorting_kernel("argsort"), _argsort_infer,
+                        attrs={"axis": OptionalOf(INT), "kind": OptionalOf(STR), "stable": OptionalOf(BOOL)})
+
+
+def argsort(x, axis=-1, kind=None, stable=None):
+    """The indices that sort `x` along `axis` (numpy.argsort)."""
+    return apply(OPS["argsort"], (x,), {"axis": axis, "kind": kind, "stable": stable})
+
+
+def _take_along_axis_infer(x, indices, axis):
+    if not np.issubdtype(indices.dtype, np.integer):
+        raise IndexError("`indices` must be an integer array")
+    if axis is None:
+        if indices.ndim != 1:
+            raise ValueError("when axis=None, `indices` must have a single dimension.")
+        return [(indices.shape, x.dtype)]
+    if indices.ndim != x.ndim:
+        raise ValueError("`indices` and `arr` must have the same number of dimensions")
+    axis = normalize_axis(axis, x.ndim)
+    shape = list(broadcast_shapes(tuple(1 if i == axis else d for i, d in enumerate(x.shape)),
+                                  tuple(1 if i == axis else d for i, d in enumerate(indices.shape))))
+    shape[axis] = indices.shape[axis]
+    return [(tuple(shape), x.dtype)]
+
+
+OPS["take_along_axis"] = define("TakeAlongAxis", lambda xp, axis: lambda x, i: xp.take_along_axis(x, i, axis=axis),
+                                _take_along_axis_infer, attrs={"axis": OptionalOf(INT)})
+
+
+def take_along_axis(x, indices, axis):
+    """`x`'s elements at `indices` along `axis` (numpy.take_along_axis)."""
+    return apply(OPS["take_along_axis"], (x, indices), {"axis": axis})
+
+
+def _nonzero_infer(x):
+    if x.ndim == 0:
+        raise ValueError("Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d(scalar).nonzero() "
+                         "instead.")
+    return [((None,), np.dtype(np.intp))] * x.ndim
+
+
+def _nonzero_kernel(xp):
+    def nonzero(x):
+        out = xp.nonzero(x)
+        return out if len(out) > 1 else out[0]  # one output per axis: a 1-D x's is the array itself
+    return nonzero
+
+
+OPS["nonzero"] = define("NonZero", _nonzero_kernel, _nonzero_infer, may_raise=False)
+
+
+def nonzero(x):
+    """The indices of `x`'s nonzero elements, one 1-D array per axis (numpy.nonzero); their
+    length is known only when the graph runs."""
+    out = apply(OPS["nonzero"], (x,))
+    return out if isinstance(out, tuple) else (out,)
+
+
+def _searchsorted_infer(a, v, side="left"):
+    if a.ndim != 1:
+        raise ValueError("object too deep for desired array")
+    return [(v.shape, np.dtype(np.intp))]
+
+
+OPS["searchsorted"] = define("SearchSorted", lambda xp, side="left": lambda a, v: xp.searchsorted(a, v, side=side),
+                             _searchsorted_infer, attrs={"side": STR}, may_raise=False)
+
+
+def searchsorted(a, v, side="left"):
+    """Where `v`'s elements would go in sorted 1-D `a` to keep it sorted (numpy.searchsorted)."""
+    return apply(OPS["searchsorted"], (a, v), {"side": side})
+
+
 # --- gradients ----------------------------------------------------------------------------
 
 from .core import grad_rule  # noqa: E402
-from .gradient_ops import SCATTER, float_dtype, scatter_add  # noqa: E402
+from .gradient_ops import SCATTER, float_dtype, scatter_add, sum_to  # noqa: E402
 
 # math_ops sits above this module (its gradients use expand_dims, transpose, size), so the
 # gradients here reach its cast and reduce_sum through Tensor.astype and Tensor.sum.
@@ -614,3 +741,50 @@ def _pad_grad(node, dy):
 @grad_rule(OPS["identity"])
 def _identity_grad(node, dy):
     return [_like(dy, node.inputs[0])]
+
+
+@grad_rule(OPS["broadcast_to"])
+def _broadcast_to_grad(node, dy):
+    return [_like(sum_to(dy, node.inputs[0]), node.inputs[0]), None]
+
+
+@grad_rule(OPS["argsort"], OPS["nonzero"], OPS["searchsorted"])
+def _index_output_grad(node, *dys):
+    return [None] * len(node.inputs)
+
+
+@grad_rule(OPS["sort"])
+def _sort_grad(node, dy):
+    """Each sorted element's cotangent goes back to where it came from: dy at the inverse of the
+    (stable) sorting permutation."""
+    x = node.inputs[0]
+    axis = node.attrs["axis"]
+    order = argsort(x, axis, stable=True)
+    inverse = argsort(order, -1 if axis is None else axis, stable=True)
+    dx = take_along_axis(dy, inverse, -1 if axis is None else axis)
+    return [_like(dx if axis is not None else reshape(dx, shape(x) if None in x.shape else x.shape), x)]
+
+
+def _positions(t, k):
+    """0, 1, ... along axis k of `t`, shaped to broadcast against it."""
+    dim = t.shape[k] if t.shape[k] is not None else shape(t)[k]
+    return reshape(range(dim), (1,) * k + (-1,) + (1,) * (t.ndim - k - 1))
+
+
+@grad_rule(OPS["take_along_axis"])
+def _take_along_axis_grad(node, dy):
+    x, indices = node.inputs
+    axis = node.attrs["axis"]
+    if axis is None:
+        flat = reshape(x, (-1,))
+        dx = scatter_add(dy, flat, [indices], (Slot(0),))
+        return [_like(reshape(dx, shape(x) if None in x.shape else x.shape), x), None]
+    axis = normalize_axis(axis, x.ndim)
+    values, index = [], []
+    for k in builtins.range(x.ndim):
+        if k != axis and x.shape[k] == 1:  # x broadcast along k: every position reads its one element
+            index.append(0)
+            continue
+        values.append(indices if k == axis else _positions(dy, k))
+        index.append(Slot(len(values) - 1))
+    return [_like(scatter_add(dy, x, values, tuple(index)), x), None]

@@ -210,9 +210,10 @@ _RANDOM = "its values are drawn, not computed from its inputs: nothing flows bac
 NOT_DIFFERENTIABLE = {
     "Placeholder": "a graph input: where gradients are read",
     "Const": "a constant: gradients stop there",
-    "Assert": _NO_OUTPUTS, "Print": _NO_OUTPUTS, "Raise": _NO_OUTPUTS, "CheckFits": _NO_OUTPUTS,
+    "Assert": _NO_OUTPUTS, "Warn": _NO_OUTPUTS, "Print": _NO_OUTPUTS, "Raise": _NO_OUTPUTS, "CheckFits": _NO_OUTPUTS,
     "Not": "its result is a Python bool: no cotangent reaches it",
     "PythonInt": "its result is a Python int: no cotangent reaches it",
+    "PythonCall": "its result is a Python number (math.sqrt(t), float(t)): no cotangent reaches it",
     # a gap, not a reason: a cotangent reaching it raises NotImplementedError (docs/ARCHITECTURE.md)
     "PythonScalar": "no rule yet: a float read back as a Python number from a list a loop carries",
     "RandomDraw": _RANDOM, "RandomNormal": _RANDOM, "RandomUniform": _RANDOM,

@@ -8,7 +8,7 @@ import builtins
 import numpy as np
 
 from ..errors import SymbolicValueError, user_location
-from ..runtime import devices
+from ..runtime import devices, fp_errors
 from ..runtime.graph import Tensor, current_graph
 from ..runtime.graph import Slot
 from ..runtime.opdef import BOOL, PIECES, STR, STREAM, TEMPLATE, OneOf, OptionalOf
@@ -134,21 +134,43 @@ def _refuse_nested_tensors(value, depth=0):
         _refuse_nested_tensors(item, depth + 1)
 
 
+_CHECK_ERRORS = {"ValueError": ValueError, "UnboundLocalError": UnboundLocalError,
+                 "ZeroDivisionError": ZeroDivisionError}
+
+
 def _assert_kernel(xp, message, location, error=None):
     def check(condition, *values):
         # a condition on the host (a Python value) is checked there, a device one read once
         if not bool((xp.all if devices.is_device_array(condition) else np.all)(condition)):
             values = [devices.to_host(v, scalar=True) for v in values]
             text = _render(message, values) if isinstance(message, tuple) else message
-            if error in ("ValueError", "UnboundLocalError"):  # a check Python itself makes, not an `assert`
-                raise {"ValueError": ValueError, "UnboundLocalError": UnboundLocalError}[error](
-                    f"{text} (at {location})")
+            if error in _CHECK_ERRORS:  # a check Python or numpy itself makes, not an `assert`
+                raise _CHECK_ERRORS[error](f"{text} (at {location})")
             raise AssertionError(f"{text} (assert at {location})" if text else f"assertion failed at {location}")
     return check
 
 
 ASSERT = define("Assert", _assert_kernel, lambda cond, *values, **attrs: [], stateful=True,
                 attrs={"message": OneOf(STR, PIECES), "location": STR, "error": OptionalOf(STR)})
+
+
+def _warn_kernel(xp, message, location):
+    def warn(condition, *after):
+        if bool((xp.any if devices.is_device_array(condition) else np.any)(condition)):
+            fp_errors.warn_at(message, location)
+    return warn
+
+
+# a RuntimeWarning numpy gives for some values (`np.nanmax` of an all-NaN slice), given when the
+# graph runs at the user's line, filtered and shown once per line as numpy's
+WARN = define("Warn", _warn_kernel, lambda cond, *after, **attrs: [], stateful=True,
+              attrs={"message": STR, "location": STR})
+
+
+def warn_if(condition, message, location, after=()):
+    """numpy's RuntimeWarning `message` at `location` when the graph runs, if any of `condition` holds
+    (after the values `after` are computed: where computing them raises, numpy does not warn)."""
+    apply(WARN, (condition, *after), {"message": message, "location": location})
 
 
 def assert_that(condition, message=""):

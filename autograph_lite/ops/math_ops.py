@@ -3,12 +3,13 @@
 Kernels reach numpy or cupy only through `xp`; numpy is imported here for dtype rules.
 """
 import functools
+import math
 import operator
 
 import numpy as np
 
 from ..runtime.fp_errors import report_eagerly
-from ..runtime.graph import _tracing
+from ..runtime.graph import Tensor, _tracing
 from ..runtime.lowering import SPELLINGS
 from ..runtime.opdef import AXES, BOOL, DTYPE, INT, SCALAR, STR, OptionalOf
 from .core import (apply, broadcast_shapes, define, elementwise, exemplar, normalize_axes,
@@ -467,13 +468,93 @@ def accumulate(ufunc, x, axis=0, dtype=None):
     return apply(OPS["accumulate"], (x,), {"ufunc": ufunc, "axis": None if axis is None else int(axis),
                                            "dtype": None if dtype is None else np.dtype(dtype)})
 
+def _argmin_infer(x, axis=None):
+    return _argmax_infer(x, axis)
+
+
+OPS["argmin"] = define("ArgMin", lambda xp, axis=None: functools.partial(xp.argmin, axis=axis),
+                       _argmin_infer, attrs={"axis": OptionalOf(INT)})
+
+
+def argmin(x, axis=None):
+    """Index of the smallest element (over the flattened array when axis is None, as numpy)."""
+    return apply(OPS["argmin"], (x,), {"axis": axis})
+
+
+def _cumulative(public, op_name, numpy_fn):
+    def infer(x, axis=None, dtype=None):
+        if axis is None:
+            shape = (None if None in x.shape else int(np.prod(x.shape, dtype=np.int64)),)
+        else:
+            normalize_axis(axis, x.ndim)
+            shape = x.shape
+        return [(shape, result_dtype(lambda a: numpy_fn(a, dtype=dtype), (x,)))]
+
+    OPS[public] = opdef = define(op_name, lambda xp, axis=None, dtype=None: functools.partial(
+        getattr(xp, numpy_fn.__name__), axis=axis, dtype=dtype), infer,
+        attrs={"axis": OptionalOf(INT), "dtype": OptionalOf(DTYPE)}, float_errors="accumulate",
+        may_raise=False)
+
+    def op(x, axis=None, dtype=None):
+        return apply(opdef, (x,), {"axis": axis, "dtype": None if dtype is None else np.dtype(dtype)})
+    op.__name__ = op.__qualname__ = public
+    op.__doc__ = f"numpy.{numpy_fn.__name__}: running {numpy_fn.__name__[3:]} along `axis` (flattened when None)."
+    return op
+
+
+cumsum = _cumulative("cumsum", "Cumsum", np.cumsum)
+cumprod = _cumulative("cumprod", "Cumprod", np.cumprod)
+
+
+# Python's own functions of numbers, called on 0-d tensors when the graph runs: `math.sqrt(t)`,
+# `float(t)`, `round(t)` give a Python number eagerly (and raise where Python raises)
+PYTHON_FUNCTIONS = {**{name: getattr(math, name) for name in (
+    "sqrt", "exp", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
+    "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "floor", "ceil", "trunc", "fabs", "pow", "hypot",
+    "copysign", "fmod", "degrees", "radians", "erf", "erfc", "gamma", "lgamma", "isnan", "isinf", "isfinite",
+    "exp2", "cbrt", "remainder", "ldexp")
+    if hasattr(math, name)}, "float": float, "int": int, "bool": bool,
+    # Python's round of the value as a Python number (round(x, 2) of a float rounds its decimal
+    # digits exactly, not as numpy's multiply-rint-divide)
+    "round": round}
+
+
+_INT_RESULTS = {"floor", "ceil", "trunc", "int", "round"}
+_BOOL_RESULTS = {"isnan", "isinf", "isfinite", "bool"}
+
+
+def _python_call_infer(*args, fn):
+    if any(a.ndim for a in args):
+        raise TypeError(f"only 0-d tensors can be converted to Python scalars, got {[a.shape for a in args]}")
+    integer = fn in _INT_RESULTS and not (fn == "round" and len(args) == 2 and args[0].dtype.kind == "f")
+    return [((), np.dtype(np.int64 if integer else np.bool_ if fn in _BOOL_RESULTS else np.float64))]
+
+
+def _python_call_kernel(xp, fn):
+    function = PYTHON_FUNCTIONS[fn]
+
+    # each value as its Python number (a numpy scalar's, a device's 0-d array's): the same number
+    # the function would read from it, and round(x, 2) of a float rounds its decimal digits exactly
+    return lambda *args: function(*[a.item() if hasattr(a, "item") else a for a in args])
+
+
+OPS["python_call"] = define("PythonCall", _python_call_kernel, _python_call_infer, attrs={"fn": STR})
+
+
+def python_call(fn, *args):
+    """Python's `fn` (a name in PYTHON_FUNCTIONS) of 0-d tensors: a weak Python number."""
+    out = apply(OPS["python_call"], args, {"fn": fn})
+    if isinstance(out, Tensor):
+        out.weak = True
+    return out
+
 
 # --- gradients ----------------------------------------------------------------------------
 # Each rule gets the node and the cotangent of each output (None where nothing flows) and
 # returns one cotangent per input (None: no gradient, e.g. integer inputs).
 
 from .core import grad_rule  # noqa: E402
-from .array_ops import expand_dims, getitem, size, transpose  # noqa: E402
+from .array_ops import expand_dims, getitem, reshape, shape, size, transpose  # noqa: E402
 from .gradient_ops import broadcast_like, float_dtype, sum_to  # noqa: E402
 
 
@@ -525,7 +606,7 @@ def _div_grad(node, dy):
 
 @grad_rule(OPS["floordiv"], OPS["equal"], OPS["not_equal"], OPS["less"], OPS["less_equal"],
            OPS["greater"], OPS["greater_equal"], OPS["logical_and"], OPS["logical_or"],
-           OPS["logical_not"], OPS["argmax"], OPS["reduce_any"], OPS["reduce_all"])
+           OPS["logical_not"], OPS["argmax"], OPS["argmin"], OPS["reduce_any"], OPS["reduce_all"])
 def _no_grad(node, *dys):
     return [None] * len(node.inputs)
 
@@ -817,3 +898,25 @@ grad_rule(OPS["fmin"])(lambda node, dy: _fselect_grad(node, dy, is_max=False))
 def _fmod_grad(node, dy):
     x, y = node.inputs
     return [_to_input(dy, x), _to_input(_safe(dy, negative(trunc(divide(x, _where_used(dy, y))))), y)]
+
+
+def _reverse_cumsum(t, axis):
+    flip = (slice(None),) * axis + (slice(None, None, -1),)
+    return cumsum(t[flip], axis)[flip]
+
+
+@grad_rule(OPS["cumsum"], OPS["cumprod"])
+def _cumulative_grad(node, dy):
+    x = node.inputs[0]
+    axis = node.attrs["axis"]
+    flat = x if axis is not None else reshape(x, (-1,))
+    axis = 0 if axis is None else normalize_axis(axis, x.ndim)
+    if node.opdef is OPS["cumprod"]:  # d out_j / d x_i = out_j / x_i for j >= i (at an exact zero: 0,
+        # as reduce_prod's gradient gives)
+        dx = _reverse_cumsum(multiply(dy, node.outputs[0]), axis)
+        dx = _safe(dx, divide(1.0, _where_used(dx, flat)))
+    else:
+        dx = _reverse_cumsum(dy, axis)
+    if flat is not x:
+        dx = reshape(dx, shape(x) if None in x.shape else x.shape)
+    return [_to_input(dx, x)]

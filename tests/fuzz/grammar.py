@@ -131,12 +131,14 @@ def numpy_forms():
     `ARRAY_FUNCTIONS`; a binary ufunc's `.reduce` and `.accumulate`), in name order: how an expression calls it, `{a}` and `{b}`
     vectors or scalars, `{c}` a condition. Each entry gets the plain calls `np.f({a})` and, for two
     inputs, `np.f({a}, {b})`; `NUMPY_FORMS` adds the calls a function needs beyond those."""
-    from autograph_lite.ops.numpy_api import ARRAY_FUNCTIONS, UFUNC_OPS, numpy_name
+    from autograph_lite.ops.numpy_api import ARRAY_FUNCTIONS, CALLS, UFUNC_OPS, numpy_name
     forms = []
     for u in sorted(UFUNC_OPS, key=lambda u: u.__name__):
         forms.append((u.__name__, [f"np.{u.__name__}({{a}}" + ", {b}" * (u.nin - 1) + ")"]
                       + ([f"np.{u.__name__}.reduce({{a}})", f"np.{u.__name__}.accumulate({{a}})"]
                          if u.nin == 2 and u.nout == 1 else [])))
+    for spelled in sorted(numpy_name(f) for f in CALLS if numpy_name(f)[len("np."):] in NUMPY_FORMS):
+        forms.append((spelled[len("np."):], NUMPY_FORMS[spelled[len("np."):]]))  # creation calls given a tensor
     for spelled in sorted(numpy_name(f) for f in ARRAY_FUNCTIONS):
         name = spelled[len("np."):]
         plain = [f"{spelled}({{a}})", f"{spelled}({{a}}, {{b}})"] if name not in NUMPY_FORMS_ONLY else []
@@ -166,6 +168,37 @@ NUMPY_FORMS = {
     "sum": ["np.sum({a}, axis=0)", "np.sum(np.outer({a}, {b}), axis=-1)"],
     "mean": ["np.mean(np.outer({a}, {b}), axis=0)"],
     "bincount": ["np.bincount(np.abs({a}).astype(np.int64), minlength=4)[:4]"],
+    "append": ["np.append({a}[:2], {b}[:2])"],
+    "full": ["np.full(4, {a}[0])"],
+    "array": ["np.array([{a}[0], {b}[1], 1, 0])"],
+    "asarray": ["np.asarray({a})"],
+    "asanyarray": ["np.asanyarray({b})"],
+    "argwhere": ["np.argwhere({a} >= {a})[:, 0]"],
+    "nonzero": ["np.nonzero({a} >= {a})[0]"],
+    "array_split": ["np.array_split({a}, 1)[0]"],
+    "split": ["np.split({a}, 1)[0]"],
+    "atleast_2d": ["np.atleast_2d({a})[0]"],
+    "atleast_3d": ["np.atleast_3d({a})[0, :, 0]"],
+    "broadcast_to": ["np.broadcast_to({a}[:1], (4,))"],
+    "column_stack": ["np.column_stack([{a}, {b}])[:, 1]"],
+    "dstack": ["np.dstack([{a}, {b}])[0, :, 1]"],
+    "vstack": ["np.vstack([{a}, {b}])[1]"],
+    "delete": ["np.delete(np.append({a}, {b}[:1]), 2)"],
+    "diff": ["np.diff(np.append({a}, {b}[:1]))"],
+    "diag": ["np.diag(np.outer({a}, {b}))"],
+    "fliplr": ["np.fliplr(np.outer({a}, {b}))[0]"],
+    "rot90": ["np.rot90(np.outer({a}, {b}))[1]"],
+    "moveaxis": ["np.moveaxis(np.outer({a}, {b}), 0, 1)[2]"],
+    "swapaxes": ["np.swapaxes(np.outer({a}, {b}), 0, 1)[3]"],
+    "linspace": ["np.linspace({a}[0], {b}[0], 4)"],
+    "meshgrid": ["np.meshgrid({a}, {b})[0][1]"],
+    "pad": ["np.pad({a}[:2], 1)", "np.pad({a}[:3], (0, 1), mode='edge')"],
+    "repeat": ["np.repeat({a}[:2], 2)"],
+    "resize": ["np.resize({a}[:3], 4)"],
+    "tile": ["np.tile({a}[:2], 2)"],
+    "select": ["np.select([{c}], [{a}], {b})"],
+    "take": ["np.take({a}, [3, 0, 1, 1])"],
+    "take_along_axis": ["np.take_along_axis({a}, np.argsort({b}), 0)"],
     "cross": ["np.cross({a}[:3], {b}[:3])[0]"],
     "linalg.cross": ["np.linalg.cross({a}[:3], {b}[:3])[1]"],
     "einsum": ["np.einsum('i,i->', {a}, {b})", "np.einsum('i,j->i', {a}, {b})"],

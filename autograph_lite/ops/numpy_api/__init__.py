@@ -8,10 +8,12 @@ import numpy as np
 
 from ...errors import ConversionError, user_location
 from ...runtime.graph import Tensor
-from . import complex_numbers, functions, linalg, methods, products, statistics, ufuncs
+from . import (complex_numbers, creation, functions, indexing, linalg, methods, products, reductions, shape,
+               sorting, statistics, ufuncs)
 from .ufuncs import UFUNC_OPS, UFUNC_REDUCTIONS  # noqa: F401  (the ufunc tables, read by tests and docs)
 
-_AREAS = (functions, products, linalg, statistics, complex_numbers)
+_AREAS = (functions, reductions, shape, indexing, sorting, creation, methods, products, linalg, statistics,
+          complex_numbers)
 
 
 def _join(areas):
@@ -26,6 +28,10 @@ def _join(areas):
 # numpy function -> graph form, the one table `np.<function>(t, ...)` goes through (NEP 18); a
 # function with no entry is a ConversionError naming it
 ARRAY_FUNCTIONS = _join(_AREAS)
+
+# numpy functions that never dispatch to a Tensor (`np.zeros(n)`, `np.array([t, 1.0])`, written in C)
+# -> what converted code calls instead (operators/call.py): the graph form when an argument holds a tensor
+CALLS = creation.CALLS
 
 
 def _array_function(self, func, types, args, kwargs):
@@ -53,7 +59,7 @@ def _missing_attribute(self, name):
     if name in _NDARRAY_NAMES:
         raise ConversionError(f"ndarray.{name} is not supported on tensors (at {user_location(2)}); "
                               f"docs/numpy.md lists what is")
-    raise AttributeError(f"'Tensor' object has no attribute '{name}'")
+    raise AttributeError(f"'numpy.ndarray' object has no attribute '{name}'")  # eager's message
 
 
 def install():

@@ -11,6 +11,7 @@ import numpy as np
 
 from ...runtime.graph import Tensor
 from .. import generator_draws
+from . import methods
 
 # why a numpy callable has no compiled form on tensors, by group (everything else: not yet written)
 REASONS = {
@@ -40,7 +41,7 @@ _NOT_YET = "no graph form yet"
 # ndarray attributes with no graph meaning, by why
 METHOD_REASONS = {
     "memory layout, a buffer or a Python object, which a graph value does not have": (
-        "base ctypes data device flags strides itemsize nbytes to_device tobytes tofile dump dumps "
+        "base ctypes data device flags strides to_device tobytes tofile dump dumps flat "
         "getfield setfield setflags view byteswap tolist"),
     "updates the array in place: the array-mutation work (docs/ARCHITECTURE.md, open work)": (
         "fill put resize sort partition"),
@@ -58,8 +59,8 @@ def _namespace(module, prefix):
 
 
 def _tables():
-    from . import ARRAY_FUNCTIONS, UFUNC_OPS  # function-local: the package imports no catalog
-    return ARRAY_FUNCTIONS, UFUNC_OPS, {}
+    from . import ARRAY_FUNCTIONS, CALLS, UFUNC_OPS  # function-local: the package imports no catalog
+    return ARRAY_FUNCTIONS, UFUNC_OPS, CALLS
 
 
 def rows():
@@ -70,8 +71,8 @@ def rows():
     for name, f in _namespace(np, "np"):
         if isinstance(f, np.ufunc):
             if f in ufuncs:
-                methods = ["call", "outer"] + (["reduce", "accumulate"] if f.nin == 2 and f.nout == 1 else [])
-                out.append(("ufuncs", name, True, f"`{ufuncs[f].name}` op; " + ", ".join(methods)))
+                ways = ["call", "outer"] + (["reduce", "accumulate"] if f.nin == 2 and f.nout == 1 else [])
+                out.append(("ufuncs", name, True, f"`{ufuncs[f].name}` op; " + ", ".join(ways)))
             else:
                 out.append(("ufuncs", name, False, _REASON_OF.get(name[3:], _NOT_YET)))
         else:
@@ -86,8 +87,8 @@ def rows():
                     "a draw from numpy's global generator when the graph runs" if draws else
                     "sets or reads generator state: call it outside the compiled function"))
     for name in sorted(n for n in dir(np.ndarray) if not n.startswith("_")):
-        if name in _METHOD_REASON_OF:
-            out.append(("ndarray", f"x.{name}", False, _METHOD_REASON_OF[name]))
+        if name in methods.REFUSED or name in _METHOD_REASON_OF:  # REFUSED: Tensor's refusing stand-ins
+            out.append(("ndarray", f"x.{name}", False, methods.REFUSED.get(name) or _METHOD_REASON_OF[name]))
         else:
             has = hasattr(Tensor, name)
             out.append(("ndarray", f"x.{name}", has, "as ndarray's" if has else _NOT_YET))

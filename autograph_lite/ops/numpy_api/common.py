@@ -25,6 +25,20 @@ def _is_default(value, default):
         return False
 
 
+def static_dim(x, axis, name):
+    """The length of `x` along `axis`, which np.<name> needs while tracing."""
+    if x.shape[axis] is None:
+        raise ConversionError(f"np.{name} along axis {axis} of {x!r}, whose length there is known only when the "
+                              f"graph runs, is not supported (at {user_location(4)})")
+    return x.shape[axis]
+
+
+def dims(x):
+    """`x`'s shape with each unknown dim as a scalar tensor read when the graph runs (a shape argument)."""
+    from .. import array_ops  # function-local: the op modules import this package's parent
+    return tuple(array_ops.shape(x)[i] if d is None else d for i, d in enumerate(x.shape))
+
+
 def static_shape(x, name):
     if any(d is None for d in x.shape):
         raise ConversionError(f"np.{name} of {x!r}, whose shape is known only when the graph runs, is not "

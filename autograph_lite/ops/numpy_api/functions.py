@@ -63,9 +63,10 @@ def _expand_dims(a, axis):
 
 
 def _where(condition, x=NO, y=NO):
+    if x is NO and y is NO:  # numpy: np.asarray(condition).nonzero()
+        return array_ops.nonzero(condition)
     if x is NO or y is NO:
-        raise ConversionError(f"np.where with one argument (np.nonzero) is not supported on tensors (at "
-                              f"{user_location(3)}); give np.where(condition, x, y)")
+        raise ValueError("either both or neither of x and y should be given")
     return math_ops.where(condition, x, y)
 
 
