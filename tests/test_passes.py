@@ -420,3 +420,17 @@ def test_the_plan_frees_each_value_after_its_last_use():
         tracemalloc.stop()
     eager, plan = peaks
     assert plan <= 1.5 * eager, (plan, eager)
+
+
+def _unused_histogram(x):
+    np.histogram(x, bins=4)  # unused: numpy raises for a non-finite range
+    return x
+
+
+def test_an_unused_numpy_function_that_raises_for_its_values_stays():
+    """numpy's own functions (histogram, np.linalg) raise for values (fuzzer seed 1130005277)."""
+    with pytest.raises(ValueError):
+        _unused_histogram(np.array([np.inf, 1.0]))
+    with pytest.raises(ValueError):
+        ag.function(_unused_histogram)(np.array([np.inf, 1.0]))
+    assert_same(_unused_histogram(np.array([0.5, 1.0])), ag.function(_unused_histogram)(np.array([0.5, 1.0])))

@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 
 from ..runtime.graph import Slot, Tensor
-from ..runtime.opdef import CALL_ARGS, CALL_KWARGS
+from ..runtime.opdef import CALL_ARGS, CALL_KWARGS, always
 from . import math_ops
 from .array_ops import expand_dims, reshape, shape, transpose
 from .gradient_ops import broadcast_like
@@ -76,7 +76,9 @@ def numpy_function_op(name, path, shapes, example_dims=lambda d: 1, **facts):
         assert len(results) == len(out_shapes), f"{name}'s shape rule gives {len(out_shapes)} results, numpy {len(results)}"
         return [(tuple(s), np.asarray(r).dtype) for s, r in zip(out_shapes, results)]
 
-    facts = {"fresh": facts.get("view") is None, **facts}  # a new array, unless numpy may give a view
+    # a new array, unless numpy may give a view; numpy's function may raise for the values (a singular
+    # matrix's LinAlgError, histogram's non-finite range): kept when unused, as eager raises there
+    facts = {"fresh": facts.get("view") is None, "value_errors": always, **facts}
     OPS[path] = opdef = define(name, kernel, infer, attrs={"args": CALL_ARGS, "kwargs": CALL_KWARGS}, **facts)
     return opdef
 
