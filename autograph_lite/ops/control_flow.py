@@ -10,7 +10,7 @@ import numpy as np
 from .. import nest
 from ..errors import ConversionError, user_location
 from ..runtime import devices
-from ..runtime.boxes import VARIES, box_of
+from ..runtime.boxes import VARIES, PythonBox, box_of
 from ..runtime.graph import Graph, Tensor, building, current_graph
 from ..runtime.opdef import COND, WHILE
 from .core import apply, convert_to_tensor, define, exemplar
@@ -148,7 +148,7 @@ def build_cond(pred, then_g, then_out, else_g, else_out, names, location, var_na
                               f"{_first_difference(then_out, else_out, var_names)} (at {location})")
     then_flat, else_flat = nest.flatten(then_out), nest.flatten(else_out)
     labels = names or nest.paths(then_out, "output")
-    results, then_t, else_t = list(then_flat), [], []
+    results, then_t, else_t, boxed = list(then_flat), [], [], []
     for i, (t, e) in enumerate(zip(then_flat, else_flat)):
         if _is_static(t) or _is_static(e):
             if t is not e:
@@ -161,6 +161,11 @@ def build_cond(pred, then_g, then_out, else_g, else_out, names, location, var_na
         if same is not None and same is _captured_from(else_g, e):
             results[i] = same  # both branches give the same outer value: it is that value (and its aliases)
             continue
+        python_side = t.weak if t.weak != e.weak and (e if t.weak else t).shape == () else None
+        if python_side is not None:  # a Python number on one side, a numpy value on the other
+            then_t.append(t if t.weak else _weak_filler(then_g, e))
+            else_t.append(e if e.weak else _weak_filler(else_g, t))  # the filler is never returned
+            boxed.append((i, python_side, len(then_t) - 1))
         t, e = _unify_pair(then_g, else_g, t, e, labels[i], location, ("true branch", "false branch"))
         then_t.append(t)
         else_t.append(e)
@@ -173,9 +178,19 @@ def build_cond(pred, then_g, then_out, else_g, else_out, names, location, var_na
                           specs, location=location)
     for out, t, e in zip(node.outputs, then_t, else_t):
         out.weak = t.weak and e.weak
-    outputs = iter(node.outputs)
+    python_values = {i: node.outputs[k] for i, _, k in boxed}
+    outputs = iter(o for k, o in enumerate(node.outputs) if k not in {k for _, _, k in boxed})
     results = [next(outputs) if value is _GRAPH_OUTPUT else value for value in results]
+    for i, python_side, _ in boxed:
+        # eager gives the Python number where that branch ran: the output slot picks the box
+        results[i].python_box = PythonBox(pred, python_side, python_values[i], location)
     return nest.pack(then_out, results)
+
+
+def _weak_filler(sub, weak):
+    """A Python zero of `weak`'s type in branch `sub`, which gives a numpy value instead."""
+    with building(sub):
+        return convert_to_tensor(zero_like(weak), sub)
 
 
 _GRAPH_OUTPUT = object()  # marks a leaf that becomes an output of the node

@@ -9,8 +9,9 @@ import warnings
 
 import numpy as np
 
-from ..errors import user_location
+from ..errors import ConversionError, user_location
 from ..runtime import devices, fp_errors
+from ..runtime.boxes import PythonBox
 from ..runtime.graph import Tensor, _tracing, building, current_graph
 from ..runtime.opdef import CONST, DTYPE, STR, OpDef, lookup, register
 
@@ -65,8 +66,40 @@ def add_node(graph, op, inputs, attrs):
         graph.add_node(CHECK_FITS.name, [t], {"dtype": dtype, "location": user_location(3)}, [],
                        location=user_location(3))
     weak = op.weak_result and all(t.weak for t in tensors)
+    python_box = _python_box(op, tensors, attrs, specs)
     node = graph.add_node(op.name, tensors, attrs, specs, location=user_location(3), weak=weak)
+    if python_box is not None:
+        node.outputs[0].python_box = python_box
     return node.outputs[0] if len(node.outputs) == 1 else tuple(node.outputs)
+
+
+def _python_box(op, tensors, attrs, specs):
+    """The `PythonBox` of `op`'s result where an input is a tensor `if`'s merge of a Python number
+    and a numpy value: eager computes on the Python number where that branch ran. None where the
+    result is the same type on both paths; a ConversionError where eager's dtypes would differ."""
+    boxes = [t.python_box for t in tensors if t.python_box is not None]
+    if not boxes:
+        return None
+    first = boxes[0]
+    python_path = [Tensor(None, 0, t.shape, t.dtype if t.python_box.value is None else t.python_box.value.dtype,
+                          weak=True) if t.python_box is not None else t for t in tensors]
+    python_specs = op.infer(*python_path, **attrs)
+    python_weak = op.weak_result and all(t.weak for t in python_path)
+    same_pick = all(b.pick is first.pick and b.python_when == first.python_when for b in boxes)
+    dtypes = [np.dtype(d) for _, d in specs], [np.dtype(d) for _, d in python_specs]
+    if same_pick and len(specs) == 1 and (dtypes[0] == dtypes[1] or (
+            python_weak and dtypes[0][0].kind == dtypes[1][0].kind and dtypes[0][0].kind in "biu")):
+        # a Python int and an integer numpy value of its value: the same number
+        return PythonBox(first.pick, first.python_when, None, first.location) if python_weak else None
+    if not same_pick:
+        problem = "values merged from Python numbers and numpy values by different tensor `if`s"
+    else:
+        problem = (f"a value that is a Python number where the tensor `if` at {first.location} took one "
+                   f"branch and a numpy {dtypes[0][0] if not python_weak else 'value'} where it took the "
+                   f"other: eager's result would be {'a Python ' + type(dtypes[1][0].type(0).item()).__name__ if python_weak else dtypes[1][0]} "
+                   f"on one path and {dtypes[0][0]} on the other")
+    raise ConversionError(f"`{op.name}` on {problem}; give both branches the same type "
+                          f"(np.float32(0.0), or float(v)) (at {user_location(4)})")
 
 
 def _weak_constant(t):

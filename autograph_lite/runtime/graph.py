@@ -28,7 +28,7 @@ class Tensor:
     longer be read, since compiled code cannot make every alias of the array see the update.
     """
 
-    __slots__ = ("node", "index", "shape", "dtype", "weak", "previous", "stale", "_users", "box")
+    __slots__ = ("node", "index", "shape", "dtype", "weak", "previous", "stale", "_users", "box", "python_box")
     # Make numpy hand `ndarray + Tensor` and `np.tanh(Tensor)` to us (see ops/overloads.py).
     __array_priority__ = 1000
     __hash__ = object.__hash__  # == is elementwise; dict keys must use id()
@@ -39,6 +39,7 @@ class Tensor:
         self.previous = self.stale = None
         self._users = []
         self.box = None  # an argument's box ("scalar" for a numpy scalar); see runtime/boxes.py
+        self.python_box = None  # a tensor `if`'s merge of a Python number and a numpy value (ops/control_flow.py)
 
     @property
     def users(self):
