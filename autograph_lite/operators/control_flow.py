@@ -215,10 +215,12 @@ def _staged_if(cond, body, orelse, state, names, location, soft=()):
     graph = current_graph()
     # each branch appends to its own copy of a list: one branch's items must not leak into the other
     then_in, else_in = _copy_lists(state), _copy_lists(state)
+    kept = _ArraysKept("an `if`", location)
     then_g, then_out = _trace_branch(graph, "then", body, then_in, location)
     else_g, else_out = _trace_branch(graph, "else", orelse, else_in, location)
     _check_argument_lists(state, "an `if`", location, then_in, else_in)
     _check_arrays_kept(state, body, location, then_in, else_in)
+    kept.check()
     then_out, else_out = list(then_out), list(else_out)
     for i, name in enumerate(names):
         t, e = then_out[i], else_out[i]
@@ -327,6 +329,8 @@ def _naming_block(fn, block, location, why):
         except (ConversionError, SymbolicValueError):
             raise
         except Exception as e:
+            if getattr(e, "_ag_staged_raise", None) is not None:  # a `raise` no `except` of the block handled
+                raise e._ag_staged_raise from None
             raise ConversionError(
                 f"{block} on a tensor (at {location}) raised {type(e).__name__} while it was traced ({e}, at "
                 f"{traceback_location(e.__traceback__) or user_location()}); {why}. Make it valid for any "
@@ -391,12 +395,39 @@ def _check_arrays_kept(state, body, location, *branch_states):
                 f"array), or `.copy()` it first")
 
 
+class _ArraysKept:
+    """The arrays computed while tracing that the converted function calling a staged block holds in
+    its variables, and their contents: tracing the block must not change them in place (`v = a[::-1];
+    v += 1` in a branch changes `a` while tracing, once per trace, where eagerly it changes on the runs
+    that take the branch: fuzzer seed 1024003980)."""
+
+    def __init__(self, what, location):
+        self.what, self.location = what, location
+        frame = _converted_frame(sys._getframe(2))
+        self.arrays = [] if frame is None else [
+            (name, v, v.copy()) for name, v in frame.f_locals.items() if type(v) is np.ndarray]
+
+    def check(self):
+        for name, value, before in self.arrays:
+            if not np.array_equal(value, before, equal_nan=value.dtype.kind in "fc"):
+                value[...] = before  # as it was: the trace fails, and the function may be called eagerly
+                raise ConversionError(
+                    f"'{name}' holds an array computed while tracing (from Python values only), and {self.what} "
+                    f"on a tensor (at {self.location}) updates it in place (through a view, another name or "
+                    f"a function it calls); tracing would update it once, not on the runs that get there. "
+                    f"Write 'v = v + ...' (a new array) for the update, or make '{name}' from a tensor")
+
+
+def _converted_frame(frame):
+    while frame is not None and not frame.f_code.co_filename.startswith("<autograph_lite converted"):
+        frame = frame.f_back
+    return frame
+
+
 def _other_names(value, name):
     """The names besides `name` under which the converted function calling this holds `value`'s
     memory (a view of it, the array it views), as far as its frame shows them."""
-    frame = sys._getframe(2)
-    while frame is not None and not frame.f_code.co_filename.startswith("<autograph_lite converted"):
-        frame = frame.f_back
+    frame = _converted_frame(sys._getframe(2))
     found = ["the array it is a view of"] if value.base is not None else []
     if frame is not None:
         found += [f"'{k}'" for k, v in frame.f_locals.items() if k != name and type(v) is np.ndarray
@@ -585,8 +616,10 @@ def _staged_loop(test, body, state, names, location, extra=None):
 
     body = _naming_block(body, "the body of a loop", location, "the body is traced even when the data runs "
                          "it zero times")
+    kept = _ArraysKept("a loop", location)
     result = stage_while(lambda *s: test(*wrap(s)), lambda s: unwrap(body(*wrap(s))), unwrap_lists(state, lists),
                          _labels(names, state), location, unknown=unknown, var_names=names, settled=settled)
+    kept.check()
     return tuple(wrap(result))
 
 

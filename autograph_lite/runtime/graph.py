@@ -759,6 +759,12 @@ def building(graph):
     stack.append(graph)
     try:
         yield graph
+    except BaseException as e:
+        # a `raise` in a staged block that no `except` of that block handled (operators/exceptions.py)
+        refusal = getattr(e, "_ag_staged_raise", None)
+        if refusal is not None and graph.parent is not None:
+            raise refusal from None
+        raise
     finally:
         stack.pop()
 

@@ -1172,3 +1172,34 @@ def test_a_list_a_tensor_if_stacked_is_stale_after_an_update_of_an_array_it_hold
     with pytest.raises(ag.ConversionError, match=r"'v' \(a list holding it\) was updated in place"):
         ag.function(_list_item_updated_through_an_alias_after_a_tensor_if)(
             np.array([4, 1, -2, 0], np.int8), np.array([1, -4, 0, -5], np.int8), np.array(2, np.int32))
+
+
+def _view_of_a_trace_time_array_updated_in_a_branch(x, k):
+    a = np.ones(4, np.int8)
+    for _ in range(3):
+        if x[0] > k:
+            v = a[::-1]    # a view of `a`, made inside the branch
+            v += 1
+    return a
+
+
+def test_a_trace_time_array_updated_through_a_view_made_in_a_tensor_branch_is_refused():
+    # fuzzer seed 1024003980: each trace of the branch added 1 to `a` (3 where eager's runs gave 0-3)
+    with pytest.raises(ag.ConversionError, match=r"'a' holds an array computed while tracing .* an `if` on a "
+                                                 r"tensor .* updates it in place"):
+        ag.function(_view_of_a_trace_time_array_updated_in_a_branch)(np.ones(3), np.array(0.5))
+
+
+def _alias_then_early_return_then_update(y, n):
+    v1 = y
+    if v1[-1]:
+        for i in ag.range(n):
+            return i
+    v1 -= y[-1]
+    return ag.cast(y, np.int32)
+
+
+def test_an_update_through_an_alias_in_an_early_returns_guard_is_refused():
+    # fuzzer seeds 424015058 and 424020663 (reduced, as recorded): y's old value was returned
+    with pytest.raises(ag.ConversionError, match=r"'v1' was updated in place \(`-=`\)"):
+        ag.function(_alias_then_early_return_then_update)(np.array([1., 2., 3.]), np.array(2))
