@@ -10,7 +10,8 @@ from .. import ops
 from ..errors import ConversionError, user_location
 from ..ops.logging_ops import FormattedText
 from ..runtime.boxes import SCALAR, box_of, eager_type
-from ..runtime.graph import Tensor
+from ..ops.control_flow import python_scalar
+from ..runtime.graph import Tensor, current_graph
 from .exceptions import assert_stmt
 from .lists import TensorList
 from .logical import Choice
@@ -20,6 +21,9 @@ def print_(*args, sep=" ", end="\n", file=None, flush=False):
     """print: inside a trace, a graph node (Python values as constants), so that every call prints
     what the eager run prints, in the same order, with tensor and Python-only prints interleaved.
     A `Choice` (`x and y` of two types) prints as the operand picked when the graph runs."""
+    graph = current_graph()
+    args = tuple(_as_choice(a) if isinstance(a, Tensor) and a.python_box is not None and a.node.graph is graph
+                 else a for a in args)
     at = next((i for i, a in enumerate(args) if isinstance(a, Choice)), None)
     if at is not None:
         def printing(candidate):
@@ -27,6 +31,17 @@ def print_(*args, sep=" ", end="\n", file=None, flush=False):
         ops.cond(args[at].pick, printing(args[at].if_true), printing(args[at].if_false))
         return None
     return ops.print(*args, sep=sep, end=end, file=file, flush=flush)
+
+
+def _as_choice(t):
+    """Tensor `t` that a tensor `if` merged from a Python number and a numpy value (`PythonBox`) as a
+    Choice of the two, so it prints as the one its branch made (`5`, not `5.0`)."""
+    box = t.python_box
+    python = box.value
+    if python is None:
+        default = np.dtype(type(t.dtype.type(0).item()))
+        python = python_scalar(t if t.dtype == default else ops.cast(t, default))
+    return Choice(box.pick, *((t, python) if box.python_when else (python, t)))
 
 
 def fstring(callee, *pieces):

@@ -78,7 +78,7 @@ def _python_box(op, tensors, attrs, specs):
     and a numpy value: eager computes on the Python number where that branch ran. None where the
     result is the same type on both paths; a ConversionError where eager's dtypes would differ."""
     boxes = [t.python_box for t in tensors if t.python_box is not None]
-    if not boxes:
+    if not boxes or not specs:  # an op with no result (a print formats it: operators/py_builtins.py)
         return None
     first = boxes[0]
     python_path = [Tensor(None, 0, t.shape, t.dtype if t.python_box.value is None else t.python_box.value.dtype,

@@ -1203,3 +1203,21 @@ def test_an_update_through_an_alias_in_an_early_returns_guard_is_refused():
     # fuzzer seeds 424015058 and 424020663 (reduced, as recorded): y's old value was returned
     with pytest.raises(ag.ConversionError, match=r"'v1' was updated in place \(`-=`\)"):
         ag.function(_alias_then_early_return_then_update)(np.array([1., 2., 3.]), np.array(2))
+
+
+def _number_or_argument_printed(x, n):
+    if x[0] > 0:
+        v = 5
+    else:
+        v = n
+    print("v", v)
+    return v
+
+
+@cpu_only("numpy scalars and Python numbers are the CPU's boxes")
+@pytest.mark.parametrize("n", [np.float64(2.5), np.int32(3), np.array(2.5)])
+def test_a_python_number_merged_with_a_numpy_value_prints_as_its_branch_made_it(n):
+    # eagerly `5` prints as `5`, where the merged float64 printed `5.0`
+    for x in (np.ones(2), -np.ones(2)):
+        assert_every_call_same(_number_or_argument_printed, x, n)
+        assert_same_boxes_every_call(_number_or_argument_printed, (x, n))
