@@ -575,6 +575,14 @@ def _staged_loop(test, body, state, names, location, extra=None):
         extra.set(result[count:])
         return result[:count]
     _check_argument_lists(state, "a loop", location)
+    for name, value in zip(names, state):
+        boxed = next((t for t in nest.flatten(value) if isinstance(t, Tensor) and t.python_box is not None), None)
+        if boxed is not None:
+            raise ConversionError(
+                f"'{name}' is a Python number where the tensor `if` at {boxed.python_box.location} took one branch "
+                f"and a numpy value where it took the other, and a loop on a tensor (at {location}) carries it: "
+                f"eager's loop would compute on whichever it is, in its own type. Give both branches the same "
+                f"type (np.float64(0.0), or float(v))")
     lists = [i for i, v in enumerate(state) if type(v) is list or isinstance(v, TensorList)]
     state = tuple(TensorList.from_list(v) if type(v) is list else v for v in state)
     unknown, offset = {}, 0

@@ -41,9 +41,11 @@ def _staged(op, value, right, truth):
     if truth:
         left_result = lambda: ops.cast(value, bool)  # noqa: E731
         evaluate_right = lambda: _truth_of(right(), op, location)  # noqa: E731
-        if op == "and":
-            return ops.cond(value, evaluate_right, left_result)
-        return ops.cond(value, left_result, evaluate_right)
+        result = ops.cond(value, evaluate_right, left_result) if op == "and" else \
+            ops.cond(value, left_result, evaluate_right)
+        if isinstance(result, Tensor):
+            result.python_box = None  # a Python bool on one side: only its truth is used
+        return result
     return _choose(op, value, right, location)
 
 

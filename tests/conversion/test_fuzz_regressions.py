@@ -1221,3 +1221,21 @@ def test_a_python_number_merged_with_a_numpy_value_prints_as_its_branch_made_it(
     for x in (np.ones(2), -np.ones(2)):
         assert_every_call_same(_number_or_argument_printed, x, n)
         assert_same_boxes_every_call(_number_or_argument_printed, (x, n))
+
+
+def _number_or_argument_carried_by_a_loop(x, n):
+    if x[0] > 0:
+        v = 0.1
+    else:
+        v = n
+    i = 0
+    while i < x.shape[0] and x[i] > -5:
+        v = v + 1    # eagerly Python floats on one path, float32 on the other
+        i += 1
+    return v
+
+
+def test_a_python_number_merged_with_a_numpy_value_carried_by_a_tensor_loop_is_refused():
+    with pytest.raises(ag.ConversionError, match=r"'v' is a Python number where the tensor `if` at "
+                                                 r".*test_fuzz_regressions.py:\d+ took one branch .* a loop on a tensor"):
+        ag.function(_number_or_argument_carried_by_a_loop)(np.ones(2), np.float32(2.5))
