@@ -252,7 +252,7 @@ class _Item:
 
     def get(self, arrays, results):
         value = results[self.output]
-        return value.item() if isinstance(value, (np.ndarray, np.generic)) else value
+        return value.item() if hasattr(value, "item") else value  # an array's, a numpy scalar's, a device's
 
 
 class _Chosen:
