@@ -527,6 +527,22 @@ def while_stmt(test, body, state, names, opts=None):
     return _staged_loop(test, body, state, names, location, extra)
 
 
+def _refuse_python_boxes(values, names, location):
+    """A loop variable that starts as a Python float on some runs only (`Tensor.python_box`) and a
+    float32 (complex64, float16) on the others is an error: eager's loop computes on whichever it is,
+    in its own precision, which a graph loop cannot carry. (Of one precision the loop carries the
+    numpy value, and its box after the loop is the numpy one.)"""
+    for name, value in zip(names, values):
+        boxed = next((t for t in nest.flatten(value) if isinstance(t, Tensor) and t.python_box is not None
+                      and t.dtype.kind in "fc" and t.dtype.itemsize < (16 if t.dtype.kind == "c" else 8)), None)
+        if boxed is not None:
+            raise ConversionError(
+                f"'{name}' is a Python number where the tensor `if` at {boxed.python_box.location} took one branch "
+                f"and a numpy value where it took the other, and a loop on a tensor (at {location}) carries it: "
+                f"eager's loop would compute on whichever it is, in its own type. Give both branches the same "
+                f"type (np.float64(0.0), or float(v))")
+
+
 def _check_runs_once(runs, opts, state, names, kind, location, extra):
     """When the graph runs, if a loop whose first test is `runs` runs zero times: UnboundLocalError,
     as Python gives, when a variable it first assigns is read after it; ValueError when it first
@@ -575,14 +591,7 @@ def _staged_loop(test, body, state, names, location, extra=None):
         extra.set(result[count:])
         return result[:count]
     _check_argument_lists(state, "a loop", location)
-    for name, value in zip(names, state):
-        boxed = next((t for t in nest.flatten(value) if isinstance(t, Tensor) and t.python_box is not None), None)
-        if boxed is not None:
-            raise ConversionError(
-                f"'{name}' is a Python number where the tensor `if` at {boxed.python_box.location} took one branch "
-                f"and a numpy value where it took the other, and a loop on a tensor (at {location}) carries it: "
-                f"eager's loop would compute on whichever it is, in its own type. Give both branches the same "
-                f"type (np.float64(0.0), or float(v))")
+    _refuse_python_boxes(state, names, location)
     lists = [i for i, v in enumerate(state) if type(v) is list or isinstance(v, TensorList)]
     state = tuple(TensorList.from_list(v) if type(v) is list else v for v in state)
     unknown, offset = {}, 0

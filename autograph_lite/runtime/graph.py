@@ -267,6 +267,7 @@ class Graph:
         if hit is None:
             inner = self.placeholder(tensor.shape, tensor.dtype, name=f"{tensor.node.name}_captured",
                                      weak=tensor.weak)
+            inner.python_box = outer.python_box  # its tensors are the outer graph's: ops capture them
             hit = self._captured[id(outer)] = (outer, inner)
             self.captures.append((outer, inner))
         self._captured[id(tensor)] = (tensor, hit[1])

@@ -1239,3 +1239,22 @@ def test_a_python_number_merged_with_a_numpy_value_carried_by_a_tensor_loop_is_r
     with pytest.raises(ag.ConversionError, match=r"'v' is a Python number where the tensor `if` at "
                                                  r".*test_fuzz_regressions.py:\d+ took one branch .* a loop on a tensor"):
         ag.function(_number_or_argument_carried_by_a_loop)(np.ones(2), np.float32(2.5))
+
+
+def _merge_read_in_another_tensor_if(x, n):
+    v = 0 if x[0] > 0 else n
+    if x[1] > 0:
+        w = v + 1    # a Python int where v is one
+    else:
+        w = 5
+    if x[2] > 0:
+        return v
+    return w
+
+
+@cpu_only("numpy scalars and Python numbers are the CPU's boxes")
+def test_a_python_number_merged_with_a_numpy_value_keeps_its_box_through_another_tensor_if():
+    # the later `if` captured v without its box: w came back np.int64 where eager's was a Python int
+    inputs = [(np.array(x, float), np.int64(3)) for x in
+              ([1, 1, 1], [1, 1, -1], [1, -1, -1], [-1, 1, 1], [-1, 1, -1], [-1, -1, -1])]
+    assert_same_boxes_every_call(_merge_read_in_another_tensor_if, *inputs)
