@@ -405,7 +405,7 @@ class _ArraysKept:
         self.what, self.location = what, location
         frame = _converted_frame(sys._getframe(2))
         self.arrays = [] if frame is None else [
-            (name, v, v.copy()) for name, v in frame.f_locals.items() if type(v) is np.ndarray]
+            (name, v, v.copy()) for name, v in frame.f_locals.items() if type(v) is np.ndarray and v.dtype.kind != "O"]
 
     def check(self):
         for name, value, before in self.arrays:
