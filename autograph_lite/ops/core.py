@@ -81,9 +81,13 @@ def _python_box(op, tensors, attrs, specs):
     if not boxes or not specs:  # an op with no result (a print formats it: operators/py_builtins.py)
         return None
     first = boxes[0]
-    python_path = [Tensor(None, 0, t.shape, t.dtype if t.python_box.value is None else t.python_box.value.dtype,
-                          weak=True) if t.python_box is not None else t for t in tensors]
-    python_specs = op.infer(*python_path, **attrs)
+    # each such input as the Python number (a weak stand-in of the same node, for the op's dtype rule)
+    python_path = [Tensor(t.node, t.index, t.shape, t.dtype if t.python_box.value is None else
+                          t.python_box.value.dtype, weak=True) if t.python_box is not None else t for t in tensors]
+    try:
+        python_specs = op.infer(*python_path, **attrs)
+    except (ValueError, TypeError, IndexError):  # a rule that needs more than dtypes: the numpy path's type
+        return None
     python_weak = op.weak_result and all(t.weak for t in python_path)
     same_pick = all(b.pick is first.pick and b.python_when == first.python_when for b in boxes)
     dtypes = [np.dtype(d) for _, d in specs], [np.dtype(d) for _, d in python_specs]

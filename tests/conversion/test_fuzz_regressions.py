@@ -1258,3 +1258,13 @@ def test_a_python_number_merged_with_a_numpy_value_keeps_its_box_through_another
     inputs = [(np.array(x, float), np.int64(3)) for x in
               ([1, 1, 1], [1, 1, -1], [1, -1, -1], [-1, 1, 1], [-1, 1, -1], [-1, -1, -1])]
     assert_same_boxes_every_call(_merge_read_in_another_tensor_if, *inputs)
+
+
+def _merge_used_as_an_index_and_a_shape(x, n):
+    v = 2 if x[0] > 0 else n
+    return x[v], ag.reshape(x, [v, -1]), -v, v ** 2
+
+
+@cpu_only("numpy scalars and Python numbers are the CPU's boxes")
+def test_a_python_number_merged_with_a_numpy_value_as_an_index_and_a_shape():
+    assert_same_boxes_every_call(_merge_used_as_an_index_and_a_shape, (np.ones(4), np.int64(2)), (-np.ones(4), np.int64(2)))
