@@ -401,6 +401,12 @@ def supersede(old, new, label, symbol, location):
         if base.stale is None:
             base.stale = InPlaceUpdate(graph, f"{label} (a slice or view of this value)", symbol, location)
             _mark_views(base.node.graph, base, graph, label, symbol, location)
+        home = base.node.graph
+        if home.name in _LOOP_GRAPHS and base.node.opdef is PLACEHOLDER and _origin(base) is base \
+                and not any(base is t for t in home.updated):
+            # a loop variable's array updated through its view (in a loop nested in the body, too): the
+            # loop's own checks apply, as to `v += 1` (fuzzer seed 2024007781)
+            home.updated.append(base)
         for maybe in _maybe_same(base):
             # on some runs the viewed array is another one (a branch gave it): the update reaches it
             # too (fuzzer seed 22010576: a view of what was the argument on some runs)

@@ -1268,3 +1268,24 @@ def _merge_used_as_an_index_and_a_shape(x, n):
 @cpu_only("numpy scalars and Python numbers are the CPU's boxes")
 def test_a_python_number_merged_with_a_numpy_value_as_an_index_and_a_shape():
     assert_same_boxes_every_call(_merge_used_as_an_index_and_a_shape, (np.ones(4), np.int64(2)), (-np.ones(4), np.int64(2)))
+
+
+def _view_of_a_loop_variable_updated_in_a_nested_loop(x, y, n):
+    v1 = y
+    w = 0
+    while w < 1 and n:
+        w += 1
+        for _ in v1:
+            v4 = v1[:]
+            for _ in ag.range(n):
+                v4 += 1      # changes y (then x) eagerly: v4 views what v1 holds
+                v1 = x
+    return y
+
+
+def test_a_view_of_a_loop_variable_updated_in_a_nested_loop_is_refused():
+    # fuzzer seed 2024007781: the update reached v1's array only through the view made in the middle
+    # loop's body, which that loop did not see, so y came back unchanged
+    with pytest.raises(ag.ConversionError, match=r"'v4' \(a slice or view of this value\) is updated in place"):
+        ag.function(_view_of_a_loop_variable_updated_in_a_nested_loop)(
+            np.array([1, 2, 3]), np.array([4, 5, 6]), np.array(2))
