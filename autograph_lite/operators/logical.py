@@ -271,10 +271,12 @@ def _check_ternary_leaves(a, b, location):
             problem = f"a Python {type(a).__name__} and a Python {type(b).__name__}"
     elif isinstance(a, scalars) or isinstance(b, scalars):
         scalar, tensor = (a, b) if isinstance(a, scalars) else (b, a)
-        if isinstance(tensor, Tensor) and not tensor.weak and not _fits(scalar, tensor.dtype):
+        # of another kind, the Cond gives the number on the runs that take its side (a PythonBox)
+        if isinstance(tensor, Tensor) and not tensor.weak and _same_kind(np.dtype(type(scalar)), tensor.dtype) \
+                and not _fits(scalar, tensor.dtype):
             problem = f"{tensor.dtype.name} and the Python {type(scalar).__name__} {scalar!r}"
     elif isinstance(a, Tensor) and isinstance(b, Tensor) and a.weak != b.weak:
-        if not _same_kind(a.dtype, b.dtype):
+        if not _same_kind(a.dtype, b.dtype) and (b if a.weak else a).shape != ():
             problem = f"{a.dtype.name} and {b.dtype.name}"
     if problem:
         raise ConversionError(

@@ -98,10 +98,11 @@ def _python_box(op, tensors, attrs, specs):
     if not same_pick:
         problem = "values merged from Python numbers and numpy values by different tensor `if`s"
     else:
+        python_result = (f"a Python {type(dtypes[1][0].type(0).item()).__name__}" if python_weak
+                         else dtypes[1][0] if len(dtypes[1]) == 1 else "other dtypes")
         problem = (f"a value that is a Python number where the tensor `if` at {first.location} took one "
-                   f"branch and a numpy {dtypes[0][0] if not python_weak else 'value'} where it took the "
-                   f"other: eager's result would be {'a Python ' + type(dtypes[1][0].type(0).item()).__name__ if python_weak else dtypes[1][0]} "
-                   f"on one path and {dtypes[0][0]} on the other")
+                   f"branch and a numpy value where it took the other: eager's result would be "
+                   f"{python_result} on one path and {', '.join(map(str, dtypes[0]))} on the other")
     raise ConversionError(f"`{op.name}` on {problem}; give both branches the same type "
                           f"(np.float32(0.0), or float(v)) (at {user_location(4)})")
 
