@@ -109,7 +109,11 @@ def _eager_types(value):
     """The types eager code may hold for `value`: one, or a Choice's candidates' (known when the graph
     runs); None for a value that is not symbolic."""
     if isinstance(value, Tensor):
-        return [eager_type(value)]  # None: it depends on the path a tensor `if` took
+        types = [eager_type(value)]  # None: it depends on the path a tensor `if` took
+        if value.python_box is not None:  # a Python number on the runs that took one side
+            python = value if value.python_box.value is None else value.python_box.value
+            types.append(builtins.type(python.dtype.type(0).item()))
+        return types
     if isinstance(value, TensorList):
         return [list]
     if isinstance(value, Choice):

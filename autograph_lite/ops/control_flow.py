@@ -174,12 +174,12 @@ def build_cond(pred, then_g, then_out, else_g, else_out, names, location, var_na
                                       f"them the same type (at {location})")
             then_t += [t_is, t_value]
             else_t += [e_is, e_value]
-            boxed.append((i, len(then_t) - 2, True, len(then_t) - 1))
+            boxed.append((i, len(then_t) - 2, True, len(then_t) - 1, _numpy_box(t, e)))
         elif t.weak != e.weak and (e if t.weak else t).shape == ():
             # a Python number on one side, a numpy value on the other: the number as an output too
             then_t.append(t if t.weak else _weak_filler(then_g, e))
             else_t.append(e if e.weak else _weak_filler(else_g, t))  # the filler is never returned
-            boxed.append((i, None, t.weak, len(then_t) - 1))
+            boxed.append((i, None, t.weak, len(then_t) - 1, _numpy_box(t, e)))
         t, e = _unify_pair(then_g, else_g, t, e, labels[i], location, ("true branch", "false branch"))
         then_t.append(t)
         else_t.append(e)
@@ -192,14 +192,21 @@ def build_cond(pred, then_g, then_out, else_g, else_out, names, location, var_na
                           specs, location=location)
     for out, t, e in zip(node.outputs, then_t, else_t):
         out.weak = t.weak and e.weak
-    extra = {k for _, pick, _, value in boxed for k in (pick, value) if k is not None}
+    extra = {k for _, pick, _, value, _ in boxed for k in (pick, value) if k is not None}
     outputs = iter(o for k, o in enumerate(node.outputs) if k not in extra)
     results = [next(outputs) if value is _GRAPH_OUTPUT else value for value in results]
-    for i, pick, python_when, value in boxed:
+    for i, pick, python_when, value, numpy_box in boxed:
         # eager gives the Python number where that branch ran: the output slot picks the box
         results[i].python_box = PythonBox(pred if pick is None else node.outputs[pick], python_when,
                                           node.outputs[value], location)
+        results[i].box = numpy_box  # where it is not one (a numpy scalar or a 0-d array)
     return nest.pack(then_out, results)
+
+
+def _numpy_box(t, e):
+    """The box of what a side that is not a Python number gives (None where the two differ)."""
+    boxes = {box_of(x) for x in (t, e) if not x.weak}
+    return boxes.pop() if len(boxes) == 1 else None
 
 
 def _python_side(sub, t):

@@ -38,7 +38,7 @@ class Tensor:
         self.shape, self.dtype, self.weak = tuple(shape), np.dtype(dtype), weak
         self.previous = self.stale = None
         self._users = []
-        self.box = None  # an argument's box ("scalar" for a numpy scalar); see runtime/boxes.py
+        self.box = None  # an argument's box ("scalar" for a numpy scalar), or a Python-number merge's numpy one; runtime/boxes.py
         self.python_box = None  # a tensor `if`'s merge of a Python number and a numpy value (ops/control_flow.py)
 
     @property

@@ -11,7 +11,7 @@ import pytest
 
 import autograph_lite as ag
 from autograph_lite.runtime.native import compiler, loops as scalar_loop
-from helpers import assert_same, cpu_only, force_native, to_host
+from helpers import assert_same, check, cpu_only, force_native, to_host
 
 CALLS = scalar_loop.TIER_UP_AFTER + 2
 
@@ -1289,3 +1289,19 @@ def test_a_view_of_a_loop_variable_updated_in_a_nested_loop_is_refused():
     with pytest.raises(ag.ConversionError, match=r"'v4' \(a slice or view of this value\) is updated in place"):
         ag.function(_view_of_a_loop_variable_updated_in_a_nested_loop)(
             np.array([1, 2, 3]), np.array([4, 5, 6]), np.array(2))
+
+
+def _type_question_on_a_merge(x):
+    v = 0 if x.sum() > 0 else np.int64(x.shape[0])
+    return isinstance(v, (int, np.integer))   # true of both
+
+
+def _type_question_answered_by_the_side(x):
+    v = 0 if x.sum() > 0 else np.int64(x.shape[0])
+    return hasattr(v, "dtype")   # a Python int has none
+
+
+def test_type_questions_on_a_python_number_merged_with_a_numpy_value():
+    check(_type_question_on_a_merge, (np.ones(3),), (-np.ones(3),))
+    with pytest.raises(ag.ConversionError, match=r"hasattr\(\) of .* by the path a tensor `if`"):
+        ag.function(_type_question_answered_by_the_side)(np.ones(3))
