@@ -243,6 +243,18 @@ class _ListItems:
         return rows.tolist() if self.python else list(rows)
 
 
+class _Item:
+    """An output leaf that eager holds as a Python number: graph output `output`'s value as one."""
+    __slots__ = ("output",)
+
+    def __init__(self, output):
+        self.output = output
+
+    def get(self, arrays, results):
+        value = results[self.output]
+        return value.item() if hasattr(value, "item") else value  # an array's, a numpy scalar's, a device's
+
+
 class _Chosen:
     """An output leaf that is a `Choice` (`x and y` whose operands eager gives back as different
     types): the candidate its pick names, in that candidate's own box, when the call returns."""
@@ -590,11 +602,17 @@ def _output_slots(graph, outputs, where=None):
             return _Chosen(choice_slot(leaf.pick), choice_slot(leaf.if_false), choice_slot(leaf.if_true))
         if isinstance(leaf, Tensor):
             graph.outputs.append(graph.capture(leaf))
-            return len(graph.outputs) - 1
+            if leaf.python_box is None:
+                return len(graph.outputs) - 1
+            box, numpy = leaf.python_box, len(graph.outputs) - 1  # a Python number where one branch ran
+            python = _Item(numpy) if box.value is None else choice_slot(box.value)
+            return _Chosen(choice_slot(box.pick), *((numpy, python) if box.python_when else (python, numpy)))
         return _Literal(leaf)
 
     for leaf in flat:
-        if isinstance(leaf, operators.Choice):
+        if isinstance(leaf, operators.Choice) or (
+                isinstance(leaf, Tensor) and leaf.python_box is not None and leaf.stale is None
+                and not any(value is leaf for _, value in write_backs)):
             slots.append(choice_slot(leaf))
         elif isinstance(leaf, operators.TensorList):  # a list built in a graph loop: its items
             if leaf.kind == "mixed":

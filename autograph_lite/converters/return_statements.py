@@ -139,10 +139,16 @@ def _convert_function(fn, ctx):
         else:
             add_extra_test(loop, flag)
 
-    tries = [node for node in jumps.walk_scope(fn) if isinstance(node, gast.Try)
-             and any(jumps.contains(stmt, gast.Return, into_loops=True) for stmt in node.finalbody)]
+    for node in jumps.walk_scope(fn):
+        if isinstance(node, gast.Try) and any(jumps.contains(stmt, gast.Return, into_loops=True)
+                                              for stmt in node.finalbody):
+            anno.set(node, anno.FINALLY_RETURNS, True)
     ends_in_return = always_returns(fn.body)  # else a tensor may choose between a value and None
     body = jumps.rewrite_block(fn.body, gast.Return, flag, replace, into_loops=True, on_loop=on_loop)
+    # found in the rewritten body: the statements after a `return` are copies there, inside its guard
+    # (fuzzer seed 724006345: a try after a tensor-decided return lost its finally's semantics)
+    tries = [node for stmt in body for node in jumps.walk_scope(stmt)
+             if isinstance(node, gast.Try) and anno.get(node, anno.FINALLY_RETURNS)]
     prologue = templates.replace(f"flag = False\nvalue = ag__.Undefined('{value}')", flag=flag, value=value)
     epilogue = templates.replace("return ag__.return_value(value)" if ends_in_return
                                  else "return ag__.return_value(value, flag)", value=value, flag=flag)

@@ -7,6 +7,7 @@ iterable it runs plain Python now; on a symbolic one it builds a Cond or While n
 import builtins
 import contextlib
 import logging
+import sys
 import time
 import types
 
@@ -20,7 +21,7 @@ from . import outside_state
 from ..ops.logging_ops import ASSERT
 from ..ops.control_flow import build_cond, python_int, stage_while, trace_function, zero_like
 from ..runtime.boxes import ARRAY, box_of
-from ..runtime.graph import Tensor, building, current_graph
+from ..runtime.graph import Tensor, building, current_graph, holds
 from ..runtime.passes.util import has_effects
 from .lists import TensorList, join_kinds
 from .logical import Choice
@@ -214,9 +215,12 @@ def _staged_if(cond, body, orelse, state, names, location, soft=()):
     graph = current_graph()
     # each branch appends to its own copy of a list: one branch's items must not leak into the other
     then_in, else_in = _copy_lists(state), _copy_lists(state)
+    kept = _ArraysKept("an `if`", location)
     then_g, then_out = _trace_branch(graph, "then", body, then_in, location)
     else_g, else_out = _trace_branch(graph, "else", orelse, else_in, location)
     _check_argument_lists(state, "an `if`", location, then_in, else_in)
+    _check_arrays_kept(state, body, location, then_in, else_in)
+    kept.check()
     then_out, else_out = list(then_out), list(else_out)
     for i, name in enumerate(names):
         t, e = then_out[i], else_out[i]
@@ -248,7 +252,40 @@ def _staged_if(cond, body, orelse, state, names, location, soft=()):
                              location, var_names=names))
     for i in lists:
         result[i] = TensorList(result[i], join_kinds(_kind(then_out_lists[i]), _kind(else_out_lists[i])))
+        for side, sub in ((then_out[i], then_g), (else_out[i], else_g)):
+            _hold_what_a_branch_list_holds(result[i].tensor, side, sub)
     return tuple(result)
+
+
+def _hold_what_a_branch_list_holds(merged, side, sub):
+    """`merged` (a Cond's list output) holds the arrays that list `side` held in branch `sub`: an
+    in-place update of one after the `if` makes the list stale, as for a list built outside (fuzzer
+    seed 924003827: `L = [x]`, a branch appending `v = x`, then `v += ...` and `L[-1]` read)."""
+    if merged is None or not isinstance(side, Tensor) or side.node.graph is not sub:
+        return
+    inside, todo = set(), [side.node]
+    while todo:  # the nodes of `sub` that `side` is computed from
+        node = todo.pop()
+        if id(node) not in inside:
+            inside.add(id(node))
+            todo += [t.node for t in node.inputs if t.node.graph is sub]
+    outer_of = {id(inner): outer for outer, inner in sub.captures}
+    graph = sub
+    while graph is not None:
+        for key, holders in list(graph.holders.items()):
+            if any(id(h.node) in inside for h in holders):
+                value = next((v for v in _held_values(graph, key)), None)
+                value = outer_of.get(id(value), value) if graph is sub else value
+                if value is not None and value.node.graph is not sub:
+                    holds(merged, value)
+        graph = graph.parent
+
+
+def _held_values(graph, key):
+    """The tensor of `graph` whose id is `key` (a key of its `holders` table)."""
+    for t in (*graph.inputs, *(inner for _, inner in graph.captures), *(o for n in graph.nodes for o in n.outputs)):
+        if id(t) == key:
+            yield t
 
 
 def _stack_lists_of_other_lengths(then_g, then_out, else_g, else_out):
@@ -292,6 +329,8 @@ def _naming_block(fn, block, location, why):
         except (ConversionError, SymbolicValueError):
             raise
         except Exception as e:
+            if getattr(e, "_ag_staged_raise", None) is not None:  # a `raise` no `except` of the block handled
+                raise e._ag_staged_raise from None
             raise ConversionError(
                 f"{block} on a tensor (at {location}) raised {type(e).__name__} while it was traced ({e}, at "
                 f"{traceback_location(e.__traceback__) or user_location()}); {why}. Make it valid for any "
@@ -332,6 +371,68 @@ def _check_argument_lists_kept(before, after, block, location):
                 f"list argument '{name}' is changed inside {block} on a tensor (at {location}); eagerly the "
                 f"caller's list would change each time the block runs, which a compiled function cannot do. "
                 f"Work on a copy (`{name} = list({name})` before it) and return the new list")
+
+
+def _check_arrays_kept(state, body, location, *branch_states):
+    """An array made while tracing (`a = np.ones(4)`) that a branch updates in place, and that the
+    function holds under another name too (a view of it, the array it views, `b = a`), is an error:
+    the branch updated its own copy, the other names would not see it (fuzzer seed 824004757:
+    `v = a[::-1]; if t: v += v`). Held by one name only, the copy is what the `if` gives on."""
+    code = getattr(body, "__code__", None)
+    names = code.co_varnames[:code.co_argcount] if code is not None else ()
+    for i, value in enumerate(state):
+        if type(value) is not np.ndarray or all(
+                copy[i] is value or np.array_equal(copy[i], value, equal_nan=value.dtype.kind in "fc")
+                for copy in branch_states):
+            continue
+        name = names[i] if i < len(names) else "a variable"
+        others = _other_names(value, name)
+        if others:
+            raise ConversionError(
+                f"'{name}' holds an array computed while tracing (from Python values only) and is updated in "
+                f"place inside an `if` on a tensor (at {location}), but {', '.join(others)} holds that array "
+                f"too (or a view of it) and would not see the update. Write '{name} = {name} + ...' (a new "
+                f"array), or `.copy()` it first")
+
+
+class _ArraysKept:
+    """The arrays computed while tracing that the converted function calling a staged block holds in
+    its variables, and their contents: tracing the block must not change them in place (`v = a[::-1];
+    v += 1` in a branch changes `a` while tracing, once per trace, where eagerly it changes on the runs
+    that take the branch: fuzzer seed 1024003980)."""
+
+    def __init__(self, what, location):
+        self.what, self.location = what, location
+        frame = _converted_frame(sys._getframe(2))
+        self.arrays = [] if frame is None else [
+            (name, v, v.copy()) for name, v in frame.f_locals.items() if type(v) is np.ndarray and v.dtype.kind != "O"]
+
+    def check(self):
+        for name, value, before in self.arrays:
+            if not np.array_equal(value, before, equal_nan=value.dtype.kind in "fc"):
+                value[...] = before  # as it was: the trace fails, and the function may be called eagerly
+                raise ConversionError(
+                    f"'{name}' holds an array computed while tracing (from Python values only), and {self.what} "
+                    f"on a tensor (at {self.location}) updates it in place (through a view, another name or "
+                    f"a function it calls); tracing would update it once, not on the runs that get there. "
+                    f"Write 'v = v + ...' (a new array) for the update, or make '{name}' from a tensor")
+
+
+def _converted_frame(frame):
+    while frame is not None and not frame.f_code.co_filename.startswith("<autograph_lite converted"):
+        frame = frame.f_back
+    return frame
+
+
+def _other_names(value, name):
+    """The names besides `name` under which the converted function calling this holds `value`'s
+    memory (a view of it, the array it views), as far as its frame shows them."""
+    frame = _converted_frame(sys._getframe(2))
+    found = ["the array it is a view of"] if value.base is not None else []
+    if frame is not None:
+        found += [f"'{k}'" for k, v in frame.f_locals.items() if k != name and type(v) is np.ndarray
+                  and (v is value or np.shares_memory(v, value))]
+    return found
 
 
 def _copy_lists(state):
@@ -426,6 +527,22 @@ def while_stmt(test, body, state, names, opts=None):
     return _staged_loop(test, body, state, names, location, extra)
 
 
+def _refuse_python_boxes(values, names, location):
+    """A loop variable that starts as a Python float on some runs only (`Tensor.python_box`) and a
+    float32 (complex64, float16) on the others is an error: eager's loop computes on whichever it is,
+    in its own precision, which a graph loop cannot carry. (Of one precision the loop carries the
+    numpy value, and its box after the loop is the numpy one.)"""
+    for name, value in zip(names, values):
+        boxed = next((t for t in nest.flatten(value) if isinstance(t, Tensor) and t.python_box is not None
+                      and t.dtype.kind in "fc" and t.dtype.itemsize < (16 if t.dtype.kind == "c" else 8)), None)
+        if boxed is not None:
+            raise ConversionError(
+                f"'{name}' is a Python number where the tensor `if` at {boxed.python_box.location} took one branch "
+                f"and a numpy value where it took the other, and a loop on a tensor (at {location}) carries it: "
+                f"eager's loop would compute on whichever it is, in its own type. Give both branches the same "
+                f"type (np.float64(0.0), or float(v))")
+
+
 def _check_runs_once(runs, opts, state, names, kind, location, extra):
     """When the graph runs, if a loop whose first test is `runs` runs zero times: UnboundLocalError,
     as Python gives, when a variable it first assigns is read after it; ValueError when it first
@@ -474,6 +591,7 @@ def _staged_loop(test, body, state, names, location, extra=None):
         extra.set(result[count:])
         return result[:count]
     _check_argument_lists(state, "a loop", location)
+    _refuse_python_boxes(state, names, location)
     lists = [i for i, v in enumerate(state) if type(v) is list or isinstance(v, TensorList)]
     state = tuple(TensorList.from_list(v) if type(v) is list else v for v in state)
     unknown, offset = {}, 0
@@ -515,8 +633,10 @@ def _staged_loop(test, body, state, names, location, extra=None):
 
     body = _naming_block(body, "the body of a loop", location, "the body is traced even when the data runs "
                          "it zero times")
+    kept = _ArraysKept("a loop", location)
     result = stage_while(lambda *s: test(*wrap(s)), lambda s: unwrap(body(*wrap(s))), unwrap_lists(state, lists),
                          _labels(names, state), location, unknown=unknown, var_names=names, settled=settled)
+    kept.check()
     return tuple(wrap(result))
 
 

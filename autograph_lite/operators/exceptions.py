@@ -22,13 +22,21 @@ def assert_stmt(condition, message=None):
 
 
 def raise_stmt(exception):
-    """`raise exception`: refused while tracing a branch or loop body of a tensor `if`/`while`/`for`,
-    where Python raises only on the runs that take that path but a trace would raise on every call."""
+    """`raise exception`. Inside a branch or loop body of a tensor `if`/`while`/`for`, Python raises
+    only on the runs that take that path but a trace would raise on every call: the exception goes
+    on (an `except` in the same staged block handles it while tracing, as on every run that gets
+    there), carrying the refusal that `building` raises instead if it leaves the block."""
     graph = current_graph()
     if graph is not None and graph.parent is not None:
         name = exception.__name__ if isinstance(exception, type) else type(exception).__name__
-        raise ConversionError(
+        refusal = ConversionError(
             f"`raise {name}` inside an `if`/`while`/`for` on a tensor is not supported (at {user_location()}): "
             f"whether it runs is known only when the graph runs. Check the condition with `assert`, "
             f"which the graph checks on every call")
+        instance = exception() if isinstance(exception, type) else exception
+        try:
+            instance._ag_staged_raise = refusal
+        except AttributeError:
+            raise refusal from None
+        return instance
     return exception

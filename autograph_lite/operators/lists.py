@@ -83,7 +83,7 @@ class TensorList:
         if self.kind in ("arrays", None):
             return value
         if self.kind == "arrays0":  # a row of the stack is a numpy scalar; eager's item is a 0-d array
-            return ops.reshape(value, ())
+            return ops.where(True, value, value)  # Select boxes its result as an array (a reshape would not)
         if self.kind == "mixed":
             raise ConversionError(
                 f"reading an item of a list that a graph loop carries and that holds both Python numbers "

@@ -41,9 +41,11 @@ def _staged(op, value, right, truth):
     if truth:
         left_result = lambda: ops.cast(value, bool)  # noqa: E731
         evaluate_right = lambda: _truth_of(right(), op, location)  # noqa: E731
-        if op == "and":
-            return ops.cond(value, evaluate_right, left_result)
-        return ops.cond(value, left_result, evaluate_right)
+        result = ops.cond(value, evaluate_right, left_result) if op == "and" else \
+            ops.cond(value, left_result, evaluate_right)
+        if isinstance(result, Tensor):
+            result.python_box = None  # a Python bool on one side: only its truth is used
+        return result
     return _choose(op, value, right, location)
 
 
@@ -269,10 +271,12 @@ def _check_ternary_leaves(a, b, location):
             problem = f"a Python {type(a).__name__} and a Python {type(b).__name__}"
     elif isinstance(a, scalars) or isinstance(b, scalars):
         scalar, tensor = (a, b) if isinstance(a, scalars) else (b, a)
-        if isinstance(tensor, Tensor) and not tensor.weak and not _fits(scalar, tensor.dtype):
+        # of another kind, the Cond gives the number on the runs that take its side (a PythonBox)
+        if isinstance(tensor, Tensor) and not tensor.weak and _same_kind(np.dtype(type(scalar)), tensor.dtype) \
+                and not _fits(scalar, tensor.dtype):
             problem = f"{tensor.dtype.name} and the Python {type(scalar).__name__} {scalar!r}"
     elif isinstance(a, Tensor) and isinstance(b, Tensor) and a.weak != b.weak:
-        if not _same_kind(a.dtype, b.dtype):
+        if not _same_kind(a.dtype, b.dtype) and (b if a.weak else a).shape != ():
             problem = f"{a.dtype.name} and {b.dtype.name}"
     if problem:
         raise ConversionError(

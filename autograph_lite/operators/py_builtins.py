@@ -13,7 +13,8 @@ from ..ops.control_flow import python_scalar
 from ..ops.core import apply, holds_tensor
 from ..ops.logging_ops import ASSERT, FormattedText
 from ..runtime.boxes import SCALAR, box_of, eager_type
-from ..runtime.graph import Tensor
+from ..ops.control_flow import python_scalar
+from ..runtime.graph import Tensor, current_graph
 from .exceptions import assert_stmt
 from .lists import TensorList
 from .logical import Choice
@@ -23,6 +24,9 @@ def print_(*args, sep=" ", end="\n", file=None, flush=False):
     """print: inside a trace, a graph node (Python values as constants), so that every call prints
     what the eager run prints, in the same order, with tensor and Python-only prints interleaved.
     A `Choice` (`x and y` of two types) prints as the operand picked when the graph runs."""
+    graph = current_graph()
+    args = tuple(_as_choice(a) if isinstance(a, Tensor) and a.python_box is not None and a.node.graph is graph
+                 else a for a in args)
     at = next((i for i, a in enumerate(args) if isinstance(a, Choice)), None)
     if at is not None:
         def printing(candidate):
@@ -30,6 +34,17 @@ def print_(*args, sep=" ", end="\n", file=None, flush=False):
         ops.cond(args[at].pick, printing(args[at].if_true), printing(args[at].if_false))
         return None
     return ops.print(*args, sep=sep, end=end, file=file, flush=flush)
+
+
+def _as_choice(t):
+    """Tensor `t` that a tensor `if` merged from a Python number and a numpy value (`PythonBox`) as a
+    Choice of the two, so it prints as the one its branch made (`5`, not `5.0`)."""
+    box = t.python_box
+    python = box.value
+    if python is None:
+        default = np.dtype(type(t.dtype.type(0).item()))
+        python = python_scalar(t if t.dtype == default else ops.cast(t, default))
+    return Choice(box.pick, *((t, python) if box.python_when else (python, t)))
 
 
 def fstring(callee, *pieces):
@@ -97,7 +112,11 @@ def _eager_types(value):
     """The types eager code may hold for `value`: one, or a Choice's candidates' (known when the graph
     runs); None for a value that is not symbolic."""
     if isinstance(value, Tensor):
-        return [eager_type(value)]  # None: it depends on the path a tensor `if` took
+        types = [eager_type(value)]  # None: it depends on the path a tensor `if` took
+        if value.python_box is not None:  # a Python number on the runs that took one side
+            python = value if value.python_box.value is None else value.python_box.value
+            types.append(builtins.type(python.dtype.type(0).item()))
+        return types
     if isinstance(value, TensorList):
         return [list]
     if isinstance(value, Choice):

@@ -10,11 +10,11 @@ import numpy as np
 from .. import nest
 from ..errors import ConversionError, user_location
 from ..runtime import devices
-from ..runtime.boxes import VARIES, box_of
+from ..runtime.boxes import VARIES, PythonBox, box_of
 from ..runtime.graph import Graph, Tensor, building, current_graph
 from ..runtime.opdef import COND, WHILE, always
 from .core import apply, convert_to_tensor, define, exemplar
-from .math_ops import cast
+from .math_ops import cast, logical_not
 
 _MAX_RELAXATIONS = 8
 
@@ -43,7 +43,7 @@ PYTHON_SCALAR = define("PythonScalar", lambda xp: _item, _python_scalar_infer, v
 
 
 def _item(x):
-    return x.item()
+    return x.item() if hasattr(x, "item") else x  # a merge may hold a Python number already (no cast)
 
 
 def python_scalar(x):
@@ -148,7 +148,7 @@ def build_cond(pred, then_g, then_out, else_g, else_out, names, location, var_na
                               f"{_first_difference(then_out, else_out, var_names)} (at {location})")
     then_flat, else_flat = nest.flatten(then_out), nest.flatten(else_out)
     labels = names or nest.paths(then_out, "output")
-    results, then_t, else_t = list(then_flat), [], []
+    results, then_t, else_t, boxed = list(then_flat), [], [], []
     for i, (t, e) in enumerate(zip(then_flat, else_flat)):
         if _is_static(t) or _is_static(e):
             if t is not e:
@@ -161,6 +161,25 @@ def build_cond(pred, then_g, then_out, else_g, else_out, names, location, var_na
         if same is not None and same is _captured_from(else_g, e):
             results[i] = same  # both branches give the same outer value: it is that value (and its aliases)
             continue
+        if t.python_box is not None or e.python_box is not None:
+            # a side that is a Python number on some runs only: which, and the number, as outputs too
+            (t_is, t_value), (e_is, e_value) = _python_side(then_g, t), _python_side(else_g, e)
+            if t_value is None:
+                t_value = _weak_filler(then_g, e_value)
+            if e_value is None:
+                e_value = _weak_filler(else_g, t_value)
+            if t_value.dtype != e_value.dtype:
+                raise ConversionError(f"'{labels[i]}' is a Python {_python_name(t_value)} on some runs and a Python "
+                                      f"{_python_name(e_value)} on others, by the tensor `if`s it went through; give "
+                                      f"them the same type (at {location})")
+            then_t += [t_is, t_value]
+            else_t += [e_is, e_value]
+            boxed.append((i, len(then_t) - 2, True, len(then_t) - 1, _numpy_box(t, e)))
+        elif t.weak != e.weak and (e if t.weak else t).shape == ():
+            # a Python number on one side, a numpy value on the other: the number as an output too
+            then_t.append(t if t.weak else _weak_filler(then_g, e))
+            else_t.append(e if e.weak else _weak_filler(else_g, t))  # the filler is never returned
+            boxed.append((i, None, t.weak, len(then_t) - 1, _numpy_box(t, e)))
         t, e = _unify_pair(then_g, else_g, t, e, labels[i], location, ("true branch", "false branch"))
         then_t.append(t)
         else_t.append(e)
@@ -173,9 +192,48 @@ def build_cond(pred, then_g, then_out, else_g, else_out, names, location, var_na
                           specs, location=location)
     for out, t, e in zip(node.outputs, then_t, else_t):
         out.weak = t.weak and e.weak
-    outputs = iter(node.outputs)
+    extra = {k for _, pick, _, value, _ in boxed for k in (pick, value) if k is not None}
+    outputs = iter(o for k, o in enumerate(node.outputs) if k not in extra)
     results = [next(outputs) if value is _GRAPH_OUTPUT else value for value in results]
+    for i, pick, python_when, value, numpy_box in boxed:
+        # eager gives the Python number where that branch ran: the output slot picks the box
+        results[i].python_box = PythonBox(pred if pick is None else node.outputs[pick], python_when,
+                                          node.outputs[value], location)
+        results[i].box = numpy_box  # where it is not one (a numpy scalar or a 0-d array)
     return nest.pack(then_out, results)
+
+
+def _numpy_box(t, e):
+    """The box of what a side that is not a Python number gives (None where the two differ)."""
+    boxes = {box_of(x) for x in (t, e) if not x.weak}
+    return boxes.pop() if len(boxes) == 1 else None
+
+
+def _python_side(sub, t):
+    """(whether `t` is a Python number, as a bool tensor of branch `sub`; that number as a weak tensor
+    of `sub`, None where it never is one)."""
+    with building(sub):
+        if t.weak:
+            return convert_to_tensor(np.bool_(True), sub), t
+        box = t.python_box
+        if box is None:
+            return convert_to_tensor(np.bool_(False), sub), None
+        pick = cast(convert_to_tensor(box.pick, sub), bool)
+        is_python = pick if box.python_when else logical_not(pick)
+        if box.value is not None:
+            return is_python, convert_to_tensor(box.value, sub)
+        default = np.dtype(type(t.dtype.type(0).item()))
+        return is_python, python_scalar(t if t.dtype == default else cast(t, default))
+
+
+def _python_name(t):
+    return type(t.dtype.type(0).item()).__name__
+
+
+def _weak_filler(sub, weak):
+    """A Python zero of `weak`'s type in branch `sub`, which gives a numpy value instead."""
+    with building(sub):
+        return convert_to_tensor(zero_like(weak), sub)
 
 
 _GRAPH_OUTPUT = object()  # marks a leaf that becomes an output of the node

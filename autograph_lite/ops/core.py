@@ -9,8 +9,9 @@ import warnings
 
 import numpy as np
 
-from ..errors import user_location
+from ..errors import ConversionError, user_location
 from ..runtime import devices, fp_errors
+from ..runtime.boxes import PythonBox
 from ..runtime.graph import Tensor, _tracing, building, current_graph
 from ..runtime.opdef import CONST, DTYPE, STR, OpDef, lookup, register
 
@@ -65,7 +66,10 @@ def add_node(graph, op, inputs, attrs):
         graph.add_node(CHECK_FITS.name, [t], {"dtype": dtype, "location": user_location(3)}, [],
                        location=user_location(3))
     weak = op.weak_result and all(t.weak for t in tensors)
+    python_box = _python_box(op, tensors, attrs, specs)
     node = graph.add_node(op.name, tensors, attrs, specs, location=user_location(3), weak=weak)
+    if python_box is not None:
+        node.outputs[0].python_box = python_box
     return node.outputs[0] if len(node.outputs) == 1 else tuple(node.outputs)
 
 
@@ -76,6 +80,40 @@ def _same_kind(error, message):
         return type(error)(message)
     except TypeError:
         return next(t for t in type(error).__mro__ if t.__module__ == "builtins")(message)
+
+
+def _python_box(op, tensors, attrs, specs):
+    """The `PythonBox` of `op`'s result where an input is a tensor `if`'s merge of a Python number
+    and a numpy value: eager computes on the Python number where that branch ran. None where the
+    result is the same type on both paths; a ConversionError where eager's dtypes would differ."""
+    boxes = [t.python_box for t in tensors if t.python_box is not None]
+    if not boxes or not specs:  # an op with no result (a print formats it: operators/py_builtins.py)
+        return None
+    first = boxes[0]
+    # each such input as the Python number (a weak stand-in of the same node, for the op's dtype rule)
+    python_path = [Tensor(t.node, t.index, t.shape, t.dtype if t.python_box.value is None else
+                          t.python_box.value.dtype, weak=True) if t.python_box is not None else t for t in tensors]
+    try:
+        python_specs = op.infer(*python_path, **attrs)
+    except (ValueError, TypeError, IndexError):  # a rule that needs more than dtypes: the numpy path's type
+        return None
+    python_weak = op.weak_result and all(t.weak for t in python_path)
+    same_pick = all(b.pick is first.pick and b.python_when == first.python_when for b in boxes)
+    dtypes = [np.dtype(d) for _, d in specs], [np.dtype(d) for _, d in python_specs]
+    if same_pick and len(specs) == 1 and (dtypes[0] == dtypes[1] or (
+            python_weak and dtypes[0][0].kind == dtypes[1][0].kind and dtypes[0][0].kind in "biu")):
+        # a Python int and an integer numpy value of its value: the same number
+        return PythonBox(first.pick, first.python_when, None, first.location) if python_weak else None
+    if not same_pick:
+        problem = "values merged from Python numbers and numpy values by different tensor `if`s"
+    else:
+        python_result = (f"a Python {type(dtypes[1][0].type(0).item()).__name__}" if python_weak
+                         else dtypes[1][0] if len(dtypes[1]) == 1 else "other dtypes")
+        problem = (f"a value that is a Python number where the tensor `if` at {first.location} took one "
+                   f"branch and a numpy value where it took the other: eager's result would be "
+                   f"{python_result} on one path and {', '.join(map(str, dtypes[0]))} on the other")
+    raise ConversionError(f"`{op.name}` on {problem}; give both branches the same type "
+                          f"(np.float32(0.0), or float(v)) (at {user_location(4)})")
 
 
 def _weak_constant(t):

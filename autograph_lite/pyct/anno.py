@@ -7,11 +7,14 @@ Keys:
   EXTRA_TEST names of flags (set by `break`/`return`) that must be false for a For to go on
   PYTHON_IF  True on an If the converters wrote whose test is always a Python bool and whose body
              must stay in place (a `return` that ends a `finally` block): never staged
+  FINALLY_RETURNS True on a Try whose `finally` holds a `return` (set by the return converter, so it
+             finds the try again among the copies its rewrite makes)
 """
 LIVE_OUT = "live_out"
 LIVE_IN = "live_in"
 EXTRA_TEST = "extra_test"
 PYTHON_IF = "python_if"
+FINALLY_RETURNS = "finally_returns"
 
 _FIELD = "___ag_anno"
 

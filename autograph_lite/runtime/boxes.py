@@ -73,6 +73,17 @@ _RULES = {PLACEHOLDER: _placeholder,
           WHILE: lambda node, t: box_of(node.inputs[t.index])}
 
 
+class PythonBox:
+    """What eager holds for a value a tensor `if` merged from a Python number and a numpy value
+    (`Tensor.python_box`): the Python number `value` (a weak tensor; None: the tensor's own value
+    as one) when `pick` is `python_when`, else the numpy value. A compiled call returns the one
+    its branch made; an op on it keeps the pick where eager's type on both paths allows."""
+    __slots__ = ("pick", "python_when", "value", "location")
+
+    def __init__(self, pick, python_when, value, location):
+        self.pick, self.python_when, self.value, self.location = pick, python_when, value, location
+
+
 def by_example(node, index):
     """The box of output `index` of op `node` as its kernel gives it on one-element examples."""
     try:

@@ -28,7 +28,7 @@ class Tensor:
     longer be read, since compiled code cannot make every alias of the array see the update.
     """
 
-    __slots__ = ("node", "index", "shape", "dtype", "weak", "previous", "stale", "_users", "box")
+    __slots__ = ("node", "index", "shape", "dtype", "weak", "previous", "stale", "_users", "box", "python_box")
     # Make numpy hand `ndarray + Tensor` and `np.tanh(Tensor)` to us (see ops/overloads.py).
     __array_priority__ = 1000
     __hash__ = object.__hash__  # == is elementwise; dict keys must use id()
@@ -38,7 +38,8 @@ class Tensor:
         self.shape, self.dtype, self.weak = tuple(shape), np.dtype(dtype), weak
         self.previous = self.stale = None
         self._users = []
-        self.box = None  # an argument's box ("scalar" for a numpy scalar); see runtime/boxes.py
+        self.box = None  # an argument's box ("scalar" for a numpy scalar), or a Python-number merge's numpy one; runtime/boxes.py
+        self.python_box = None  # a tensor `if`'s merge of a Python number and a numpy value (ops/control_flow.py)
 
     @property
     def users(self):
@@ -266,6 +267,7 @@ class Graph:
         if hit is None:
             inner = self.placeholder(tensor.shape, tensor.dtype, name=f"{tensor.node.name}_captured",
                                      weak=tensor.weak)
+            inner.python_box = outer.python_box  # its tensors are the outer graph's: ops capture them
             hit = self._captured[id(outer)] = (outer, inner)
             self.captures.append((outer, inner))
         self._captured[id(tensor)] = (tensor, hit[1])
@@ -399,6 +401,12 @@ def supersede(old, new, label, symbol, location):
         if base.stale is None:
             base.stale = InPlaceUpdate(graph, f"{label} (a slice or view of this value)", symbol, location)
             _mark_views(base.node.graph, base, graph, label, symbol, location)
+        home = base.node.graph
+        if home.name in _LOOP_GRAPHS and base.node.opdef is PLACEHOLDER and _origin(base) is base \
+                and not any(base is t for t in home.updated):
+            # a loop variable's array updated through its view (in a loop nested in the body, too): the
+            # loop's own checks apply, as to `v += 1` (fuzzer seed 2024007781)
+            home.updated.append(base)
         for maybe in _maybe_same(base):
             # on some runs the viewed array is another one (a branch gave it): the update reaches it
             # too (fuzzer seed 22010576: a view of what was the argument on some runs)
@@ -758,6 +766,12 @@ def building(graph):
     stack.append(graph)
     try:
         yield graph
+    except BaseException as e:
+        # a `raise` in a staged block that no `except` of that block handled (operators/exceptions.py)
+        refusal = getattr(e, "_ag_staged_raise", None)
+        if refusal is not None and graph.parent is not None:
+            raise refusal from None
+        raise
     finally:
         stack.pop()
 

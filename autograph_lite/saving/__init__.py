@@ -129,6 +129,8 @@ def _as_output(slot):
         return Output("argument", slot.output, slot.input)
     if kind == "_ListItems":
         return Output("rows", slot.output, slot.python or None)
+    if kind == "_Item":  # a Python number where a tensor `if` merged one with a numpy value
+        return Output("item", slot.output)
     if kind == "_Chosen":  # `x and y` of two types: the candidate the pick output names
         return Output("choice", slot.pick, (_as_output(slot.if_false), _as_output(slot.if_true)))
     raise ValueError(f"ag.save: unknown output kind {kind}")
@@ -230,6 +232,8 @@ def _loaded_signature(obj, arrays, k):
             return Output("literal", value=_untree(o["value"], arrays, at))
         if kind == "argument" and ok_index and type(o.get("value")) is int and 0 <= o["value"] < n_in and not depth:
             return Output("argument", index, o["value"])
+        if kind == "item" and ok_index and depth:
+            return Output("item", index)
         if kind == "rows" and (ok_index or index is None) and not depth:
             return Output("rows", index, o.get("value") if o.get("value") in (True, "arrays0") else None)
         if kind == "choice" and ok_index and type(o.get("value")) is list and len(o["value"]) == 2 and depth < 64:

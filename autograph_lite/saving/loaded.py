@@ -123,6 +123,9 @@ class LoadedConcreteFunction:
             return out.value
         if out.kind == "choice":  # `x and y` of two types: the candidate picked, in its own box
             return LoadedConcreteFunction._leaf(out.value[1] if results[out.index] else out.value[0], callers, results)
+        if out.kind == "item":  # a Python number where a tensor `if` merged one with a numpy value
+            value = results[out.index]
+            return value.item() if hasattr(value, "item") else value
         if out.kind == "argument":
             array = callers[out.value]
             return results[out.index] if isinstance(array, np.generic) or not isinstance(array, np.ndarray) else array

@@ -227,3 +227,57 @@ def test_return_in_finally_does_not_swallow_a_refusal():
     # fuzzer seed 124000449: eagerly the try body ran and printed; the trace's refusal was cancelled
     with pytest.raises(ConversionError, match="np.histogramdd is not supported on tensors"):
         ag.function(try_with_return_in_finally_around_a_refusal)(np.ones(2), 2)
+
+
+def _raises_key_error():
+    raise KeyError("k")
+
+
+def _raise_caught_in_the_guard_of_a_tensor_return(c):
+    if c > 0:
+        return 2
+    try:
+        return _raises_key_error()
+    except KeyError:
+        pass
+    return 1
+
+
+def _raise_caught_in_a_tensor_branch(c):
+    if c > 0:
+        try:
+            v = _raises_key_error()
+        except KeyError:
+            v = 5
+        return v
+    return 1
+
+
+def _raise_caught_in_a_tensor_loop(c):
+    i = 0
+    while i < c:
+        try:
+            raise ValueError("v")
+        except ValueError:
+            i += 2
+    return i
+
+
+@pytest.mark.parametrize("fn", [_raise_caught_in_the_guard_of_a_tensor_return, _raise_caught_in_a_tensor_branch,
+                                _raise_caught_in_a_tensor_loop])
+def test_a_raise_handled_in_the_same_staged_block(fn):
+    compiled = ag.function(fn)
+    for c in (np.array(1), np.array(0), np.array(3)):
+        assert compiled(c) == fn(c)
+
+
+def _raise_leaving_a_tensor_branch(c):
+    if c > 0:
+        _raises_key_error()
+    return 1
+
+
+def test_a_raise_leaving_a_staged_block_is_still_refused():
+    with pytest.raises(ConversionError, match=r"`raise KeyError` inside an `if`/`while`/`for` on a tensor is not "
+                                              r"supported \(at .*test_autograph_reference.py:\d+\)"):
+        ag.function(_raise_leaving_a_tensor_branch)(np.array(1))

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import autograph_lite as ag
-from tests.helpers import assert_identical
+from tests.helpers import assert_identical, cpu_only
 
 
 def _three_calls(fn, argument_tuples):
@@ -330,3 +330,24 @@ def test_a_zero_d_array_updated_in_place_stays_an_array():
         eager, compiled = f(n, 2), ag.function(f)(n, 2)
         assert [type(v) for v in compiled] == [type(v) for v in eager]
         np.testing.assert_array_equal(np.array(eager), np.array(compiled))
+
+
+def _python_int_or_int32_doubled(x, n):
+    if x.sum() > 0:
+        v = 3
+    else:
+        v = n
+    return v * 2, v   # eagerly Python ints on one path, int32 numpy scalars on the other
+
+
+@cpu_only("numpy scalars and Python numbers are the CPU's boxes")
+def test_a_merge_of_a_python_number_and_a_numpy_value_saved_and_loaded(tmp_path):
+    f = ag.function(_python_int_or_int32_doubled)
+    args = [(np.ones(2), np.int32(4)), (-np.ones(2), np.int32(4))]
+    for a in args:
+        assert_identical(_python_int_or_int32_doubled(*a), f(*a))
+    path = str(tmp_path / "merge.agz")
+    ag.save(f, path)
+    loaded = ag.load(path)
+    for a in args:
+        assert_identical(_python_int_or_int32_doubled(*a), loaded(*a))

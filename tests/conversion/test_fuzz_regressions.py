@@ -11,7 +11,7 @@ import pytest
 
 import autograph_lite as ag
 from autograph_lite.runtime.native import compiler, loops as scalar_loop
-from helpers import assert_same, cpu_only, force_native, to_host
+from helpers import assert_same, check, cpu_only, force_native, to_host
 
 CALLS = scalar_loop.TIER_UP_AFTER + 2
 
@@ -1024,3 +1024,301 @@ def test_a_constant_is_the_array_as_it_was_when_read():
     """An array that code updates in place while tracing is read as it was at each use (fuzzer seed
     1128004174: every print showed the array's final contents)."""
     assert_every_call_same(_printed_before_its_update, np.ones(4, np.float32), np.array(2, np.int32))
+
+
+def _boxes(value):
+    """`value` with each leaf as (Python type, dtype, value): a box difference is a difference."""
+    if isinstance(value, (tuple, list)):
+        return type(value), [_boxes(v) for v in value]
+    return type(value), np.asarray(value).dtype, np.asarray(value).tolist()
+
+
+def assert_same_boxes_every_call(fn, *inputs):
+    compiled = ag.function(fn)
+    for args in inputs:
+        for _ in range(CALLS):
+            assert _boxes(compiled(*args)) == _boxes(fn(*args))
+
+
+def _python_int_or_under_a_tensor_if(x, n, lst):
+    y = x * 2
+    if x.sum() > 0:
+        return [y, (len(lst) or n)]   # eager: the Python int `or` picked
+    return [y, n]
+
+
+def _number_or_argument_returned(x, n):
+    if x.sum() > 0:
+        return n
+    return 1
+
+
+def _number_or_argument_computed_on(x, n):
+    if x.sum() > 0:
+        v = 0
+    else:
+        v = n
+    return v * 2, v > 1, v + x
+
+
+@cpu_only("numpy scalars and Python numbers are the CPU's boxes")
+@pytest.mark.parametrize("fn, n", [(_python_int_or_under_a_tensor_if, np.float64(2.5)),
+                                   (_number_or_argument_returned, np.int32(4)),
+                                   (_number_or_argument_returned, np.array(4.0)),
+                                   (_number_or_argument_computed_on, np.int64(4)),
+                                   (_number_or_argument_computed_on, np.int32(4))])
+def test_a_tensor_if_merging_a_python_number_and_a_numpy_value_returns_the_box_its_branch_made(fn, n):
+    # fuzzer seeds 424016013 and 4000217: the Cond gave the numpy dtype's value (a 0-d array) where
+    # eager gave the Python number of the branch that ran
+    extra = ([1, 2],) if fn is _python_int_or_under_a_tensor_if else ()
+    assert_same_boxes_every_call(fn, (np.ones(3), n, *extra), (-np.ones(3), n, *extra))
+
+
+def _python_float_or_float32_computed_on(x, n):
+    if x.sum() > 0:
+        v = 0.1
+    else:
+        v = n
+    return v * 3   # eager: a Python float (0.30000000000000004) or a float32
+
+
+def test_arithmetic_on_a_python_float_or_a_float32_merged_by_a_tensor_if_is_refused():
+    with pytest.raises(ag.ConversionError, match=r"`Mul` on a value that is a Python number where the "
+                                                 r"tensor `if` at .*test_fuzz_regressions.py:\d+ took one branch"):
+        ag.function(_python_float_or_float32_computed_on)(np.ones(3), np.float32(4))
+
+
+def _zero_d_arrays_appended_in_a_loop(x, n):
+    L = [n]
+    for _ in x:
+        L.append(n)
+    return L[-1]
+
+
+def _zero_d_array_item_of_a_carried_list(x, n):
+    v = np.int32(0)
+    L = [ag.where(ag.maximum(0, True), v, True)]   # np.where gives a 0-d array
+    for _ in x:
+        if v:
+            v = n
+            L.append(n)
+    return L[-1], L[0]
+
+
+@cpu_only("numpy scalars are the CPU's boxes")
+@pytest.mark.parametrize("fn", [_zero_d_arrays_appended_in_a_loop, _zero_d_array_item_of_a_carried_list])
+def test_an_item_of_a_list_a_tensor_loop_carries_keeps_its_0d_array_box(fn):
+    # fuzzer seeds 724017349 and 6000627: the item came back a numpy scalar (its reshape to () was
+    # boxed as the row's numpy scalar)
+    assert_same_boxes_every_call(fn, (np.array([1, 2, 3], np.int32), np.array(3, np.int32)))
+
+
+def _finally_returning_after_a_tensor_decided_return(x, y, n, s):
+    if n:
+        return 5
+    try:
+        if y[3]:
+            return s
+    finally:
+        w = 0
+        while w < 3:
+            w += 1
+            return w   # overrides the try's `return s`, as Python's finally does
+    return s
+
+
+def test_a_finally_that_returns_after_a_tensor_decided_return_overrides_the_trys_return():
+    # fuzzer seed 724006345: the try sat in the guard of the earlier return as a copy, which lost the
+    # finally's treatment, so its loop saw the try's return flag and never ran (2 where eager gave 1)
+    x, y = np.array([2.5, 0.0, -2.0], np.float32), np.array([4.0, 2.0, -1.0, -0.5], np.float32)
+    for n in (np.array(4, np.int32), np.array(0, np.int32)):
+        assert_every_call_same(_finally_returning_after_a_tensor_decided_return, x, y, n, 2)
+
+
+def _view_of_a_trace_time_array_updated_in_a_tensor_if(x):
+    a = np.ones(4, np.float32)
+    v = a[::-1]
+    if x[0] > 0:
+        v += v     # doubles a eagerly
+    return a
+
+
+def _alias_of_a_trace_time_array_updated_in_a_tensor_if(x):
+    acc = np.zeros(3)
+    b = acc
+    if x[0] > 0:
+        acc += 1
+    return b
+
+
+@pytest.mark.parametrize("fn, name, other", [(_view_of_a_trace_time_array_updated_in_a_tensor_if, "v", "'a'"),
+                                             (_alias_of_a_trace_time_array_updated_in_a_tensor_if, "acc", "'b'")])
+def test_a_trace_time_array_with_other_names_updated_in_a_tensor_if_is_refused(fn, name, other):
+    # fuzzer seed 824004757: the branch updated its own copy, so `a` came back unchanged
+    with pytest.raises(ag.ConversionError, match=rf"'{name}' holds an array computed while tracing .* but .*{other} "
+                                                 rf"holds that array too"):
+        ag.function(fn)(np.ones(4, np.float32))
+
+
+def _trace_time_array_updated_in_a_tensor_if(x):
+    acc = np.zeros(3)
+    for _ in range(2):
+        if x[0] > 0:
+            acc += 1
+    return acc
+
+
+def test_a_trace_time_array_held_by_one_name_updated_in_a_tensor_if_still_converts():
+    for x in (np.ones(4), -np.ones(4)):
+        assert_every_call_same(_trace_time_array_updated_in_a_tensor_if, x)
+
+
+def _list_item_updated_through_an_alias_after_a_tensor_if(x, y, n):
+    L = [x]
+    v = x
+    if n:
+        pass
+    else:
+        L.append(v)
+    v += ((v - v) - y)   # updates x, the list's items eagerly
+    return L[-1]
+
+
+def test_a_list_a_tensor_if_stacked_is_stale_after_an_update_of_an_array_it_holds():
+    # fuzzer seed 924003827: the Cond's list kept x's old contents where eager's list holds x itself
+    with pytest.raises(ag.ConversionError, match=r"'v' \(a list holding it\) was updated in place"):
+        ag.function(_list_item_updated_through_an_alias_after_a_tensor_if)(
+            np.array([4, 1, -2, 0], np.int8), np.array([1, -4, 0, -5], np.int8), np.array(2, np.int32))
+
+
+def _view_of_a_trace_time_array_updated_in_a_branch(x, k):
+    a = np.ones(4, np.int8)
+    for _ in range(3):
+        if x[0] > k:
+            v = a[::-1]    # a view of `a`, made inside the branch
+            v += 1
+    return a
+
+
+def test_a_trace_time_array_updated_through_a_view_made_in_a_tensor_branch_is_refused():
+    # fuzzer seed 1024003980: each trace of the branch added 1 to `a` (3 where eager's runs gave 0-3)
+    with pytest.raises(ag.ConversionError, match=r"'a' holds an array computed while tracing .* an `if` on a "
+                                                 r"tensor .* updates it in place"):
+        ag.function(_view_of_a_trace_time_array_updated_in_a_branch)(np.ones(3), np.array(0.5))
+
+
+def _alias_then_early_return_then_update(y, n):
+    v1 = y
+    if v1[-1]:
+        for i in ag.range(n):
+            return i
+    v1 -= y[-1]
+    return ag.cast(y, np.int32)
+
+
+def test_an_update_through_an_alias_in_an_early_returns_guard_is_refused():
+    # fuzzer seeds 424015058 and 424020663 (reduced, as recorded): y's old value was returned
+    with pytest.raises(ag.ConversionError, match=r"'v1' was updated in place \(`-=`\)"):
+        ag.function(_alias_then_early_return_then_update)(np.array([1., 2., 3.]), np.array(2))
+
+
+def _number_or_argument_printed(x, n):
+    if x[0] > 0:
+        v = 5
+    else:
+        v = n
+    print("v", v)
+    return v
+
+
+@cpu_only("numpy scalars and Python numbers are the CPU's boxes")
+@pytest.mark.parametrize("n", [np.float64(2.5), np.int32(3), np.array(2.5)])
+def test_a_python_number_merged_with_a_numpy_value_prints_as_its_branch_made_it(n):
+    # eagerly `5` prints as `5`, where the merged float64 printed `5.0`
+    for x in (np.ones(2), -np.ones(2)):
+        assert_every_call_same(_number_or_argument_printed, x, n)
+        assert_same_boxes_every_call(_number_or_argument_printed, (x, n))
+
+
+def _number_or_argument_carried_by_a_loop(x, n):
+    if x[0] > 0:
+        v = 0.1
+    else:
+        v = n
+    i = 0
+    while i < x.shape[0] and x[i] > -5:
+        v = v + 1    # eagerly Python floats on one path, float32 on the other
+        i += 1
+    return v
+
+
+def test_a_python_number_merged_with_a_numpy_value_carried_by_a_tensor_loop_is_refused():
+    with pytest.raises(ag.ConversionError, match=r"'v' is a Python number where the tensor `if` at "
+                                                 r".*test_fuzz_regressions.py:\d+ took one branch .* a loop on a tensor"):
+        ag.function(_number_or_argument_carried_by_a_loop)(np.ones(2), np.float32(2.5))
+
+
+def _merge_read_in_another_tensor_if(x, n):
+    v = 0 if x[0] > 0 else n
+    if x[1] > 0:
+        w = v + 1    # a Python int where v is one
+    else:
+        w = 5
+    if x[2] > 0:
+        return v
+    return w
+
+
+@cpu_only("numpy scalars and Python numbers are the CPU's boxes")
+def test_a_python_number_merged_with_a_numpy_value_keeps_its_box_through_another_tensor_if():
+    # the later `if` captured v without its box: w came back np.int64 where eager's was a Python int
+    inputs = [(np.array(x, float), np.int64(3)) for x in
+              ([1, 1, 1], [1, 1, -1], [1, -1, -1], [-1, 1, 1], [-1, 1, -1], [-1, -1, -1])]
+    assert_same_boxes_every_call(_merge_read_in_another_tensor_if, *inputs)
+
+
+def _merge_used_as_an_index_and_a_shape(x, n):
+    v = 2 if x[0] > 0 else n
+    return x[v], ag.reshape(x, [v, -1]), -v, v ** 2
+
+
+@cpu_only("numpy scalars and Python numbers are the CPU's boxes")
+def test_a_python_number_merged_with_a_numpy_value_as_an_index_and_a_shape():
+    assert_same_boxes_every_call(_merge_used_as_an_index_and_a_shape, (np.ones(4), np.int64(2)), (-np.ones(4), np.int64(2)))
+
+
+def _view_of_a_loop_variable_updated_in_a_nested_loop(x, y, n):
+    v1 = y
+    w = 0
+    while w < 1 and n:
+        w += 1
+        for _ in v1:
+            v4 = v1[:]
+            for _ in ag.range(n):
+                v4 += 1      # changes y (then x) eagerly: v4 views what v1 holds
+                v1 = x
+    return y
+
+
+def test_a_view_of_a_loop_variable_updated_in_a_nested_loop_is_refused():
+    # fuzzer seed 2024007781: the update reached v1's array only through the view made in the middle
+    # loop's body, which that loop did not see, so y came back unchanged
+    with pytest.raises(ag.ConversionError, match=r"'v4' \(a slice or view of this value\) is updated in place"):
+        ag.function(_view_of_a_loop_variable_updated_in_a_nested_loop)(
+            np.array([1, 2, 3]), np.array([4, 5, 6]), np.array(2))
+
+
+def _type_question_on_a_merge(x):
+    v = 0 if x.sum() > 0 else np.int64(x.shape[0])
+    return isinstance(v, (int, np.integer))   # true of both
+
+
+def _type_question_answered_by_the_side(x):
+    v = 0 if x.sum() > 0 else np.int64(x.shape[0])
+    return hasattr(v, "dtype")   # a Python int has none
+
+
+def test_type_questions_on_a_python_number_merged_with_a_numpy_value():
+    check(_type_question_on_a_merge, (np.ones(3),), (-np.ones(3),))
+    with pytest.raises(ag.ConversionError, match=r"hasattr\(\) of .* by the path a tensor `if`"):
+        ag.function(_type_question_answered_by_the_side)(np.ones(3))

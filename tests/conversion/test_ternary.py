@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import autograph_lite as ag
-from helpers import check, f32
+from helpers import check, cpu_only, f32
 
 
 def abs_by_ternary(x):
@@ -64,3 +64,21 @@ def test_tensor_ternary(fn, inputs):
 def test_python_ternary():
     f = check(ternary_python, (f32(1), True), (f32(1), False), traces=2)
     assert "Cond" not in str(f.get_concrete_function(f32(1), True).graph)
+
+
+def _zero_or_a_float_sum(x):
+    v = 0 if x.sum() > 0 else x.sum()   # eagerly the Python int 0, or a float64
+    return v, v + 1.5
+
+
+def _length_or_a_mean(x, lst):
+    return len(lst) if x.sum() > 0 else x.mean()
+
+
+@cpu_only("numpy scalars and Python numbers are the CPU's boxes")
+@pytest.mark.parametrize("fn, extra", [(_zero_or_a_float_sum, ()), (_length_or_a_mean, ([1, 2],))])
+def test_a_python_number_beside_a_numpy_scalar_of_another_kind_is_the_one_its_side_gives(fn, extra):
+    compiled = ag.function(fn)
+    for x in (np.ones(3), -np.ones(3)):
+        eager, got = fn(x, *extra), compiled(x, *extra)
+        assert repr(got) == repr(eager) and type(got) is type(eager)

@@ -8,7 +8,7 @@ import pytest
 
 import autograph_lite as ag
 from autograph_lite.errors import ConversionError
-from helpers import assert_same, check
+from helpers import assert_same, check, cpu_only
 
 
 def line_of(fn, text):
@@ -515,8 +515,16 @@ def ternary_int8_or_big(x, c):
     return x if c > 0 else 300
 
 
+@cpu_only("numpy scalars and Python numbers are the CPU's boxes")
+def test_a_ternary_of_a_float32_and_a_python_int_gives_the_one_its_side_picks():
+    # the Cond gives the Python int where its side ran (a PythonBox), as eagerly
+    compiled = ag.function(ternary_float_or_int)
+    for c in (np.float32(-1.0), np.float32(1.0)):
+        eager, got = ternary_float_or_int(np.float32(2.0), c), compiled(np.float32(2.0), c)
+        assert repr(got) == repr(eager) and type(got) is type(eager)
+
+
 @pytest.mark.parametrize("fn, args, types", [
-    (ternary_float_or_int, (np.float32(2.0), np.float32(-1.0)), "float32 and the Python int 1"),
     (ternary_int8_or_big, (np.int8(2), np.float32(-1.0)), "int8 and the Python int 300")])
 def test_a_ternary_whose_result_type_depends_on_a_tensor_is_an_error(fn, args, types):
     with pytest.raises(ConversionError, match=types) as info:
