@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 from ..errors import user_location
-from ..runtime import devices, fp_errors
+from ..runtime import devices, fp_errors, memory
 from ..runtime.graph import Tensor, _tracing, building, current_graph
 from ..runtime.opdef import CONST, DTYPE, STR, OpDef, lookup, register
 
@@ -34,7 +34,10 @@ def apply(op, inputs, attrs=None):
         if op.float_errors and xp is np:  # numpy's warning names the user's line, not this one
             return fp_errors.eager_reporter(op.float_errors).call(op.eager_kernel(xp, attrs), *inputs)
         return op.eager_kernel(xp, attrs)(*inputs)
-    return add_node(graph, op, inputs, attrs or {})
+    out = add_node(graph, op, inputs, attrs or {})
+    if op.view is not None and inputs and isinstance(inputs[0], Tensor):
+        memory.track_view(inputs[0], out)  # `row = x[0]`: a view of x's memory
+    return out
 
 
 def _on_device(inputs):

@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import ConversionError, SymbolicValueError, user_location
 from .opdef import CONST, CONTROL_FLOW, COND, OpDef, PLACEHOLDER, WHILE
 from .opdef import check_attrs
+from . import memory
 
 
 class Tensor:
@@ -28,7 +29,7 @@ class Tensor:
     longer be read, since compiled code cannot make every alias of the array see the update.
     """
 
-    __slots__ = ("node", "index", "shape", "dtype", "weak", "previous", "stale", "_users", "box")
+    __slots__ = ("node", "index", "shape", "dtype", "weak", "previous", "stale", "_users", "box", "mem")
     # Make numpy hand `ndarray + Tensor` and `np.tanh(Tensor)` to us (see ops/overloads.py).
     __array_priority__ = 1000
     __hash__ = object.__hash__  # == is elementwise; dict keys must use id()
@@ -39,6 +40,7 @@ class Tensor:
         self.previous = self.stale = None
         self._users = []
         self.box = None  # an argument's box ("scalar" for a numpy scalar); see runtime/boxes.py
+        self.mem = None  # the memory it is a handle of (runtime/memory.py View), once viewed or written
 
     @property
     def users(self):
@@ -174,6 +176,7 @@ class Graph:
         self.holders = {}        # id(tensor) -> stacked lists holding its array (operators/lists.py)
         self.python_ranges = {}  # id(Range tensor) -> it, for Python's range() on tensors: ints are weak
         self.made_generators = {}  # top graph: id -> a random generator the traced code made from a seed
+        self.storages = []       # top graph: the memory.Storage of every array viewed or written in the trace
         self._captured = {}      # id(enclosing tensor, or the parent's placeholder for it) -> (it, placeholder)
         # Node names are unique across a graph and all its sub-graphs.
         self._name_counts = parent._name_counts if parent else collections.Counter()
@@ -238,6 +241,10 @@ class Graph:
         """The value of `tensor` (from this graph or an enclosing one) as seen inside this graph."""
         if tensor.stale is not None and not _tracing.internal:
             tensor.stale.check_read(self)
+        if tensor.mem is not None and not _tracing.internal:
+            # a handle of memory: what it holds now (runtime/memory.py); the backward pass reads
+            # forward nodes' inputs, the values as they were
+            tensor = memory.resolve(tensor, self)
         return self._capture(tensor)
 
     def _capture(self, tensor):
@@ -360,13 +367,16 @@ def holds(holder, value):
     value.node.graph.holders.setdefault(id(value), []).append(holder)
 
 
-def _mark_views(graph, old, scope, label, symbol, location):
-    """Views of `old` (and views of those) read the updated array eagerly: they may not be read."""
+def _mark_views(graph, old, scope, label, symbol, location, modeled=False):
+    """Views of `old` (and views of those) read the updated array eagerly: they may not be read
+    (with `modeled`, the views runtime/memory.py replays read the new value instead)."""
     for what, table in (("this value is a slice or view of it", graph.views), ("a list holding it", graph.holders)):
         for view in table.get(id(old), ()):
+            if modeled and view.mem is not None and table is graph.views:
+                continue
             if view.stale is None:
                 view.stale = InPlaceUpdate(scope, f"{label} ({what})", symbol, location)
-                _mark_views(graph, view, scope, label, symbol, location)
+                _mark_views(graph, view, scope, label, symbol, location, modeled)
                 # and what a tensor `if` or loop gave on as that value (a list carried through a loop
                 # that updates the array it holds: fuzzer seed 25002913)
                 _mark_maybe_aliases(view, None, scope, f"{label} ({what})", symbol, location)
@@ -391,7 +401,10 @@ def supersede(old, new, label, symbol, location):
     if new is not None:
         new.previous = old
     old.stale = InPlaceUpdate(graph, label, symbol, location)
-    _mark_views(old.node.graph, old, graph, label, symbol, location)
+    # views of its memory read the new value (runtime/memory.py), or are stale
+    rebased = old.mem is not None and memory.superseded(
+        old, new, InPlaceUpdate(graph, f"{label} (this value is a view of it)", symbol, location))
+    _mark_views(old.node.graph, old, graph, label, symbol, location, rebased)
     base = old
     while _is_view(base.node) and base.node.graph is old.node.graph:
         # updating a view updates the array it views: that array and its other views are stale too
@@ -438,6 +451,20 @@ def supersede(old, new, label, symbol, location):
                     f"array, or in a tensor `if` whose result the variable does not hold); update it outside "
                     f"the block or write `x = x {symbol[:-1]} y`")
             graph.write_backs[id(root)] = (root, new)
+
+
+def check_partial_aliases(old, label, symbol, location):
+    """Before runtime/memory.py writes the memory that `old` started: where on some runs `old` is
+    another array (a tensor `if` or loop gave it, or a view of one), an argument's is an error
+    (whether the caller's array changes would depend on the data) and another is stale."""
+    graph = current_graph()
+    if old.node.opdef in (COND, WHILE, PLACEHOLDER):
+        _reach_view_bases(old, graph, label, symbol, location)
+    for maybe in _maybe_same(old):
+        _refuse_if_argument(maybe, label, symbol, location)
+        if maybe.stale is None:
+            maybe.stale = InPlaceUpdate(graph, f"{label} (on some runs the same array)", symbol, location)
+    _mark_maybe_aliases(old, None, graph, label, symbol, location)
 
 
 def _refuse_if_argument(maybe, label, symbol, location):

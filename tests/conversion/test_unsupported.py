@@ -411,15 +411,18 @@ def test_numpy_array_updated_in_place_with_a_tensor():
         ag.function(numpy_array_updated_with_a_tensor)(f32(1, 2))
 
 
-def item_assignment(x):
+def item_assignment_in_a_tensor_loop(x, n):
     y = x * 1.0
-    y[0] = 5.0
+    for i in ag.range(n):
+        y[i] = 5.0
     return y
 
 
-def test_item_assignment_on_a_tensor():
-    with pytest.raises(ag.ConversionError, match=rf"item assignment on a symbolic tensor.*{where(item_assignment, 'y[0] = 5.0')}"):
-        ag.function(item_assignment)(f32(1, 2))
+def test_item_assignment_in_a_tensor_loop_to_an_array_from_before_it():
+    with pytest.raises(ag.ConversionError, match=rf"'y' is updated in place \(`\[...\] =`\) at "
+                                                 rf".*{where(item_assignment_in_a_tensor_loop, 'y[i] = 5.0')} inside "
+                                                 rf"a tensor `if` or loop"):
+        ag.function(item_assignment_in_a_tensor_loop)(f32(1, 2), np.int64(2))
 
 
 def tensor_as_python_int(x):

@@ -1,0 +1,227 @@
+"""Arrays as mutable memory while tracing: functional updates of a base, views replayed on read.
+
+numpy arrays are memory: `row = x[0]; row[1] = 5` changes `x`. A traced `Tensor` is an SSA
+value, so a write cannot change the value a node already read. This module keeps, beside the
+SSA values, the memory they came from (PyTorch's functionalization,
+`torch/_subclasses/functional_tensor.py`):
+
+- a `Storage` is one array's memory: `base`, the Tensor holding its whole contents now, and
+  a `version` that every write moves on;
+- a Tensor that user code holds as an array (a *handle*) has a `View` (`Tensor.mem`): its
+  storage and the `steps` that take the base to it (basic slices, transposes, expand_dims,
+  squeeze), each a node of an op in `VIEWS`, replayed on the current base when the handle is
+  read and the storage has moved on (`resolve`, called by `Graph.capture`, the one place op
+  inputs become graph values);
+- a write through a handle (`x[i] = v`, `row += 1`) computes the handle's new contents and
+  scatters them back into the base through the inverse of each step (`update`): a new base
+  version; every handle of the storage, the one written, the base and other views, reads it
+  from then on.
+
+An argument's storage written during the trace gives the caller's array its final contents
+after each call (`finish` fills `Graph.write_backs`, which `function.py` turns into outputs).
+What is not modeled is refused, naming the array and the lines: a write through a view whose
+op is not in `VIEWS` (a reshape: whether numpy gave a view depends on the caller's strides),
+reading such a view after its storage was written, and a write inside a tensor `if`/loop to an
+array made before it (its new contents would have to be carried out of the block).
+"""
+import itertools
+
+from ..errors import ConversionError
+from .opdef import PLACEHOLDER
+
+_versions = itertools.count(1)
+
+
+class ViewRule:
+    """How the memory model treats the results of one view op: `replay(node, base)` takes the
+    step again from a new value of its input (in the current graph); `scatter(node, before,
+    new)` is the input's new value once the view's value becomes `new` (`before`: the input's
+    value the view was taken from)."""
+
+    __slots__ = ("replay", "scatter")
+
+    def __init__(self, replay, scatter):
+        self.replay, self.scatter = replay, scatter
+
+
+# OpDef -> ViewRule, filled by ops/array_ops.py for the view ops it models. A view op (its
+# `OpDef.view` fact) not in this table gives an unmodeled view: refused where a write meets it.
+VIEWS = {}
+
+
+class Storage:
+    """One array's memory: `base`, the Tensor of its whole contents now; `version`, moved on by
+    every write; `root`, the Tensor it started as (an argument's placeholder is written back);
+    `views`, the handles of its modeled views; `unmodeled`, views of it taken by ops the model
+    does not replay."""
+
+    __slots__ = ("base", "version", "root", "views", "unmodeled")
+
+    def __init__(self, base):
+        self.base, self.root, self.version = base, base, next(_versions)
+        self.views = []      # handles of views of it (modeled)
+        self.unmodeled = []  # (view, line) of views the model does not replay
+
+
+class View:
+    """A handle's place in its storage: the `steps` (view nodes, first from the base) and the
+    value it read last (`value`, at storage version `seen`)."""
+
+    __slots__ = ("storage", "steps", "seen", "value")
+
+    def __init__(self, storage, steps, value):
+        self.storage, self.steps, self.seen, self.value = storage, steps, storage.version, value
+
+
+def storage_of(t):
+    """`t`'s View, made (as the base of a new storage) on first use."""
+    if t.mem is None:
+        storage = Storage(t)
+        t.mem = View(storage, (), t)
+        root = t.node.graph
+        while root.parent is not None:
+            root = root.parent
+        root.storages.append(storage)
+    return t.mem
+
+
+def resolve(t, graph):
+    """The value handle `t` holds now, as a Tensor `graph` may read (its storage's latest base
+    with `t`'s view steps replayed in `graph`); `t` itself when nothing wrote its storage."""
+    mem = t.mem
+    if mem is None:
+        return t
+    storage = mem.storage
+    if mem.seen == storage.version and _visible(mem.value, graph):
+        return mem.value
+    if not mem.steps:
+        value = storage.base
+    else:
+        from .graph import building
+        value = storage.base
+        with building(graph):
+            for step in mem.steps:
+                value = VIEWS[step.opdef].replay(step, value)
+    mem.value, mem.seen = value, storage.version
+    return value
+
+
+def _visible(value, graph):
+    """Whether `graph` (or a graph inside it) may read `value` (made in it or around it)."""
+    home = value.node.graph
+    while graph is not None:
+        if graph is home:
+            return True
+        graph = graph.parent
+    return False
+
+
+def track_view(handle, out):
+    """`out`, just made by a view op from `handle` (`row = x[0]`), is a view of `handle`'s
+    storage: reads of it replay the step on the storage's latest base."""
+    node = out.node
+    if node.opdef.view is None or not node.outputs or not out.shape or not node.opdef.view(node):
+        return
+    mem = storage_of(handle)
+    if node.opdef in VIEWS:
+        out.mem = View(mem.storage, mem.steps + (node,), out)
+        mem.storage.views.append(out)
+    else:
+        mem.storage.unmodeled.append((out, node.location))
+
+
+def update(handle, compute, label, symbol, location):
+    """Write through `handle`: `compute(value)` gives its new contents from its current value;
+    the storage's base becomes the value with them scattered back. Returns nothing: every
+    handle of the storage reads the new contents."""
+    from .graph import current_graph
+    graph = current_graph()
+    unmodeled = _unmodeled_step(handle)
+    if unmodeled is not None:
+        raise ConversionError(
+            f"{label} is updated in place (`{symbol}`) at {location}, and it is a view of another array "
+            f"made by {unmodeled.op} at {unmodeled.location}, whose memory the compiled function does not "
+            f"model (numpy gives a view or a copy depending on the array's strides); update the array it "
+            f"was made from, or copy the view first (`.copy()`)")
+    mem = storage_of(handle)
+    storage = mem.storage
+    if not _local(storage, graph):
+        raise ConversionError(
+            f"{label} is updated in place (`{symbol}`) at {location} inside a tensor `if` or loop, but its "
+            f"array was made before the block (it holds the memory of an array from outside); a compiled "
+            f"block cannot yet carry that array's new contents out (issue 26). Build the new value with "
+            f"ag.where, or update the array outside the block")
+    from .graph import InPlaceUpdate, _first_version, building, check_partial_aliases
+    check_partial_aliases(_first_version(storage.root), label, symbol, location)
+    with building(graph):
+        prefixes = [storage.base]  # the value of each prefix of the steps, for the scatter back
+        for step in mem.steps[:-1]:
+            prefixes.append(VIEWS[step.opdef].replay(step, prefixes[-1]))
+        new = compute(resolve(handle, graph))
+        for step, prefix in zip(reversed(mem.steps), reversed(prefixes)):
+            new = VIEWS[step.opdef].scatter(step, prefix, new)
+    storage.base, storage.version = new, next(_versions)
+    for view, made in storage.unmodeled:
+        if view.stale is None:
+            view.stale = InPlaceUpdate(graph, f"{label} (of which this value is a view made at {made})",
+                                       symbol, location)
+
+
+def _local(storage, graph):
+    """Whether code of `graph` may write `storage`: its contents were made in `graph`, and inside a
+    tensor block not from one of the block's own inputs (a loop variable: the old whole-array path
+    of ops/overloads.py carries those)."""
+    if storage.base.node.graph is not graph:
+        return False
+    if graph.parent is None:
+        return True
+    from .graph import _first_version
+    return _first_version(storage.root).node.opdef is not PLACEHOLDER
+
+
+def superseded(old, new, stale):
+    """The old whole-array path (runtime/graph.py `supersede`: `x += 1` rebinding the name, or a
+    tensor block carrying such an update out) replaced handle `old` by `new`. When `old` is its
+    storage's base, `new` becomes the storage's base and handle, so views taken before read it;
+    otherwise (or with no `new`) the storage's views may no longer be read (`stale`). Returns
+    whether the views read `new`."""
+    storage = old.mem.storage
+    if not old.mem.steps and new is not None and new.mem is None and new.node.graph is storage.base.node.graph:
+        new.mem = View(storage, (), new)
+        storage.base, storage.version = new, next(_versions)
+        new.mem.seen = storage.version
+        return True
+    for view in [storage.root] + storage.views:
+        if view is not new and view.stale is None:
+            view.stale = stale
+    return False
+
+
+def _unmodeled_step(handle):
+    """The node of an unmodeled view op that made `handle` from a storage, or None."""
+    node = handle.node
+    if handle.mem is None and node.opdef.view is not None and node.outputs and handle.shape \
+            and node.opdef.view(node) and node.opdef not in VIEWS:
+        return node
+    return None
+
+
+def finish(graph):
+    """At the end of a trace: every argument (or array read from outside) whose storage was
+    written gets its final contents written back (`graph.write_backs`); write-backs the old
+    whole-array path recorded read their value's storage too."""
+    from .graph import _argument_of, _first_version
+    for key, (root, value) in list(graph.write_backs.items()):
+        graph.write_backs[key] = (root, resolve(value, graph))
+    for storage in graph.storages:
+        if storage.base is storage.root:
+            continue
+        root = _first_version(storage.root)
+        if _argument_of(root) is not None and root.node.graph is graph:
+            graph.write_backs[id(root)] = (root, storage.base)
+
+
+def same_array(handle, value, graph):
+    """Whether returning handle `handle` returns the array whose final contents are `value`."""
+    return handle is value or (handle.mem is not None and not handle.mem.steps
+                               and resolve(handle, graph) is value)

@@ -1,0 +1,334 @@
+"""Arrays are memory (issue 26): item and slice assignment, in-place updates through views, and
+what the caller's arrays hold afterwards. Each compiled run is compared with the eager run on
+fresh copies of the arguments: results and the arguments' final contents."""
+import inspect
+import warnings
+
+import numpy as np
+import pytest
+
+import autograph_lite as ag
+from helpers import assert_identical, check_grad
+
+
+def line_of(fn, text):
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+def both(fn, *make_args):
+    """`fn` eagerly and compiled (twice, the second from the cache) on fresh arguments: results
+    and arguments afterwards identical; returns the last compiled result and its arguments."""
+    eager_args = [a() for a in make_args]
+    eager = fn(*eager_args)
+    compiled_fn = ag.function(fn)
+    for _ in range(2):
+        args = [a() for a in make_args]
+        compiled = compiled_fn(*args)
+        assert_identical(eager, compiled)
+        for e, c in zip(eager_args, args):
+            assert_identical(e, c)
+    return compiled, args
+
+
+def arange(*shape, dtype=np.float64):
+    return lambda: np.arange(int(np.prod(shape))).astype(dtype).reshape(shape)
+
+
+# --- straight-line writes ---------------------------------------------------------------------
+
+def writes_into_a_new_array(x):
+    y = x * 2
+    y[0] = 5
+    y[1:3] += 1
+    y[-1] = y[0] * 10
+    return y
+
+
+def writes_into_an_argument(x):
+    x[0] = 7
+    x[2:] -= 1.5
+    return x.sum()
+
+
+def writes_rows_and_columns(A):
+    A[1] = 0
+    A[:, 2] = A[:, 0] + 1
+    A[0, 1:] *= 3
+    return A.mean()
+
+
+def test_item_and_slice_assignment_equal_eager():
+    both(writes_into_a_new_array, arange(5))
+    both(writes_into_an_argument, arange(5))
+    both(writes_rows_and_columns, arange(3, 4))
+
+
+def assigns_with_numpy_casts(a, f):
+    a[0] = 1.7           # float into int: numpy truncates
+    a[1:3] = f[:2]       # and casts a whole slice
+    f[0] = True
+    return a, f
+
+
+def test_assignment_casts_as_numpy_does():
+    both(assigns_with_numpy_casts, arange(4, dtype=np.int32), lambda: np.array([2.9, -3.5, 1.0]))
+
+
+def broadcasts_the_value(A, row):
+    A[1:] = row          # a row into every row
+    A[:, 0] = 9          # a number into a column
+    A[0] = np.array([[1, 2, 3]])  # numpy drops the value's leading 1s
+    return A
+
+
+def test_the_value_broadcasts_as_numpy_does():
+    both(broadcasts_the_value, arange(3, 3), lambda: np.array([4.0, 5.0, 6.0]))
+
+
+def repeated_indices(a, v):
+    a[[0, 0, 2]] = v            # the last write wins
+    a[[1, 1]] += 1              # buffered: once, not twice
+    return a
+
+
+def test_repeated_array_indices_as_numpy():
+    both(repeated_indices, arange(4), lambda: np.array([1.0, 2.0, 3.0]))
+
+
+def numpy_scalar_element(x):
+    s = x[0]             # a numpy scalar, a copy
+    s += 0.5
+    x[1] += 0.5          # x[1] is read, added to and stored back (truncated in an int array)
+    return s, x
+
+
+def test_an_element_is_a_copy_and_its_update_rebinds():
+    both(numpy_scalar_element, arange(3, dtype=np.int64))
+
+
+def same_kind_refused(x):
+    row = x[0]
+    row += 0.5           # numpy: UFuncTypeError (same_kind), an int view cannot hold floats
+    return x
+
+
+def test_an_in_place_update_of_a_view_keeps_numpy_casting_rule():
+    with pytest.raises(TypeError):
+        same_kind_refused(arange(2, 2, dtype=np.int64)())
+    with pytest.raises(TypeError, match="same_kind"):
+        ag.function(same_kind_refused)(arange(2, 2, dtype=np.int64)())
+
+
+def out_of_range(x, i):
+    x[i] = 1.0
+    return x
+
+
+def test_an_index_out_of_range_raises_index_error_when_the_graph_runs():
+    with pytest.raises(IndexError):
+        out_of_range(np.zeros(3), 5)
+    f = ag.function(out_of_range, input_signature=[ag.TensorSpec((3,), np.float64), ag.TensorSpec((), np.int64)])
+    x = np.zeros(3)
+    f(x, np.int64(2))
+    np.testing.assert_array_equal(x, [0, 0, 1])
+    with pytest.raises(IndexError):
+        f(np.zeros(3), np.int64(5))
+
+
+def too_long_a_value(x):
+    x[:2] = np.ones(3)
+    return x
+
+
+def test_a_value_that_does_not_fit_is_numpys_value_error():
+    with pytest.raises(ValueError):
+        too_long_a_value(np.zeros(4))
+    with pytest.raises(ValueError, match="could not broadcast"):
+        ag.function(too_long_a_value)(np.zeros(4))
+
+
+# --- views share memory ----------------------------------------------------------------------
+
+def view_written_then_base_read(x):
+    row = x[1]
+    row[0] = 9
+    col = x.T[:, 2]
+    col += 100
+    return x * 1
+
+
+def base_written_then_view_read(x):
+    y = x + 0
+    row, t = y[0], y.T
+    y[0, 0] = -1
+    y += 1
+    return row * 1, t * 1, y
+
+
+def view_of_a_view(x):
+    v = x[1:][:, ::2]
+    v[0] = 0
+    v = x[None][0, 1]    # expand_dims-like and back
+    v[1:] = -5
+    return x
+
+
+def test_views_and_their_arrays_see_each_others_writes():
+    both(view_written_then_base_read, arange(3, 3))
+    both(base_written_then_view_read, arange(2, 3))
+    both(view_of_a_view, arange(3, 4))
+
+
+def scaled_lower_triangle(C, beta):
+    for i in range(C.shape[0]):   # a Python loop: unrolled while tracing
+        C[i, :i + 1] *= beta
+    return C
+
+
+def test_polybench_style_updates_of_an_argument_through_slices():
+    compiled, args = both(scaled_lower_triangle, arange(4, 4), lambda: 2.0)
+    assert compiled is args[0]   # `return C` is the caller's array, as eagerly
+
+
+def build_up(b, u):
+    b[1:-1, 1:-1] = u[2:, 1:-1] - u[:-2, 1:-1]
+
+
+def calls_a_helper_that_writes(b, u):
+    build_up(b, u)
+    return b.sum() + u[1, 1]
+
+
+def test_a_helper_writes_the_callers_array():
+    both(calls_a_helper_that_writes, lambda: np.zeros((4, 4)), arange(4, 4))
+
+
+def reshape_view_written(x):
+    v = x.reshape(-1)
+    v[0] = 1
+    return x
+
+
+def test_a_write_through_a_reshape_is_refused_naming_the_line():
+    with pytest.raises(ag.ConversionError, match=rf"'v' is updated in place .* at .*test_item_assignment.py:"
+                                                 rf"{line_of(reshape_view_written, 'v[0] = 1')}.*Reshape"):
+        ag.function(reshape_view_written)(np.zeros((2, 2)))
+
+
+def write_in_tensor_if(x):
+    y = x * 1
+    if x.sum() > 0:
+        y[0] = 5
+    return y
+
+
+def test_a_write_inside_a_tensor_if_to_an_array_from_before_it_is_refused():
+    with pytest.raises(ag.ConversionError, match=rf"'y' is updated in place .* at .*test_item_assignment.py:"
+                                                 rf"{line_of(write_in_tensor_if, 'y[0] = 5')} inside a tensor"):
+        ag.function(write_in_tensor_if)(np.ones(3))
+
+
+def write_local_to_tensor_loop(x, n):
+    total = x * 0
+    for i in ag.range(n):
+        t = x * i
+        t[0] = 1           # an array made in the iteration: its own memory
+        total = total + t
+    return total
+
+
+def test_a_write_to_an_array_made_inside_a_tensor_loop():
+    both(write_local_to_tensor_loop, arange(3), lambda: np.int64(3))
+
+
+# --- gradients, saving --------------------------------------------------------------------------
+
+def loss_with_assignment(x):
+    y = x * x
+    y[1] = 3 * x[0]      # y[1]'s own gradient is cut; x[0] gets 3 from it
+    y[2:] *= 2.0
+    return y.sum()
+
+
+def test_gradient_of_item_assignment():
+    check_grad(loss_with_assignment, np.array([1.0, 2.0, 3.0, 4.0]))
+
+
+def test_save_and_load_a_function_with_item_assignment(tmp_path):
+    f = ag.function(writes_rows_and_columns)
+    x = arange(3, 4)()
+    f(x)
+    ag.save(f, tmp_path / "f.agz")
+    g = ag.load(tmp_path / "f.agz")
+    eager_x, loaded_x = arange(3, 4)(), arange(3, 4)()
+    assert_identical(writes_rows_and_columns(eager_x), g(loaded_x))
+    assert_identical(eager_x, loaded_x)
+
+
+def read_then_written(x):
+    y = x * x            # reads x before the write: its gradient is of the old x
+    row = x[0:2]
+    row[0] = 0.0
+    return (y * x).sum()
+
+
+def test_gradient_through_values_read_before_a_write():
+    check_grad(read_then_written, np.array([1.5, 2.0, 3.0]))
+
+
+# --- numpy arrays made in the function receive tensors -------------------------------------------
+
+def preallocate_and_fill(x):
+    n = x.shape[0]
+    out = np.zeros(n)
+    table = np.zeros((n, 2), dtype=np.int64)
+    for i in range(n):          # a Python loop: unrolled
+        out[i] = x[i] * 2
+        table[i, 1] = i
+        table[i] += table[i - 1]
+    out[0] += x.sum()
+    return out, table
+
+
+def test_a_numpy_array_made_in_the_function_becomes_a_tensor_when_it_receives_one():
+    both(preallocate_and_fill, arange(4))
+    assert "out = ag__.set_item(out, i, x[i] * 2, None, 'out')" in ag.to_code(preallocate_and_fill)
+
+
+def constant_code_stays_numpy(x):
+    lut = np.zeros(3)
+    lut[1] = 2.0                # no tensor: numpy's own assignment, while tracing
+    return x * lut
+
+
+def test_a_numpy_array_with_numpy_values_stays_numpy():
+    both(constant_code_stays_numpy, arange(3))
+
+
+def viewed_before_the_write(x):
+    out = np.zeros(3)
+    row = out[0:2]
+    out[1] = x[0]
+    return row
+
+
+def held_by_a_list(x):
+    out = np.zeros(3)
+    held = [out]
+    out[1] = x[0]
+    return held[0]
+
+
+def held_by_two_names(x):
+    out = np.zeros(3)
+    other = out
+    out[1] = x[0]
+    return other
+
+
+@pytest.mark.parametrize("fn", [viewed_before_the_write, held_by_a_list, held_by_two_names])
+def test_a_numpy_array_another_name_holds_is_refused_where_it_receives_a_tensor(fn):
+    with pytest.raises(ag.ConversionError, match=rf"'out' is a numpy array made in the function, .* at "
+                                                 rf".*test_item_assignment.py:{line_of(fn, 'out[1] = x[0]')}"):
+        ag.function(fn)(np.ones(3))
