@@ -177,6 +177,9 @@ class Graph:
         self.python_ranges = {}  # id(Range tensor) -> it, for Python's range() on tensors: ints are weak
         self.made_generators = {}  # top graph: id -> a random generator the traced code made from a seed
         self.storages = []       # top graph: the memory.Storage of every array viewed or written in the trace
+        self.carries = False     # a tensor block that carries memory written inside it (memory.block)
+        self.carried_out = None  # the final values of the memory it carries
+        self.loop_starts = {}    # a loop body's: id(loop variable placeholder) -> its start value
         self._captured = {}      # id(enclosing tensor, or the parent's placeholder for it) -> (it, placeholder)
         # Node names are unique across a graph and all its sub-graphs.
         self._name_counts = parent._name_counts if parent else collections.Counter()

@@ -24,6 +24,7 @@ op is not in `VIEWS` (a reshape: whether numpy gave a view depends on the caller
 reading such a view after its storage was written, and a write inside a tensor `if`/loop to an
 array made before it (its new contents would have to be carried out of the block).
 """
+import contextlib
 import itertools
 
 from ..errors import ConversionError
@@ -55,10 +56,11 @@ class Storage:
     `views`, the handles of its modeled views; `unmodeled`, views of it taken by ops the model
     does not replay."""
 
-    __slots__ = ("base", "version", "root", "views", "unmodeled")
+    __slots__ = ("base", "version", "root", "views", "unmodeled", "label")
 
     def __init__(self, base):
         self.base, self.root, self.version = base, base, next(_versions)
+        self.label = "an array"  # the name of its first write, for messages
         self.views = []      # handles of views of it (modeled)
         self.unmodeled = []  # (view, line) of views the model does not replay
 
@@ -145,12 +147,15 @@ def update(handle, compute, label, symbol, location):
             f"was made from, or copy the view first (`.copy()`)")
     mem = storage_of(handle)
     storage = mem.storage
+    if not _local(storage, graph) and graph.carries:
+        _carry(storage, graph, label, symbol, location)
     if not _local(storage, graph):
         raise ConversionError(
             f"{label} is updated in place (`{symbol}`) at {location} inside a tensor `if` or loop, but its "
             f"array was made before the block (it holds the memory of an array from outside); a compiled "
             f"block cannot yet carry that array's new contents out (issue 26). Build the new value with "
             f"ag.where, or update the array outside the block")
+    storage.label = label
     from .graph import InPlaceUpdate, _first_version, building, check_partial_aliases
     check_partial_aliases(_first_version(storage.root), label, symbol, location)
     with building(graph):
@@ -167,16 +172,92 @@ def update(handle, compute, label, symbol, location):
                                        symbol, location)
 
 
+class Carry(BaseException):
+    """A write inside a tensor block (`graph.carries`) to memory from outside it: the block that
+    catches this traces again carrying `storage` (its base an input and an output of the block).
+    A BaseException, so the user's `except Exception` in the traced code does not catch it."""
+
+    def __init__(self, storage):
+        super().__init__(storage.label)
+        self.storage = storage
+
+
+@contextlib.contextmanager
+def block(sub, carried):
+    """Trace tensor block `sub` carrying storages `carried` (runtime/memory.py's part of a Cond
+    branch): inside, each starts from its value outside (captured); `sub.carried_out` gets their
+    final values; a write to other memory from outside raises `Carry`. Outside, all is as before."""
+    saved = [(s, s.base) for s in carried]
+    sub.carries = True
+    for s in carried:
+        s.base, s.version = sub.capture(s.base), next(_versions)
+    try:
+        yield
+        sub.carried_out = [s.base for s in carried]
+    finally:
+        for s, base in saved:
+            s.base, s.version = base, next(_versions)
+
+
+@contextlib.contextmanager
+def loop_block(sub, carried, placeholders):
+    """Trace a loop's condition or body `sub` carrying storages `carried`, each starting from its
+    placeholder in `placeholders` (an extra loop variable); as `block` otherwise."""
+    saved = [(s, s.base) for s in carried]
+    sub.carries = True
+    for s, ph in zip(carried, placeholders):
+        s.base, s.version = ph, next(_versions)
+    try:
+        yield
+        sub.carried_out = [s.base for s in carried]
+    finally:
+        for s, base in saved:
+            s.base, s.version = base, next(_versions)
+
+
+def _carry(storage, graph, label, symbol, location):
+    """Raise `Carry` for the memory a write in carrying block `graph` reaches: `storage` when its
+    base is from outside the block, the start value's when it is a loop variable's placeholder."""
+    from .graph import Tensor, _first_version
+    storage.label = label
+    if storage.base.node.graph is not graph:
+        raise Carry(storage)  # the block traces again, carrying this memory
+    start = graph.loop_starts.get(id(_first_version(storage.root)))
+    if isinstance(start, Tensor):
+        outer = storage_of(start).storage  # the loop variable's array from before the loop
+        outer.label = label
+        raise Carry(outer)
+    if start is not None:
+        raise ConversionError(
+            f"{label} is updated in place (`{symbol}`) at {location} inside a loop on a tensor, and its array "
+            f"is a numpy array from before the loop; make it from a tensor instead (`np.zeros_like(x)`, "
+            f"`x * 0`) so the loop can carry it, or fill it with a Python `range` loop")
+
+
+def carried_out(storages, values, location):
+    """After a block node is built: each carried storage's base is the node's output for it. In a
+    block that does not carry it (a branch inside a loop body), that is a write there: `Carry`."""
+    from .graph import current_graph
+    graph = current_graph()
+    for s, value in zip(storages, values):
+        if not _local(s, graph):
+            if graph.carries:
+                _carry(s, graph, s.label, "[...] =", location)
+            raise ConversionError(
+                f"{s.label} is updated in place inside a tensor `if` (at {location}), inside a block that cannot "
+                f"carry its new contents out (issue 26); build the new value with ag.where, or update it "
+                f"outside the block")
+        s.base, s.version = value, next(_versions)
+
+
 def _local(storage, graph):
-    """Whether code of `graph` may write `storage`: its contents were made in `graph`, and inside a
-    tensor block not from one of the block's own inputs (a loop variable: the old whole-array path
-    of ops/overloads.py carries those)."""
+    """Whether code of `graph` may write `storage`: its contents are a value of `graph`, and not a
+    loop variable's placeholder of it (whose array comes from outside on the first iteration)."""
     if storage.base.node.graph is not graph:
         return False
-    if graph.parent is None:
-        return True
     from .graph import _first_version
-    return _first_version(storage.root).node.opdef is not PLACEHOLDER
+    root = _first_version(storage.root)
+    return graph.parent is None or root.node.opdef is not PLACEHOLDER or root.node.graph is not graph
 
 
 def superseded(old, new, stale):

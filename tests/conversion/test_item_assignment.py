@@ -223,10 +223,9 @@ def write_in_tensor_if(x):
     return y
 
 
-def test_a_write_inside_a_tensor_if_to_an_array_from_before_it_is_refused():
-    with pytest.raises(ag.ConversionError, match=rf"'y' is updated in place .* at .*test_item_assignment.py:"
-                                                 rf"{line_of(write_in_tensor_if, 'y[0] = 5')} inside a tensor"):
-        ag.function(write_in_tensor_if)(np.ones(3))
+def test_a_write_inside_a_tensor_if_to_an_array_from_before_it():
+    both(write_in_tensor_if, lambda: np.ones(3))
+    both(write_in_tensor_if, lambda: -np.ones(3))
 
 
 def write_local_to_tensor_loop(x, n):
@@ -240,6 +239,86 @@ def write_local_to_tensor_loop(x, n):
 
 def test_a_write_to_an_array_made_inside_a_tensor_loop():
     both(write_local_to_tensor_loop, arange(3), lambda: np.int64(3))
+
+
+# --- tensor loops and branches carry the memory they write -----------------------------------------
+
+def fills_an_argument_in_a_tensor_loop(x, n):
+    for i in ag.range(n):
+        x[i] = i * 2.0
+    return x
+
+
+def writes_through_views_in_a_while(x, n):
+    y = x * 1
+    row = y[0]
+    i = 0
+    while i < n:
+        row[i] += 1
+        y[1, i] = row[i] * 3
+        i += 1
+    return y, row * 1
+
+
+def dp_table_in_nested_tensor_loops(x, n):
+    out = x * 0
+    for i in ag.range(n):
+        for j in ag.range(n):
+            out[i, j] = x[i, j] + out[i - 1, j]
+    return out
+
+
+def data_dependent_stop(x, n):
+    i = 0
+    while x[i] < 10:
+        x[i] = 10
+        i += 1
+    return i
+
+
+def writes_in_branches_in_a_loop(x, n):
+    for i in ag.range(n):
+        if x[i] > 2:
+            x[i] = -x[i]
+        else:
+            x[i - 1] += 1
+    return x.sum()
+
+
+def test_tensor_loops_carry_the_memory_they_write():
+    compiled, args = both(fills_an_argument_in_a_tensor_loop, lambda: np.zeros(4), lambda: np.int64(3))
+    assert compiled is args[0]
+    both(writes_through_views_in_a_while, arange(2, 3), lambda: np.int64(3))
+    both(dp_table_in_nested_tensor_loops, arange(3, 3), lambda: np.int64(3))
+    both(data_dependent_stop, arange(12), lambda: np.int64(0))
+    both(writes_in_branches_in_a_loop, arange(5), lambda: np.int64(5))
+
+
+def swaps_buffers(a, b, n):
+    for t in ag.range(n):
+        b[1:-1] = 0.5 * (a[2:] + a[:-2])
+        a, b = b, a
+    return a
+
+
+def test_a_loop_variable_written_and_rebound_to_another_array_is_refused():
+    with pytest.raises(ag.ConversionError, match=r"loop variable '[ab]' is written in place in a loop on a tensor and "
+                                                 r"rebound to another array"):
+        ag.function(swaps_buffers)(arange(6)(), np.zeros(6), np.int64(3))
+
+
+def fills_a_numpy_array_in_a_tensor_loop(x, n):
+    out = np.zeros(4)
+    for i in ag.range(n):
+        out[i] = x[i]
+    return out
+
+
+def test_a_numpy_array_from_before_a_tensor_loop_written_in_it_is_refused():
+    with pytest.raises(ag.ConversionError, match=rf"'out' is updated in place .* at .*test_item_assignment.py:"
+                                                 rf"{line_of(fills_a_numpy_array_in_a_tensor_loop, 'out[i] = x[i]')} "
+                                                 rf"inside a loop on a tensor, and its array is a numpy array"):
+        ag.function(fills_a_numpy_array_in_a_tensor_loop)(arange(4)(), np.int64(3))
 
 
 # --- gradients, saving --------------------------------------------------------------------------
