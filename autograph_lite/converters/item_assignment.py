@@ -21,7 +21,8 @@ _OPS = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.FloorD
 
 
 class _ItemAssignment(gast.NodeTransformer):
-    def __init__(self):
+    def __init__(self, ctx):
+        self.ctx = ctx
         self.local_names = set()
         self.blocks = 0  # how many if/while/for/with/try statements enclose the one visited
 
@@ -59,13 +60,22 @@ class _ItemAssignment(gast.NodeTransformer):
         return at_line(new, node)
 
     def visit_Assign(self, node):
-        if len(node.targets) != 1:
+        if len(node.targets) == 1:
+            return self._rewrite(node, node.targets[0], node.value, None)
+        if not any(self._target(t) for t in node.targets):
             return node
-        return self._rewrite(node, node.targets[0], node.value, None)
+        # `a[i] = b[j] = v`: v once, then each target from the left, as Python assigns them
+        value = self.ctx.new_name("value")
+        new = at_line(templates.replace("value = v", value=value, v=node.value), node)
+        for target in node.targets:
+            one = gast.Assign(targets=[target], value=templates.name(value), type_comment=None)
+            rewritten = self._rewrite(at_line([one], node)[0], target, templates.name(value), None)
+            new.extend(rewritten if isinstance(rewritten, list) else [rewritten])
+        return new
 
     def visit_AugAssign(self, node):
         return self._rewrite(node, node.target, node.value, _OPS[type(node.op)])
 
 
 def transform(node, ctx):
-    return _ItemAssignment().visit(node)
+    return _ItemAssignment(ctx).visit(node)

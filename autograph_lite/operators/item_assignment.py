@@ -40,20 +40,26 @@ def _holds_tensor(index, value):
 
 
 def _other_holder(array):
-    """What else holds `array` (a view of it, a container, a second variable of a converted
-    function), in words, or None. The references counted as ours: the variables of the frames
-    on the stack (the converted function's, the operators' between it and here, this one's) and
-    the tuples the operators pass them in; any other (a numpy view holds its base through
-    `.base`, which the garbage collector does not list) is another holder."""
+    """What else holds `array` (a view of it, a container, a second variable, a variable of a
+    calling function), in words, or None. The references counted as ours: the variables of the
+    frames on the stack (the converted function writing and its generated loop and branch
+    functions, the operators between them and here, this one's) and the tuples the operators pass
+    them in; any other (a numpy view holds its base through `.base`, which the garbage collector
+    does not list) is another holder."""
     if array.base is not None:
         return "a view of another array"
-    counted, frame_dicts, frame = 0, set(), sys._getframe(1)
+    counted, frame_dicts, frame, writer = 0, set(), sys._getframe(1), None
     while frame is not None:
         names = frame.f_locals  # a dict of the frame's own, itself a referrer from now on
         frame_dicts.add(id(names))
         mine = sum(v is array for v in names.values())
-        if mine > 1 and frame.f_code.co_filename.startswith("<autograph_lite converted"):
-            return "held by two variables"
+        converted = frame.f_code.co_filename
+        if converted.startswith("<autograph_lite converted"):
+            writer = writer or converted  # the converted function writing (its loop bodies share its file)
+            if mine and converted != writer:
+                return "held by a variable of the function that called this one"
+            if mine > 1:
+                return "held by two variables"
         counted += 2 * mine  # the frame's variable and its f_locals dict
         frame = frame.f_back
     for r in gc.get_referrers(array):

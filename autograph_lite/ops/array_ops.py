@@ -490,9 +490,11 @@ def getitem(x, index):
 
 # --- item assignment: functional updates of an array (runtime/memory.py) --------------------
 
-def _setitem_kernel(xp, index):
+def _setitem_kernel(xp, index, **store):
+    copy = store.get("copy", True)  # copy=False: into x's own buffer (passes/buffer_reuse.py, "store")
+
     def set_item(x, value, *values):
-        out = x.copy()
+        out = x.copy() if copy else x
         out[_fill(index, values)] = value  # numpy's own assignment: its casting, broadcasting and errors
         return out
     return set_item
@@ -511,7 +513,8 @@ def _setitem_infer(x, value, *values, index):
 
 # `x[index] = value` as a new array: x with value (broadcast, cast to x's dtype as numpy assigns)
 # at index; repeated array indices: the last write wins, as numpy's assignment
-OPS["setitem"] = define("SetItem", _setitem_kernel, _setitem_infer, attrs={"index": INDEX}, fresh=True, box="array")
+OPS["setitem"] = define("SetItem", _setitem_kernel, _setitem_infer, attrs={"index": INDEX}, fresh=True, box="array",
+                        in_place="store")
 
 
 def _index_template(index):

@@ -165,8 +165,10 @@ def constant_node(graph, value):
     if array.dtype == object:
         raise TypeError(f"cannot use {value!r} (a {type(value).__name__}) as a tensor value")
     # a numpy scalar stays one: a loop that runs zero times gives it back as eager does, not
-    # as a 0-d array
-    held = value if isinstance(value, np.generic) else array
+    # as a 0-d array; an array is copied: the traced code may write the array (or the array a
+    # view of it shows) afterwards, while the constant is the value it had here (NPBench adi)
+    held = value if isinstance(value, np.generic) else array.copy() if array is value or array.base is not None \
+        else array
     return graph.add_node(CONST, (), {"value": held}, [(array.shape, array.dtype)],
                           location=user_location(3)).outputs[0]
 

@@ -177,6 +177,7 @@ class Graph:
         self.python_ranges = {}  # id(Range tensor) -> it, for Python's range() on tensors: ints are weak
         self.made_generators = {}  # top graph: id -> a random generator the traced code made from a seed
         self.storages = []       # top graph: the memory.Storage of every array viewed or written in the trace
+        self.control_nodes = []  # the Cond/While nodes added while tracing (alias rules scan them, not every node)
         self.carries = False     # a tensor block that carries memory written inside it (memory.block)
         self.carried_out = None  # the final values of the memory it carries
         self.loop_starts = {}    # a loop body's: id(loop variable placeholder) -> its start value
@@ -195,6 +196,7 @@ class Graph:
         node = self.create_node(op, inputs, attrs, [(shape, dtype, weak) for shape, dtype in out_specs],
                                 location or user_location(2), name=self.unique_name(name or _name(op)))
         if node.opdef in CONTROL_FLOW:
+            self.control_nodes.append(node)
             _carry_updates(node)
             _carry_views(node)
         elif _is_view(node):
@@ -513,8 +515,8 @@ def _mark_maybe_aliases(old, new, graph, label, symbol, location):
     eagerly they see the update on those runs. `new`, the result that carries the update, is not."""
     scope = graph
     while scope is not None:
-        for node in scope.nodes:
-            if node.opdef in CONTROL_FLOW:
+        for node in scope.control_nodes:
+            if node.graph is scope:
                 for t in node.outputs:
                     if t.stale is None and t is not old and t is not new and any(m is old for m in _maybe_same(t)):
                         t.stale = InPlaceUpdate(graph, f"{label} (on some runs the same array)", symbol, location)

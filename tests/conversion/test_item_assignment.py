@@ -321,6 +321,25 @@ def test_a_numpy_array_from_before_a_tensor_loop_written_in_it_is_refused():
         ag.function(fills_a_numpy_array_in_a_tensor_loop)(arange(4)(), np.int64(3))
 
 
+# --- lowering: stores where the buffer is owned ---------------------------------------------------
+
+def fill_loop(x):
+    out = x * 0
+    for i in range(x.shape[0]):   # unrolled: a chain of SetItems
+        out[i] = x[i] * 2.0
+    total = out.sum()            # the filled array is read, then written: that SetItem copies
+    out[0] = -1.0
+    return out, total
+
+
+def test_a_fill_loop_stores_into_its_own_buffer_instead_of_copying():
+    both(fill_loop, arange(6))
+    graph = ag.function(fill_loop).get_concrete_function(arange(6)()).optimized_graph
+    stores = [n for n in graph.nodes if n.op == "SetItem"]
+    assert len(stores) == 7
+    assert [n.in_place_input for n in stores] == [0] * 6 + [None]  # the last one's input is also summed
+
+
 # --- gradients, saving --------------------------------------------------------------------------
 
 def loss_with_assignment(x):
@@ -406,8 +425,50 @@ def held_by_two_names(x):
     return other
 
 
+def fills_its_argument(out, x):
+    out[1:] = x[0]
+
+
+def passes_a_numpy_array_to_a_helper(x):
+    out = np.zeros(3)
+    fills_its_argument(out, x)   # eagerly the helper fills the caller's array
+    return out
+
+
+def test_a_numpy_array_a_caller_holds_is_refused_where_a_helper_stores_a_tensor_into_it():
+    with pytest.raises(ag.ConversionError, match=rf"'out' is a numpy array made in the function, held by a variable "
+                                                 rf"of the function that called this one, .* at .*test_item_assignment.py:"
+                                                 rf"{line_of(fills_its_argument, 'out[1:] = x[0]')}"):
+        ag.function(passes_a_numpy_array_to_a_helper)(np.ones(3))
+
+
 @pytest.mark.parametrize("fn", [viewed_before_the_write, held_by_a_list, held_by_two_names])
 def test_a_numpy_array_another_name_holds_is_refused_where_it_receives_a_tensor(fn):
     with pytest.raises(ag.ConversionError, match=rf"'out' is a numpy array made in the function, .* at "
                                                  rf".*test_item_assignment.py:{line_of(fn, 'out[1] = x[0]')}"):
         ag.function(fn)(np.ones(3))
+
+
+def numpy_array_read_then_written(x):
+    p = np.ones(3)
+    y = x + p[0:2]    # the view's values become a constant of the graph
+    p[0] = 5.0        # then numpy writes the array: the constant keeps what it read
+    return y, x + p[0:2]
+
+
+def test_a_constant_keeps_the_values_a_numpy_array_had_when_it_was_read():
+    # NPBench adi: constants held views of np.empty arrays the kernel wrote afterwards
+    both(numpy_array_read_then_written, arange(2))
+
+
+def chained_assignment(data):
+    M = data.shape[1]
+    c = np.eye(M)
+    for i in range(M - 1):   # polybench correlation: both triangles from one product
+        c[i + 1:M, i] = c[i, i + 1:M] = data[:, i] @ data[:, i + 1:M]
+    k = j = 1
+    return c, k + j
+
+
+def test_chained_assignment_stores_one_value_into_each_target_from_the_left():
+    both(chained_assignment, lambda: np.random.default_rng(0).random((4, 3)))
