@@ -404,7 +404,7 @@ def _stage_while(cond_fn, step, loop_vars, names, location, unknown, var_names, 
     memory.carried_out(memory_carried, node.outputs[n:], location)
     # a loop variable that is a handle of carried memory and that the body hands on as it is stays
     # that handle: it reads the loop's final contents of its memory, and later writes reach it
-    results = [flat[i] if _linked(body_in[k]) and out_flat[i] is body_in[k] else node.outputs[k]
+    results = [flat[i] if _linked(body_in[k]) and _same_place(out_flat[i], body_in[k]) else node.outputs[k]
                for k, i in enumerate(carried)]
     return with_values(results)
 
@@ -428,12 +428,18 @@ def _linked(placeholder):
     return placeholder.mem is not None and placeholder.mem.storage.root is not placeholder
 
 
+def _same_place(value, handle):
+    """Whether `value` is `handle` or a handle of the same place in the same memory (what `x += y`
+    rebinds `x` to: runtime/memory.py `superseded`)."""
+    return value is handle or (isinstance(value, Tensor) and value.mem is not None
+                               and value.mem.storage is handle.mem.storage and value.mem.steps == handle.mem.steps)
+
+
 def _check_rebound_handles(placeholders, outs, labels, location):
     """A loop variable that is a handle of carried memory and that the body rebinds to another array:
     the next iteration would write that other array, not the memory the first one wrote."""
     for ph, out, label in zip(placeholders, outs, labels):
-        if _linked(ph) and out is not ph and not (isinstance(out, Tensor) and out.mem is not None
-                                                         and out.mem.storage is ph.mem.storage and out.mem.steps == ph.mem.steps):
+        if _linked(ph) and not _same_place(out, ph):
             raise ConversionError(f"loop variable '{label}' is written in place in a loop on a tensor and rebound "
                                   f"to another array in the same body (at {location}); the next iteration would "
                                   f"write that array. Copy it first (`{label} = {label}.copy()`) or write "

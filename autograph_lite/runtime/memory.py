@@ -234,6 +234,20 @@ def _carry(storage, graph, label, symbol, location):
             f"`x * 0`) so the loop can carry it, or fill it with a Python `range` loop")
 
 
+def check_loop_variable(x, label):
+    """Before the whole-array path updates `x` in place (`x += y`, ops/overloads.py): a loop
+    variable's placeholder whose start value is a handle of memory (a view, or an array with
+    views) is that memory on the first iteration, so the loop must carry it (`Carry`)."""
+    from .graph import Tensor, current_graph
+    graph = current_graph()
+    if graph is None or not graph.carries or x.mem is not None:
+        return
+    start = graph.loop_starts.get(id(x))
+    if isinstance(start, Tensor) and start.mem is not None:
+        start.mem.storage.label = label
+        raise Carry(start.mem.storage)
+
+
 def carried_out(storages, values, location):
     """After a block node is built: each carried storage's base is the node's output for it. In a
     block that does not carry it (a branch inside a loop body), that is a write there: `Carry`."""

@@ -294,6 +294,22 @@ def test_tensor_loops_carry_the_memory_they_write():
     both(writes_in_branches_in_a_loop, arange(5), lambda: np.int64(5))
 
 
+def view_updated_by_augmented_assignment_in_a_loop(x, y, n):
+    v = y[:]           # a view of the argument, written before and inside a tensor loop
+    v += x
+    i = 0
+    while i < n:
+        i += 1
+        v -= i
+    return v * 1
+
+
+def test_a_loop_variable_that_is_a_view_updated_by_augmented_assignment():
+    # fuzzer seed 2626008174: `v -= ...` in the loop went through the whole-array path and the
+    # caller's y kept only the update from before the loop
+    both(view_updated_by_augmented_assignment_in_a_loop, arange(4), arange(4), lambda: np.int64(3))
+
+
 def swaps_buffers(a, b, n):
     for t in ag.range(n):
         b[1:-1] = 0.5 * (a[2:] + a[:-2])
@@ -472,3 +488,14 @@ def chained_assignment(data):
 
 def test_chained_assignment_stores_one_value_into_each_target_from_the_left():
     both(chained_assignment, lambda: np.random.default_rng(0).random((4, 3)))
+
+
+def recurrence_in_a_tensor_loop(x):
+    y = x * 1.0
+    for i in ag.range(1, 4):    # the loop carries y's memory; its gradient runs the loop backwards
+        y[i] = y[i - 1] * x[i]
+    return y.sum()
+
+
+def test_gradient_through_memory_a_tensor_loop_carries():
+    check_grad(recurrence_in_a_tensor_loop, np.array([1.5, 2.0, 0.5, 3.0]))
