@@ -533,8 +533,9 @@ def _staged_loop(test, body, state, names, location, extra=None):
 
     body = _naming_block(body, "the body of a loop", location, "the body is traced even when the data runs "
                          "it zero times")
-    result = stage_while(lambda *s: test(*wrap(s)), lambda s: unwrap(body(*wrap(s))), unwrap_lists(state, lists),
-                         _labels(names, state), location, unknown=unknown, var_names=names, settled=settled)
+    with memory.shared_arrays(state, known=(state,)):
+        result = stage_while(lambda *s: test(*wrap(s)), lambda s: unwrap(body(*wrap(s))), unwrap_lists(state, lists),
+                             _labels(names, state), location, unknown=unknown, var_names=names, settled=settled)
     return tuple(wrap(result))
 
 

@@ -73,7 +73,7 @@ def _in_place(name, op):
             memory.update(x, lambda current: _updated(current, op(current, y), name, symbol, label, location),
                           label, symbol, location)
             return x
-        memory.check_loop_variable(x, label)
+        memory.check_loop_variable(x, label, symbol, location)
         new = _updated(x, op(x, y), name, symbol, label, location)
         supersede(x, new, label, symbol, location)
         return new

@@ -25,7 +25,9 @@ reading such a view after its storage was written, and a write inside a tensor `
 array made before it (its new contents would have to be carried out of the block).
 """
 import contextlib
+import gc
 import itertools
+import sys
 
 from ..errors import ConversionError
 from .opdef import PLACEHOLDER
@@ -147,9 +149,7 @@ def update(handle, compute, label, symbol, location):
             f"was made from, or copy the view first (`.copy()`)")
     mem = storage_of(handle)
     storage = mem.storage
-    if not _local(storage, graph) and graph.carries:
-        _carry(storage, graph, label, symbol, location)
-    if not _local(storage, graph):
+    if not _local(storage, graph) and not (graph.carries and _carry(storage, graph, label, symbol, location)):
         raise ConversionError(
             f"{label} is updated in place (`{symbol}`) at {location} inside a tensor `if` or loop, but its "
             f"array was made before the block (it holds the memory of an array from outside); a compiled "
@@ -217,7 +217,9 @@ def loop_block(sub, carried, placeholders):
 
 def _carry(storage, graph, label, symbol, location):
     """Raise `Carry` for the memory a write in carrying block `graph` reaches: `storage` when its
-    base is from outside the block, the start value's when it is a loop variable's placeholder."""
+    base is from outside the block, the start value's when it is a loop variable's placeholder.
+    Returns True when the write may stay inside the block: a loop variable that starts as a numpy
+    array made in the function and held by nothing else (the loop's result replaces it)."""
     from .graph import Tensor, _first_version
     storage.label = label
     if storage.base.node.graph is not graph:
@@ -228,13 +230,44 @@ def _carry(storage, graph, label, symbol, location):
         outer.label = label
         raise Carry(outer)
     if start is not None:
+        _check_unshared(start, label, symbol, location)
+        return True
+    return False
+
+
+def _check_unshared(array, label, symbol, location):
+    """A numpy array a tensor loop starts a variable from, updated in place in it: the loop's result
+    replaces the array, which another holder of it (`shared_arrays`) would not see."""
+    why = _shared.get(id(array))
+    if why is not None:
         raise ConversionError(
-            f"{label} is updated in place (`{symbol}`) at {location} inside a loop on a tensor, and its array "
-            f"is a numpy array from before the loop; make it from a tensor instead (`np.zeros_like(x)`, "
-            f"`x * 0`) so the loop can carry it, or fill it with a Python `range` loop")
+            f"{label} is updated in place (`{symbol}`) at {location} inside a loop on a tensor, and its numpy "
+            f"array from before the loop is also {why}, which would not see the update; make the array from a "
+            f"tensor (`np.zeros_like(x)`), or copy it for the other holder")
 
 
-def check_loop_variable(x, label):
+_shared = {}  # id(numpy array) -> what else holds it, for the tensor loops being staged
+
+
+@contextlib.contextmanager
+def shared_arrays(values, known=()):
+    """While a tensor loop over variables `values` is staged: which of the numpy arrays among them
+    something else holds too (a view, a container, another variable)."""
+    added = []
+    for v in values:
+        if type(v).__module__ == "numpy" and type(v).__name__ == "ndarray" and id(v) not in _shared:
+            why = other_holder(v, known)
+            if why is not None:
+                _shared[id(v)] = why
+                added.append(id(v))
+    try:
+        yield
+    finally:
+        for key in added:
+            del _shared[key]
+
+
+def check_loop_variable(x, label, symbol, location):
     """Before the whole-array path updates `x` in place (`x += y`, ops/overloads.py): a loop
     variable's placeholder whose start value is a handle of memory (a view, or an array with
     views) is that memory on the first iteration, so the loop must carry it (`Carry`)."""
@@ -246,6 +279,8 @@ def check_loop_variable(x, label):
     if isinstance(start, Tensor) and start.mem is not None:
         start.mem.storage.label = label
         raise Carry(start.mem.storage)
+    if start is not None and not isinstance(start, Tensor):
+        _check_unshared(start, label, symbol, location)
 
 
 def carried_out(storages, values, location):
@@ -320,3 +355,59 @@ def same_array(handle, value, graph):
     """Whether returning handle `handle` returns the array whose final contents are `value`."""
     return handle is value or (handle.mem is not None and not handle.mem.steps
                                and resolve(handle, graph) is value)
+
+
+def other_holder(array, known=(), unseen=0):
+    """What else holds `array` (a view of it, a container, a second variable, a variable of a
+    calling function), in words, or None. The references counted as ours: the variables of the
+    frames on the stack (the converted function writing and its generated loop and branch
+    functions, the operators between them and here, this one's) and the tuples the operators pass
+    them in; any other (a numpy view holds its base through `.base`, which the garbage collector
+    does not list) is another holder. `known`: containers the caller knows hold it for the
+    operation at hand (numpy's argument tuples for a ufunc); `unseen`: references the operation
+    itself holds where no frame or container shows them (`unseen_references`)."""
+    if array.base is not None:
+        return "a view of another array"
+    counted, frame_dicts, frame, writer = 0, set(), sys._getframe(1), None
+    known_ids = {id(c) for c in known}
+    counted += sum(sum(v is array for v in c) for c in known)
+    while frame is not None:
+        names = frame.f_locals  # a dict of the frame's own, itself a referrer from now on
+        frame_dicts.add(id(names))
+        mine = sum(v is array for v in names.values())
+        for v in names.values():
+            # tuples the frames hold (the operators' `state`): the garbage collector stops listing a
+            # tuple of untracked objects (arrays, numbers) after a collection, so count them here
+            if type(v) is tuple and id(v) not in known_ids:
+                known_ids.add(id(v))
+                counted += sum(item is array for item in v)
+        converted = frame.f_code.co_filename
+        if converted.startswith("<autograph_lite converted"):
+            writer = writer or converted  # the converted function writing (its loop bodies share its file)
+            if mine and converted != writer:
+                return "held by a variable of the function that called this one"
+            if mine > 1:
+                return "held by two variables"
+        counted += 2 * mine  # the frame's variable and its f_locals dict
+        frame = frame.f_back
+    for r in gc.get_referrers(array):
+        if id(r) in known_ids:
+            continue
+        if isinstance(r, (list, dict, set)) and id(r) not in frame_dicts:
+            return f"held by a {type(r).__name__}"
+        if isinstance(r, tuple):
+            known_ids.add(id(r))
+            counted += sum(v is array for v in r)
+    if sys.getrefcount(array) - 2 - unseen > counted:  # getrefcount's argument, this frame's `array`
+        return "viewed by another array, or held elsewhere"
+    return None
+
+
+def unseen_references(array, known=()):
+    """How many references to `array` no frame or container on the stack shows (the caller's
+    evaluation stack, numpy's own during a ufunc): measured by the caller on an array nothing
+    else holds, to calibrate `other_holder` for that operation."""
+    for unseen in range(16):
+        if other_holder(array, known, unseen) is None:
+            return unseen
+    return 16

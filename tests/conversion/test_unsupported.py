@@ -401,8 +401,9 @@ def test_match_on_a_tensor():
 
 def numpy_array_updated_with_a_tensor(x):
     acc = np.zeros(2)
+    first = acc[:1]     # a numpy view: it would miss the update (without it, `acc` becomes a tensor)
     acc += x
-    return acc
+    return acc, first
 
 
 def test_numpy_array_updated_in_place_with_a_tensor():
