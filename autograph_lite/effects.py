@@ -10,6 +10,7 @@ import numpy as np
 
 from . import nest
 from .errors import ConversionError, user_location
+from .runtime import memory
 from .runtime.graph import Tensor
 from .tensor_spec import _is_array_input
 
@@ -191,7 +192,7 @@ class _Effects:
             return ("path", self._origin[id(value)][0])
         if isinstance(value, Tensor):
             for root, new in self._graph.write_backs.values():  # an argument updated in place: the caller's array
-                if new is value and id(root) in self._origin:
+                if memory.same_array(value, new, self._graph) and id(root) in self._origin:
                     return ("path", self._origin[id(root)][0])
             if value.stale is not None:
                 value.stale.check_read(self._graph, f"is stored into an argument by {self._graph.name}")

@@ -21,7 +21,7 @@ from .operators.variables import check_defined
 from .effects import _Effects, _replay
 from .errors import ConversionError, SymbolicValueError, traceback_location, user_location
 from .ops.core import constant_node
-from .runtime import devices
+from .runtime import devices, memory
 from .runtime.devices import _placement
 from .runtime.graph import Graph, Tensor, _tracing, building, copy_graph
 from .runtime.interpreter import debug_plan, debugging
@@ -595,6 +595,7 @@ def _output_slots(graph, outputs, where=None):
     get their final values as extra outputs, written back into the caller's arrays after
     each call (`graph.write_back_outputs`: (input, output) pairs)."""
     slots, (flat, treedef) = [], nest.flatten_with_treedef(outputs)
+    memory.finish(graph)  # arguments written through views and item assignment are written back too
     inputs = {id(t): i for i, t in enumerate(graph.inputs)}
     write_backs = [(inputs[id(root)], value) for root, value in graph.write_backs.values()]
     def choice_slot(leaf):  # a Choice's tensors become outputs; its numbers are returned as they are
@@ -631,7 +632,8 @@ def _output_slots(graph, outputs, where=None):
                 leaf.stale.check_read(graph, f"is returned by {graph.name}")
             tensor = graph.capture(leaf) if isinstance(leaf, Tensor) else constant_node(
                 graph, leaf if isinstance(leaf, np.generic) else np.asarray(devices.to_host(leaf)))
-            updated = next((i for i, value in write_backs if value is leaf), None)
+            updated = next((i for i, value in write_backs if isinstance(leaf, Tensor)
+                            and memory.same_array(leaf, value, graph)), None)
             slots.append(len(graph.outputs) if updated is None else _UpdatedArgument(updated, len(graph.outputs)))
             graph.outputs.append(tensor)
         else:

@@ -6,6 +6,7 @@ code silently). The last ones register a new elementwise op in the test and chec
 fusion, the C kernel and buffer reuse all pick it up from its OpDef alone.
 """
 import importlib
+import inspect
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from autograph_lite.runtime.opdef import REGISTRY
 from autograph_lite.runtime.passes import fusion
 from helpers import force_native
 
-IN_PLACE_FORMS = {"+=", "-=", "*=", "/=", "ufunc", "copyto"}
+IN_PLACE_FORMS = {"+=", "-=", "*=", "/=", "ufunc", "copyto", "store"}
 
 
 def ops():
@@ -60,7 +61,12 @@ def test_in_place_facts_are_consistent():
         if op.in_place is None:
             continue
         assert op.in_place in IN_PLACE_FORMS, op.name
-        assert op.elementwise, op.name  # the result has an input's shape and dtype only elementwise
+        # the result has an input's shape and dtype only elementwise, or when the op stores into input 0
+        assert op.elementwise or op.in_place == "store", op.name
+        if op.in_place == "store":
+            # its kernel takes copy=False beside its attrs (the lowering builds the storing kernel so)
+            params = inspect.signature(op.kernel).parameters.values()
+            assert not op.elementwise and op.fresh and any(p.kind is p.VAR_KEYWORD for p in params), op.name
         if op.in_place == "ufunc":
             assert op.ufunc is not None, op.name
 

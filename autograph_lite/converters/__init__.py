@@ -4,13 +4,14 @@ Each module has `transform(node, ctx) -> node`. Jumps (`return`, `break`, `conti
 become flags first, so that control flow conversion, last, sees only structured code.
 """
 from . import (asserts, break_statements, call_trees, conditional_expressions,
-               continue_statements, control_flow, lists, logical_expressions,
+               continue_statements, control_flow, item_assignment, lists, logical_expressions,
                return_statements, unsupported)
 
 ORDER = (
     unsupported,             # reject yield/async before anything else
     asserts,                 # assert -> ag__.assert_stmt
     lists,                   # items.append(v) -> items = ag__.list_append(items, v)
+    item_assignment,         # out[i] = v -> out = ag__.set_item(out, i, v, None, 'out')
     return_statements,       # return in control flow -> retval_/do_return
     break_statements,        # break -> flag + loop test
     continue_statements,     # continue -> flag

@@ -20,6 +20,7 @@ from ..ops.core import apply
 from . import outside_state
 from ..ops.logging_ops import ASSERT
 from ..ops.control_flow import build_cond, python_int, stage_while, trace_function, zero_like
+from ..runtime import memory
 from ..runtime.boxes import ARRAY, box_of
 from ..runtime.graph import Tensor, building, current_graph, holds
 from ..runtime.passes.util import has_effects
@@ -213,15 +214,25 @@ def if_stmt(cond, body, orelse, state, names, opts=None):
 
 def _staged_if(cond, body, orelse, state, names, location, soft=()):
     graph = current_graph()
-    # each branch appends to its own copy of a list: one branch's items must not leak into the other
-    then_in, else_in = _copy_lists(state), _copy_lists(state)
-    kept = _ArraysKept("an `if`", location)
-    then_g, then_out = _trace_branch(graph, "then", body, then_in, location)
-    else_g, else_out = _trace_branch(graph, "else", orelse, else_in, location)
+    carried = []  # memory from outside that a branch writes (runtime/memory.py): carried as outputs too
+    while True:
+        # each branch appends to its own copy of a list: one branch's items must not leak into the other
+        then_in, else_in = _copy_lists(state), _copy_lists(state)
+        kept = _ArraysKept("an `if`", location)
+        try:
+            then_g, then_out = _trace_branch(graph, "then", body, then_in, location, carried)
+            else_g, else_out = _trace_branch(graph, "else", orelse, else_in, location, carried)
+            break
+        except memory.Carry as c:
+            carried.append(c.storage)
     _check_argument_lists(state, "an `if`", location, then_in, else_in)
     _check_arrays_kept(state, body, location, then_in, else_in)
     kept.check()
     then_out, else_out = list(then_out), list(else_out)
+    # a variable both branches leave holding the same handle of memory (`x[i] = v` in one, nothing
+    # in the other) stays that handle: the Cond carries what the branches wrote to its memory
+    handles = {i: t for i, (t, e) in enumerate(zip(then_out, else_out))
+               if t is e and isinstance(t, Tensor) and t.mem is not None}
     for i, name in enumerate(names):
         t, e = then_out[i], else_out[i]
         if isinstance(t, Undefined) and isinstance(e, Undefined):
@@ -248,8 +259,15 @@ def _staged_if(cond, body, orelse, state, names, location, soft=()):
     then_out_lists, else_out_lists = dict(enumerate(then_out)), dict(enumerate(else_out))
     for i in lists:
         then_out[i], else_out[i] = _list_tensor(then_out[i], names[i], location), _list_tensor(else_out[i], names[i], location)
+    memory_names = tuple(f"the memory of {s.label}" for s in carried)
+    then_out, else_out, names = then_out + then_g.carried_out, else_out + else_g.carried_out, (*names, *memory_names)
     result = list(build_cond(cond, then_g, tuple(then_out), else_g, tuple(else_out), _labels(names, then_out),
                              location, var_names=names))
+    if carried:
+        memory.carried_out(carried, result[-len(carried):], location)
+        result = result[:-len(carried)]
+    for i, handle in handles.items():
+        result[i] = handle
     for i in lists:
         result[i] = TensorList(result[i], join_kinds(_kind(then_out_lists[i]), _kind(else_out_lists[i])))
         for side, sub in ((then_out[i], then_g), (else_out[i], else_g)):
@@ -304,7 +322,7 @@ def _stack_lists_of_other_lengths(then_g, then_out, else_g, else_out):
                     side[i] = other[i].empty_like()
 
 
-def _trace_branch(graph, name, fn, state, location):
+def _trace_branch(graph, name, fn, state, location, carried=None):
     """trace_function of one branch: eagerly only the branch that runs can raise, but both are traced."""
     side = "true" if name == "then" else "false"
     run = _naming_block(fn, f"the {side} branch of an `if`", location,
@@ -315,7 +333,7 @@ def _trace_branch(graph, name, fn, state, location):
     def traced(*args):
         out = run(*args)
         return nest.pack(out, nest.flatten(out))
-    return trace_function(graph, name, traced, state)
+    return trace_function(graph, name, traced, state, carried)
 
 
 def _naming_block(fn, block, location, why):
@@ -634,8 +652,9 @@ def _staged_loop(test, body, state, names, location, extra=None):
     body = _naming_block(body, "the body of a loop", location, "the body is traced even when the data runs "
                          "it zero times")
     kept = _ArraysKept("a loop", location)
-    result = stage_while(lambda *s: test(*wrap(s)), lambda s: unwrap(body(*wrap(s))), unwrap_lists(state, lists),
-                         _labels(names, state), location, unknown=unknown, var_names=names, settled=settled)
+    with memory.shared_arrays(state, known=(state,)):
+        result = stage_while(lambda *s: test(*wrap(s)), lambda s: unwrap(body(*wrap(s))), unwrap_lists(state, lists),
+                             _labels(names, state), location, unknown=unknown, var_names=names, settled=settled)
     kept.check()
     return tuple(wrap(result))
 

@@ -8,7 +8,8 @@ import numbers
 
 import numpy as np
 
-from ..runtime import devices
+from ..errors import user_location
+from ..runtime import devices, memory
 from ..runtime.graph import Slot, Tensor
 from ..runtime.lowering import SPELLINGS
 from ..runtime.opdef import AXES, BOOL, CONST, DTYPE, INDEX, INT, STR, OptionalOf, TupleOf, always
@@ -501,6 +502,42 @@ SPELLINGS[OPS["getitem"]] = _getitem_inline
 
 def getitem(x, index):
     """`x[index]`: ints, slices (bounds may be Tensors), None, Ellipsis, one array index."""
+    template, extra = _index_template(index)
+    return apply(OPS["getitem"], (x, *extra), {"index": template})
+
+
+
+# --- item assignment: functional updates of an array (runtime/memory.py) --------------------
+
+def _setitem_kernel(xp, index, **store):
+    copy = store.get("copy", True)  # copy=False: into x's own buffer (passes/buffer_reuse.py, "store")
+
+    def set_item(x, value, *values):
+        out = x.copy() if copy else x
+        out[_fill(index, values)] = value  # numpy's own assignment: its casting, broadcasting and errors
+        return out
+    return set_item
+
+
+def _setitem_infer(x, value, *values, index):
+    ((target, _),) = _getitem_infer(x, *values, index=index)
+    shape = tuple(value.shape)
+    while len(shape) > len(target) and shape[0] == 1:  # numpy drops leading 1s of the value
+        shape = shape[1:]
+    if len(shape) > len(target) or any(v not in (1, t) for v, t in zip(reversed(shape), reversed(target))
+                                       if v is not None and t is not None):
+        raise ValueError(f"could not broadcast input array from shape {value.shape} into shape {target}")
+    return [(x.shape, x.dtype)]
+
+
+# `x[index] = value` as a new array: x with value (broadcast, cast to x's dtype as numpy assigns)
+# at index; repeated array indices: the last write wins, as numpy's assignment
+OPS["setitem"] = define("SetItem", _setitem_kernel, _setitem_infer, attrs={"index": INDEX}, fresh=True, box="array",
+                        in_place="store")
+
+
+def _index_template(index):
+    """(template with Slots, the tensor and array parts) of a subscript, as getitem stages it."""
     index = index if isinstance(index, tuple) else (index,)
     extra = []
 
@@ -512,8 +549,46 @@ def getitem(x, index):
 
     template = tuple(slice(slot(i.start), slot(i.stop), slot(i.step)) if isinstance(i, slice) else slot(i)
                      for i in index)
-    return apply(OPS["getitem"], (x, *extra), {"index": template})
+    return template, extra
 
+
+def set_item(x, index, value, label="an array", location=None):
+    """`x[index] = value` on handle `x`: its memory gets the new contents, and every view and
+    alias of it reads them (runtime/memory.py)."""
+    if x.weak or (x.shape == () and x.box == "scalar"):
+        raise TypeError(f"'{'int' if x.weak else 'numpy scalar'}' object does not support item assignment "
+                        f"(at {location or user_location(2)})")
+    template, extra = _index_template(index)
+    memory.update(x, lambda current: apply(OPS["setitem"], (current, value, *extra), {"index": template}),
+                  label, "[...] =", location or user_location(2))
+
+
+def _replay_getitem(node, base):
+    return apply(OPS["getitem"], (base, *node.inputs[1:]), {"index": node.attrs["index"]})
+
+
+def _scatter_getitem(node, before, new):
+    return apply(OPS["setitem"], (before, new, *node.inputs[1:]), {"index": node.attrs["index"]})
+
+
+def _replay_same(node, base):
+    return apply(node.opdef, (base,), node.attrs)
+
+
+def _scatter_transpose(node, before, new):
+    perm = node.attrs["perm"]
+    perm = tuple(reversed(builtins.range(new.ndim))) if perm is None else tuple(p % new.ndim for p in perm)
+    return transpose(new, tuple(sorted(builtins.range(len(perm)), key=lambda i: perm[i])))
+
+
+def _scatter_reshape_back(node, before, new):
+    return reshape(new, shape(before) if None in before.shape else before.shape)
+
+
+memory.VIEWS[OPS["getitem"]] = memory.ViewRule(_replay_getitem, _scatter_getitem)
+memory.VIEWS[OPS["transpose"]] = memory.ViewRule(_replay_same, _scatter_transpose)
+memory.VIEWS[OPS["expand_dims"]] = memory.ViewRule(_replay_same, _scatter_reshape_back)
+memory.VIEWS[OPS["squeeze"]] = memory.ViewRule(_replay_same, _scatter_reshape_back)
 
 
 # --- broadcasting, sorting, searching -----------------------------------------------------
@@ -729,6 +804,18 @@ def _scatter_grad(node, dy):
     return [picked, None] + [None] * len(values)
 
 
+
+
+@grad_rule(OPS["setitem"])
+def _setitem_grad(node, dy):
+    x, value, *values = node.inputs
+    index = node.attrs["index"]
+    # x's elements at index were overwritten: no gradient reaches them; value's is dy there,
+    # summed over the axes it was broadcast along
+    dx = _like(apply(OPS["setitem"], (dy, np.zeros((), dy.dtype), *values), {"index": index}), x)
+    picked = apply(OPS["getitem"], (dy, *values), {"index": index})
+    dv = _like(sum_to(picked, value), value) if float_dtype(value) else None
+    return [dx, dv] + [None] * len(values)
 
 
 @grad_rule(OPS["pad"])

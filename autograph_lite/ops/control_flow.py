@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import nest
 from ..errors import ConversionError, user_location
-from ..runtime import devices
+from ..runtime import devices, memory
 from ..runtime.boxes import VARIES, PythonBox, box_of
 from ..runtime.graph import Graph, Tensor, building, current_graph
 from ..runtime.opdef import COND, WHILE, always
@@ -116,15 +116,31 @@ def cond(pred, true_fn, false_fn, *, names=None):
         return true_fn() if pred else false_fn()
     graph = current_graph()
     location = user_location(2)
-    then_g, then_out = trace_function(graph, "then", true_fn)
-    else_g, else_out = trace_function(graph, "else", false_fn)
-    return build_cond(pred, then_g, then_out, else_g, else_out, names, location)
+    carried = []
+    while True:
+        try:
+            then_g, then_out = trace_function(graph, "then", true_fn, carried=carried)
+            else_g, else_out = trace_function(graph, "else", false_fn, carried=carried)
+            break
+        except memory.Carry as c:  # a branch writes memory from outside: carry it as an output too
+            carried.append(c.storage)
+    if not carried:
+        return build_cond(pred, then_g, then_out, else_g, else_out, names, location)
+    out = build_cond(pred, then_g, (then_out, *then_g.carried_out), else_g, (else_out, *else_g.carried_out),
+                     names and (*names, *(f"the memory of {s.label}" for s in carried)), location)
+    memory.carried_out(carried, out[1:], location)
+    return out[0]
 
 
-def trace_function(parent, name, fn, args=()):
-    """Trace `fn(*args)` into a new sub-graph of `parent`; returns (sub-graph, outputs)."""
+def trace_function(parent, name, fn, args=(), carried=None):
+    """Trace `fn(*args)` into a new sub-graph of `parent`; returns (sub-graph, outputs). With
+    `carried` (a list of runtime/memory.py storages), the sub-graph carries that memory
+    (`sub.carried_out`), and a write to other memory from outside raises `memory.Carry`."""
     sub = Graph(name, parent=parent)
-    with building(sub):
+    if carried is None:
+        with building(sub):
+            return sub, fn(*args)
+    with memory.block(sub, carried), building(sub):
         return sub, fn(*args)
 
 
@@ -347,17 +363,35 @@ def stage_while(cond_fn, step, loop_vars, names, location, unknown=(), var_names
     in error messages. `settled()`, if given, says whether the caller's own view of the
     variables (e.g. what a list's items are) held still over the last body trace: if not,
     the body is traced again.
+
+    Memory from outside that the body (or the condition) writes (runtime/memory.py: `x[i] = v`
+    on an array from before the loop, a view of it, the loop variable's own array) is carried
+    too: the loop traces again with each such storage's base as an extra loop variable, and a
+    loop variable that is a handle of it stays that handle.
     """
+    carried = []  # storages the loop writes (runtime/memory.py), found by tracing
+    while True:
+        try:
+            return _stage_while(cond_fn, step, loop_vars, names, location, unknown, var_names, settled, carried)
+        except memory.Carry as c:
+            if any(c.storage is s for s in carried):
+                raise
+            carried.append(c.storage)
+
+
+def _stage_while(cond_fn, step, loop_vars, names, location, unknown, var_names, settled, carried):
     graph = current_graph()
+    memory_carried = carried
     flat = nest.flatten(loop_vars)
     labels = names or nest.paths(loop_vars, "loop_vars")
     if unknown:
-        loop_vars, labels = _discover_start_values(step, loop_vars, flat, dict(unknown), labels, graph)
+        loop_vars, labels = _discover_start_values(step, loop_vars, flat, dict(unknown), labels, graph, memory_carried)
         flat = nest.flatten(loop_vars)
     carried = [i for i, v in enumerate(flat) if not _is_static(v)]
     init = [convert_to_tensor(flat[i], graph) for i in carried]
     specs = [(t.shape, t.dtype, t.weak) for t in init]
     boxes = [_box(t) for t in init]  # numpy scalar or 0-d array: VARIES once an iteration changes it
+    memory_init = [convert_to_tensor(s.base, graph) for s in memory_carried]
 
     def with_values(values):
         full = list(flat)
@@ -371,11 +405,15 @@ def stage_while(cond_fn, step, loop_vars, names, location, unknown=(), var_names
         body_in = [body_g.placeholder(s, d, name=_ph_name(labels[i]), weak=w) for i, (s, d, w) in zip(carried, specs)]
         for t, box in zip(cond_in + body_in, boxes + boxes):
             t.box = box if t.shape == () and not t.weak else None
-        with building(cond_g):
+        cond_memory = [cond_g.placeholder(t.shape, t.dtype, name="memory") for t in memory_init]
+        body_memory = [body_g.placeholder(t.shape, t.dtype, name="memory") for t in memory_init]
+        _link_loop_variables(cond_g, cond_in, [flat[i] for i in carried], memory_carried)
+        _link_loop_variables(body_g, body_in, [flat[i] for i in carried], memory_carried)
+        with memory.loop_block(cond_g, memory_carried, cond_memory), building(cond_g):
             pred = convert_to_tensor(cond_fn(*with_values(cond_in)), cond_g)
         if pred.ndim != 0:
             raise ValueError(f"a loop condition must be a scalar, got {pred!r} (at {location})")
-        with building(body_g):
+        with memory.loop_block(body_g, memory_carried, body_memory), building(body_g):
             out = step(with_values(body_in))
             if nest.structure_of(tuple(out)) != nest.structure_of(tuple(loop_vars)):
                 raise ConversionError(f"{_structure_change(loop_vars, out, var_names)}; a graph loop carries the "
@@ -387,6 +425,8 @@ def stage_while(cond_fn, step, loop_vars, names, location, unknown=(), var_names
                                           f"{_short(v)} after an iteration; a graph loop can only carry numbers "
                                           f"and arrays (at {location})")
             body_out = [convert_to_tensor(out_flat[i], body_g) for i in carried]
+            memory_out = [convert_to_tensor(s.base, body_g) for s in memory_carried]
+            _check_rebound_handles(body_in, [out_flat[i] for i in carried], [labels[i] for i in carried], location)
         new_specs = []
         for k, ((shape, dtype, weak), o) in enumerate(zip(specs, body_out)):
             label = labels[carried[k]]
@@ -411,14 +451,57 @@ def stage_while(cond_fn, step, loop_vars, names, location, unknown=(), var_names
         raise ConversionError(f"loop variable shapes did not settle after {_MAX_RELAXATIONS} traces (at {location})")
     init = [cast(t, d) if t.dtype != d else t for t, (_, d, _) in zip(init, specs)]
     captures = _union_captures(cond_g, body_g)
-    _close(cond_g, cond_in, captures, [pred])
-    _close(body_g, body_in, captures, body_out)
-    node = graph.add_node(WHILE, [*init, *captures], {"cond": cond_g, "body": body_g},
-                          [(s, d) for s, d, _ in specs], location=location)
+    _close(cond_g, cond_in + cond_memory, captures, [pred])
+    _close(body_g, body_in + body_memory, captures, body_out + memory_out)
+    node = graph.add_node(WHILE, [*init, *memory_init, *captures], {"cond": cond_g, "body": body_g},
+                          [(s, d) for s, d, _ in specs] + [(t.shape, t.dtype) for t in memory_init], location=location)
     for out, (_, _, w), box in zip(node.outputs, specs, boxes):
         out.weak = w
         out.box = box if out.shape == () and not w else None
-    return with_values(node.outputs)
+    n = len(specs)
+    memory.carried_out(memory_carried, node.outputs[n:], location)
+    # a loop variable that is a handle of carried memory and that the body hands on as it is stays
+    # that handle: it reads the loop's final contents of its memory, and later writes reach it
+    results = [flat[i] if _linked(body_in[k]) and _same_place(out_flat[i], body_in[k]) else node.outputs[k]
+               for k, i in enumerate(carried)]
+    return with_values(results)
+
+
+def _link_loop_variables(sub, placeholders, starts, storages):
+    """Loop variables whose start value is a handle of carried memory are handles of it inside the
+    loop too (read by replaying their view on the memory's placeholder); the others' placeholders
+    remember their start value (`sub.loop_starts`), so a write to one says which memory to carry."""
+    sub.loop_starts = {}
+    for ph, start in zip(placeholders, starts):
+        if isinstance(start, Tensor) and start.mem is not None and any(start.mem.storage is s for s in storages):
+            ph.mem = memory.View(start.mem.storage, start.mem.steps, ph)
+            ph.mem.seen = -1  # never read as its own value: always through the memory
+        else:
+            sub.loop_starts[id(ph)] = start
+
+
+def _linked(placeholder):
+    """Whether a loop variable's placeholder is a handle of carried memory (`_link_loop_variables`),
+    not merely the base of memory of its own (viewed inside the body)."""
+    return placeholder.mem is not None and placeholder.mem.storage.root is not placeholder
+
+
+def _same_place(value, handle):
+    """Whether `value` is `handle` or a handle of the same place in the same memory (what `x += y`
+    rebinds `x` to: runtime/memory.py `superseded`)."""
+    return value is handle or (isinstance(value, Tensor) and value.mem is not None
+                               and value.mem.storage is handle.mem.storage and value.mem.steps == handle.mem.steps)
+
+
+def _check_rebound_handles(placeholders, outs, labels, location):
+    """A loop variable that is a handle of carried memory and that the body rebinds to another array:
+    the next iteration would write that other array, not the memory the first one wrote."""
+    for ph, out, label in zip(placeholders, outs, labels):
+        if _linked(ph) and not _same_place(out, ph):
+            raise ConversionError(f"loop variable '{label}' is written in place in a loop on a tensor and rebound "
+                                  f"to another array in the same body (at {location}); the next iteration would "
+                                  f"write that array. Copy it first (`{label} = {label}.copy()`) or write "
+                                  f"`{label} = ...` without the in-place update")
 
 
 def _box(t):
@@ -426,7 +509,7 @@ def _box(t):
     return box_of(t) if t.shape == () and not t.weak else None
 
 
-def _discover_start_values(step, loop_vars, flat, unknown, labels, graph):
+def _discover_start_values(step, loop_vars, flat, unknown, labels, graph, memory_carried):
     """Trace the body once (throwaway) to learn the types of variables it first assigns.
 
     Returns the loop variables with start values for those (zeros of the type, or of each
@@ -438,7 +521,9 @@ def _discover_start_values(step, loop_vars, flat, unknown, labels, graph):
         if i not in unknown and not _is_static(v):
             t = convert_to_tensor(v, graph)
             args[i] = probe.placeholder(t.shape, t.dtype, name=_ph_name(labels[i]), weak=t.weak)
-    with building(probe):
+    placeholders = [probe.placeholder(s.base.shape, s.base.dtype, name="memory") for s in memory_carried]
+    _link_loop_variables(probe, args, flat, memory_carried)
+    with memory.loop_block(probe, memory_carried, placeholders), building(probe):
         out = step(nest.pack(loop_vars, args))
     # an unknown leaf is a whole variable (Undefined or an empty list): map it to the body's value of it
     values, new_labels, offset = [], [], 0

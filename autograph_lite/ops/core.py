@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 from ..errors import ConversionError, user_location
-from ..runtime import devices, fp_errors
+from ..runtime import devices, fp_errors, memory
 from ..runtime.boxes import PythonBox
 from ..runtime.graph import Tensor, _tracing, building, current_graph
 from ..runtime.opdef import CONST, DTYPE, STR, OpDef, lookup, register
@@ -35,7 +35,10 @@ def apply(op, inputs, attrs=None):
         if op.float_errors and xp is np:  # numpy's warning names the user's line, not this one
             return fp_errors.eager_reporter(op.float_errors).call(op.eager_kernel(xp, attrs), *inputs)
         return op.eager_kernel(xp, attrs)(*inputs)
-    return add_node(graph, op, inputs, attrs or {})
+    out = add_node(graph, op, inputs, attrs or {})
+    if op.view is not None and inputs and isinstance(inputs[0], Tensor):
+        memory.track_view(inputs[0], out)  # `row = x[0]`: a view of x's memory
+    return out
 
 
 def _on_device(inputs):
@@ -210,7 +213,8 @@ def constant_node(graph, value):
         raise TypeError(f"cannot use {value!r} (a {type(value).__name__}) as a tensor value")
     if (array is value or array.base is not None) and array.flags.writeable:
         # this use reads the array as it is now, as eager code does: code running while tracing may
-        # update it in place afterwards (`v -= 3` of an array made here, fuzzer seed 1128004174)
+        # update it (or the array it is a view of) in place afterwards (`v -= 3` of an array made
+        # here, fuzzer seed 1128004174; NPBench adi)
         array = array.copy()
     # a numpy scalar stays one: a loop that runs zero times gives it back as eager does, not
     # as a 0-d array

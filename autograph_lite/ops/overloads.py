@@ -4,13 +4,17 @@
 `x += y` keeps x's dtype and shape as numpy does and replaces x's array (see `_in_place`).
 """
 import dis
+import linecache
+import re
 import sys
 
 import numpy as np
 
-from ..errors import ConversionError, user_location
+from ..errors import user_location
+from ..runtime import memory
 from ..runtime.boxes import ARRAY, box_of
 from ..runtime.graph import Tensor, supersede
+from ..runtime.opdef import PLACEHOLDER
 from . import array_ops, math_ops, numpy_api
 
 _BINARY = {
@@ -59,44 +63,68 @@ def _assigned_name(frame):
 def _in_place(name, op):
     """`x op= y` on a Tensor, as numpy does it on an ndarray: the result keeps x's dtype (an
     unsafe cast raises TypeError) and x's shape (a broadcast that would grow x raises
-    ValueError). The old Tensor is superseded: reading it later through an alias is an error,
-    and an argument's final value is written back into the caller's array."""
+    ValueError). Through a view (`row += 1`, and `x[i] += 1`, which reads x[i] first) the update
+    writes the memory the view shares (runtime/memory.py); otherwise the old Tensor is
+    superseded (views of it read the new one, other aliases may no longer be read) and an
+    argument's final value is written back into the caller's array."""
     symbol = _SYMBOLS[name]
 
     def method(x, y):
-        if x.weak:  # a Python scalar staged as a tensor: `+=` rebinds, as in Python
+        if x.weak or (x.shape == () and x.node.opdef is not PLACEHOLDER and box_of(x) != ARRAY):
+            # a Python scalar staged as a tensor, or a numpy scalar (`s = x[0]`): `+=` rebinds, as in Python
+            # (an argument's trace may be shared by a 0-d array, written back; a numpy scalar is not)
             return op(x, y)
         target = _assigned_name(sys._getframe(1))
         label = f"'{target}'" if target else "an array"
         location = user_location(2)
-        new = op(x, y)
-        if new.dtype != x.dtype:
-            if not np.can_cast(new.dtype, x.dtype, "same_kind"):
-                raise TypeError(f"Cannot cast ufunc '{_UFUNC_NAMES[name]}' output from {new.dtype!r} to "
-                                f"{x.dtype!r} with casting rule 'same_kind': {label} {symbol} keeps "
-                                f"{label}'s dtype (at {location})")
-            new = math_ops.cast(new, x.dtype)
-        if len(new.shape) != len(x.shape) or any(a is not None and b is not None and a != b
-                                                 for a, b in zip(x.shape, new.shape)):
-            raise ValueError(f"non-broadcastable output operand with shape {x.shape} doesn't match the "
-                             f"broadcast shape {new.shape}: {label} {symbol} cannot change {label}'s shape "
-                             f"(at {location})")
-        if new.shape != x.shape:
-            # unknown dims: the result must fit x's run-time shape (reshape raises where it would grow x)
-            new = array_ops.reshape(new, array_ops.shape(x))
-        if new.shape == () and box_of(x) == ARRAY and box_of(new) != ARRAY:
-            # a 0-d array updated in place is still an array, where the op gives a numpy scalar: Select
-            # boxes its result as an array (as _copy does)
-            new = math_ops.where(True, new, new)
+        if x.mem is not None and x.mem.steps:
+            # a view (`x[i] += 1` reads x[i] first, `row = x[0]; row *= 2`): its memory is written
+            memory.update(x, lambda current: _updated(current, op(current, y), name, symbol, label, location),
+                          label, symbol, location)
+            return x
+        memory.check_loop_variable(x, label, symbol, location)
+        new = _updated(x, op(x, y), name, symbol, label, location)
         supersede(x, new, label, symbol, location)
         return new
     return method
 
 
+def _updated(x, new, name, symbol, label, location):
+    """`new` (x op y) as numpy writes it into x: x's dtype (an unsafe cast raises TypeError) and
+    shape (a broadcast that would grow x raises ValueError)."""
+    if new.dtype != x.dtype:
+        if not np.can_cast(new.dtype, x.dtype, "same_kind"):
+            raise TypeError(f"Cannot cast ufunc '{_UFUNC_NAMES[name]}' output from {new.dtype!r} to "
+                            f"{x.dtype!r} with casting rule 'same_kind': {label} {symbol} keeps "
+                            f"{label}'s dtype (at {location})")
+        new = math_ops.cast(new, x.dtype)
+    if len(new.shape) != len(x.shape) or any(a is not None and b is not None and a != b
+                                             for a, b in zip(x.shape, new.shape)):
+        raise ValueError(f"non-broadcastable output operand with shape {x.shape} doesn't match the "
+                         f"broadcast shape {new.shape}: {label} {symbol} cannot change {label}'s shape "
+                         f"(at {location})")
+    if new.shape != x.shape:
+        # unknown dims: the result must fit x's run-time shape (reshape raises where it would grow x)
+        new = array_ops.reshape(new, array_ops.shape(x))
+    if new.shape == () and box_of(x) == ARRAY and box_of(new) != ARRAY:
+        # a 0-d array updated in place is still an array, where the op gives a numpy scalar: Select
+        # boxes its result as an array (as _copy does)
+        new = math_ops.where(True, new, new)
+    return new
+
+
 def _setitem(x, index, value):
-    raise ConversionError(
-        f"item assignment on a symbolic tensor (`x[...] = value`) is not supported (at {user_location(2)}); "
-        f"build the new value instead, e.g. with ag.where(mask, value, x) or ag.concat")
+    """`x[index] = value`: a functional update of x's memory (runtime/memory.py)."""
+    location = user_location(2)
+    array_ops.set_item(x, index, value, _subscript_label(location), location)
+
+
+def _subscript_label(location):
+    """'x' for a statement `x[...] = ...` at `location` (the user's file:line), else 'an array'."""
+    filename, _, line = location.rpartition(":")
+    match = re.match(r"\s*([A-Za-z_][A-Za-z_0-9.]*)\s*\[", linecache.getline(filename, int(line))) \
+        if line.isdigit() else None
+    return f"'{match.group(1)}'" if match else "an array"
 
 
 def _iter(x):

@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import ConversionError, SymbolicValueError, user_location
 from .opdef import CONST, CONTROL_FLOW, COND, OpDef, PLACEHOLDER, WHILE
 from .opdef import check_attrs
+from . import memory
 
 
 class Tensor:
@@ -28,7 +29,7 @@ class Tensor:
     longer be read, since compiled code cannot make every alias of the array see the update.
     """
 
-    __slots__ = ("node", "index", "shape", "dtype", "weak", "previous", "stale", "_users", "box", "python_box")
+    __slots__ = ("node", "index", "shape", "dtype", "weak", "previous", "stale", "_users", "box", "python_box", "mem")
     # Make numpy hand `ndarray + Tensor` and `np.tanh(Tensor)` to us (see ops/overloads.py).
     __array_priority__ = 1000
     __hash__ = object.__hash__  # == is elementwise; dict keys must use id()
@@ -40,6 +41,7 @@ class Tensor:
         self._users = []
         self.box = None  # an argument's box ("scalar" for a numpy scalar), or a Python-number merge's numpy one; runtime/boxes.py
         self.python_box = None  # a tensor `if`'s merge of a Python number and a numpy value (ops/control_flow.py)
+        self.mem = None  # the memory it is a handle of (runtime/memory.py View), once viewed or written
 
     @property
     def users(self):
@@ -175,6 +177,11 @@ class Graph:
         self.holders = {}        # id(tensor) -> stacked lists holding its array (operators/lists.py)
         self.python_ranges = {}  # id(Range tensor) -> it, for Python's range() on tensors: ints are weak
         self.made_generators = {}  # top graph: id -> a random generator the traced code made from a seed
+        self.storages = []       # top graph: the memory.Storage of every array viewed or written in the trace
+        self.control_nodes = []  # the Cond/While nodes added while tracing (alias rules scan them, not every node)
+        self.carries = False     # a tensor block that carries memory written inside it (memory.block)
+        self.carried_out = None  # the final values of the memory it carries
+        self.loop_starts = {}    # a loop body's: id(loop variable placeholder) -> its start value
         self._captured = {}      # id(enclosing tensor, or the parent's placeholder for it) -> (it, placeholder)
         # Node names are unique across a graph and all its sub-graphs.
         self._name_counts = parent._name_counts if parent else collections.Counter()
@@ -190,6 +197,7 @@ class Graph:
         node = self.create_node(op, inputs, attrs, [(shape, dtype, weak) for shape, dtype in out_specs],
                                 location or user_location(2), name=self.unique_name(name or _name(op)))
         if node.opdef in CONTROL_FLOW:
+            self.control_nodes.append(node)
             _carry_updates(node)
             _carry_views(node)
         elif _is_view(node):
@@ -239,6 +247,10 @@ class Graph:
         """The value of `tensor` (from this graph or an enclosing one) as seen inside this graph."""
         if tensor.stale is not None and not _tracing.internal:
             tensor.stale.check_read(self)
+        if tensor.mem is not None and not _tracing.internal:
+            # a handle of memory: what it holds now (runtime/memory.py); the backward pass reads
+            # forward nodes' inputs, the values as they were
+            tensor = memory.resolve(tensor, self)
         return self._capture(tensor)
 
     def _capture(self, tensor):
@@ -362,13 +374,16 @@ def holds(holder, value):
     value.node.graph.holders.setdefault(id(value), []).append(holder)
 
 
-def _mark_views(graph, old, scope, label, symbol, location):
-    """Views of `old` (and views of those) read the updated array eagerly: they may not be read."""
+def _mark_views(graph, old, scope, label, symbol, location, modeled=False):
+    """Views of `old` (and views of those) read the updated array eagerly: they may not be read
+    (with `modeled`, the views runtime/memory.py replays read the new value instead)."""
     for what, table in (("this value is a slice or view of it", graph.views), ("a list holding it", graph.holders)):
         for view in table.get(id(old), ()):
+            if modeled and view.mem is not None and table is graph.views:
+                continue
             if view.stale is None:
                 view.stale = InPlaceUpdate(scope, f"{label} ({what})", symbol, location)
-                _mark_views(graph, view, scope, label, symbol, location)
+                _mark_views(graph, view, scope, label, symbol, location, modeled)
                 # and what a tensor `if` or loop gave on as that value (a list carried through a loop
                 # that updates the array it holds: fuzzer seed 25002913)
                 _mark_maybe_aliases(view, None, scope, f"{label} ({what})", symbol, location)
@@ -393,7 +408,10 @@ def supersede(old, new, label, symbol, location):
     if new is not None:
         new.previous = old
     old.stale = InPlaceUpdate(graph, label, symbol, location)
-    _mark_views(old.node.graph, old, graph, label, symbol, location)
+    # views of its memory read the new value (runtime/memory.py), or are stale
+    rebased = old.mem is not None and memory.superseded(
+        old, new, InPlaceUpdate(graph, f"{label} (this value is a view of it)", symbol, location))
+    _mark_views(old.node.graph, old, graph, label, symbol, location, rebased)
     base = old
     while _is_view(base.node) and base.node.graph is old.node.graph:
         # updating a view updates the array it views: that array and its other views are stale too
@@ -448,6 +466,20 @@ def supersede(old, new, label, symbol, location):
             graph.write_backs[id(root)] = (root, new)
 
 
+def check_partial_aliases(old, label, symbol, location):
+    """Before runtime/memory.py writes the memory that `old` started: where on some runs `old` is
+    another array (a tensor `if` or loop gave it, or a view of one), an argument's is an error
+    (whether the caller's array changes would depend on the data) and another is stale."""
+    graph = current_graph()
+    if old.node.opdef in (COND, WHILE, PLACEHOLDER):
+        _reach_view_bases(old, graph, label, symbol, location)
+    for maybe in _maybe_same(old):
+        _refuse_if_argument(maybe, label, symbol, location)
+        if maybe.stale is None:
+            maybe.stale = InPlaceUpdate(graph, f"{label} (on some runs the same array)", symbol, location)
+    _mark_maybe_aliases(old, None, graph, label, symbol, location)
+
+
 def _refuse_if_argument(maybe, label, symbol, location):
     """An update that changes `maybe`'s array on some runs only may not reach an argument: whether
     the caller's array changes would depend on the data."""
@@ -491,8 +523,8 @@ def _mark_maybe_aliases(old, new, graph, label, symbol, location):
     eagerly they see the update on those runs. `new`, the result that carries the update, is not."""
     scope = graph
     while scope is not None:
-        for node in scope.nodes:
-            if node.opdef in CONTROL_FLOW:
+        for node in scope.control_nodes:
+            if node.graph is scope:
                 for t in node.outputs:
                     if t.stale is None and t is not old and t is not new and any(m is old for m in _maybe_same(t)):
                         t.stale = InPlaceUpdate(graph, f"{label} (on some runs the same array)", symbol, location)

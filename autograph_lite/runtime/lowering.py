@@ -284,6 +284,9 @@ class _Lowering:
         how, target = opdef.in_place, ins[k]
         if how.endswith("="):  # a binary op; written into operand k (0, or 1 if it commutes)
             self.emit(f"{target} {how} {ins[1 - k]}", indent, node, node.inputs)
+        elif how == "store":  # the kernel writes into input 0's buffer (SetItem)
+            kernel = self.bind("k", opdef.kernel(self.xp, copy=False, **node.attrs))
+            self.emit(f"{kernel}({', '.join(ins)})", indent, node, node.inputs)
         elif how == "copyto":  # where(c, x, y) into y's buffer
             self.emit(f"{self.bind('k', self.xp.copyto)}({target}, {ins[1]}, where={ins[0]})", indent, node,
                       node.inputs)

@@ -38,7 +38,8 @@ class OpDef:
     commutative: bool = False       # op(x, y) == op(y, x) bit for bit: either operand may be reused
     fresh: bool = False             # result is a new array, never a view of an input (its buffer may be reused)
     # how the plan writes the result into a dead input's buffer (passes/buffer_reuse.py): "+=" etc.
-    # (augmented assignment), "ufunc" (the op's ufunc with out=), "copyto" (Select, into input 2)
+    # (augmented assignment), "ufunc" (the op's ufunc with out=), "copyto" (Select, into input 2),
+    # "store" (the kernel built with copy=False writes into input 0: SetItem)
     in_place: Optional[str] = None
     may_raise: bool = True          # some inputs make the kernel raise: never hoisted out of a loop
     # value_errors(node) -> True when running `node` can raise for its inputs' values, not only for

@@ -1303,7 +1303,10 @@ def _view_of_a_loop_variable_updated_in_a_nested_loop(x, y, n):
 def test_a_view_of_a_loop_variable_updated_in_a_nested_loop_is_refused():
     # fuzzer seed 2024007781: the update reached v1's array only through the view made in the middle
     # loop's body, which that loop did not see, so y came back unchanged
-    with pytest.raises(ag.ConversionError, match=r"'v4' \(a slice or view of this value\) is updated in place"):
+    # (the mutation model refuses it at the loop that rebinds v1 after writing it, at the update's line)
+    with pytest.raises(ag.ConversionError, match=r"('v4' \(a slice or view of this value\) is updated in place"
+                                                 r"|loop variable 'v1' is written in place in a loop on a tensor "
+                                                 r"and rebound).*test_fuzz_regressions.py:1\d\d\d"):
         ag.function(_view_of_a_loop_variable_updated_in_a_nested_loop)(
             np.array([1, 2, 3]), np.array([4, 5, 6]), np.array(2))
 

@@ -8,13 +8,16 @@ false; out's old value is superseded, as by `out += y`: reading it later is an e
 the update). `out=` an ndarray, `where=` without `out=`, `order=`, `subok=`, `signature=` and
 `ufunc.at` are refused by name.
 """
+import operator
+
 import numpy as np
 
 from ...errors import ConversionError, user_location
+from ...runtime import memory
 from ...runtime.boxes import ARRAY, box_of
 from ...runtime.graph import Tensor, supersede
 from .. import array_ops, math_ops
-from ..core import apply, broadcast_shapes, exemplar
+from ..core import apply, broadcast_shapes, convert_to_tensor, exemplar
 
 # numpy ufunc -> op, the one table `np.<ufunc>(t, ...)` goes through (NEP 13): every op whose
 # `ufunc` fact names one (np.sin(t), ndarray + t, np.add.outer(a, t)), and numpy's other names
@@ -38,6 +41,32 @@ _OPERATOR_SYMBOLS = {np.add: "+", np.subtract: "-", np.multiply: "*", np.true_di
                      np.right_shift: ">>"}
 
 
+_IN_PLACE = {np.add: operator.iadd, np.subtract: operator.isub, np.multiply: operator.imul,
+             np.true_divide: operator.itruediv, np.floor_divide: operator.ifloordiv, np.remainder: operator.imod,
+             np.power: operator.ipow}
+
+
+class _Probe:
+    """An operand whose `__array_ufunc__` measures the references numpy's in-place operator
+    holds to its target where no frame or container shows them."""
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return memory.unseen_references(kwargs["out"][0], known=(inputs, kwargs["out"]))
+
+
+_unseen = []
+
+
+def _numpy_in_place_references():
+    """For `a += t` (numpy's ndarray.__iadd__ calling our hook): measured once on an array held by
+    one variable, in a frame like the converted code's."""
+    if not _unseen:
+        array = np.zeros(1)
+        array += _Probe()  # noqa: the probe returns the count, which rebinds `array`
+        _unseen.append(array)
+    return _unseen[0]
+
+
 def _refuse(ufunc, method, detail=""):
     name = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
     raise ConversionError(f"{name}{detail} is not supported on tensors (at {user_location(3)})")
@@ -49,9 +78,17 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     out = kwargs.get("out")
     if method == "__call__" and isinstance(out, tuple) and any(isinstance(o, np.ndarray) for o in out):
         symbol = _OPERATOR_SYMBOLS.get(ufunc, f"np.{ufunc.__name__}(..., out=a)")
+        why = "the update is not `a op= t`"
+        if len(kwargs) == 1 and len(inputs) == 2 and inputs[0] is out[0] and ufunc in _IN_PLACE \
+                and type(out[0]) is np.ndarray:
+            # `acc = np.zeros(n); acc += t`: the array becomes a tensor holding its contents, updated as
+            # numpy would, and `acc` names it (what `+=` returns), unless another holder would miss it
+            why = memory.other_holder(out[0], known=(inputs, out), unseen=_numpy_in_place_references())
+            if why is None:
+                return _IN_PLACE[ufunc](convert_to_tensor(out[0]), inputs[1])
         raise TypeError(f"a numpy array cannot be updated in place with a symbolic tensor (`a {symbol}= t`, at "
-                        f"{user_location(2)}): compiled code cannot change a numpy array the function "
-                        f"holds, and others may hold it too. Write `a = a {symbol} t` to make a new value")
+                        f"{user_location(2)}): the array is {why}, and compiled code cannot change it. "
+                        f"Write `a = a {symbol} t` to make a new value")
     if method == "reduce":
         return _reduce(ufunc, *inputs, **kwargs)
     if method == "accumulate":

@@ -1,6 +1,7 @@
 """Buffer reuse: an elementwise op writes its result into a dead input's buffer.
 
-`v3 = v1 + v2` becomes `v1 += v2` (v3 is v1) when the op can run in place (`OpDef.in_place`)
+`v3 = v1 + v2` becomes `v1 += v2` (v3 is v1) when the op can run in place (`OpDef.in_place`;
+`v2 = SetItem(v1, ...)` becomes `v1[...] = ...`, so a fill loop stores instead of copying)
 and v1 is an array this graph computed itself as a new array (`OpDef.fresh`: not an input, a
 constant or a view of either), nothing else reads it, and it has the result's static shape
 and dtype. Saves an allocation per op, which matters for the small arrays of recurrent
@@ -16,6 +17,8 @@ def _targets(opdef):
     copies x in where c holds; a commutative op may write into either operand."""
     if opdef.in_place == "copyto":
         return (2,)
+    if opdef.in_place == "store":
+        return (0,)
     return (0, 1) if opdef.commutative else (0,)
 
 

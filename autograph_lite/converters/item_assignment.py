@@ -1,0 +1,81 @@
+"""Item and slice assignment to a local variable goes through `ag__.set_item`, which hands the
+variable back (TensorFlow AutoGraph's `converters/slices.py`):
+
+    out[i] = v        ->  out = ag__.set_item(out, i, v, None, 'out')
+    out[i, :] += v    ->  out = ag__.set_item(out, (i, slice(None, None, None)), v, '+', 'out')
+
+so a numpy array made in the function that receives a tensor can become a tensor under the same
+name (operators/item_assignment.py). Inside an `if`, `while` or `for`, constant keys (`d['k'] = v`,
+`l[0] = v`) stay Python's statement: the control-flow converter carries those as items with
+static keys, and rebinding would make the container a variable the block carries instead.
+"""
+import gast
+
+from ..pyct import activity, templates
+from .base import at_line
+from .lists import _as_expression
+
+_OPS = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.FloorDiv: "//", gast.Mod: "%",
+        gast.Pow: "**", gast.MatMult: "@", gast.BitAnd: "&", gast.BitOr: "|", gast.BitXor: "^",
+        gast.LShift: "<<", gast.RShift: ">>"}
+
+
+class _ItemAssignment(gast.NodeTransformer):
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.local_names = set()
+        self.blocks = 0  # how many if/while/for/with/try statements enclose the one visited
+
+    def visit_FunctionDef(self, node):
+        outer = self.local_names, self.blocks
+        a = activity.of(node.body)
+        self.local_names, self.blocks = (activity._param_names(node.args) | a.writes) - a.declared, 0
+        self.generic_visit(node)
+        self.local_names, self.blocks = outer
+        return node
+
+    def _block(self, node):
+        self.blocks += 1
+        self.generic_visit(node)
+        self.blocks -= 1
+        return node
+
+    visit_If = visit_While = visit_For = visit_With = visit_Try = _block
+
+    def _target(self, target):
+        """The variable name of `<local name>[<index>]` (a constant index only outside blocks), else None."""
+        if (isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name)
+                and target.value.id in self.local_names
+                and (self.blocks == 0 or not isinstance(target.slice, gast.Constant))):
+            return target.value.id
+        return None
+
+    def _rewrite(self, node, target, value, op):
+        name = self._target(target)
+        if name is None:
+            return node
+        new = templates.replace("name = ag__.set_item(name, index, value, op, label)", name=name,
+                                index=_as_expression(target.slice), value=value,
+                                op=gast.Constant(value=op, kind=None), label=gast.Constant(value=name, kind=None))
+        return at_line(new, node)
+
+    def visit_Assign(self, node):
+        if len(node.targets) == 1:
+            return self._rewrite(node, node.targets[0], node.value, None)
+        if not any(self._target(t) for t in node.targets):
+            return node
+        # `a[i] = b[j] = v`: v once, then each target from the left, as Python assigns them
+        value = self.ctx.new_name("value")
+        new = at_line(templates.replace("value = v", value=value, v=node.value), node)
+        for target in node.targets:
+            one = gast.Assign(targets=[target], value=templates.name(value), type_comment=None)
+            rewritten = self._rewrite(at_line([one], node)[0], target, templates.name(value), None)
+            new.extend(rewritten if isinstance(rewritten, list) else [rewritten])
+        return new
+
+    def visit_AugAssign(self, node):
+        return self._rewrite(node, node.target, node.value, _OPS[type(node.op)])
+
+
+def transform(node, ctx):
+    return _ItemAssignment(ctx).visit(node)

@@ -1,0 +1,413 @@
+"""Arrays as mutable memory while tracing: functional updates of a base, views replayed on read.
+
+numpy arrays are memory: `row = x[0]; row[1] = 5` changes `x`. A traced `Tensor` is an SSA
+value, so a write cannot change the value a node already read. This module keeps, beside the
+SSA values, the memory they came from (PyTorch's functionalization,
+`torch/_subclasses/functional_tensor.py`):
+
+- a `Storage` is one array's memory: `base`, the Tensor holding its whole contents now, and
+  a `version` that every write moves on;
+- a Tensor that user code holds as an array (a *handle*) has a `View` (`Tensor.mem`): its
+  storage and the `steps` that take the base to it (basic slices, transposes, expand_dims,
+  squeeze), each a node of an op in `VIEWS`, replayed on the current base when the handle is
+  read and the storage has moved on (`resolve`, called by `Graph.capture`, the one place op
+  inputs become graph values);
+- a write through a handle (`x[i] = v`, `row += 1`) computes the handle's new contents and
+  scatters them back into the base through the inverse of each step (`update`): a new base
+  version; every handle of the storage, the one written, the base and other views, reads it
+  from then on.
+
+An argument's storage written during the trace gives the caller's array its final contents
+after each call (`finish` fills `Graph.write_backs`, which `function.py` turns into outputs).
+What is not modeled is refused, naming the array and the lines: a write through a view whose
+op is not in `VIEWS` (a reshape: whether numpy gave a view depends on the caller's strides),
+reading such a view after its storage was written, and a write inside a tensor `if`/loop to an
+array made before it (its new contents would have to be carried out of the block).
+"""
+import contextlib
+import gc
+import itertools
+import sys
+
+from ..errors import ConversionError
+from .opdef import PLACEHOLDER
+
+_versions = itertools.count(1)
+
+
+class ViewRule:
+    """How the memory model treats the results of one view op: `replay(node, base)` takes the
+    step again from a new value of its input (in the current graph); `scatter(node, before,
+    new)` is the input's new value once the view's value becomes `new` (`before`: the input's
+    value the view was taken from)."""
+
+    __slots__ = ("replay", "scatter")
+
+    def __init__(self, replay, scatter):
+        self.replay, self.scatter = replay, scatter
+
+
+# OpDef -> ViewRule, filled by ops/array_ops.py for the view ops it models. A view op (its
+# `OpDef.view` fact) not in this table gives an unmodeled view: refused where a write meets it.
+VIEWS = {}
+
+
+class Storage:
+    """One array's memory: `base`, the Tensor of its whole contents now; `version`, moved on by
+    every write; `root`, the Tensor it started as (an argument's placeholder is written back);
+    `views`, the handles of its modeled views; `unmodeled`, views of it taken by ops the model
+    does not replay."""
+
+    __slots__ = ("base", "version", "root", "views", "unmodeled", "label")
+
+    def __init__(self, base):
+        self.base, self.root, self.version = base, base, next(_versions)
+        self.label = "an array"  # the name of its first write, for messages
+        self.views = []      # handles of views of it (modeled)
+        self.unmodeled = []  # (view, line) of views the model does not replay
+
+
+class View:
+    """A handle's place in its storage: the `steps` (view nodes, first from the base) and the
+    value it read last (`value`, at storage version `seen`)."""
+
+    __slots__ = ("storage", "steps", "seen", "value")
+
+    def __init__(self, storage, steps, value):
+        self.storage, self.steps, self.seen, self.value = storage, steps, storage.version, value
+
+
+def storage_of(t):
+    """`t`'s View, made (as the base of a new storage) on first use."""
+    if t.mem is None:
+        storage = Storage(t)
+        t.mem = View(storage, (), t)
+        root = t.node.graph
+        while root.parent is not None:
+            root = root.parent
+        root.storages.append(storage)
+    return t.mem
+
+
+def resolve(t, graph):
+    """The value handle `t` holds now, as a Tensor `graph` may read (its storage's latest base
+    with `t`'s view steps replayed in `graph`); `t` itself when nothing wrote its storage."""
+    mem = t.mem
+    if mem is None:
+        return t
+    storage = mem.storage
+    if mem.seen == storage.version and _visible(mem.value, graph):
+        return mem.value
+    if not mem.steps:
+        value = storage.base
+    else:
+        from .graph import building
+        value = storage.base
+        with building(graph):
+            for step in mem.steps:
+                value = VIEWS[step.opdef].replay(step, value)
+    mem.value, mem.seen = value, storage.version
+    return value
+
+
+def _visible(value, graph):
+    """Whether `graph` (or a graph inside it) may read `value` (made in it or around it)."""
+    home = value.node.graph
+    while graph is not None:
+        if graph is home:
+            return True
+        graph = graph.parent
+    return False
+
+
+def track_view(handle, out):
+    """`out`, just made by a view op from `handle` (`row = x[0]`), is a view of `handle`'s
+    storage: reads of it replay the step on the storage's latest base."""
+    node = out.node
+    if node.opdef.view is None or not node.outputs or not out.shape or not node.opdef.view(node):
+        return
+    mem = storage_of(handle)
+    if node.opdef in VIEWS:
+        out.mem = View(mem.storage, mem.steps + (node,), out)
+        mem.storage.views.append(out)
+    else:
+        mem.storage.unmodeled.append((out, node.location))
+
+
+def update(handle, compute, label, symbol, location):
+    """Write through `handle`: `compute(value)` gives its new contents from its current value;
+    the storage's base becomes the value with them scattered back. Returns nothing: every
+    handle of the storage reads the new contents."""
+    from .graph import current_graph
+    graph = current_graph()
+    unmodeled = _unmodeled_step(handle)
+    if unmodeled is not None:
+        raise ConversionError(
+            f"{label} is updated in place (`{symbol}`) at {location}, and it is a view of another array "
+            f"made by {unmodeled.op} at {unmodeled.location}, whose memory the compiled function does not "
+            f"model (numpy gives a view or a copy depending on the array's strides); update the array it "
+            f"was made from, or copy the view first (`.copy()`)")
+    mem = storage_of(handle)
+    storage = mem.storage
+    if not _local(storage, graph) and not (graph.carries and _carry(storage, graph, label, symbol, location)):
+        raise ConversionError(
+            f"{label} is updated in place (`{symbol}`) at {location} inside a tensor `if` or loop, but its "
+            f"array was made before the block (it holds the memory of an array from outside); a compiled "
+            f"block cannot yet carry that array's new contents out (issue 26). Build the new value with "
+            f"ag.where, or update the array outside the block")
+    storage.label = label
+    from .graph import InPlaceUpdate, _first_version, building, check_partial_aliases
+    check_partial_aliases(_first_version(storage.root), label, symbol, location)
+    with building(graph):
+        prefixes = [storage.base]  # the value of each prefix of the steps, for the scatter back
+        for step in mem.steps[:-1]:
+            prefixes.append(VIEWS[step.opdef].replay(step, prefixes[-1]))
+        new = compute(resolve(handle, graph))
+        for step, prefix in zip(reversed(mem.steps), reversed(prefixes)):
+            new = VIEWS[step.opdef].scatter(step, prefix, new)
+    storage.base, storage.version = new, next(_versions)
+    for view, made in storage.unmodeled:
+        if view.stale is None:
+            view.stale = InPlaceUpdate(graph, f"{label} (of which this value is a view made at {made})",
+                                       symbol, location)
+
+
+class Carry(BaseException):
+    """A write inside a tensor block (`graph.carries`) to memory from outside it: the block that
+    catches this traces again carrying `storage` (its base an input and an output of the block).
+    A BaseException, so the user's `except Exception` in the traced code does not catch it."""
+
+    def __init__(self, storage):
+        super().__init__(storage.label)
+        self.storage = storage
+
+
+@contextlib.contextmanager
+def block(sub, carried):
+    """Trace tensor block `sub` carrying storages `carried` (runtime/memory.py's part of a Cond
+    branch): inside, each starts from its value outside (captured); `sub.carried_out` gets their
+    final values; a write to other memory from outside raises `Carry`. Outside, all is as before."""
+    saved = [(s, s.base) for s in carried]
+    sub.carries = True
+    for s in carried:
+        s.base, s.version = sub.capture(s.base), next(_versions)
+    try:
+        yield
+        sub.carried_out = [s.base for s in carried]
+    finally:
+        for s, base in saved:
+            s.base, s.version = base, next(_versions)
+
+
+@contextlib.contextmanager
+def loop_block(sub, carried, placeholders):
+    """Trace a loop's condition or body `sub` carrying storages `carried`, each starting from its
+    placeholder in `placeholders` (an extra loop variable); as `block` otherwise."""
+    saved = [(s, s.base) for s in carried]
+    sub.carries = True
+    for s, ph in zip(carried, placeholders):
+        s.base, s.version = ph, next(_versions)
+    try:
+        yield
+        sub.carried_out = [s.base for s in carried]
+    finally:
+        for s, base in saved:
+            s.base, s.version = base, next(_versions)
+
+
+def _carry(storage, graph, label, symbol, location):
+    """Raise `Carry` for the memory a write in carrying block `graph` reaches: `storage` when its
+    base is from outside the block, the start value's when it is a loop variable's placeholder.
+    Returns True when the write may stay inside the block: a loop variable that starts as a numpy
+    array made in the function and held by nothing else (the loop's result replaces it)."""
+    from .graph import Tensor, _first_version
+    storage.label = label
+    if storage.base.node.graph is not graph:
+        raise Carry(storage)  # the block traces again, carrying this memory
+    start = graph.loop_starts.get(id(_first_version(storage.root)))
+    if isinstance(start, Tensor):
+        outer = storage_of(start).storage  # the loop variable's array from before the loop
+        outer.label = label
+        raise Carry(outer)
+    if start is not None:
+        _check_unshared(start, label, symbol, location)
+        return True
+    return False
+
+
+def _check_unshared(array, label, symbol, location):
+    """A numpy array a tensor loop starts a variable from, updated in place in it: the loop's result
+    replaces the array, which another holder of it (`shared_arrays`) would not see."""
+    why = _shared.get(id(array))
+    if why is not None:
+        raise ConversionError(
+            f"{label} is updated in place (`{symbol}`) at {location} inside a loop on a tensor, and its numpy "
+            f"array from before the loop is also {why}, which would not see the update; make the array from a "
+            f"tensor (`np.zeros_like(x)`), or copy it for the other holder")
+
+
+_shared = {}  # id(numpy array) -> what else holds it, for the tensor loops being staged
+
+
+@contextlib.contextmanager
+def shared_arrays(values, known=()):
+    """While a tensor loop over variables `values` is staged: which of the numpy arrays among them
+    something else holds too (a view, a container, another variable)."""
+    added = []
+    for v in values:
+        if type(v).__module__ == "numpy" and type(v).__name__ == "ndarray" and id(v) not in _shared:
+            why = other_holder(v, known)
+            if why is not None:
+                _shared[id(v)] = why
+                added.append(id(v))
+    try:
+        yield
+    finally:
+        for key in added:
+            del _shared[key]
+
+
+def check_loop_variable(x, label, symbol, location):
+    """Before the whole-array path updates `x` in place (`x += y`, ops/overloads.py): a loop
+    variable's placeholder whose start value is a handle of memory (a view, or an array with
+    views) is that memory on the first iteration, so the loop must carry it (`Carry`)."""
+    from .graph import Tensor, current_graph
+    graph = current_graph()
+    if graph is None or not graph.carries or x.mem is not None:
+        return
+    start = graph.loop_starts.get(id(x))
+    if isinstance(start, Tensor) and start.mem is not None:
+        start.mem.storage.label = label
+        raise Carry(start.mem.storage)
+    if start is not None and not isinstance(start, Tensor):
+        _check_unshared(start, label, symbol, location)
+
+
+def carried_out(storages, values, location):
+    """After a block node is built: each carried storage's base is the node's output for it. In a
+    block that does not carry it (a branch inside a loop body), that is a write there: `Carry`."""
+    from .graph import current_graph
+    graph = current_graph()
+    for s, value in zip(storages, values):
+        if not _local(s, graph):
+            if graph.carries:
+                _carry(s, graph, s.label, "[...] =", location)
+            raise ConversionError(
+                f"{s.label} is updated in place inside a tensor `if` (at {location}), inside a block that cannot "
+                f"carry its new contents out (issue 26); build the new value with ag.where, or update it "
+                f"outside the block")
+        s.base, s.version = value, next(_versions)
+
+
+def _local(storage, graph):
+    """Whether code of `graph` may write `storage`: its contents are a value of `graph`, and not a
+    loop variable's placeholder of it (whose array comes from outside on the first iteration)."""
+    if storage.base.node.graph is not graph:
+        return False
+    from .graph import _first_version
+    root = _first_version(storage.root)
+    return graph.parent is None or root.node.opdef is not PLACEHOLDER or root.node.graph is not graph
+
+
+def superseded(old, new, stale):
+    """The old whole-array path (runtime/graph.py `supersede`: `x += 1` rebinding the name, or a
+    tensor block carrying such an update out) replaced handle `old` by `new`. When `old` is its
+    storage's base, `new` becomes the storage's base and handle, so views taken before read it;
+    otherwise (or with no `new`) the storage's views may no longer be read (`stale`). Returns
+    whether the views read `new`."""
+    storage = old.mem.storage
+    if not old.mem.steps and new is not None and new.mem is None and new.node.graph is storage.base.node.graph:
+        new.mem = View(storage, (), new)
+        storage.base, storage.version = new, next(_versions)
+        new.mem.seen = storage.version
+        return True
+    for view in [storage.root] + storage.views:
+        if view is not new and view.stale is None:
+            view.stale = stale
+    return False
+
+
+def _unmodeled_step(handle):
+    """The node of an unmodeled view op that made `handle` from a storage, or None."""
+    node = handle.node
+    if handle.mem is None and node.opdef.view is not None and node.outputs and handle.shape \
+            and node.opdef.view(node) and node.opdef not in VIEWS:
+        return node
+    return None
+
+
+def finish(graph):
+    """At the end of a trace: every argument (or array read from outside) whose storage was
+    written gets its final contents written back (`graph.write_backs`); write-backs the old
+    whole-array path recorded read their value's storage too."""
+    from .graph import _argument_of, _first_version
+    for key, (root, value) in list(graph.write_backs.items()):
+        graph.write_backs[key] = (root, resolve(value, graph))
+    for storage in graph.storages:
+        if storage.base is storage.root:
+            continue
+        root = _first_version(storage.root)
+        if _argument_of(root) is not None and root.node.graph is graph:
+            graph.write_backs[id(root)] = (root, storage.base)
+
+
+def same_array(handle, value, graph):
+    """Whether returning handle `handle` returns the array whose final contents are `value`."""
+    return handle is value or (handle.mem is not None and not handle.mem.steps
+                               and resolve(handle, graph) is value)
+
+
+def other_holder(array, known=(), unseen=0):
+    """What else holds `array` (a view of it, a container, a second variable, a variable of a
+    calling function), in words, or None. The references counted as ours: the variables of the
+    frames on the stack (the converted function writing and its generated loop and branch
+    functions, the operators between them and here, this one's) and the tuples the operators pass
+    them in; any other (a numpy view holds its base through `.base`, which the garbage collector
+    does not list) is another holder. `known`: containers the caller knows hold it for the
+    operation at hand (numpy's argument tuples for a ufunc); `unseen`: references the operation
+    itself holds where no frame or container shows them (`unseen_references`)."""
+    if array.base is not None:
+        return "a view of another array"
+    counted, frame_dicts, frame, writer = 0, set(), sys._getframe(1), None
+    known_ids = {id(c) for c in known}
+    counted += sum(sum(v is array for v in c) for c in known)
+    while frame is not None:
+        names = frame.f_locals  # a dict of the frame's own, itself a referrer from now on
+        frame_dicts.add(id(names))
+        mine = sum(v is array for v in names.values())
+        for v in names.values():
+            # tuples the frames hold (the operators' `state`): the garbage collector stops listing a
+            # tuple of untracked objects (arrays, numbers) after a collection, so count them here
+            if type(v) is tuple and id(v) not in known_ids:
+                known_ids.add(id(v))
+                counted += sum(item is array for item in v)
+        converted = frame.f_code.co_filename
+        if converted.startswith("<autograph_lite converted"):
+            writer = writer or converted  # the converted function writing (its loop bodies share its file)
+            if mine and converted != writer:
+                return "held by a variable of the function that called this one"
+            if mine > 1:
+                return "held by two variables"
+        counted += 2 * mine  # the frame's variable and its f_locals dict
+        frame = frame.f_back
+    for r in gc.get_referrers(array):
+        if id(r) in known_ids:
+            continue
+        if isinstance(r, (list, dict, set)) and id(r) not in frame_dicts:
+            return f"held by a {type(r).__name__}"
+        if isinstance(r, tuple):
+            known_ids.add(id(r))
+            counted += sum(v is array for v in r)
+    if sys.getrefcount(array) - 2 - unseen > counted:  # getrefcount's argument, this frame's `array`
+        return "viewed by another array, or held elsewhere"
+    return None
+
+
+def unseen_references(array, known=()):
+    """How many references to `array` no frame or container on the stack shows (the caller's
+    evaluation stack, numpy's own during a ufunc): measured by the caller on an array nothing
+    else holds, to calibrate `other_holder` for that operation."""
+    for unseen in range(16):
+        if other_holder(array, known, unseen) is None:
+            return unseen
+    return 16

@@ -1,0 +1,536 @@
+"""Arrays are memory (issue 26): item and slice assignment, in-place updates through views, and
+what the caller's arrays hold afterwards. Each compiled run is compared with the eager run on
+fresh copies of the arguments: results and the arguments' final contents."""
+import inspect
+import warnings
+
+import numpy as np
+import pytest
+
+import autograph_lite as ag
+from helpers import assert_identical, check_grad
+
+
+def line_of(fn, text):
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+def both(fn, *make_args):
+    """`fn` eagerly and compiled (twice, the second from the cache) on fresh arguments: results
+    and arguments afterwards identical; returns the last compiled result and its arguments."""
+    eager_args = [a() for a in make_args]
+    eager = fn(*eager_args)
+    compiled_fn = ag.function(fn)
+    for _ in range(2):
+        args = [a() for a in make_args]
+        compiled = compiled_fn(*args)
+        assert_identical(eager, compiled)
+        for e, c in zip(eager_args, args):
+            assert_identical(e, c)
+    return compiled, args
+
+
+def arange(*shape, dtype=np.float64):
+    return lambda: np.arange(int(np.prod(shape))).astype(dtype).reshape(shape)
+
+
+# --- straight-line writes ---------------------------------------------------------------------
+
+def writes_into_a_new_array(x):
+    y = x * 2
+    y[0] = 5
+    y[1:3] += 1
+    y[-1] = y[0] * 10
+    return y
+
+
+def writes_into_an_argument(x):
+    x[0] = 7
+    x[2:] -= 1.5
+    return x.sum()
+
+
+def writes_rows_and_columns(A):
+    A[1] = 0
+    A[:, 2] = A[:, 0] + 1
+    A[0, 1:] *= 3
+    return A.mean()
+
+
+def test_item_and_slice_assignment_equal_eager():
+    both(writes_into_a_new_array, arange(5))
+    both(writes_into_an_argument, arange(5))
+    both(writes_rows_and_columns, arange(3, 4))
+
+
+def assigns_with_numpy_casts(a, f):
+    a[0] = 1.7           # float into int: numpy truncates
+    a[1:3] = f[:2]       # and casts a whole slice
+    f[0] = True
+    return a, f
+
+
+def test_assignment_casts_as_numpy_does():
+    both(assigns_with_numpy_casts, arange(4, dtype=np.int32), lambda: np.array([2.9, -3.5, 1.0]))
+
+
+def broadcasts_the_value(A, row):
+    A[1:] = row          # a row into every row
+    A[:, 0] = 9          # a number into a column
+    A[0] = np.array([[1, 2, 3]])  # numpy drops the value's leading 1s
+    return A
+
+
+def test_the_value_broadcasts_as_numpy_does():
+    both(broadcasts_the_value, arange(3, 3), lambda: np.array([4.0, 5.0, 6.0]))
+
+
+def repeated_indices(a, v):
+    a[[0, 0, 2]] = v            # the last write wins
+    a[[1, 1]] += 1              # buffered: once, not twice
+    return a
+
+
+def test_repeated_array_indices_as_numpy():
+    both(repeated_indices, arange(4), lambda: np.array([1.0, 2.0, 3.0]))
+
+
+def numpy_scalar_element(x):
+    s = x[0]             # a numpy scalar, a copy
+    s += 0.5
+    x[1] += 0.5          # x[1] is read, added to and stored back (truncated in an int array)
+    return s, x
+
+
+def test_an_element_is_a_copy_and_its_update_rebinds():
+    both(numpy_scalar_element, arange(3, dtype=np.int64))
+
+
+def same_kind_refused(x):
+    row = x[0]
+    row += 0.5           # numpy: UFuncTypeError (same_kind), an int view cannot hold floats
+    return x
+
+
+def test_an_in_place_update_of_a_view_keeps_numpy_casting_rule():
+    with pytest.raises(TypeError):
+        same_kind_refused(arange(2, 2, dtype=np.int64)())
+    with pytest.raises(TypeError, match="same_kind"):
+        ag.function(same_kind_refused)(arange(2, 2, dtype=np.int64)())
+
+
+def out_of_range(x, i):
+    x[i] = 1.0
+    return x
+
+
+def test_an_index_out_of_range_raises_index_error_when_the_graph_runs():
+    with pytest.raises(IndexError):
+        out_of_range(np.zeros(3), 5)
+    f = ag.function(out_of_range, input_signature=[ag.TensorSpec((3,), np.float64), ag.TensorSpec((), np.int64)])
+    x = np.zeros(3)
+    f(x, np.int64(2))
+    np.testing.assert_array_equal(x, [0, 0, 1])
+    with pytest.raises(IndexError):
+        f(np.zeros(3), np.int64(5))
+
+
+def too_long_a_value(x):
+    x[:2] = np.ones(3)
+    return x
+
+
+def test_a_value_that_does_not_fit_is_numpys_value_error():
+    with pytest.raises(ValueError):
+        too_long_a_value(np.zeros(4))
+    with pytest.raises(ValueError, match="could not broadcast"):
+        ag.function(too_long_a_value)(np.zeros(4))
+
+
+# --- views share memory ----------------------------------------------------------------------
+
+def view_written_then_base_read(x):
+    row = x[1]
+    row[0] = 9
+    col = x.T[:, 2]
+    col += 100
+    return x * 1
+
+
+def base_written_then_view_read(x):
+    y = x + 0
+    row, t = y[0], y.T
+    y[0, 0] = -1
+    y += 1
+    return row * 1, t * 1, y
+
+
+def view_of_a_view(x):
+    v = x[1:][:, ::2]
+    v[0] = 0
+    v = x[None][0, 1]    # expand_dims-like and back
+    v[1:] = -5
+    return x
+
+
+def test_views_and_their_arrays_see_each_others_writes():
+    both(view_written_then_base_read, arange(3, 3))
+    both(base_written_then_view_read, arange(2, 3))
+    both(view_of_a_view, arange(3, 4))
+
+
+def scaled_lower_triangle(C, beta):
+    for i in range(C.shape[0]):   # a Python loop: unrolled while tracing
+        C[i, :i + 1] *= beta
+    return C
+
+
+def test_polybench_style_updates_of_an_argument_through_slices():
+    compiled, args = both(scaled_lower_triangle, arange(4, 4), lambda: 2.0)
+    assert compiled is args[0]   # `return C` is the caller's array, as eagerly
+
+
+def build_up(b, u):
+    b[1:-1, 1:-1] = u[2:, 1:-1] - u[:-2, 1:-1]
+
+
+def calls_a_helper_that_writes(b, u):
+    build_up(b, u)
+    return b.sum() + u[1, 1]
+
+
+def test_a_helper_writes_the_callers_array():
+    both(calls_a_helper_that_writes, lambda: np.zeros((4, 4)), arange(4, 4))
+
+
+def reshape_view_written(x):
+    v = x.reshape(-1)
+    v[0] = 1
+    return x
+
+
+def test_a_write_through_a_reshape_is_refused_naming_the_line():
+    with pytest.raises(ag.ConversionError, match=rf"'v' is updated in place .* at .*test_item_assignment.py:"
+                                                 rf"{line_of(reshape_view_written, 'v[0] = 1')}.*Reshape"):
+        ag.function(reshape_view_written)(np.zeros((2, 2)))
+
+
+def write_in_tensor_if(x):
+    y = x * 1
+    if x.sum() > 0:
+        y[0] = 5
+    return y
+
+
+def test_a_write_inside_a_tensor_if_to_an_array_from_before_it():
+    both(write_in_tensor_if, lambda: np.ones(3))
+    both(write_in_tensor_if, lambda: -np.ones(3))
+
+
+def write_local_to_tensor_loop(x, n):
+    total = x * 0
+    for i in ag.range(n):
+        t = x * i
+        t[0] = 1           # an array made in the iteration: its own memory
+        total = total + t
+    return total
+
+
+def test_a_write_to_an_array_made_inside_a_tensor_loop():
+    both(write_local_to_tensor_loop, arange(3), lambda: np.int64(3))
+
+
+# --- tensor loops and branches carry the memory they write -----------------------------------------
+
+def fills_an_argument_in_a_tensor_loop(x, n):
+    for i in ag.range(n):
+        x[i] = i * 2.0
+    return x
+
+
+def writes_through_views_in_a_while(x, n):
+    y = x * 1
+    row = y[0]
+    i = 0
+    while i < n:
+        row[i] += 1
+        y[1, i] = row[i] * 3
+        i += 1
+    return y, row * 1
+
+
+def dp_table_in_nested_tensor_loops(x, n):
+    out = x * 0
+    for i in ag.range(n):
+        for j in ag.range(n):
+            out[i, j] = x[i, j] + out[i - 1, j]
+    return out
+
+
+def data_dependent_stop(x, n):
+    i = 0
+    while x[i] < 10:
+        x[i] = 10
+        i += 1
+    return i
+
+
+def writes_in_branches_in_a_loop(x, n):
+    for i in ag.range(n):
+        if x[i] > 2:
+            x[i] = -x[i]
+        else:
+            x[i - 1] += 1
+    return x.sum()
+
+
+def test_tensor_loops_carry_the_memory_they_write():
+    compiled, args = both(fills_an_argument_in_a_tensor_loop, lambda: np.zeros(4), lambda: np.int64(3))
+    assert compiled is args[0]
+    both(writes_through_views_in_a_while, arange(2, 3), lambda: np.int64(3))
+    both(dp_table_in_nested_tensor_loops, arange(3, 3), lambda: np.int64(3))
+    both(data_dependent_stop, arange(12), lambda: np.int64(0))
+    both(writes_in_branches_in_a_loop, arange(5), lambda: np.int64(5))
+
+
+def view_updated_by_augmented_assignment_in_a_loop(x, y, n):
+    v = y[:]           # a view of the argument, written before and inside a tensor loop
+    v += x
+    i = 0
+    while i < n:
+        i += 1
+        v -= i
+    return v * 1
+
+
+def test_a_loop_variable_that_is_a_view_updated_by_augmented_assignment():
+    # fuzzer seed 2626008174: `v -= ...` in the loop went through the whole-array path and the
+    # caller's y kept only the update from before the loop
+    both(view_updated_by_augmented_assignment_in_a_loop, arange(4), arange(4), lambda: np.int64(3))
+
+
+def swaps_buffers(a, b, n):
+    for t in ag.range(n):
+        b[1:-1] = 0.5 * (a[2:] + a[:-2])
+        a, b = b, a
+    return a
+
+
+def test_a_loop_variable_written_and_rebound_to_another_array_is_refused():
+    with pytest.raises(ag.ConversionError, match=r"loop variable '[ab]' is written in place in a loop on a tensor and "
+                                                 r"rebound to another array"):
+        ag.function(swaps_buffers)(arange(6)(), np.zeros(6), np.int64(3))
+
+
+def fills_a_numpy_array_in_a_tensor_loop(x, n):
+    out = np.zeros(4)
+    for i in ag.range(n):
+        out[i] = x[i]
+    return out
+
+
+def test_a_numpy_array_from_before_a_tensor_loop_is_filled_by_it():
+    both(fills_a_numpy_array_in_a_tensor_loop, arange(4), lambda: np.int64(3))
+
+
+def accumulates_into_a_numpy_array(x, n):
+    acc = np.zeros(3)
+    acc += x            # numpy's `+=` with a tensor: the array becomes a tensor holding its contents
+    for i in ag.range(n):
+        acc += x * i
+    return acc
+
+
+def test_augmented_assignment_of_a_tensor_into_a_numpy_array_made_in_the_function():
+    # NPBench contour_integral: `Tz = np.zeros(...); Tz += zz * Ham[n]`
+    both(accumulates_into_a_numpy_array, arange(3), lambda: np.int64(3))
+
+
+def accumulates_into_an_aliased_numpy_array(x, n):
+    acc = np.zeros(3)
+    alias = acc
+    for i in ag.range(n):
+        acc += x
+    return alias
+
+
+def fills_a_viewed_numpy_array_in_a_tensor_loop(x, n):
+    out = np.zeros(4)
+    row = out[:2]
+    for i in ag.range(n):
+        out[i] = x[i]
+    return row
+
+
+@pytest.mark.parametrize("fn, line", [(accumulates_into_an_aliased_numpy_array, "acc += x"),
+                                      (fills_a_viewed_numpy_array_in_a_tensor_loop, "out[i] = x[i]")])
+def test_a_numpy_array_something_else_holds_updated_in_a_tensor_loop_is_refused(fn, line):
+    # before issue 26 the aliased accumulation returned zeros where eager returns the sums
+    with pytest.raises(ag.ConversionError, match=rf"at .*test_item_assignment.py:{line_of(fn, line)} inside a loop "
+                                                 rf"on a tensor, and its numpy array from before the loop is also"):
+        ag.function(fn)(arange(4)(), np.int64(2))
+
+
+# --- lowering: stores where the buffer is owned ---------------------------------------------------
+
+def fill_loop(x):
+    out = x * 0
+    for i in range(x.shape[0]):   # unrolled: a chain of SetItems
+        out[i] = x[i] * 2.0
+    total = out.sum()            # the filled array is read, then written: that SetItem copies
+    out[0] = -1.0
+    return out, total
+
+
+def test_a_fill_loop_stores_into_its_own_buffer_instead_of_copying():
+    both(fill_loop, arange(6))
+    graph = ag.function(fill_loop).get_concrete_function(arange(6)()).optimized_graph
+    stores = [n for n in graph.nodes if n.op == "SetItem"]
+    assert len(stores) == 7
+    assert [n.in_place_input for n in stores] == [0] * 6 + [None]  # the last one's input is also summed
+
+
+# --- gradients, saving --------------------------------------------------------------------------
+
+def loss_with_assignment(x):
+    y = x * x
+    y[1] = 3 * x[0]      # y[1]'s own gradient is cut; x[0] gets 3 from it
+    y[2:] *= 2.0
+    return y.sum()
+
+
+def test_gradient_of_item_assignment():
+    check_grad(loss_with_assignment, np.array([1.0, 2.0, 3.0, 4.0]))
+
+
+def test_save_and_load_a_function_with_item_assignment(tmp_path):
+    f = ag.function(writes_rows_and_columns)
+    x = arange(3, 4)()
+    f(x)
+    ag.save(f, tmp_path / "f.agz")
+    g = ag.load(tmp_path / "f.agz")
+    eager_x, loaded_x = arange(3, 4)(), arange(3, 4)()
+    assert_identical(writes_rows_and_columns(eager_x), g(loaded_x))
+    assert_identical(eager_x, loaded_x)
+
+
+def read_then_written(x):
+    y = x * x            # reads x before the write: its gradient is of the old x
+    row = x[0:2]
+    row[0] = 0.0
+    return (y * x).sum()
+
+
+def test_gradient_through_values_read_before_a_write():
+    check_grad(read_then_written, np.array([1.5, 2.0, 3.0]))
+
+
+# --- numpy arrays made in the function receive tensors -------------------------------------------
+
+def preallocate_and_fill(x):
+    n = x.shape[0]
+    out = np.zeros(n)
+    table = np.zeros((n, 2), dtype=np.int64)
+    for i in range(n):          # a Python loop: unrolled
+        out[i] = x[i] * 2
+        table[i, 1] = i
+        table[i] += table[i - 1]
+    out[0] += x.sum()
+    return out, table
+
+
+def test_a_numpy_array_made_in_the_function_becomes_a_tensor_when_it_receives_one():
+    both(preallocate_and_fill, arange(4))
+    assert "out = ag__.set_item(out, i, x[i] * 2, None, 'out')" in ag.to_code(preallocate_and_fill)
+
+
+def constant_code_stays_numpy(x):
+    lut = np.zeros(3)
+    lut[1] = 2.0                # no tensor: numpy's own assignment, while tracing
+    return x * lut
+
+
+def test_a_numpy_array_with_numpy_values_stays_numpy():
+    both(constant_code_stays_numpy, arange(3))
+
+
+def viewed_before_the_write(x):
+    out = np.zeros(3)
+    row = out[0:2]
+    out[1] = x[0]
+    return row
+
+
+def held_by_a_list(x):
+    out = np.zeros(3)
+    held = [out]
+    out[1] = x[0]
+    return held[0]
+
+
+def held_by_two_names(x):
+    out = np.zeros(3)
+    other = out
+    out[1] = x[0]
+    return other
+
+
+def fills_its_argument(out, x):
+    out[1:] = x[0]
+
+
+def passes_a_numpy_array_to_a_helper(x):
+    out = np.zeros(3)
+    fills_its_argument(out, x)   # eagerly the helper fills the caller's array
+    return out
+
+
+def test_a_numpy_array_a_caller_holds_is_refused_where_a_helper_stores_a_tensor_into_it():
+    with pytest.raises(ag.ConversionError, match=rf"'out' is a numpy array made in the function, held by a variable "
+                                                 rf"of the function that called this one, .* at .*test_item_assignment.py:"
+                                                 rf"{line_of(fills_its_argument, 'out[1:] = x[0]')}"):
+        ag.function(passes_a_numpy_array_to_a_helper)(np.ones(3))
+
+
+@pytest.mark.parametrize("fn", [viewed_before_the_write, held_by_a_list, held_by_two_names])
+def test_a_numpy_array_another_name_holds_is_refused_where_it_receives_a_tensor(fn):
+    with pytest.raises(ag.ConversionError, match=rf"'out' is a numpy array made in the function, .* at "
+                                                 rf".*test_item_assignment.py:{line_of(fn, 'out[1] = x[0]')}"):
+        ag.function(fn)(np.ones(3))
+
+
+def numpy_array_read_then_written(x):
+    p = np.ones(3)
+    y = x + p[0:2]    # the view's values become a constant of the graph
+    p[0] = 5.0        # then numpy writes the array: the constant keeps what it read
+    return y, x + p[0:2]
+
+
+def test_a_constant_keeps_the_values_a_numpy_array_had_when_it_was_read():
+    # NPBench adi: constants held views of np.empty arrays the kernel wrote afterwards
+    both(numpy_array_read_then_written, arange(2))
+
+
+def chained_assignment(data):
+    M = data.shape[1]
+    c = np.eye(M)
+    for i in range(M - 1):   # polybench correlation: both triangles from one product
+        c[i + 1:M, i] = c[i, i + 1:M] = data[:, i] @ data[:, i + 1:M]
+    k = j = 1
+    return c, k + j
+
+
+def test_chained_assignment_stores_one_value_into_each_target_from_the_left():
+    both(chained_assignment, lambda: np.random.default_rng(0).random((4, 3)))
+
+
+def recurrence_in_a_tensor_loop(x):
+    y = x * 1.0
+    for i in ag.range(1, 4):    # the loop carries y's memory; its gradient runs the loop backwards
+        y[i] = y[i - 1] * x[i]
+    return y.sum()
+
+
+def test_gradient_through_memory_a_tensor_loop_carries():
+    check_grad(recurrence_in_a_tensor_loop, np.array([1.5, 2.0, 0.5, 3.0]))
