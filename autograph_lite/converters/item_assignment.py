@@ -59,19 +59,39 @@ class _ItemAssignment(gast.NodeTransformer):
                                 op=gast.Constant(value=op, kind=None), label=gast.Constant(value=name, kind=None))
         return at_line(new, node)
 
+    def _unpacked(self, target):
+        """Whether `target` is a flat tuple or list target holding an item assignment (`KE[0], PE[0] = v`)."""
+        return (isinstance(target, (gast.Tuple, gast.List)) and any(self._target(e) for e in target.elts)
+                and not any(isinstance(e, (gast.Starred, gast.Tuple, gast.List)) for e in target.elts))
+
     def visit_Assign(self, node):
-        if len(node.targets) == 1:
+        if len(node.targets) == 1 and not self._unpacked(node.targets[0]):
             return self._rewrite(node, node.targets[0], node.value, None)
-        if not any(self._target(t) for t in node.targets):
+        if not any(self._target(t) or self._unpacked(t) for t in node.targets):
             return node
         # `a[i] = b[j] = v`: v once, then each target from the left, as Python assigns them
         value = self.ctx.new_name("value")
         new = at_line(templates.replace("value = v", value=value, v=node.value), node)
         for target in node.targets:
-            one = gast.Assign(targets=[target], value=templates.name(value), type_comment=None)
-            rewritten = self._rewrite(at_line([one], node)[0], target, templates.name(value), None)
-            new.extend(rewritten if isinstance(rewritten, list) else [rewritten])
+            new.extend(self._assign(node, target, value))
         return new
+
+    def _assign(self, node, target, value):
+        """The statements assigning variable `value` to `target`; a flat tuple target is unpacked into
+        one new name per item first, then each item assigned from the left (`a[i], i = v` indexes
+        with the old i, as Python does)."""
+        if not self._unpacked(target):
+            one = at_line([gast.Assign(targets=[target], value=templates.name(value), type_comment=None)], node)[0]
+            rewritten = self._rewrite(one, target, templates.name(value), None)
+            return rewritten if isinstance(rewritten, list) else [rewritten]
+        items = [self.ctx.new_name("item") for _ in target.elts]
+        unpack = gast.Assign(targets=[type(target)(elts=[templates.name(i, gast.Store()) for i in items],
+                                                   ctx=gast.Store())],
+                             value=templates.name(value), type_comment=None)
+        statements = at_line([unpack], node)
+        for element, item in zip(target.elts, items):
+            statements.extend(self._assign(node, element, item))
+        return statements
 
     def visit_AugAssign(self, node):
         return self._rewrite(node, node.target, node.value, _OPS[type(node.op)])

@@ -534,3 +534,28 @@ def recurrence_in_a_tensor_loop(x):
 
 def test_gradient_through_memory_a_tensor_loop_carries():
     check_grad(recurrence_in_a_tensor_loop, np.array([1.5, 2.0, 0.5, 3.0]))
+
+
+# --- item assignments as targets of tuple unpacking -------------------------------------------
+
+def _energy(x):
+    return (x ** 2).sum(), x.sum()
+
+
+def unpacked_into_items(x, n):
+    """NPBench nbody: `KE[i], PE[i] = energy(...)` into arrays made in the function."""
+    KE = np.zeros(n + 1)
+    PE = np.zeros(n + 1)
+    KE[0], PE[0] = _energy(x)
+    i = 1
+    for _ in range(n):
+        x = x * 0.5
+        KE[i], PE[i] = _energy(x)
+        KE[i], i = KE[i] * 2, i + 1   # the item is stored with the old i, as Python assigns from the left
+    [KE[0], y] = KE[1], 7.0       # a list target too
+    return KE, PE, i, x, y
+
+
+def test_item_assignments_inside_tuple_targets_equal_eager():
+    both(lambda x: unpacked_into_items(x, 3), arange(3))
+    both(unpacked_into_items, arange(3), lambda: np.int64(3))  # a tensor loop: the items carried by it
