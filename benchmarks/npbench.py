@@ -1,6 +1,6 @@
 """Run NPBench's numpy kernels eagerly and through `ag.function`, and say which compile to the same result.
 
-    python benchmarks/npbench.py PATH [--kernels adi,gemm] [--timeout 120] [--jobs 1] [--out DIR]
+    python benchmarks/npbench.py PATH [--kernels adi,gemm] [--timeout 120] [--jobs 1] [--out DIR] [--markdown]
 
 PATH is a checkout of NPBench (https://github.com/spcl/npbench; never vendored here). For each
 kernel in PATH/bench_info/*.json that has a `<module>_numpy.py`, in its own process (a crash, a
@@ -269,6 +269,16 @@ def table(records):
     return "\n".join(lines)
 
 
+def markdown(records):
+    """The table as markdown, for docs/npbench.md (`--markdown`)."""
+    lines = ["| kernel | status | first call ms | eager ms | detail |", "|---|---|---:|---:|---|"]
+    for r in records:
+        detail = r.get("detail", "").replace("|", "\\|")
+        lines.append(f"| {r['kernel']} | {r['status']} | {_ms(r.get('first_call_s'))} | {_ms(r.get('eager_s'))} | "
+                     f"{detail} |")
+    return "\n".join(lines + ["", f"**{summary(records)}**"])
+
+
 def summary(records):
     counts = {s: sum(r["status"] == s for r in records) for s in STATUSES}
     return f"{len(records)} kernels: " + ", ".join(f"{n} {s}" for s, n in counts.items())
@@ -283,6 +293,7 @@ def main(argv=None):
     parser.add_argument("--memory", type=float, default=8, help="GiB of address space per kernel (0: no limit)")
     parser.add_argument("--out", default=os.path.join(REPO, "benchmarks", "results"),
                         help="directory for npbench.json")
+    parser.add_argument("--markdown", action="store_true", help="print the table as markdown (docs/npbench.md)")
     parser.add_argument("--child", help=argparse.SUPPRESS)  # run one kernel here, write its record to --out
     opts = parser.parse_args(argv)
     if not opts.path or not os.path.isdir(os.path.join(opts.path, "bench_info")):
@@ -304,7 +315,7 @@ def main(argv=None):
         return 2
     records = run_all(root, names, opts.timeout, opts.jobs, opts.memory,
                       on_record=lambda r: print(f"  {r['kernel']}: {r['status']}", file=sys.stderr, flush=True))
-    print(table(records))
+    print(markdown(records) if opts.markdown else table(records))
     os.makedirs(opts.out, exist_ok=True)
     path = os.path.join(opts.out, "npbench.json")
     with open(path, "w") as f:

@@ -104,3 +104,13 @@ def test_an_argument_left_different_is_the_difference_when_the_results_agree():
     assert npbench.call_difference(1.0, [A, x], 1.0, [A.copy(), x.copy()], ["A", "x"]) is None
     assert npbench.call_difference(1.0, [A, x], 1.0, [changed, x], ["A", "x"]).startswith("argument A[0, 1]: ")
     assert npbench.call_difference(1.0, [A], 2.0, [changed], ["A"]).startswith("result: ")
+
+
+def test_markdown_prints_the_table_docs_npbench_md_holds(tmp_path, capsys):
+    checkout = tmp_path / "npbench"
+    checkout.mkdir()
+    fake_checkout(checkout)
+    assert npbench.main([str(checkout), "--kernels", "scaled_sum", "--markdown", "--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "| kernel | status | first call ms | eager ms | detail |" in printed
+    assert "| scaled_sum | equal |" in printed and "**1 kernels: 1 equal" in printed
