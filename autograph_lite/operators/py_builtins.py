@@ -172,6 +172,8 @@ def numpy_scalar_type(scalar_type):
     def convert(*args, **kwargs):
         if len(args) != 1 or kwargs or not isinstance(args[0], Tensor):
             return scalar_type(*args, **kwargs)
+        if args[0].ndim and args[0].dtype == np.dtype(scalar_type):
+            return args[0]  # numpy gives an array of this dtype back itself: `v = np.float32(x); v -= 1` updates x
         out = ops.cast(args[0], scalar_type)
         return out[()] if out.ndim == 0 and box_of(out) != SCALAR else out
     return convert

@@ -1325,3 +1325,18 @@ def test_type_questions_on_a_python_number_merged_with_a_numpy_value():
     check(_type_question_on_a_merge, (np.ones(3),), (-np.ones(3),))
     with pytest.raises(ag.ConversionError, match=r"hasattr\(\) of .* by the path a tensor `if`"):
         ag.function(_type_question_answered_by_the_side)(np.ones(3))
+
+
+def _scalar_type_of_an_array_of_its_dtype_is_the_array(x, s):
+    v = np.float32(x)   # x itself when x is float32 (the update changes the caller's x), else a new array
+    v -= s
+    return v
+
+
+def test_a_numpy_scalar_type_called_on_an_array_of_its_dtype_gives_the_array_back():
+    # fuzzer seed 1126003671: `v27 = np.float32(x); v27 -= ...` left the caller's x unchanged compiled
+    for make in (lambda: np.arange(4, dtype=np.float32), lambda: np.arange(4.0)):
+        eager_x, compiled_x = make(), make()
+        assert_same(_scalar_type_of_an_array_of_its_dtype_is_the_array(eager_x, 2),
+                    ag.function(_scalar_type_of_an_array_of_its_dtype_is_the_array)(compiled_x, 2))
+        assert_same(eager_x, compiled_x)
