@@ -37,6 +37,8 @@ NOT_EXPORTABLE = {
     "StackPop": "per-run stacks exist only in gradients of While loops; export the forward function",
     "StackSize": "per-run stacks exist only in gradients of While loops; export the forward function",
     "FusedElementwise": "made only by optimization passes; the exporter reads the traced graph",
+    "UfuncAt": "not written yet: ONNX's ScatterND reduces repeated indices for add and mul only, and numpy's "
+               "ufunc.at applies any ufunc once per occurrence",
     "SetItem": "not written yet (issue 26): ONNX's ScatterND leaves repeated indices undefined where numpy's "
                "last write wins, so it needs the positions deduplicated first",
     **{op: f"ONNX has no {op} operator, and one written from its operators would round differently "

@@ -536,6 +536,37 @@ OPS["setitem"] = define("SetItem", _setitem_kernel, _setitem_infer, attrs={"inde
                         in_place="store")
 
 
+def _ufunc_at_kernel(xp, ufunc, index, unary):
+    def at(x, *rest):
+        out = x.copy()
+        value, values = (None, rest) if unary else (rest[0], rest[1:])
+        method = getattr(xp, ufunc).at  # numpy's own: unbuffered, so a repeated index applies each time
+        method(out, _fill(index, values)) if unary else method(out, _fill(index, values), value)
+        return out
+    return at
+
+
+def _ufunc_at_infer(x, *rest, ufunc, index, unary):
+    _getitem_infer(x, *(rest if unary else rest[1:]), index=index)  # the index's own errors
+    return [(x.shape, x.dtype)]
+
+
+# `np.add.at(x, index, value)` as a new array: x with the ufunc applied at index, once per occurrence
+OPS["ufunc_at"] = define("UfuncAt", _ufunc_at_kernel, _ufunc_at_infer,
+                         attrs={"ufunc": STR, "index": INDEX, "unary": BOOL}, fresh=True, box="array",
+                         value_errors=always)
+
+
+def ufunc_at(ufunc, x, index, value=None, location=None):
+    """`ufunc.at(x, index[, value])` on handle `x`: a functional update of its memory, as `x[index] = v`."""
+    template, extra = _index_template(index)
+    unary = ufunc.nin == 1
+    inputs = (*extra,) if unary else (value, *extra)
+    memory.update(x, lambda current: apply(OPS["ufunc_at"], (current, *inputs),
+                                           {"ufunc": ufunc.__name__, "index": template, "unary": unary}),
+                  "an array", f"np.{ufunc.__name__}.at", location or user_location(2))
+
+
 def _index_template(index):
     """(template with Slots, the tensor and array parts) of a subscript, as getitem stages it."""
     index = index if isinstance(index, tuple) else (index,)

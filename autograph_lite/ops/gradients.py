@@ -209,6 +209,7 @@ _NO_OUTPUTS = "it has no outputs: no cotangent reaches it"
 _RANDOM = "its values are drawn, not computed from its inputs: nothing flows back"
 NOT_DIFFERENTIABLE = {
     "Placeholder": "a graph input: where gradients are read",
+    "UfuncAt": "no rule yet: numpy's ufunc.at (np.add.at) applied once per occurrence of an index",
     "Const": "a constant: gradients stop there",
     "Assert": _NO_OUTPUTS, "Warn": _NO_OUTPUTS, "Print": _NO_OUTPUTS, "Raise": _NO_OUTPUTS, "CheckFits": _NO_OUTPUTS,
     "Not": "its result is a Python bool: no cotangent reaches it",

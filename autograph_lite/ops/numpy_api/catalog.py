@@ -71,7 +71,8 @@ def rows():
     for name, f in _namespace(np, "np"):
         if isinstance(f, np.ufunc):
             if f in ufuncs:
-                ways = ["call", "outer"] + (["reduce", "accumulate"] if f.nin == 2 and f.nout == 1 else [])
+                ways = ["call", "outer"] + (["reduce", "accumulate"] if f.nin == 2 and f.nout == 1 else []) + \
+                    (["at"] if f.nout == 1 else [])
                 out.append(("ufuncs", name, True, f"`{ufuncs[f].name}` op; " + ", ".join(ways)))
             else:
                 out.append(("ufuncs", name, False, _REASON_OF.get(name[3:], _NOT_YET)))

@@ -5,8 +5,9 @@ A call takes numpy's keywords: `dtype=` (the loop numpy picks for it: inputs cas
 dtypes, as numpy casts them), `casting=`, and `out=` a Tensor (the result cast to out's dtype
 under `casting`, filling out's shape, with `where=` keeping out's values where the mask is
 false; out's old value is superseded, as by `out += y`: reading it later is an error naming
-the update). `out=` an ndarray, `where=` without `out=`, `order=`, `subok=`, `signature=` and
-`ufunc.at` are refused by name.
+the update). `ufunc.at(a, indices[, b])` on a tensor is a functional update of its memory, as
+`a[indices] = ...` is (runtime/memory.py). `out=` an ndarray, `where=` without `out=`, `order=`,
+`subok=`, `signature=` and `.at` into a numpy array are refused by name.
 """
 import operator
 
@@ -89,6 +90,8 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
         raise TypeError(f"a numpy array cannot be updated in place with a symbolic tensor (`a {symbol}= t`, at "
                         f"{user_location(2)}): the array is {why}, and compiled code cannot change it. "
                         f"Write `a = a {symbol} t` to make a new value")
+    if method == "at":
+        return _at(ufunc, *inputs, **kwargs)
     if method == "reduce":
         return _reduce(ufunc, *inputs, **kwargs)
     if method == "accumulate":
@@ -164,6 +167,19 @@ def _into(ufunc, result, out, where, casting):
     symbol = _OPERATOR_SYMBOLS[ufunc] + "=" if ufunc in _OPERATOR_SYMBOLS else f"np.{ufunc.__name__}(..., out=)"
     supersede(out, new, "the out= array", symbol, location)
     return new
+
+
+def _at(ufunc, a, indices, b=None, **kwargs):
+    """`ufunc.at(a, indices[, b])`: numpy's unbuffered in-place update (a repeated index applies
+    each time), on a tensor's memory; into a numpy array with tensor indices or values it is refused
+    (the array cannot hold them, and no variable can be rebound by a call)."""
+    if kwargs or ufunc.nout != 1 or ufunc not in UFUNC_OPS or (ufunc.nin == 2) != (b is not None):
+        _refuse(ufunc, "at")
+    if not isinstance(a, Tensor):
+        raise ConversionError(f"np.{ufunc.__name__}.at into a numpy array with tensor indices or values is not "
+                              f"supported (at {user_location(3)}); make the array a tensor first (it is one "
+                              f"once it depends on an argument), or write `a[indices] op= b` where no index repeats")
+    array_ops.ufunc_at(ufunc, a, indices, b, user_location(3))
 
 
 def _reduce(ufunc, x, axis=0, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=True):
