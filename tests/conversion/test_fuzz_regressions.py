@@ -1340,3 +1340,32 @@ def test_a_numpy_scalar_type_called_on_an_array_of_its_dtype_gives_the_array_bac
         assert_same(_scalar_type_of_an_array_of_its_dtype_is_the_array(eager_x, 2),
                     ag.function(_scalar_type_of_an_array_of_its_dtype_is_the_array)(compiled_x, 2))
         assert_same(eager_x, compiled_x)
+
+
+def _products_of_a_0d_operand(y, x, n):
+    s = n + y.min()               # -3.0 where n is 0
+    return np.inner(s, np.abs(x * n)), np.dot(s, np.abs(x * n)), np.dot(np.abs(x * n), s), s * np.abs(x * n)
+
+
+def test_inner_and_dot_of_a_0d_operand_are_numpys_not_multiplys():
+    # fuzzer seed 1126006348: numpy's inner/dot sum each product onto 0 (+0.0) where multiply gives -0.0
+    args = (np.array([-1.5, 2.5, 3.0, -3.0], np.float32), np.array([True, False, False, True]), np.array(0, np.int32))
+    expected, got = _products_of_a_0d_operand(*args), ag.function(_products_of_a_0d_operand)(*args)
+    for e, g in zip(expected, got):
+        assert repr(e) == repr(g)
+
+
+def _ufuncs_of_python_numbers(n):
+    w = 0
+    while w < 2:      # w: a Python int the loop carries
+        w += 1
+        if n:
+            break
+    return np.bitwise_and(1, w), ag.cast(np.add(1, w), np.float64), np.multiply(0.5, w), np.maximum(w, 1)
+
+
+def test_a_ufunc_of_python_numbers_gives_a_numpy_scalar():
+    # fuzzer seed 1126010168: np.bitwise_and(1, w) of a loop's Python int gave a Python int (then a
+    # 0-d array once cast) where numpy's ufunc gives an int64 scalar
+    for n in (np.array(0, np.int32), np.array(1, np.int32)):
+        assert_every_call_same(_ufuncs_of_python_numbers, n)

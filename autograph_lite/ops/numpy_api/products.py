@@ -19,12 +19,12 @@ def _operand(v):
 
 
 def _dot(a, b, out=None):
+    """numpy's dot: matmul's computation for 1-D and 2-D operands, numpy's own function otherwise (a
+    0-d operand too: its loop sums each product onto 0, +0.0 where multiply gives -0.0)."""
     keywords("dot", dict(out=out), out=None)
     a, b = _operand(a), _operand(b)
     na, nb = np.ndim(a), np.ndim(b)
-    if na == 0 or nb == 0:
-        return math_ops.multiply(a, b)
-    if na <= 2 and nb <= 2 and not (na == 1 and nb == 2):
+    if na and nb and na <= 2 and nb <= 2 and not (na == 1 and nb == 2):
         return math_ops.matmul(a, b)  # numpy's dot of these is matmul's computation (C, gradients)
     return call(OPS["dot"], a, b)
 
@@ -34,10 +34,9 @@ def _vdot(a, b):
 
 
 def _inner(a, b):
-    a, b = _operand(a), _operand(b)
-    if np.ndim(a) == 0 or np.ndim(b) == 0:
-        return math_ops.multiply(a, b)
-    return call(OPS["inner"], a, b)
+    # numpy's own inner, also of a 0-d operand: its loop sums each product onto 0, so -3.0 * 0 is
+    # +0.0 where multiply gives -0.0 (fuzzer seed 1126006348)
+    return call(OPS["inner"], _operand(a), _operand(b))
 
 
 def _outer(a, b, out=None):

@@ -125,6 +125,10 @@ def _call(ufunc, op, inputs, out=None, where=True, dtype=None, casting="same_kin
     if dtype is not None or casting != "same_kind":  # casting="no" refuses mixed inputs, as numpy
         inputs, loop_dtype = _in_loop_dtypes(ufunc, inputs, None if dtype is None else np.dtype(dtype), casting)
     result = apply(op, inputs)
+    if isinstance(result, Tensor) and result.weak:
+        # numpy's ufuncs never give a Python number: np.add(1, i) of Python ints is an int64 scalar (the
+        # op's Python operator kernel gives an int: its result as a numpy scalar; fuzzer seed 1126010168)
+        result = math_ops.cast(result, result.dtype)[()]
     if loop_dtype is not None and result.dtype != loop_dtype:
         _refuse(ufunc, "__call__", f" with dtype={np.dtype(dtype)}")
     if out is None:
