@@ -281,3 +281,69 @@ def test_a_raise_leaving_a_staged_block_is_still_refused():
     with pytest.raises(ConversionError, match=r"`raise KeyError` inside an `if`/`while`/`for` on a tensor is not "
                                               r"supported \(at .*test_autograph_reference.py:\d+\)"):
         ag.function(_raise_leaving_a_tensor_branch)(np.array(1))
+
+
+# --- a value on some paths, None (falling off the end) on others, chosen by a tensor ----------
+
+def return_possibly_undefined(x):
+    if x > 0:
+        if x < 5:
+            return x
+    else:
+        return x * x * x
+
+
+def return_float_or_none(x):
+    if x.sum() > 1.0:
+        return x * 2.0
+
+
+def return_python_number_or_none(c):
+    if c:
+        return 3
+
+
+def test_a_value_or_none_is_chosen_when_the_graph_runs():
+    check(return_possibly_undefined, (np.array(0),), (np.array(3),), (np.array(5),), (np.int64(-2),))
+    check(return_float_or_none, (np.array([0.5, 1.0]),), (np.array([0.1, 0.2]),), traces=1)
+    compiled = check(return_python_number_or_none, (np.array(True),), (np.array(False),), traces=1)
+    assert type(compiled(np.array(True))) is int
+
+
+def _uses_possibly_none(x):
+    r = return_float_or_none(x)
+    if r is None:  # (r itself stays refused after the test: a tensor `if` does not narrow it)
+        return x.sum()
+    return x.max()
+
+
+def _tests_possibly_none(x):
+    r = return_float_or_none(x)
+    return r is not None, r is None
+
+
+def _adds_to_possibly_none(x):
+    return return_float_or_none(x) + 1.0
+
+
+def test_is_none_on_a_possibly_none_result():
+    check(_uses_possibly_none, (np.array([0.5, 1.0]),), (np.array([0.1, 0.2]),), traces=1)
+    check(_tests_possibly_none, (np.array([0.5, 1.0]),), (np.array([0.1, 0.2]),), traces=1)
+
+
+def test_arithmetic_on_a_possibly_none_result_is_refused():
+    with pytest.raises(ConversionError, match=r"the result of 'return_float_or_none' is a float64\[2\] or None "
+                                              r".*only return it or test `is None`.*"
+                                              r"test_autograph_reference.py:\d+"):
+        ag.function(_adds_to_possibly_none)(np.array([0.5, 1.0]))
+
+
+def _returns_tuple_or_none(x):
+    if x > 0:
+        return x, x
+
+
+def test_a_structure_or_none_is_refused():
+    with pytest.raises(ConversionError, match=r"'_returns_tuple_or_none' returns tuple .* ends without `return` "
+                                              r"\(None\) on others"):
+        ag.function(_returns_tuple_or_none)(np.array(1))
