@@ -39,6 +39,18 @@ def join_kinds(a, b):
     return b if a is None or a == b else a if b is None else "mixed"
 
 
+def _rows_like(stacked, items):
+    """`stacked`, to be joined with `items` along axis 0. A loop carrying a list whose items' shape
+    is not known until the graph runs starts it with zero rows of size 0 ((0, 0): the empty list of
+    a nested fill); while it has no rows it takes the items' shape, so the first append joins."""
+    if stacked.ndim != items.ndim or stacked.shape[0] not in (0, None) \
+            or not any(None in (a, b) or a == 0 for a, b in zip(stacked.shape[1:], items.shape[1:])):
+        return stacked
+    own, theirs = ops.shape(stacked), ops.shape(items)
+    target = ops.where(ops.equal(own[0], 0), ops.concat([own[:1], theirs[1:]], 0), own)
+    return ops.reshape(stacked, target)
+
+
 class TensorList:
     """Items of one shape and dtype stacked along a first axis of unknown length.
 
@@ -71,7 +83,7 @@ class TensorList:
     def append(self, value):
         kind = join_kinds(self.kind, item_kind(value))
         item = ops.expand_dims(value if isinstance(value, Tensor) else ops.convert_to_tensor(value), 0)
-        stacked = item if self.tensor is None else ops.concat([self.tensor, item], 0)
+        stacked = item if self.tensor is None else ops.concat([_rows_like(self.tensor, item), item], 0)
         if isinstance(value, Tensor):
             # eagerly the list holds the array itself: an in-place update of it after the append
             # changes the list's item too, so the list may no longer be read (fuzzer seed 7014487)
@@ -101,7 +113,8 @@ class TensorList:
         if isinstance(values, Tensor):
             if values.ndim == 0:
                 raise TypeError(f"cannot extend a list with a scalar {values!r} (at {user_location(3)})")
-            return TensorList(values if self.tensor is None else ops.concat([self.tensor, values], 0),
+            return TensorList(values if self.tensor is None else
+                              ops.concat([_rows_like(self.tensor, values), values], 0),
                               join_kinds(self.kind, "arrays"))
         result = self
         for value in values:

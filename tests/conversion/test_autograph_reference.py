@@ -347,3 +347,27 @@ def test_a_structure_or_none_is_refused():
     with pytest.raises(ConversionError, match=r"'_returns_tuple_or_none' returns tuple .* ends without `return` "
                                               r"\(None\) on others"):
         ag.function(_returns_tuple_or_none)(np.array(1))
+
+
+# --- a list of lists whose inner length the graph decides ----------------------------------
+
+def nested_fill(m, n):
+    mat = []
+    for _ in ag.range(m):
+        row = []
+        for j in ag.range(n):
+            row.append(j * 1.5)
+        mat.append(ag.stack(row))
+    return ag.stack(mat)
+
+
+def nested_extend(m, n):
+    mat = []
+    for i in ag.range(m):
+        mat.extend([ag.ones([n]) * i])
+    return ag.stack(mat)
+
+
+def test_a_list_of_rows_of_unknown_length_filled_in_a_tensor_loop():
+    check(nested_fill, (np.array(5), np.array(3)), (np.array(1), np.array(4)), traces=1)
+    check(nested_extend, (np.array(3), np.array(2)), (np.array(1), np.array(4)), traces=1)
