@@ -177,6 +177,32 @@ class TensorList:
                               f"(at {user_location(2)}); build the new list with append, or use a tensor and "
                               f"ag.where")
 
+    def with_item(self, index, value, depth=3):
+        """The list with item `index` (a Python int or an integer tensor; negative from the end)
+        replaced by `value`, which must be of the items' dtype and shape (eagerly the list would
+        hold an item of another type, which the stacked tensor cannot)."""
+        from ..ops.array_ops import OPS, _index_template
+        where = user_location(depth)
+        if self.tensor is None:
+            raise IndexError(f"list assignment index out of range (at {where})")
+        if isinstance(index, slice) or not (isinstance(index, (int, np.integer)) or (
+                isinstance(index, Tensor) and index.shape == () and index.dtype.kind in "iu")):
+            raise ConversionError(f"item assignment to a list that a graph loop carries needs one integer "
+                                  f"index, got {index!r} (at {where}); build the new list with append")
+        stacked = self.tensor
+        item = value if isinstance(value, Tensor) else ops.convert_to_tensor(value)
+        if item.dtype != stacked.dtype or item.shape != stacked.shape[1:] or None in item.shape:
+            raise ConversionError(
+                f"item assignment to a list that a graph loop carries: the list's items are "
+                f"{stacked.dtype.name}{list(stacked.shape[1:])} and the new item is "
+                f"{item.dtype.name}{list(item.shape)} (at {where}); eagerly the list would hold items of "
+                f"different types, which its stacked tensor cannot: store a value of the items' type")
+        template, extra = _index_template(index)
+        updated = apply(OPS["setitem"], (stacked, item, *extra), {"index": template})
+        if isinstance(value, Tensor):
+            holds(updated, value)
+        return TensorList(updated, join_kinds(self.kind, item_kind(value)))
+
     def __delitem__(self, index):
         raise ConversionError(f"`del items[i]` on a list that a graph loop carries is not supported "
                               f"(at {user_location(2)}); only pop() and pop(0) are")

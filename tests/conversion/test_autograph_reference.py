@@ -371,3 +371,42 @@ def nested_extend(m, n):
 def test_a_list_of_rows_of_unknown_length_filled_in_a_tensor_loop():
     check(nested_fill, (np.array(5), np.array(3)), (np.array(1), np.array(4)), traces=1)
     check(nested_extend, (np.array(3), np.array(2)), (np.array(1), np.array(4)), traces=1)
+
+
+# --- item assignment to a list a tensor loop carries -----------------------------------------
+
+def read_write_loop(n):
+    items = []
+    items.append(1)
+    items.append(1)
+    for i in ag.range(2, n):
+        items.append(items[i - 1] + items[i - 2])
+        items[i - 2] = -items[i - 2]
+    return ag.stack(items), items[0]
+
+
+def update_rows_in_loop(x, n):
+    rows = [x, x * 2.0]
+    for i in ag.range(n):
+        rows.append(x + i)
+        rows[-1] *= 3.0
+        rows[i % 2] = rows[i % 2] - 1.0
+    return ag.stack(rows), rows[1]
+
+
+def _store_other_type(n):
+    items = [1, 2]
+    for i in ag.range(n):
+        items[i] = 0.5
+    return items
+
+
+def test_item_assignment_to_a_list_a_tensor_loop_carries():
+    check(read_write_loop, (np.array(4),), (np.array(2),), (np.array(7),), traces=1)
+    check(update_rows_in_loop, (np.array([1.0, 2.0]), np.array(3)), (np.array([0.5, -1.0]), np.array(0)), traces=1)
+
+
+def test_item_assignment_of_another_type_to_a_carried_list_is_refused():
+    with pytest.raises(ConversionError, match=r"the list's items are int64\[\] and the new item is float64\[\] "
+                                              r"\(at .*test_autograph_reference.py:\d+\)"):
+        ag.function(_store_other_type)(np.array(2))
