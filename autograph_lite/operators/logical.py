@@ -144,6 +144,41 @@ class MaybeNone(Choice):
 
 for _name in [n for n, v in vars(Choice).items() if v is Choice._refuse]:
     setattr(MaybeNone, _name, MaybeNone._refuse)
+
+
+class Unset:
+    """The value of a MaybeUnset on the runs where it has none: its dict leaves the key out."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<unset>"
+
+
+UNSET = Unset()
+
+
+class MaybeUnset(Choice):
+    """A dict item (`y['a']`) first written inside a tensor loop: the value where the loop ran,
+    unset (the key absent, as eagerly) where it ran zero times. Returning the dict gives the key
+    or not; any use of the item in the function is refused (eager raises KeyError on those runs)."""
+
+    def __init__(self, ran, value, label, kind, location, base, key):
+        super().__init__(ran, UNSET, value)
+        self.label, self.kind, self.location, self.base, self.key = label, kind, location, base, key
+
+    def _refuse(self, *args, **kwargs):
+        raise ConversionError(
+            f"`{self.label}` is first written inside the `{self.kind}` loop on a tensor at {self.location}, "
+            f"so it is unset where the loop runs zero times (eagerly a KeyError on those runs); a compiled "
+            f"function can return the dict holding it (the key left out on those runs) but not use it: give "
+            f"it a value before the loop (at {user_location(2)})")
+
+    def __repr__(self):
+        return f"<{self.label}: {_describe(self.if_true)[2:].lstrip()} or unset>"
+
+
+for _name in [n for n, v in vars(Choice).items() if v is Choice._refuse]:
+    setattr(MaybeUnset, _name, MaybeUnset._refuse)
 _SCALARS = (bool, int, float, complex, np.generic)
 
 

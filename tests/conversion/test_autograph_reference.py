@@ -73,13 +73,42 @@ def test_item_created_in_loop():
 
 
 def test_item_created_in_loop_that_runs_zero_times():
-    # eagerly y has no 'a' then: a compiled function cannot return a dict whose keys depend on data
-    assert new_key_in_while(np.array(11)) == {"b": 11}
-    with pytest.raises(ValueError, match=r"`y\['a'\]` is first written inside a `while` loop on a tensor that "
-                                         r"ran zero times.*test_autograph_reference.py:\d+"):
-        ag.function(new_key_in_while)(np.array(11))
+    # eagerly y has no 'a' then: the compiled dict leaves the key out on those runs
+    check(new_key_in_while, (np.array(11),), (np.array(5),), (np.array(12),), traces=1)
+    check(new_key_in_for, (np.array(0), 0), (np.array(2), 0), traces=1)
+    # an attribute stays refused at run time
     with pytest.raises(ValueError, match=r"`box.last` is first written inside a `for` loop"):
         ag.function(new_attribute_in_for)(np.zeros(0))
+
+
+def new_key_in_for(n, x):
+    y = {}
+    for i in ag.range(n):
+        x = x - i
+        y["a"] = x
+    return y
+
+
+def _reads_key_made_in_loop(n):
+    y = {"b": n}
+    for i in ag.range(n):
+        y["a"] = i * 2
+    return y["a"] + 1
+
+
+def _returns_key_made_in_loop(n):
+    y = {}
+    for i in ag.range(n):
+        y["a"] = i * 2
+    return y["a"]
+
+
+@pytest.mark.parametrize("fn", [_reads_key_made_in_loop, _returns_key_made_in_loop])
+def test_using_an_item_a_loop_may_leave_unset_is_refused(fn):
+    with pytest.raises(ConversionError, match=r"`y\['a'\]` is first written inside the `for` loop on a tensor at "
+                                              r".*test_autograph_reference.py:\d+, so it is unset where the loop "
+                                              r"runs zero times"):
+        ag.function(fn)(np.array(2))
 
 
 # --- try/finally around tensor control flow, `return` inside `finally` ---------------------
