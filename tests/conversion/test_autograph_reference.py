@@ -439,3 +439,19 @@ def test_item_assignment_of_another_type_to_a_carried_list_is_refused():
     with pytest.raises(ConversionError, match=r"the list's items are int64\[\] and the new item is float64\[\] "
                                               r"\(at .*test_autograph_reference.py:\d+\)"):
         ag.function(_store_other_type)(np.array(2))
+
+
+def test_saving_a_dict_with_an_item_a_loop_may_leave_unset_is_refused(tmp_path):
+    compiled = ag.function(new_key_in_for)
+    compiled(np.array(2), 0)
+    with pytest.raises(ValueError, match="leaves unset on some runs"):
+        ag.save(compiled.get_concrete_function(np.array(2), 0), str(tmp_path / "m.agz"))
+
+
+def test_saving_a_value_or_none_result(tmp_path):
+    compiled = ag.function(return_float_or_none)
+    compiled(np.array([0.5, 1.0]))
+    ag.save(compiled.get_concrete_function(np.array([0.5, 1.0])), str(tmp_path / "m.agz"))
+    loaded = ag.load(str(tmp_path / "m.agz"))
+    assert_same(return_float_or_none(np.array([0.5, 1.0])), loaded(np.array([0.5, 1.0])))
+    assert loaded(np.array([0.1, 0.2])) is None
