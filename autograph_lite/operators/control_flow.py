@@ -582,7 +582,9 @@ def _check_runs_once(runs, opts, state, names, kind, location, extra):
     if unset:
         _assert_runs(runs, f"local variable {', '.join(repr(n) for n in unset)} is read after a `{kind}` loop "
                            f"that ran zero times, so it has no value", "UnboundLocalError", location)
-    dict_items = extra.unset_dict_items() if isinstance(runs, Tensor) else []
+    droppable = (opts or {}).get("droppable", ())  # dicts the function only indexes and returns
+    dict_items = [item for item in extra.unset_dict_items() if item[0] in droppable] \
+        if isinstance(runs, Tensor) else []
     places = [p for p in extra.unset_places() if p not in {label for label, _, _ in dict_items}]
     if places:
         _assert_runs(runs, f"{', '.join(f'`{p}`' for p in places)} is first written inside a `{kind}` loop on a "

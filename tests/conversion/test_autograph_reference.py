@@ -455,3 +455,25 @@ def test_saving_a_value_or_none_result(tmp_path):
     loaded = ag.load(str(tmp_path / "m.agz"))
     assert_same(return_float_or_none(np.array([0.5, 1.0])), loaded(np.array([0.5, 1.0])))
     assert loaded(np.array([0.1, 0.2])) is None
+
+
+def _asks_for_keys(n):
+    y = {}
+    for i in ag.range(n):
+        y["a"] = i * 2
+    return len(y), "a" in y
+
+
+def _dict_argument(n, y):
+    for i in ag.range(n):
+        y["a"] = i * 2
+    return y
+
+
+def test_a_dict_whose_keys_the_function_asks_for_keeps_the_run_time_check():
+    # `len(y)`, `'a' in y` are answered while tracing: the key must be there on every run
+    compiled = check(_asks_for_keys, (np.array(2),))
+    with pytest.raises(ValueError, match=r"`y\['a'\]` is first written inside a `for` loop on a tensor that ran zero times"):
+        compiled(np.array(0))
+    with pytest.raises(ValueError, match=r"`y\['a'\]` is first written inside a `for` loop on a tensor that ran zero times"):
+        ag.function(_dict_argument)(np.array(0), {})
