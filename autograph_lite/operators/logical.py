@@ -301,6 +301,8 @@ def _is_none(name, left, right):
     if name not in ("Is", "IsNot"):
         return None
     choice = left if right is None else right if left is None else None
+    if isinstance(choice, MaybeUnset):
+        choice._refuse()
     if not isinstance(choice, Choice) or not any(c is None for c in choice.candidates()):
         return None
     none = lambda c: c is None if not isinstance(c, Choice) else _is_none("Is", c, None)  # noqa: E731

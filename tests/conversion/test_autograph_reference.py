@@ -477,3 +477,15 @@ def test_a_dict_whose_keys_the_function_asks_for_keeps_the_run_time_check():
         compiled(np.array(0))
     with pytest.raises(ValueError, match=r"`y\['a'\]` is first written inside a `for` loop on a tensor that ran zero times"):
         ag.function(_dict_argument)(np.array(0), {})
+
+
+def _tests_unset_item(n):
+    y = {}
+    for i in ag.range(n):
+        y["a"] = i * 2
+    return y["a"] is None
+
+
+def test_testing_an_item_a_loop_may_leave_unset_is_refused():
+    with pytest.raises(ConversionError, match=r"so it is unset where the loop runs zero times"):
+        ag.function(_tests_unset_item)(np.array(2))
