@@ -641,7 +641,51 @@ def _output_slots(graph, outputs, where=None):
     for i, value in write_backs:
         graph.write_back_outputs.append((i, len(graph.outputs)))
         graph.outputs.append(value)
+    if any(isinstance(leaf, operators.MaybeUnset) for leaf in flat):
+        _check_unset_items(outputs)
+        treedef = _DropUnset(treedef)
     return treedef, slots
+
+
+def _check_unset_items(value, holder=None, key=None):
+    """A dict item a tensor loop that may run zero times first wrote can be returned in its own
+    dict only (the key left out on those runs): anywhere else eager would have raised KeyError."""
+    if isinstance(value, operators.MaybeUnset):
+        if holder is not value.base or key != value.key:
+            value._refuse()
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _check_unset_items(v, value, k)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _check_unset_items(v)
+
+
+class _DropUnset:
+    """An output TreeDef whose dicts leave out the items unset on this run (`MaybeUnset`)."""
+    __slots__ = ("treedef",)
+
+    def __init__(self, treedef):
+        self.treedef = treedef
+
+    def __getattr__(self, name):
+        return getattr(self.treedef, name)
+
+    def unflatten(self, leaves):
+        return _drop_unset(self.treedef.unflatten(leaves))
+
+
+def _drop_unset(value):
+    from .operators.logical import UNSET
+    if isinstance(value, dict):
+        for k in [k for k, v in value.items() if v is UNSET]:
+            del value[k]
+        for v in value.values():
+            _drop_unset(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _drop_unset(v)
+    return value
 
 def function(func=None, *, input_signature=None, reduce_retracing=False, device=None, autograph=True,
              max_traces=None, check_numerics=False):

@@ -23,6 +23,8 @@ ORDER = (
 
 
 def apply(node, ctx):
+    from .base import returned_dict_names
+    ctx.returned_dicts = returned_dict_names(node)  # on the user's code, before any pass rewrites it
     for converter in ORDER:
         node = converter.transform(node, ctx)
     return node

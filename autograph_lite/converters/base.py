@@ -12,6 +12,7 @@ class Context:
     def __init__(self, filename, taken):
         self.filename = filename
         self.taken = set(taken)
+        self.returned_dicts = frozenset()  # see returned_dict_names
 
     def new_name(self, base):
         name, n = base, 0
@@ -20,6 +21,43 @@ class Context:
             name = f"{base}_{n}"
         self.taken.add(name)
         return name
+
+
+def returned_dict_names(node):
+    """Names of dicts the function makes (`y = {...}`) and then only indexes with constant keys
+    (`y['a']`) or returns (`return y`, `return y, x`): a tensor loop that may run zero times can
+    leave one of their items unset, the returned dict without that key on those runs, since
+    nothing else in the function asks which keys it has (`'a' in y`, `len(y)`, passing it on)."""
+    allowed, bad, made = set(), set(), set()
+    for n in gast.walk(node):
+        if isinstance(n, gast.Subscript) and isinstance(n.value, gast.Name) and isinstance(n.slice, gast.Constant):
+            allowed.add(id(n.value))
+        elif isinstance(n, gast.Return) and n.value is not None:
+            stack = [n.value]
+            while stack:
+                v = stack.pop()
+                if isinstance(v, gast.Name):
+                    allowed.add(id(v))
+                elif isinstance(v, (gast.Tuple, gast.List)):
+                    stack.extend(v.elts)
+                elif isinstance(v, gast.Dict):
+                    stack.extend(v.values)
+        elif isinstance(n, (gast.Global, gast.Nonlocal)):
+            bad.update(n.names)
+        elif isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name) \
+                and isinstance(n.value, gast.Dict):
+            made.add(id(n.targets[0]))
+    names = set()
+    for n in gast.walk(node):
+        if not isinstance(n, gast.Name):
+            continue
+        if isinstance(n.ctx, gast.Load) and id(n) not in allowed:
+            bad.add(n.id)
+        elif isinstance(n.ctx, gast.Store) and id(n) in made:
+            names.add(n.id)
+        elif not isinstance(n.ctx, gast.Load):  # a parameter, a loop target, `del y`, `y = other`
+            bad.add(n.id)
+    return frozenset(names - bad)
 
 
 def all_names(node):

@@ -155,7 +155,7 @@ class _ControlFlow:
         rebinds = sorted(written & self.declared)
         # a call in the block may run a nested function that rebinds a cell: carry those too
         cells = sorted((written | self.rebound_cells) & self.cells)
-        composites = self._composites(stmts, written)
+        composites, droppable = self._composites(stmts, written)
         keys, values, pre = [], [], []
         if self.in_try:
             keys.append("in_try")
@@ -178,6 +178,9 @@ class _ControlFlow:
         if composites:
             keys.append("composites")
             values.append(gast.Tuple(elts=composites, ctx=gast.Load()))
+        if droppable:
+            keys.append("droppable")
+            values.append(templates.strings_tuple(droppable))
         if not keys:
             return None, pre
         return gast.Dict(keys=[gast.Constant(value=k, kind=None) for k in keys], values=values), pre
@@ -189,12 +192,15 @@ class _ControlFlow:
         variable is not rebound there and every key is a constant or a name not rebound
         there).
         """
-        entries, seen = [], set()
+        entries, seen, droppable = [], set(), []
         for target in activity.composite_writes(stmts):
             label = ast.unparse(gast.gast_to_ast(copy.deepcopy(target)))
             if label in seen:
                 continue
             seen.add(label)
+            if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name) \
+                    and target.value.id in self.ctx.returned_dicts and isinstance(target.slice, gast.Constant):
+                droppable.append(label)  # may be left unset by a loop that runs zero times
             static = self._static_place(target, written)
             kind = "attr" if isinstance(target, gast.Attribute) else "item"
             key = (gast.Constant(value=target.attr, kind=None) if kind == "attr"
@@ -207,7 +213,7 @@ class _ControlFlow:
                 "(label, kind, lambda: base, lambda: key, static)", label=gast.Constant(value=label, kind=None),
                 kind=gast.Constant(value=kind, kind=None), base=base, key=key,
                 static=gast.Constant(value=static, kind=None)))
-        return entries
+        return entries, droppable
 
     def _static_place(self, target, written):
         node = target

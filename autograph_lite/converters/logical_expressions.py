@@ -63,7 +63,7 @@ class _Logical(gast.NodeTransformer):
 
     def visit_Compare(self, node, truth=False):
         self.generic_visit(node)
-        if len(node.ops) == 1:
+        if len(node.ops) == 1 and not _is_none_test(node):
             return node
         # each operand evaluated once, left to right, as Python does
         steps = [gast.Tuple(elts=[gast.Constant(value=type(op).__name__, kind=None),
@@ -75,6 +75,13 @@ class _Logical(gast.NodeTransformer):
         if truth:
             call.keywords.append(gast.keyword(arg="truth", value=gast.Constant(value=True, kind=None)))
         return call
+
+
+def _is_none_test(node):
+    """`r is None` / `r is not None`: through ag__.compare, which answers it on a result that is
+    None on the runs a tensor picks (a function ending without `return` on some paths)."""
+    none = lambda n: isinstance(n, gast.Constant) and n.value is None  # noqa: E731
+    return isinstance(node.ops[0], (gast.Is, gast.IsNot)) and (none(node.left) or none(node.comparators[0]))
 
 
 def transform(node, ctx):

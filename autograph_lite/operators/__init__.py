@@ -8,7 +8,7 @@ from .control_flow import for_stmt, if_stmt, while_stmt
 from .exceptions import assert_stmt, raise_stmt
 from .item_assignment import set_item
 from .lists import TensorList, list_append, list_del, list_extend, list_method, list_pop
-from .logical import Choice, and_, compare, if_exp, not_, or_
+from .logical import Choice, MaybeNone, MaybeUnset, and_, compare, if_exp, not_, or_
 from .py_builtins import fstring, percent_format
 from .variables import Undefined, finally_returns, reraise_trace_failure, return_value
 

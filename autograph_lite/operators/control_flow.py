@@ -25,7 +25,7 @@ from ..runtime.boxes import ARRAY, box_of
 from ..runtime.graph import Tensor, building, current_graph, holds
 from ..runtime.passes.util import has_effects
 from .lists import TensorList, join_kinds
-from .logical import Choice
+from .logical import Choice, MaybeUnset
 from .variables import RETURN_VALUE, Undefined
 
 logger = logging.getLogger("autograph_lite")
@@ -102,6 +102,12 @@ class _ExtraState:
         """Labels of the items and attributes with no value yet."""
         values = self.get()[len(self.cell_names):]
         return [name for name, value in zip(self.composite_names, values) if isinstance(value, Undefined)]
+
+    def unset_dict_items(self):
+        """(label, dict, key) of the items of plain dicts with no value yet."""
+        values = self.get()[len(self.cell_names):]
+        return [(label, base, key) for label, value, (base, kind, key) in zip(self.composite_names, values, self._places)
+                if isinstance(value, Undefined) and kind == "item" and type(base) is dict]
 
     def get(self):
         values = tuple(self._cell_get()) if self._cell_get else ()
@@ -526,7 +532,13 @@ def while_stmt(test, body, state, names, opts=None):
     location = user_location()
     _check_staging_allowed(opts, "`while` loop", location)
     extra = _ExtraState(opts, "`while` loop", location)
-    _check_runs_once(pred, opts, state, names, "while", location, extra)
+    dict_items = _check_runs_once(pred, opts, state, names, "while", location, extra)
+    result = _while_staged(test, body, state, names, opts, graph, first, pred, location, extra)
+    _mark_maybe_unset(dict_items, pred, "while", location)
+    return result
+
+
+def _while_staged(test, body, state, names, opts, graph, first, pred, location, extra):
     if (opts and opts.get("test_binds")) or any(has_effects(n) for n in graph.nodes[first:]):
         # `:=` in the condition binds names (cells the loop carries), or the condition prints or
         # asserts: it must run once per test, as in Python, not again in the loop's own condition.
@@ -570,11 +582,22 @@ def _check_runs_once(runs, opts, state, names, kind, location, extra):
     if unset:
         _assert_runs(runs, f"local variable {', '.join(repr(n) for n in unset)} is read after a `{kind}` loop "
                            f"that ran zero times, so it has no value", "UnboundLocalError", location)
-    places = extra.unset_places()
+    droppable = (opts or {}).get("droppable", ())  # dicts the function only indexes and returns
+    dict_items = [item for item in extra.unset_dict_items() if item[0] in droppable] \
+        if isinstance(runs, Tensor) else []
+    places = [p for p in extra.unset_places() if p not in {label for label, _, _ in dict_items}]
     if places:
         _assert_runs(runs, f"{', '.join(f'`{p}`' for p in places)} is first written inside a `{kind}` loop on a "
                            f"tensor that ran zero times: eagerly it would stay unset, which a compiled function "
                            f"cannot do; give it a value before the loop", "ValueError", location)
+    return dict_items
+
+
+def _mark_maybe_unset(dict_items, runs, kind, location):
+    """After a tensor loop: a dict item it first wrote is a `MaybeUnset` (set where the loop ran)."""
+    for label, base, key in dict_items:
+        if key in base and isinstance(base[key], Tensor):
+            base[key] = MaybeUnset(runs, base[key], label, kind, location, base, key)
 
 
 def _assert_runs(runs, message, error, location):
@@ -681,8 +704,11 @@ def for_stmt(iterable, extra_test, body, state, names, opts=None):
         _check_staging_allowed(opts, "`for` loop", location)
         sequence = _sequence(iterable, location)
         extra = _ExtraState(opts, "`for` loop", location)
-        _check_runs_once(sequence[0] > 0, opts, state, names, "for", location, extra)
-        return _tensor_for(sequence, extra_test, body, tuple(state), names, location, extra)
+        runs = sequence[0] > 0
+        dict_items = _check_runs_once(runs, opts, state, names, "for", location, extra)
+        result = _tensor_for(sequence, extra_test, body, tuple(state), names, location, extra)
+        _mark_maybe_unset(dict_items, runs, "for", location)
+        return result
     state = tuple(state)
     start, iterations, warned = time.perf_counter(), 0, False
     for item in iterable:

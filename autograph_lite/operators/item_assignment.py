@@ -15,6 +15,7 @@ from ..errors import ConversionError, user_location
 from ..ops.core import convert_to_tensor, holds_tensor
 from ..runtime import memory
 from ..runtime.graph import Tensor, current_graph
+from .lists import TensorList
 
 _IN_PLACE = {"+": operator.iadd, "-": operator.isub, "*": operator.imul, "/": operator.itruediv,
              "//": operator.ifloordiv, "%": operator.imod, "**": operator.ipow, "@": operator.imatmul,
@@ -26,6 +27,8 @@ def set_item(target, index, value, op=None, name=None):
     item, update it, store it); returns what the variable `name` holds afterwards."""
     if op is not None:
         value = _IN_PLACE[op](target[index], value)
+    if isinstance(target, TensorList):  # a list a graph loop carries: a new stacked tensor
+        return target.with_item(index, value)
     if type(target) is np.ndarray and current_graph() is not None and _holds_tensor(index, value):
         target = _promoted(target, name)
     target[index] = value

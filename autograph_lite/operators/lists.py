@@ -39,6 +39,18 @@ def join_kinds(a, b):
     return b if a is None or a == b else a if b is None else "mixed"
 
 
+def _rows_like(stacked, items):
+    """`stacked`, to be joined with `items` along axis 0. A loop carrying a list whose items' shape
+    is not known until the graph runs starts it with zero rows of size 0 ((0, 0): the empty list of
+    a nested fill); while it has no rows it takes the items' shape, so the first append joins."""
+    if stacked.ndim != items.ndim or stacked.shape[0] not in (0, None) \
+            or not any(None in (a, b) or a == 0 for a, b in zip(stacked.shape[1:], items.shape[1:])):
+        return stacked
+    own, theirs = ops.shape(stacked), ops.shape(items)
+    target = ops.where(ops.equal(own[0], 0), ops.concat([own[:1], theirs[1:]], 0), own)
+    return ops.reshape(stacked, target)
+
+
 class TensorList:
     """Items of one shape and dtype stacked along a first axis of unknown length.
 
@@ -71,7 +83,7 @@ class TensorList:
     def append(self, value):
         kind = join_kinds(self.kind, item_kind(value))
         item = ops.expand_dims(value if isinstance(value, Tensor) else ops.convert_to_tensor(value), 0)
-        stacked = item if self.tensor is None else ops.concat([self.tensor, item], 0)
+        stacked = item if self.tensor is None else ops.concat([_rows_like(self.tensor, item), item], 0)
         if isinstance(value, Tensor):
             # eagerly the list holds the array itself: an in-place update of it after the append
             # changes the list's item too, so the list may no longer be read (fuzzer seed 7014487)
@@ -101,7 +113,8 @@ class TensorList:
         if isinstance(values, Tensor):
             if values.ndim == 0:
                 raise TypeError(f"cannot extend a list with a scalar {values!r} (at {user_location(3)})")
-            return TensorList(values if self.tensor is None else ops.concat([self.tensor, values], 0),
+            return TensorList(values if self.tensor is None else
+                              ops.concat([_rows_like(self.tensor, values), values], 0),
                               join_kinds(self.kind, "arrays"))
         result = self
         for value in values:
@@ -163,6 +176,32 @@ class TensorList:
         raise ConversionError(f"item assignment to a list that a graph loop carries is not supported "
                               f"(at {user_location(2)}); build the new list with append, or use a tensor and "
                               f"ag.where")
+
+    def with_item(self, index, value, depth=3):
+        """The list with item `index` (a Python int or an integer tensor; negative from the end)
+        replaced by `value`, which must be of the items' dtype and shape (eagerly the list would
+        hold an item of another type, which the stacked tensor cannot)."""
+        from ..ops.array_ops import OPS, _index_template
+        where = user_location(depth)
+        if self.tensor is None:
+            raise IndexError(f"list assignment index out of range (at {where})")
+        if isinstance(index, slice) or not (isinstance(index, (int, np.integer)) or (
+                isinstance(index, Tensor) and index.shape == () and index.dtype.kind in "iu")):
+            raise ConversionError(f"item assignment to a list that a graph loop carries needs one integer "
+                                  f"index, got {index!r} (at {where}); build the new list with append")
+        stacked = self.tensor
+        item = value if isinstance(value, Tensor) else ops.convert_to_tensor(value)
+        if item.dtype != stacked.dtype or item.shape != stacked.shape[1:] or None in item.shape:
+            raise ConversionError(
+                f"item assignment to a list that a graph loop carries: the list's items are "
+                f"{stacked.dtype.name}{list(stacked.shape[1:])} and the new item is "
+                f"{item.dtype.name}{list(item.shape)} (at {where}); eagerly the list would hold items of "
+                f"different types, which its stacked tensor cannot: store a value of the items' type")
+        template, extra = _index_template(index)
+        updated = apply(OPS["setitem"], (stacked, item, *extra), {"index": template})
+        if isinstance(value, Tensor):
+            holds(updated, value)
+        return TensorList(updated, join_kinds(self.kind, item_kind(value)))
 
     def __delitem__(self, index):
         raise ConversionError(f"`del items[i]` on a list that a graph loop carries is not supported "

@@ -119,6 +119,66 @@ for _name in ("__array__", "__array_ufunc__", "__array_function__", "__bool__", 
                                        "and", "or", "xor", "lshift", "rshift") for p in ("", "r"))):
     setattr(Choice, _name, Choice._refuse)
 Choice.__hash__ = object.__hash__
+
+
+class MaybeNone(Choice):
+    """What a converted function returns when a tensor condition decides whether a `return` ran:
+    `value` where `returned` is true, else None (it fell off the end). The compiled function
+    returns the one its run took; `r is None`, `r is not None` and its truth are tensors; any other
+    use is refused (eager raises TypeError on the None runs, and the compiler cannot stage that)."""
+
+    def __init__(self, returned, value, function, location):
+        super().__init__(returned, None, value)
+        self.function, self.location = function, location
+
+    def _refuse(self, *args, **kwargs):
+        raise ConversionError(
+            f"the result of {self.function} is {_describe(self.if_true)} or None (it ends without `return` "
+            f"on the runs a tensor condition chooses, at {self.location}); eagerly this use raises "
+            f"TypeError on the None runs: only return it or test `is None`, or add a `return` at the end "
+            f"of {self.function} (at {user_location(2)})")
+
+    def __repr__(self):
+        return f"<{_describe(self.if_true)[2:].lstrip()} or None>"
+
+
+for _name in [n for n, v in vars(Choice).items() if v is Choice._refuse]:
+    setattr(MaybeNone, _name, MaybeNone._refuse)
+
+
+class Unset:
+    """The value of a MaybeUnset on the runs where it has none: its dict leaves the key out."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<unset>"
+
+
+UNSET = Unset()
+
+
+class MaybeUnset(Choice):
+    """A dict item (`y['a']`) first written inside a tensor loop: the value where the loop ran,
+    unset (the key absent, as eagerly) where it ran zero times. Returning the dict gives the key
+    or not; any use of the item in the function is refused (eager raises KeyError on those runs)."""
+
+    def __init__(self, ran, value, label, kind, location, base, key):
+        super().__init__(ran, UNSET, value)
+        self.label, self.kind, self.location, self.base, self.key = label, kind, location, base, key
+
+    def _refuse(self, *args, **kwargs):
+        raise ConversionError(
+            f"`{self.label}` is first written inside the `{self.kind}` loop on a tensor at {self.location}, "
+            f"so it is unset where the loop runs zero times (eagerly a KeyError on those runs); a compiled "
+            f"function can return the dict holding it (the key left out on those runs) but not use it: give "
+            f"it a value before the loop (at {user_location(2)})")
+
+    def __repr__(self):
+        return f"<{self.label}: {_describe(self.if_true)[2:].lstrip()} or unset>"
+
+
+for _name in [n for n, v in vars(Choice).items() if v is Choice._refuse]:
+    setattr(MaybeUnset, _name, MaybeUnset._refuse)
 _SCALARS = (bool, int, float, complex, np.generic)
 
 
@@ -228,10 +288,29 @@ def compare(left, *steps, truth=False):
     chain stopping at the first false comparison (`a < b < c` is `a < b and b < c`)."""
     (name, operand), rest = steps[0], steps[1:]
     right = operand()
-    result = _COMPARISONS[name](left, right)
+    result = _is_none(name, left, right)
+    if result is None:
+        result = _COMPARISONS[name](left, right)
     if not rest:
         return result
     return and_(lambda: result, lambda: compare(right, *rest, truth=truth), truth=truth)
+
+
+def _is_none(name, left, right):
+    """`r is None` / `r is not None` on a Choice that is None on some runs: a bool tensor; else None."""
+    if name not in ("Is", "IsNot"):
+        return None
+    choice = left if right is None else right if left is None else None
+    if isinstance(choice, MaybeUnset):
+        choice._refuse()
+    if not isinstance(choice, Choice) or not any(c is None for c in choice.candidates()):
+        return None
+    none = lambda c: c is None if not isinstance(c, Choice) else _is_none("Is", c, None)  # noqa: E731
+    when_true, when_false = none(choice.if_true), none(choice.if_false)
+    when_true, when_false = (x if isinstance(x, Tensor) else ops.convert_to_tensor(np.bool_(x))
+                             for x in (when_true, when_false))
+    result = math_ops.where(choice.pick, when_true, when_false)
+    return result if name == "Is" else math_ops.python_not(result)
 
 
 def not_(value):

@@ -39,16 +39,27 @@ def return_value(value, returned=True):
     """What a converted function returns: None if no `return` ran.
 
     `returned` is the `do_return` flag of a function that may end without `return`. If a
-    tensor decides it, some runs return `value` and others fall off the end (None), which
-    a graph cannot return: that is an error.
+    tensor decides it, some runs return `value` and others fall off the end (None): the result
+    is a `MaybeNone`, which the compiled function returns as the one its run took (an op on it
+    is refused; `is None` and its truth can be tested). A structure there is refused.
     """
     from ..runtime.graph import Tensor
     if isinstance(returned, Tensor) and value is not None and not isinstance(value, Undefined):
         from ..errors import ConversionError, user_location
-        raise ConversionError(f"{_function_name()} returns a value on some paths and ends without `return` "
-                              f"(None) on others, chosen by a tensor condition (at {user_location()}); add a "
-                              f"`return` at the end so every path returns a value of the same kind")
+        from .logical import Choice, MaybeNone, _SCALARS
+        if not isinstance(value, (Tensor, Choice, *_SCALARS)):
+            raise ConversionError(
+                f"{_function_name()} returns {type(value).__name__} {_short(value)} on some paths and ends "
+                f"without `return` (None) on others, chosen by a tensor condition (at {user_location()}); "
+                f"only a number, an array or a tensor can be None on some runs: add a `return` at the end "
+                f"so every path returns a value of the same kind")
+        return MaybeNone(returned, value, _function_name(), user_location())
     return None if isinstance(value, Undefined) else value
+
+
+def _short(value):
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _function_name():

@@ -98,6 +98,10 @@ def _output_slots(concrete, writer):
         treedef, slots = concrete._treedef, concrete._outputs
     else:
         treedef = getattr(concrete, "_output", None)
+        if type(treedef).__name__ == "_DropUnset":
+            raise ValueError("ag.save: this function returns a dict whose key a tensor loop that may run zero "
+                             "times leaves unset on some runs (the key left out then), which a saved function "
+                             "cannot express yet; give the item a value before the loop")
         if not isinstance(treedef, nest.TreeDef):  # the ConcreteFunction of before the TreeDef
             treedef = nest.flatten_with_treedef(concrete._template)[1]
         slots = [_as_output(s) for s in concrete._slots]

@@ -73,13 +73,42 @@ def test_item_created_in_loop():
 
 
 def test_item_created_in_loop_that_runs_zero_times():
-    # eagerly y has no 'a' then: a compiled function cannot return a dict whose keys depend on data
-    assert new_key_in_while(np.array(11)) == {"b": 11}
-    with pytest.raises(ValueError, match=r"`y\['a'\]` is first written inside a `while` loop on a tensor that "
-                                         r"ran zero times.*test_autograph_reference.py:\d+"):
-        ag.function(new_key_in_while)(np.array(11))
+    # eagerly y has no 'a' then: the compiled dict leaves the key out on those runs
+    check(new_key_in_while, (np.array(11),), (np.array(5),), (np.array(12),), traces=1)
+    check(new_key_in_for, (np.array(0), 0), (np.array(2), 0), traces=1)
+    # an attribute stays refused at run time
     with pytest.raises(ValueError, match=r"`box.last` is first written inside a `for` loop"):
         ag.function(new_attribute_in_for)(np.zeros(0))
+
+
+def new_key_in_for(n, x):
+    y = {}
+    for i in ag.range(n):
+        x = x - i
+        y["a"] = x
+    return y
+
+
+def _reads_key_made_in_loop(n):
+    y = {"b": n}
+    for i in ag.range(n):
+        y["a"] = i * 2
+    return y["a"] + 1
+
+
+def _returns_key_made_in_loop(n):
+    y = {}
+    for i in ag.range(n):
+        y["a"] = i * 2
+    return y["a"]
+
+
+@pytest.mark.parametrize("fn", [_reads_key_made_in_loop, _returns_key_made_in_loop])
+def test_using_an_item_a_loop_may_leave_unset_is_refused(fn):
+    with pytest.raises(ConversionError, match=r"`y\['a'\]` is first written inside the `for` loop on a tensor at "
+                                              r".*test_autograph_reference.py:\d+, so it is unset where the loop "
+                                              r"runs zero times"):
+        ag.function(fn)(np.array(2))
 
 
 # --- try/finally around tensor control flow, `return` inside `finally` ---------------------
@@ -281,3 +310,182 @@ def test_a_raise_leaving_a_staged_block_is_still_refused():
     with pytest.raises(ConversionError, match=r"`raise KeyError` inside an `if`/`while`/`for` on a tensor is not "
                                               r"supported \(at .*test_autograph_reference.py:\d+\)"):
         ag.function(_raise_leaving_a_tensor_branch)(np.array(1))
+
+
+# --- a value on some paths, None (falling off the end) on others, chosen by a tensor ----------
+
+def return_possibly_undefined(x):
+    if x > 0:
+        if x < 5:
+            return x
+    else:
+        return x * x * x
+
+
+def return_float_or_none(x):
+    if x.sum() > 1.0:
+        return x * 2.0
+
+
+def return_python_number_or_none(c):
+    if c:
+        return 3
+
+
+def test_a_value_or_none_is_chosen_when_the_graph_runs():
+    check(return_possibly_undefined, (np.array(0),), (np.array(3),), (np.array(5),), (np.int64(-2),))
+    check(return_float_or_none, (np.array([0.5, 1.0]),), (np.array([0.1, 0.2]),), traces=1)
+    compiled = check(return_python_number_or_none, (np.array(True),), (np.array(False),), traces=1)
+    assert type(compiled(np.array(True))) is int
+
+
+def _uses_possibly_none(x):
+    r = return_float_or_none(x)
+    if r is None:  # (r itself stays refused after the test: a tensor `if` does not narrow it)
+        return x.sum()
+    return x.max()
+
+
+def _tests_possibly_none(x):
+    r = return_float_or_none(x)
+    return r is not None, r is None
+
+
+def _adds_to_possibly_none(x):
+    return return_float_or_none(x) + 1.0
+
+
+def test_is_none_on_a_possibly_none_result():
+    check(_uses_possibly_none, (np.array([0.5, 1.0]),), (np.array([0.1, 0.2]),), traces=1)
+    check(_tests_possibly_none, (np.array([0.5, 1.0]),), (np.array([0.1, 0.2]),), traces=1)
+
+
+def test_arithmetic_on_a_possibly_none_result_is_refused():
+    with pytest.raises(ConversionError, match=r"the result of 'return_float_or_none' is a float64\[2\] or None "
+                                              r".*only return it or test `is None`.*"
+                                              r"test_autograph_reference.py:\d+"):
+        ag.function(_adds_to_possibly_none)(np.array([0.5, 1.0]))
+
+
+def _returns_tuple_or_none(x):
+    if x > 0:
+        return x, x
+
+
+def test_a_structure_or_none_is_refused():
+    with pytest.raises(ConversionError, match=r"'_returns_tuple_or_none' returns tuple .* ends without `return` "
+                                              r"\(None\) on others"):
+        ag.function(_returns_tuple_or_none)(np.array(1))
+
+
+# --- a list of lists whose inner length the graph decides ----------------------------------
+
+def nested_fill(m, n):
+    mat = []
+    for _ in ag.range(m):
+        row = []
+        for j in ag.range(n):
+            row.append(j * 1.5)
+        mat.append(ag.stack(row))
+    return ag.stack(mat)
+
+
+def nested_extend(m, n):
+    mat = []
+    for i in ag.range(m):
+        mat.extend([ag.ones([n]) * i])
+    return ag.stack(mat)
+
+
+def test_a_list_of_rows_of_unknown_length_filled_in_a_tensor_loop():
+    check(nested_fill, (np.array(5), np.array(3)), (np.array(1), np.array(4)), traces=1)
+    check(nested_extend, (np.array(3), np.array(2)), (np.array(1), np.array(4)), traces=1)
+
+
+# --- item assignment to a list a tensor loop carries -----------------------------------------
+
+def read_write_loop(n):
+    items = []
+    items.append(1)
+    items.append(1)
+    for i in ag.range(2, n):
+        items.append(items[i - 1] + items[i - 2])
+        items[i - 2] = -items[i - 2]
+    return ag.stack(items), items[0]
+
+
+def update_rows_in_loop(x, n):
+    rows = [x, x * 2.0]
+    for i in ag.range(n):
+        rows.append(x + i)
+        rows[-1] *= 3.0
+        rows[i % 2] = rows[i % 2] - 1.0
+    return ag.stack(rows), rows[1]
+
+
+def _store_other_type(n):
+    items = [1, 2]
+    for i in ag.range(n):
+        items[i] = 0.5
+    return items
+
+
+def test_item_assignment_to_a_list_a_tensor_loop_carries():
+    check(read_write_loop, (np.array(4),), (np.array(2),), (np.array(7),), traces=1)
+    check(update_rows_in_loop, (np.array([1.0, 2.0]), np.array(3)), (np.array([0.5, -1.0]), np.array(0)), traces=1)
+
+
+def test_item_assignment_of_another_type_to_a_carried_list_is_refused():
+    with pytest.raises(ConversionError, match=r"the list's items are int64\[\] and the new item is float64\[\] "
+                                              r"\(at .*test_autograph_reference.py:\d+\)"):
+        ag.function(_store_other_type)(np.array(2))
+
+
+def test_saving_a_dict_with_an_item_a_loop_may_leave_unset_is_refused(tmp_path):
+    compiled = ag.function(new_key_in_for)
+    compiled(np.array(2), 0)
+    with pytest.raises(ValueError, match="leaves unset on some runs"):
+        ag.save(compiled.get_concrete_function(np.array(2), 0), str(tmp_path / "m.agz"))
+
+
+def test_saving_a_value_or_none_result(tmp_path):
+    compiled = ag.function(return_float_or_none)
+    compiled(np.array([0.5, 1.0]))
+    ag.save(compiled.get_concrete_function(np.array([0.5, 1.0])), str(tmp_path / "m.agz"))
+    loaded = ag.load(str(tmp_path / "m.agz"))
+    assert_same(return_float_or_none(np.array([0.5, 1.0])), loaded(np.array([0.5, 1.0])))
+    assert loaded(np.array([0.1, 0.2])) is None
+
+
+def _asks_for_keys(n):
+    y = {}
+    for i in ag.range(n):
+        y["a"] = i * 2
+    return len(y), "a" in y
+
+
+def _dict_argument(n, y):
+    for i in ag.range(n):
+        y["a"] = i * 2
+    return y
+
+
+def test_a_dict_whose_keys_the_function_asks_for_keeps_the_run_time_check():
+    # `len(y)`, `'a' in y` are answered while tracing: the key must be there on every run
+    compiled = check(_asks_for_keys, (np.array(2),))
+    with pytest.raises(ValueError, match=r"`y\['a'\]` is first written inside a `for` loop on a tensor that ran zero times"):
+        compiled(np.array(0))
+    with pytest.raises(ValueError, match=r"`y\['a'\]` is first written inside a `for` loop on a tensor that ran zero times"):
+        ag.function(_dict_argument)(np.array(0), {})
+
+
+def _tests_unset_item(n):
+    y = {}
+    for i in ag.range(n):
+        y["a"] = i * 2
+    return y["a"] is None
+
+
+def test_testing_an_item_a_loop_may_leave_unset_is_refused():
+    with pytest.raises(ConversionError, match=r"so it is unset where the loop runs zero times"):
+        ag.function(_tests_unset_item)(np.array(2))
