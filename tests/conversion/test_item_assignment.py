@@ -559,3 +559,21 @@ def unpacked_into_items(x, n):
 def test_item_assignments_inside_tuple_targets_equal_eager():
     both(lambda x: unpacked_into_items(x, 3), arange(3))
     both(unpacked_into_items, arange(3), lambda: np.int64(3))  # a tensor loop: the items carried by it
+
+
+# --- the fuzzer's finds (tests/fuzz, flag item_assign) ----------------------------------------
+
+def aug_into_a_numpy_array_at_a_tensor_index(x, n, s):
+    """Fuzz seed 21000093: `v[n % 4] -= t` on a numpy array made in the function read the item
+    with the tensor index before promoting the array (a SymbolicValueError)."""
+    v = np.ones(4, np.uint8)
+    v[n % 4] -= (s != n)
+    v += np.any(v)
+    w = np.zeros(4)
+    w[n % 4] += x[0]
+    return v, w
+
+
+def test_an_aug_assignment_at_a_tensor_index_promotes_the_numpy_array_first():
+    for n in (0, 3):
+        both(aug_into_a_numpy_array_at_a_tensor_index, arange(4), lambda: np.array(n, np.int32), lambda: 1)
