@@ -194,9 +194,28 @@ def block(sub, carried):
     try:
         yield
         sub.carried_out = [s.base for s in carried]
+        sub.carried_storages = list(carried)
     finally:
         for s, base in saved:
             s.base, s.version = base, next(_versions)
+
+
+def at_end(sub, handle):
+    """What `handle` held at the end of block `sub` when its storage is one `sub` carried (a branch
+    output `r = x` after `x[1] = 0` there: the branch's last base with the view steps replayed in
+    `sub`; reading it after the block would give the base from before it); None otherwise."""
+    mem = getattr(handle, "mem", None)
+    if mem is None:
+        return None
+    for s, base in zip(getattr(sub, "carried_storages", ()), getattr(sub, "carried_out", ())):
+        if s is mem.storage:
+            from .graph import building
+            value = base
+            with building(sub):
+                for step in mem.steps:
+                    value = VIEWS[step.opdef].replay(step, value)
+            return value
+    return None
 
 
 @contextlib.contextmanager

@@ -577,3 +577,31 @@ def aug_into_a_numpy_array_at_a_tensor_index(x, n, s):
 def test_an_aug_assignment_at_a_tensor_index_promotes_the_numpy_array_first():
     for n in (0, 3):
         both(aug_into_a_numpy_array_at_a_tensor_index, arange(4), lambda: np.array(n, np.int32), lambda: 1)
+
+
+def returns_the_array_a_branch_wrote(x, n):
+    """Fuzz seed 22001258: a tensor `if` whose branch writes `x` and returns it (or binds `r = x`)
+    gave x's contents from before the branch (the output captured after the block had put the
+    storage's outer base back)."""
+    if n > 0:
+        x[1] = -1
+    if n < 5:
+        x[1] = 0
+        r = x
+    else:
+        r = x * 1
+    return r
+
+
+def rebinds_in_a_loop_to_the_array_it_writes(x, n):
+    r = x * 0
+    for i in ag.range(n):
+        x[1] = i
+        r = x
+    return r
+
+
+def test_a_branch_output_that_is_the_array_it_wrote_has_its_new_contents():
+    for n in (0, 1, 4, 6):
+        both(returns_the_array_a_branch_wrote, arange(4), lambda: np.int32(n))
+        both(rebinds_in_a_loop_to_the_array_it_writes, arange(4), lambda: np.int32(n))

@@ -62,6 +62,7 @@ ALL_FLAGS = frozenset({
     "mixed_boxes",       # a and b / a or b whose operands differ in type (a np.bool_ and a Python bool)
     "try_finally",       # try: <if> finally: <statements> (the finally may return too)
     "numpy_api",         # numpy ufuncs and functions drawn from the tables tensors go through (NUMPY_FORMS)
+    "grad_helper",       # ag.grad of a helper (which may assign into its array argument) called from f
     "item_assign",       # v[i] = e, v[i] op= e, v[a:b] = e, v[mask] = e, v[[0, 2]] = e on arguments, locals and views
 })
 TYPE_QUERIES = ["isinstance({}, np.ndarray)", "isinstance({}, np.floating)", "isinstance({}, np.integer)",
@@ -396,7 +397,11 @@ class Generator:
     def helper(self):
         name = self.fresh("helper")
         d = self.ch.pick(DTYPES)
-        param = np.arange(1, VEC + 1).astype(d) if self.ch.chance(50) else np.dtype(d).type(1)
+        if "grad_helper" in self.allowed and self.ch.chance(30):   # a helper ag.grad can differentiate
+            d = self.ch.pick(["float32", "float64"])
+            param = np.arange(1, VEC + 1).astype(d)
+        else:
+            param = np.arange(1, VEC + 1).astype(d) if self.ch.chance(50) else np.dtype(d).type(1)
         samples = {"a": param, "k": 2}
         ret = self.function(name, ["a", "k"], samples, top=False)
         self.helpers.append((name, param, ret))
@@ -470,6 +475,7 @@ class Generator:
             (2 if self.outside and indent == 1 else 0, "state_write"),
             (1 if compound and "try_finally" in self.allowed else 0, "try"),
             (3 if "item_assign" in self.allowed else 0, "item_assign"),
+            (2 if "grad_helper" in self.allowed and "lst" in self.params else 0, "grad"),
         ])
         for _ in range(4):
             mark = len(self.lines)
@@ -673,6 +679,21 @@ class Generator:
             raise Reject("a float that may not be finite cast to an integer")   # undefined in numpy
         self.used.add("item_assign")
         self.emit(indent, stmt)
+
+    def st_grad(self, scope, indent, depth, in_loop, staged):
+        """`v = ag.grad(lambda z: ag.reduce_sum(ag.cast(helper(z, s), np.float64)))(<float vector>)`:
+        the gradient of a helper taking a float vector (its writes into `a` differentiated)."""
+        helpers = [(name, param) for name, param, _ in self.helpers
+                   if isinstance(param, np.ndarray) and param.dtype.kind == "f"]
+        if not helpers:
+            raise Reject("no helper of a float vector")
+        name, param = self.ch.pick(helpers)
+        arg = self.typed(scope, tkey(param), 2)
+        out = self.fresh("v")
+        self.emit(indent, f"{out} = ag.grad(lambda z: ag.reduce_sum(ag.cast({name}(z, s), np.float64)))"
+                          f"(ag.cast({arg}, np.{param.dtype.name}))")
+        self.used.add("grad_helper")
+        scope.vars[out] = np.ones(VEC, param.dtype)
 
     def st_if(self, scope, indent, depth, in_loop, staged):
         cond, tensor = self.cond(scope)
