@@ -477,6 +477,10 @@ def check_partial_aliases(old, label, symbol, location):
         _refuse_if_argument(maybe, label, symbol, location)
         if maybe.stale is None:
             maybe.stale = InPlaceUpdate(graph, f"{label} (on some runs the same array)", symbol, location)
+        if maybe.node.opdef is PLACEHOLDER and not any(t is maybe for t in maybe.node.graph.maybe_updated):
+            # a loop variable's array from outside that an inner loop passed on (fuzz seed 23000869):
+            # the loop built around it hands the update on, as `supersede` does
+            maybe.node.graph.maybe_updated.append(maybe)
     _mark_maybe_aliases(old, None, graph, label, symbol, location)
 
 

@@ -156,8 +156,12 @@ def update(handle, compute, label, symbol, location):
             f"block cannot yet carry that array's new contents out (issue 26). Build the new value with "
             f"ag.where, or update the array outside the block")
     storage.label = label
-    from .graph import InPlaceUpdate, _first_version, building, check_partial_aliases
+    from .graph import InPlaceUpdate, _first_version, _mark_maybe_aliases, building, check_partial_aliases
     check_partial_aliases(_first_version(storage.root), label, symbol, location)
+    if storage.base is not storage.root:
+        # a tensor `if` or loop result that is the array's contents written before on some runs only
+        # (`m = y[:-1]; m[1] *= 2; v = y if c else x; y[3] = 1`) misses this write: stale (seed 2057)
+        _mark_maybe_aliases(storage.base, None, graph, label, symbol, location)
     with building(graph):
         prefixes = [storage.base]  # the value of each prefix of the steps, for the scatter back
         for step in mem.steps[:-1]:

@@ -605,3 +605,39 @@ def test_a_branch_output_that_is_the_array_it_wrote_has_its_new_contents():
     for n in (0, 1, 4, 6):
         both(returns_the_array_a_branch_wrote, arange(4), lambda: np.int32(n))
         both(rebinds_in_a_loop_to_the_array_it_writes, arange(4), lambda: np.int32(n))
+
+
+def merges_the_array_after_a_view_wrote_it(x, y, n):
+    """Fuzz seed 2057 (on the stand-in and the CPU): y written through a view, then `v` is y or x
+    by a tensor `if`, then y written again: eager's v (when it is y) sees the second write; the
+    compiled v was the merged contents from before it. Refused, as without the first write."""
+    m = y[:-1]
+    m[1] *= 2
+    v = x
+    if n > 1:
+        v = y
+    y[3] = 1
+    return v
+
+
+def test_a_merged_alias_of_an_array_written_before_is_refused_after_the_next_write():
+    with pytest.raises(ag.ConversionError, match=r"'y' \(on some runs the same array\).*returned"):
+        ag.function(merges_the_array_after_a_view_wrote_it)(np.arange(4.0), np.arange(4.0), np.int32(2))
+
+
+def writes_what_an_inner_loop_passed_on(y, n):
+    """Fuzz seed 23000869: the outer loop's variable (the argument y) passed through an inner tensor
+    loop and written after it: the write stayed on the inner loop's result and y was never written
+    back. Refused as the same loop without the outer one is (on some runs y, as far as the loops tell)."""
+    v = y
+    for i in ag.range(n):
+        for r in ag.range(n):
+            v = v
+        v[0] = i
+    return v
+
+
+def test_a_write_through_an_inner_loops_result_reaches_the_outer_loop_or_is_refused():
+    with pytest.raises(ag.ConversionError, match="argument 'y'"):
+        ag.function(writes_what_an_inner_loop_passed_on)(np.arange(4.0), np.int32(2))
+    both(lambda y, n: writes_what_an_inner_loop_passed_on(y * 2, n), arange(4), lambda: np.int32(2))
