@@ -488,6 +488,9 @@ def _refuse_if_argument(maybe, label, symbol, location):
     """An update that changes `maybe`'s array on some runs only may not reach an argument: whether
     the caller's array changes would depend on the data."""
     argument = _argument_of(_origin(maybe))
+    if argument is None and (written := memory.written_storage(_origin(maybe))) is not None:
+        # the argument's contents after an earlier write (`y[0] = 1; v = y if c else y[::-1]`: seed 23001280)
+        argument = _argument_of(_first_version(written.root))
     if argument is not None:
         raise ConversionError(
             f"{label} is updated in place (`{symbol}`) at {location}, and on some runs it is the array of "

@@ -58,10 +58,11 @@ class Storage:
     `views`, the handles of its modeled views; `unmodeled`, views of it taken by ops the model
     does not replay."""
 
-    __slots__ = ("base", "version", "root", "views", "unmodeled", "label")
+    __slots__ = ("base", "version", "root", "views", "unmodeled", "label", "written")
 
     def __init__(self, base):
         self.base, self.root, self.version = base, base, next(_versions)
+        self.written = []    # the bases its writes made (SetItem outputs, blocks' outputs), in order
         self.label = "an array"  # the name of its first write, for messages
         self.views = []      # handles of views of it (modeled)
         self.unmodeled = []  # (view, line) of views the model does not replay
@@ -170,6 +171,7 @@ def update(handle, compute, label, symbol, location):
         for step, prefix in zip(reversed(mem.steps), reversed(prefixes)):
             new = VIEWS[step.opdef].scatter(step, prefix, new)
     storage.base, storage.version = new, next(_versions)
+    storage.written.append(new)
     for view, made in storage.unmodeled:
         if view.stale is None:
             view.stale = InPlaceUpdate(graph, f"{label} (of which this value is a view made at {made})",
@@ -320,6 +322,19 @@ def carried_out(storages, values, location):
                 f"carry its new contents out (issue 26); build the new value with ag.where, or update it "
                 f"outside the block")
         s.base, s.version = value, next(_versions)
+        s.written.append(value)
+
+
+def written_storage(t):
+    """The storage whose contents `t` is after a write (a base `update` or a block made), or None:
+    such a value is still the array of the storage's root (an argument's, say)."""
+    root = t.node.graph
+    while root.parent is not None:
+        root = root.parent
+    for s in root.storages:
+        if any(w is t for w in s.written):
+            return s
+    return None
 
 
 def _local(storage, graph):
