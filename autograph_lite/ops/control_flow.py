@@ -173,6 +173,10 @@ def build_cond(pred, then_g, then_out, else_g, else_out, names, location, var_na
                                       f"arrays (at {location})")
             continue
         handles = t, e
+        if t is e and isinstance(t, Tensor) and t.mem is not None and t.node.graph is not then_g:
+            # both branches give the same handle of memory from outside (`v = x if c else x` after
+            # `x[0] = 1`): it stays that handle, so writes through it reach x (fuzz seed 23000299)
+            continue
         (t,), (e,) = _to_tensors(then_g, [t]), _to_tensors(else_g, [e])
         same = _captured_from(then_g, t)
         if same is not None and same is _captured_from(else_g, e):

@@ -658,3 +658,20 @@ def merges_the_written_argument_with_its_view(x, y, n):
 def test_a_merge_of_an_argument_written_before_is_still_that_argument():
     with pytest.raises(ag.ConversionError, match="argument 'y'"):
         ag.function(merges_the_written_argument_with_its_view)(np.arange(4.0), np.arange(4.0), np.int32(2))
+
+
+def writes_through_a_view_of_a_same_handle_merge(x, y, n, s):
+    """Fuzz seed 23000299: `v = x if c else x` (a tensor c) after x was written gave x's written
+    contents as a plain value, so a write through a view of v in a tensor loop missed x."""
+    x[-1] -= y[1]
+    v = x if ag.reduce_all(x * 0) else x
+    if x[1]:
+        for i in ag.range(n):
+            m = v[::-1]
+            m[s % 4] = 0
+    return y, x
+
+
+def test_a_merge_of_one_handle_in_both_branches_stays_that_handle():
+    for n in (0, 2):
+        both(writes_through_a_view_of_a_same_handle_merge, arange(4), arange(4), lambda: np.int32(n), lambda: 1)
