@@ -405,6 +405,13 @@ def supersede(old, new, label, symbol, location):
                 f"iteration would have to see the update of the previous one. Write `x = x {symbol[:-1]} y`, "
                 f"or update the variable that the loop carries")
         between = between.parent
+    if old.mem is not None and any(old.mem.storage is s for s in getattr(graph, "carried_now", ())):
+        # the whole-array path and the memory a block carries out do not meet yet (fuzz seed 26000129:
+        # `v[0] = 2; if t: v[1:3] = n; v *= y` lost the block's updates)
+        raise ConversionError(
+            f"{label} is updated in place (`{symbol}`) at {location} inside a tensor `if` or loop that also "
+            f"writes into its items; write `{label.strip(chr(39))}[...] {symbol}` (an item update) or "
+            f"`{label.strip(chr(39))} = {label.strip(chr(39))} {symbol[:-1]} ...` instead")
     if new is not None:
         new.previous = old
     old.stale = InPlaceUpdate(graph, label, symbol, location)

@@ -195,6 +195,7 @@ def block(sub, carried):
     final values; a write to other memory from outside raises `Carry`. Outside, all is as before."""
     saved = [(s, s.base) for s in carried]
     sub.carries = True
+    sub.carried_now = list(carried)
     for s in carried:
         s.base, s.version = sub.capture(s.base), next(_versions)
     try:
@@ -230,6 +231,7 @@ def loop_block(sub, carried, placeholders):
     placeholder in `placeholders` (an extra loop variable); as `block` otherwise."""
     saved = [(s, s.base) for s in carried]
     sub.carries = True
+    sub.carried_now = list(carried)
     for s, ph in zip(carried, placeholders):
         s.base, s.version = ph, next(_versions)
     try:

@@ -675,3 +675,19 @@ def writes_through_a_view_of_a_same_handle_merge(x, y, n, s):
 def test_a_merge_of_one_handle_in_both_branches_stays_that_handle():
     for n in (0, 2):
         both(writes_through_a_view_of_a_same_handle_merge, arange(4), arange(4), lambda: np.int32(n), lambda: 1)
+
+
+def whole_array_update_in_a_block_that_writes_items(y, n):
+    """Fuzz seed 26000129: `v *= y` (the old whole-array path) in a tensor `if` that also writes
+    v's items lost both updates. Refused until the two paths meet."""
+    v = y * 1
+    v[0] = 2
+    if n > 0:
+        v[1:3] = n
+        v *= y
+    return v
+
+
+def test_a_whole_array_update_in_a_block_writing_items_is_refused():
+    with pytest.raises(ag.ConversionError, match=r"'v' is updated in place \(`\*=`\).*also writes into its items"):
+        ag.function(whole_array_update_in_a_block_that_writes_items)(np.arange(4.0), np.int32(1))
