@@ -25,6 +25,9 @@ _IN_PLACE = {"+": operator.iadd, "-": operator.isub, "*": operator.imul, "/": op
 def set_item(target, index, value, op=None, name=None):
     """`target[index] = value` (`op`: `target[index] op= value`, Python's own sequence: read the
     item, update it, store it); returns what the variable `name` holds afterwards."""
+    if type(target) is np.ndarray and current_graph() is not None and _holds_tensor(index, value):
+        # before an `op=` reads the item: a numpy array indexed by a tensor (`v[n % 4] -= 1`) cannot be read
+        target = _promoted(target, name)
     if op is not None:
         value = _IN_PLACE[op](target[index], value)
     if isinstance(target, TensorList):  # a list a graph loop carries: a new stacked tensor

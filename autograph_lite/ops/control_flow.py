@@ -172,11 +172,19 @@ def build_cond(pred, then_g, then_out, else_g, else_out, names, location, var_na
                                       f"the false branch; a tensor conditional can only merge numbers and "
                                       f"arrays (at {location})")
             continue
+        handles = t, e
+        if t is e and isinstance(t, Tensor) and t.mem is not None and t.node.graph is not then_g:
+            # both branches give the same handle of memory from outside (`v = x if c else x` after
+            # `x[0] = 1`): it stays that handle, so writes through it reach x (fuzz seed 23000299)
+            continue
         (t,), (e,) = _to_tensors(then_g, [t]), _to_tensors(else_g, [e])
         same = _captured_from(then_g, t)
         if same is not None and same is _captured_from(else_g, e):
             results[i] = same  # both branches give the same outer value: it is that value (and its aliases)
             continue
+        # a handle of memory the branch wrote gives what it held at the branch's end (fuzz seed 22001258)
+        t, e = [v if (v := memory.at_end(g, h)) is not None else x
+                for g, h, x in ((then_g, handles[0], t), (else_g, handles[1], e))]
         if t.python_box is not None or e.python_box is not None:
             # a side that is a Python number on some runs only: which, and the number, as outputs too
             (t_is, t_value), (e_is, e_value) = _python_side(then_g, t), _python_side(else_g, e)

@@ -405,6 +405,13 @@ def supersede(old, new, label, symbol, location):
                 f"iteration would have to see the update of the previous one. Write `x = x {symbol[:-1]} y`, "
                 f"or update the variable that the loop carries")
         between = between.parent
+    if old.mem is not None and any(old.mem.storage is s for s in getattr(graph, "carried_now", ())):
+        # the whole-array path and the memory a block carries out do not meet yet (fuzz seed 26000129:
+        # `v[0] = 2; if t: v[1:3] = n; v *= y` lost the block's updates)
+        raise ConversionError(
+            f"{label} is updated in place (`{symbol}`) at {location} inside a tensor `if` or loop that also "
+            f"writes into its items; write `{label.strip(chr(39))}[...] {symbol}` (an item update) or "
+            f"`{label.strip(chr(39))} = {label.strip(chr(39))} {symbol[:-1]} ...` instead")
     if new is not None:
         new.previous = old
     old.stale = InPlaceUpdate(graph, label, symbol, location)
@@ -477,6 +484,10 @@ def check_partial_aliases(old, label, symbol, location):
         _refuse_if_argument(maybe, label, symbol, location)
         if maybe.stale is None:
             maybe.stale = InPlaceUpdate(graph, f"{label} (on some runs the same array)", symbol, location)
+        if maybe.node.opdef is PLACEHOLDER and not any(t is maybe for t in maybe.node.graph.maybe_updated):
+            # a loop variable's array from outside that an inner loop passed on (fuzz seed 23000869):
+            # the loop built around it hands the update on, as `supersede` does
+            maybe.node.graph.maybe_updated.append(maybe)
     _mark_maybe_aliases(old, None, graph, label, symbol, location)
 
 
@@ -484,6 +495,9 @@ def _refuse_if_argument(maybe, label, symbol, location):
     """An update that changes `maybe`'s array on some runs only may not reach an argument: whether
     the caller's array changes would depend on the data."""
     argument = _argument_of(_origin(maybe))
+    if argument is None and (written := memory.written_storage(_origin(maybe))) is not None:
+        # the argument's contents after an earlier write (`y[0] = 1; v = y if c else y[::-1]`: seed 23001280)
+        argument = _argument_of(_first_version(written.root))
     if argument is not None:
         raise ConversionError(
             f"{label} is updated in place (`{symbol}`) at {location}, and on some runs it is the array of "

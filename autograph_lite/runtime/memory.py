@@ -58,10 +58,11 @@ class Storage:
     `views`, the handles of its modeled views; `unmodeled`, views of it taken by ops the model
     does not replay."""
 
-    __slots__ = ("base", "version", "root", "views", "unmodeled", "label")
+    __slots__ = ("base", "version", "root", "views", "unmodeled", "label", "written")
 
     def __init__(self, base):
         self.base, self.root, self.version = base, base, next(_versions)
+        self.written = []    # the bases its writes made (SetItem outputs, blocks' outputs), in order
         self.label = "an array"  # the name of its first write, for messages
         self.views = []      # handles of views of it (modeled)
         self.unmodeled = []  # (view, line) of views the model does not replay
@@ -156,8 +157,12 @@ def update(handle, compute, label, symbol, location):
             f"block cannot yet carry that array's new contents out (issue 26). Build the new value with "
             f"ag.where, or update the array outside the block")
     storage.label = label
-    from .graph import InPlaceUpdate, _first_version, building, check_partial_aliases
+    from .graph import InPlaceUpdate, _first_version, _mark_maybe_aliases, building, check_partial_aliases
     check_partial_aliases(_first_version(storage.root), label, symbol, location)
+    if storage.base is not storage.root:
+        # a tensor `if` or loop result that is the array's contents written before on some runs only
+        # (`m = y[:-1]; m[1] *= 2; v = y if c else x; y[3] = 1`) misses this write: stale (seed 2057)
+        _mark_maybe_aliases(storage.base, None, graph, label, symbol, location)
     with building(graph):
         prefixes = [storage.base]  # the value of each prefix of the steps, for the scatter back
         for step in mem.steps[:-1]:
@@ -166,6 +171,7 @@ def update(handle, compute, label, symbol, location):
         for step, prefix in zip(reversed(mem.steps), reversed(prefixes)):
             new = VIEWS[step.opdef].scatter(step, prefix, new)
     storage.base, storage.version = new, next(_versions)
+    storage.written.append(new)
     for view, made in storage.unmodeled:
         if view.stale is None:
             view.stale = InPlaceUpdate(graph, f"{label} (of which this value is a view made at {made})",
@@ -189,14 +195,34 @@ def block(sub, carried):
     final values; a write to other memory from outside raises `Carry`. Outside, all is as before."""
     saved = [(s, s.base) for s in carried]
     sub.carries = True
+    sub.carried_now = list(carried)
     for s in carried:
         s.base, s.version = sub.capture(s.base), next(_versions)
     try:
         yield
         sub.carried_out = [s.base for s in carried]
+        sub.carried_storages = list(carried)
     finally:
         for s, base in saved:
             s.base, s.version = base, next(_versions)
+
+
+def at_end(sub, handle):
+    """What `handle` held at the end of block `sub` when its storage is one `sub` carried (a branch
+    output `r = x` after `x[1] = 0` there: the branch's last base with the view steps replayed in
+    `sub`; reading it after the block would give the base from before it); None otherwise."""
+    mem = getattr(handle, "mem", None)
+    if mem is None:
+        return None
+    for s, base in zip(getattr(sub, "carried_storages", ()), getattr(sub, "carried_out", ())):
+        if s is mem.storage:
+            from .graph import building
+            value = base
+            with building(sub):
+                for step in mem.steps:
+                    value = VIEWS[step.opdef].replay(step, value)
+            return value
+    return None
 
 
 @contextlib.contextmanager
@@ -205,6 +231,7 @@ def loop_block(sub, carried, placeholders):
     placeholder in `placeholders` (an extra loop variable); as `block` otherwise."""
     saved = [(s, s.base) for s in carried]
     sub.carries = True
+    sub.carried_now = list(carried)
     for s, ph in zip(carried, placeholders):
         s.base, s.version = ph, next(_versions)
     try:
@@ -297,6 +324,19 @@ def carried_out(storages, values, location):
                 f"carry its new contents out (issue 26); build the new value with ag.where, or update it "
                 f"outside the block")
         s.base, s.version = value, next(_versions)
+        s.written.append(value)
+
+
+def written_storage(t):
+    """The storage whose contents `t` is after a write (a base `update` or a block made), or None:
+    such a value is still the array of the storage's root (an argument's, say)."""
+    root = t.node.graph
+    while root.parent is not None:
+        root = root.parent
+    for s in root.storages:
+        if any(w is t for w in s.written):
+            return s
+    return None
 
 
 def _local(storage, graph):

@@ -559,3 +559,135 @@ def unpacked_into_items(x, n):
 def test_item_assignments_inside_tuple_targets_equal_eager():
     both(lambda x: unpacked_into_items(x, 3), arange(3))
     both(unpacked_into_items, arange(3), lambda: np.int64(3))  # a tensor loop: the items carried by it
+
+
+# --- the fuzzer's finds (tests/fuzz, flag item_assign) ----------------------------------------
+
+def aug_into_a_numpy_array_at_a_tensor_index(x, n, s):
+    """Fuzz seed 21000093: `v[n % 4] -= t` on a numpy array made in the function read the item
+    with the tensor index before promoting the array (a SymbolicValueError)."""
+    v = np.ones(4, np.uint8)
+    v[n % 4] -= (s != n)
+    v += np.any(v)
+    w = np.zeros(4)
+    w[n % 4] += x[0]
+    return v, w
+
+
+def test_an_aug_assignment_at_a_tensor_index_promotes_the_numpy_array_first():
+    for n in (0, 3):
+        both(aug_into_a_numpy_array_at_a_tensor_index, arange(4), lambda: np.array(n, np.int32), lambda: 1)
+
+
+def returns_the_array_a_branch_wrote(x, n):
+    """Fuzz seed 22001258: a tensor `if` whose branch writes `x` and returns it (or binds `r = x`)
+    gave x's contents from before the branch (the output captured after the block had put the
+    storage's outer base back)."""
+    if n > 0:
+        x[1] = -1
+    if n < 5:
+        x[1] = 0
+        r = x
+    else:
+        r = x * 1
+    return r
+
+
+def rebinds_in_a_loop_to_the_array_it_writes(x, n):
+    r = x * 0
+    for i in ag.range(n):
+        x[1] = i
+        r = x
+    return r
+
+
+def test_a_branch_output_that_is_the_array_it_wrote_has_its_new_contents():
+    for n in (0, 1, 4, 6):
+        both(returns_the_array_a_branch_wrote, arange(4), lambda: np.int32(n))
+        both(rebinds_in_a_loop_to_the_array_it_writes, arange(4), lambda: np.int32(n))
+
+
+def merges_the_array_after_a_view_wrote_it(x, y, n):
+    """Fuzz seed 2057 (on the stand-in and the CPU): y written through a view, then `v` is y or x
+    by a tensor `if`, then y written again: eager's v (when it is y) sees the second write; the
+    compiled v was the merged contents from before it. Refused, as without the first write."""
+    m = y[:-1]
+    m[1] *= 2
+    v = x
+    if n > 1:
+        v = y
+    y[3] = 1
+    return v
+
+
+def test_a_merged_alias_of_an_array_written_before_is_refused_after_the_next_write():
+    with pytest.raises(ag.ConversionError, match=r"'y' \(on some runs the same array\).*returned"):
+        ag.function(merges_the_array_after_a_view_wrote_it)(np.arange(4.0), np.arange(4.0), np.int32(2))
+
+
+def writes_what_an_inner_loop_passed_on(y, n):
+    """Fuzz seed 23000869: the outer loop's variable (the argument y) passed through an inner tensor
+    loop and written after it: the write stayed on the inner loop's result and y was never written
+    back. Refused as the same loop without the outer one is (on some runs y, as far as the loops tell)."""
+    v = y
+    for i in ag.range(n):
+        for r in ag.range(n):
+            v = v
+        v[0] = i
+    return v
+
+
+def test_a_write_through_an_inner_loops_result_reaches_the_outer_loop_or_is_refused():
+    with pytest.raises(ag.ConversionError, match="argument 'y'"):
+        ag.function(writes_what_an_inner_loop_passed_on)(np.arange(4.0), np.int32(2))
+    both(lambda y, n: writes_what_an_inner_loop_passed_on(y * 2, n), arange(4), lambda: np.int32(2))
+
+
+def merges_the_written_argument_with_its_view(x, y, n):
+    """Fuzz seed 23001280: y written, then `v` is y on some runs and its view y[::-1] on others (a
+    tensor `if`), then written through v: whether y[0] or y[3] changes depends on the data. The
+    merge held y's written contents (not its placeholder), so the argument went unseen: refused now."""
+    v = y[::-1]
+    v[0] = 0.5
+    if np.sum(x) <= 100:
+        v = y
+    v[0] = 0
+    return v
+
+
+def test_a_merge_of_an_argument_written_before_is_still_that_argument():
+    with pytest.raises(ag.ConversionError, match="argument 'y'"):
+        ag.function(merges_the_written_argument_with_its_view)(np.arange(4.0), np.arange(4.0), np.int32(2))
+
+
+def writes_through_a_view_of_a_same_handle_merge(x, y, n, s):
+    """Fuzz seed 23000299: `v = x if c else x` (a tensor c) after x was written gave x's written
+    contents as a plain value, so a write through a view of v in a tensor loop missed x."""
+    x[-1] -= y[1]
+    v = x if ag.reduce_all(x * 0) else x
+    if x[1]:
+        for i in ag.range(n):
+            m = v[::-1]
+            m[s % 4] = 0
+    return y, x
+
+
+def test_a_merge_of_one_handle_in_both_branches_stays_that_handle():
+    for n in (0, 2):
+        both(writes_through_a_view_of_a_same_handle_merge, arange(4), arange(4), lambda: np.int32(n), lambda: 1)
+
+
+def whole_array_update_in_a_block_that_writes_items(y, n):
+    """Fuzz seed 26000129: `v *= y` (the old whole-array path) in a tensor `if` that also writes
+    v's items lost both updates. Refused until the two paths meet."""
+    v = y * 1
+    v[0] = 2
+    if n > 0:
+        v[1:3] = n
+        v *= y
+    return v
+
+
+def test_a_whole_array_update_in_a_block_writing_items_is_refused():
+    with pytest.raises(ag.ConversionError, match=r"'v' is updated in place \(`\*=`\).*also writes into its items"):
+        ag.function(whole_array_update_in_a_block_that_writes_items)(np.arange(4.0), np.int32(1))

@@ -62,6 +62,8 @@ ALL_FLAGS = frozenset({
     "mixed_boxes",       # a and b / a or b whose operands differ in type (a np.bool_ and a Python bool)
     "try_finally",       # try: <if> finally: <statements> (the finally may return too)
     "numpy_api",         # numpy ufuncs and functions drawn from the tables tensors go through (NUMPY_FORMS)
+    "grad_helper",       # ag.grad of a helper (which may assign into its array argument) called from f
+    "item_assign",       # v[i] = e, v[i] op= e, v[a:b] = e, v[mask] = e, v[[0, 2]] = e on arguments, locals and views
 })
 TYPE_QUERIES = ["isinstance({}, np.ndarray)", "isinstance({}, np.floating)", "isinstance({}, np.integer)",
                 "isinstance({}, np.generic)", "isinstance({}, float)", "isinstance({}, (int, bool))",
@@ -395,7 +397,11 @@ class Generator:
     def helper(self):
         name = self.fresh("helper")
         d = self.ch.pick(DTYPES)
-        param = np.arange(1, VEC + 1).astype(d) if self.ch.chance(50) else np.dtype(d).type(1)
+        if "grad_helper" in self.allowed and self.ch.chance(30):   # a helper ag.grad can differentiate
+            d = self.ch.pick(["float32", "float64"])
+            param = np.arange(1, VEC + 1).astype(d)
+        else:
+            param = np.arange(1, VEC + 1).astype(d) if self.ch.chance(50) else np.dtype(d).type(1)
         samples = {"a": param, "k": 2}
         ret = self.function(name, ["a", "k"], samples, top=False)
         self.helpers.append((name, param, ret))
@@ -468,6 +474,8 @@ class Generator:
             (1, "return"), (2, "print"), (3, "list"), (2, "dict"), (2, "closure"),
             (2 if self.outside and indent == 1 else 0, "state_write"),
             (1 if compound and "try_finally" in self.allowed else 0, "try"),
+            (3 if "item_assign" in self.allowed else 0, "item_assign"),
+            (2 if "grad_helper" in self.allowed and "lst" in self.params else 0, "grad"),
         ])
         for _ in range(4):
             mark = len(self.lines)
@@ -490,7 +498,7 @@ class Generator:
         s = scope
         while s is not None:
             for name, v in s.vars.items():
-                if name in self.params or name.startswith(("i", "r", "e", "g", "h", "L", "D", "w")):
+                if name in self.params or name.startswith(("i", "r", "e", "g", "h", "L", "D", "w", "m")):
                     continue
                 out.setdefault(name, v)
             if s.kind == "function":
@@ -584,6 +592,108 @@ class Generator:
         if staged and tkey(old)[0] == "py":
             self.used.add("py_carried")
         self.emit(indent, f"{name} {op} {rhs}")
+
+    # index forms of `item_assign`: (source, how the value is shaped: "scalar" or a source
+    # template indexing a VEC-long vector to the selection's length)
+    _ITEM_SLICES = ["1:3", ":2", "2:", "::2", "::-1", "1:-1", ":"]
+
+    def st_item_assign(self, scope, indent, depth, in_loop, staged):
+        """An assignment into a vector: an argument, a local made here (`np.zeros`, `.copy()`, a
+        view `x[::-1]`) or a view `m = v[1:]` of one; basic, integer-list and mask indices; `op=`."""
+        ch = self.ch
+        if "item_assign" not in self.allowed:
+            raise Reject("item assignment off")
+        visible = scope.lookup_all()
+        vecs = sorted(k for k, v in visible.items() if isinstance(v, np.ndarray) and v.ndim == 1
+                      and not isinstance(v, (list, dict)))
+        make = ch.weighted([(5, None), (2, "local"), (1, "view")]) if vecs else "local"
+        if make == "local":
+            name = self.fresh("v")
+            d = self.ch.pick(DTYPES)
+            src = ch.pick([f"np.zeros({VEC})", f"np.zeros({VEC}, np.{d})", f"np.ones({VEC}, np.{d})",
+                           *(f"{v}.copy()" for v in vecs if np.shape(visible[v]) == (VEC,)),
+                           *(f"{v}[::-1]" for v in vecs if np.shape(visible[v]) == (VEC,))])
+            val = self.ev(src, visible)
+            self.emit(indent, f"{name} = {src}")
+            scope.vars[name] = val
+            if self.may_alias(src, val) or re.match(r"[xya]\[", src):
+                self.alias.add(name)
+            visible = scope.lookup_all()
+        elif make == "view":
+            base = ch.pick(vecs)
+            name = self.fresh("m")
+            src = f"{base}[{ch.pick(['1:', ':-1', '::2', '::-1', '1:3'])}]"
+            val = self.ev(src, visible)
+            if val.size == 0:
+                raise Reject("empty view")
+            self.emit(indent, f"{name} = {src}")
+            scope.vars[name] = val
+            visible = scope.lookup_all()
+        else:
+            name = ch.pick(vecs)
+        target = visible[name]
+        size = target.shape[0]
+        form = ch.weighted([(5, "int"), (2, "aug"), (3, "slice"), (2, "mask"), (2, "list")])
+        value_kind = "scalar"
+        if form in ("int", "aug"):
+            loops = sorted(k for k, v in visible.items() if k.startswith("i") and not isinstance(v, list)
+                           and tkey(v) in (("py", "int"), ("t", "int64", 0)))
+            idx = ch.pick([str(ch.int(-size, size - 1)), f"n % {size}", f"s % {size}" if "s" in visible
+                           else f"k % {size}", *(f"{i} % {size}" for i in loops), *(f"-1 - {i} % {size}" for i in loops)])
+        elif form == "slice":
+            idx = ch.pick(self._ITEM_SLICES)
+            if size == VEC and ch.chance(50):
+                value_kind = f"({{}})[{idx}]"
+        elif form == "mask":
+            cmp = ch.pick([">", "<", "==", ">=", "!="])
+            other = self.typed(scope, ("py", "int"), 1) if ch.chance(50) else ch.pick(["0", "1", "2"])
+            idx = f"{name} {cmp} {other}"
+        else:
+            idx = ch.pick(["[0, 2]", "[-1, 0]", "[1, 1]", "[2]"])
+            if size == VEC and ch.chance(40) and idx != "[1, 1]":
+                value_kind = f"({{}})[{idx}]"
+        if value_kind == "scalar":
+            src, v = self.expr(scope, 2)
+            if not is_scalar(tkey(v)):
+                if tkey(v)[0] == "t" and np.shape(v) == (VEC,) and form in ("int", "aug"):
+                    src = f"{src}[{ch.int(0, VEC - 1)}]"
+                else:
+                    raise Reject("a vector value for a scalar selection")
+        else:
+            src = value_kind.format(self.typed(scope, ("t", self.ch.pick([target.dtype.name, "float64", "int64"]), 1), 2))
+        op = ch.pick(["+=", "-=", "*="]) if form == "aug" else "="
+        stmt = f"{name}[{idx}] {op} {src}"
+        # eagerly on copies of the samples: an IndexError or a cast numpy refuses is a Reject
+        env = {k: v for k, v in visible.items()}
+        env[name] = target.copy()
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("error")
+            try:
+                exec(stmt, dict(self.genv), env)
+            except Exception as e:
+                raise Reject("item assignment") from e
+        value = self.ev(src, visible)
+        self.weak_small(target, value)
+        if np.asarray(value).dtype.kind == "f" and target.dtype.kind in "iub" and \
+                re.search(r"/|exp|log|tanh|sqrt|sin|cos|random|arctan", src):
+            raise Reject("a float that may not be finite cast to an integer")   # undefined in numpy
+        self.used.add("item_assign")
+        self.emit(indent, stmt)
+
+    def st_grad(self, scope, indent, depth, in_loop, staged):
+        """`v = ag.grad(lambda z: ag.reduce_sum(ag.cast(helper(z, s), np.float64)))(<float vector>)`:
+        the gradient of a helper taking a float vector (its writes into `a` differentiated)."""
+        helpers = [(name, param) for name, param, _ in self.helpers
+                   if isinstance(param, np.ndarray) and param.dtype.kind == "f"]
+        if not helpers:
+            raise Reject("no helper of a float vector")
+        name, param = self.ch.pick(helpers)
+        arg = self.typed(scope, tkey(param), 2)
+        out = self.fresh("v")
+        self.emit(indent, f"{out} = ag.grad(lambda z: ag.reduce_sum(ag.cast({name}(z, s), np.float64)))"
+                          f"(ag.cast({arg}, np.{param.dtype.name}))")
+        self.used.add("grad_helper")
+        scope.vars[out] = np.ones(VEC, param.dtype)
 
     def st_if(self, scope, indent, depth, in_loop, staged):
         cond, tensor = self.cond(scope)
@@ -770,7 +880,7 @@ class Generator:
     # ---------------------------------------------------------------- expressions
     def pick_var(self, visible, pred):
         names = sorted(n for n, v in visible.items() if not isinstance(v, (list, dict, _Callable))
-                       and pred(tkey(v)))
+                       and np.shape(v) in ((), (VEC,)) and pred(tkey(v)))
         if not names:
             return None
         n = self.ch.pick(names)
