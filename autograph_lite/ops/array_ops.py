@@ -533,7 +533,7 @@ def _setitem_infer(x, value, *values, index):
 # `x[index] = value` as a new array: x with value (broadcast, cast to x's dtype as numpy assigns)
 # at index; repeated array indices: the last write wins, as numpy's assignment
 OPS["setitem"] = define("SetItem", _setitem_kernel, _setitem_infer, attrs={"index": INDEX}, fresh=True, box="array",
-                        in_place="store")
+                        in_place="store", value_errors=always)  # an index out of range, inf into ints: kept unused
 
 
 def _ufunc_at_kernel(xp, ufunc, index, unary):

@@ -691,3 +691,18 @@ def whole_array_update_in_a_block_that_writes_items(y, n):
 def test_a_whole_array_update_in_a_block_writing_items_is_refused():
     with pytest.raises(ag.ConversionError, match=r"'v' is updated in place \(`\*=`\).*also writes into its items"):
         ag.function(whole_array_update_in_a_block_that_writes_items)(np.arange(4.0), np.int32(1))
+
+
+def _unused_store_of_infinity(x, n):
+    v = np.ones(4, np.int64)
+    v[n % 4] = x[2] / 0.0     # inf into an int64 array: numpy's OverflowError, though v is never read
+    return x
+
+
+def test_an_unused_store_that_raises_still_raises():
+    # fuzzer seed 1127005423: the SetItem was dropped as dead code
+    with pytest.raises(OverflowError):
+        with np.errstate(divide="ignore"):
+            _unused_store_of_infinity(np.ones(4), np.int64(1))
+    with pytest.raises(OverflowError), np.errstate(divide="ignore"):
+        ag.function(_unused_store_of_infinity)(np.ones(4), np.int64(1))
