@@ -70,19 +70,20 @@ def is_library(fn):
     return f"{os.sep}site-packages{os.sep}" in filename or f"{os.sep}dist-packages{os.sep}" in filename
 
 
+def _replacement(table, f):
+    try:
+        return table.get(f)
+    except TypeError:  # unhashable callable
+        return None
+
+
 def call(f):
     """The callable converted code should call in place of `f`."""
-    try:
-        replaced = _REPLACED.get(f)
-    except TypeError:  # unhashable callable
-        replaced = None
+    replaced = _replacement(_REPLACED, f)
     if replaced is not None:
         return replaced
     if current_graph() is not None:
-        try:
-            replaced = _REPLACED_WHILE_TRACING.get(f)
-        except TypeError:  # unhashable callable
-            replaced = None
+        replaced = _replacement(_REPLACED_WHILE_TRACING, f)
         if replaced is not None:
             return replaced
         if generator_draws.is_draw_method(f):

@@ -110,13 +110,21 @@ class Choice:
             raise AttributeError(name)
         self._refuse()
 
+    def __init_subclass__(cls, **kwargs):
+        """A subclass's own `_refuse` (its message) answers every use a Choice refuses."""
+        super().__init_subclass__(**kwargs)
+        for name in _REFUSED_USES:
+            setattr(cls, name, cls._refuse)
 
-for _name in ("__array__", "__array_ufunc__", "__array_function__", "__bool__", "__len__", "__iter__",
-              "__str__", "__format__",
-              "__getitem__", "__float__", "__int__", "__index__", "__complex__", "__neg__", "__pos__",
-              "__abs__", "__invert__", "__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__",
-              *(f"__{p}{o}__" for o in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul",
-                                       "and", "or", "xor", "lshift", "rshift") for p in ("", "r"))):
+
+# the uses of a Choice (and of each subclass, with its own `_refuse`) that are refused
+_REFUSED_USES = ("__array__", "__array_ufunc__", "__array_function__", "__bool__", "__len__", "__iter__",
+                 "__str__", "__format__",
+                 "__getitem__", "__float__", "__int__", "__index__", "__complex__", "__neg__", "__pos__",
+                 "__abs__", "__invert__", "__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__",
+                 *(f"__{p}{o}__" for o in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul",
+                                          "and", "or", "xor", "lshift", "rshift") for p in ("", "r")))
+for _name in _REFUSED_USES:
     setattr(Choice, _name, Choice._refuse)
 Choice.__hash__ = object.__hash__
 
@@ -141,9 +149,6 @@ class MaybeNone(Choice):
     def __repr__(self):
         return f"<{_describe(self.if_true)[2:].lstrip()} or None>"
 
-
-for _name in [n for n, v in vars(Choice).items() if v is Choice._refuse]:
-    setattr(MaybeNone, _name, MaybeNone._refuse)
 
 
 class Unset:
@@ -177,8 +182,6 @@ class MaybeUnset(Choice):
         return f"<{self.label}: {_describe(self.if_true)[2:].lstrip()} or unset>"
 
 
-for _name in [n for n, v in vars(Choice).items() if v is Choice._refuse]:
-    setattr(MaybeUnset, _name, MaybeUnset._refuse)
 _SCALARS = (bool, int, float, complex, np.generic)
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import ConversionError, user_location
 from ..runtime import devices
-from ..runtime.graph import Slot, Tensor, current_graph
+from ..runtime.graph import Slot, Tensor, current_graph, fill_slots
 from ..runtime.opdef import CALL_ARGS, CALL_KWARGS, CALL_VALUE, REFERENCE, STR
 from .core import apply, define
 
@@ -40,26 +40,17 @@ _NOT_DRAWS = {
 _BIT_GENERATOR_DRAWS = {"random_raw"}
 
 
-def _fill(value, inputs):
-    """A stored argument with each Slot replaced by the node's input it names."""
-    if type(value) is Slot:
-        return inputs[value.k]
-    if type(value) is tuple:
-        return tuple(_fill(v, inputs) for v in value)
-    return value
-
-
 def _draw_kernel(xp, generator, method, args, kwargs):
     call = getattr(generator, method)
     home, here = devices.generator_device(generator), devices.module_device(xp)
     if home is here:
         def draw(*inputs):
-            return call(*_fill(args, inputs), **{k: _fill(v, inputs) for k, v in kwargs})
+            return call(*fill_slots(args, inputs), **{k: fill_slots(v, inputs) for k, v in kwargs})
         return draw
 
     def draw_elsewhere(*inputs):  # e.g. numpy's generator in a function placed on a GPU
         inputs = [home.put(x) if isinstance(x, here.xp.ndarray) else x for x in inputs]
-        value = call(*_fill(args, inputs), **{k: _fill(v, inputs) for k, v in kwargs})
+        value = call(*fill_slots(args, inputs), **{k: fill_slots(v, inputs) for k, v in kwargs})
         return here.put(value) if isinstance(value, home.xp.ndarray) else value
     return draw_elsewhere
 
@@ -78,7 +69,7 @@ def _example(t, k):
 def _sample(generator, method, args, kwargs, examples):
     """One result of the call, drawn from a copy of `generator` (the real one does not move)."""
     twin = copy.deepcopy(generator)
-    return getattr(twin, method)(*_fill(args, examples), **{k: _fill(v, examples) for k, v in kwargs})
+    return getattr(twin, method)(*fill_slots(args, examples), **{k: fill_slots(v, examples) for k, v in kwargs})
 
 
 _PY_SCALARS = (bool, int, float, complex)

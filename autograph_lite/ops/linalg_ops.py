@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from ..runtime.graph import Slot, Tensor
+from ..runtime.graph import Slot, Tensor, fill_slots
 from ..runtime.opdef import CALL_ARGS, CALL_KWARGS, always
 from . import math_ops
 from .array_ops import expand_dims, reshape, shape, transpose
@@ -25,15 +25,6 @@ OPS = {}  # numpy function's path ("linalg.inv") -> OpDef
 
 def _resolve(xp, path):
     return functools.reduce(getattr, path.split("."), xp)
-
-
-def _fill(value, inputs):
-    """A stored argument with each Slot replaced by the node's input it names."""
-    if type(value) is Slot:
-        return inputs[value.k]
-    if type(value) is tuple:
-        return tuple(_fill(v, inputs) for v in value)
-    return value
 
 
 def _example(t, dims=lambda d: 1):
@@ -62,16 +53,16 @@ def numpy_function_op(name, path, shapes, example_dims=lambda d: 1, **facts):
                                       f"(with ag.device('cpu'))") from None
 
         def run(*inputs):
-            return fn(*_fill(args, inputs), **{k: _fill(v, inputs) for k, v in kwargs})
+            return fn(*fill_slots(args, inputs), **{k: fill_slots(v, inputs) for k, v in kwargs})
         return run
 
     def infer(*tensors, args, kwargs):
-        given = _fill(args, tensors), {k: _fill(v, tensors) for k, v in kwargs}
+        given = fill_slots(args, tensors), {k: fill_slots(v, tensors) for k, v in kwargs}
         out_shapes = shapes(*given[0], **given[1])
         examples = [_example(t, example_dims) for t in tensors]
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # numpy's warnings are the run's (a deprecation, once), not the trace's
-            result = _resolve(np, path)(*_fill(args, examples), **{k: _fill(v, examples) for k, v in kwargs})
+            result = _resolve(np, path)(*fill_slots(args, examples), **{k: fill_slots(v, examples) for k, v in kwargs})
         results = tuple(result) if isinstance(result, tuple) else (result,)
         assert len(results) == len(out_shapes), f"{name}'s shape rule gives {len(out_shapes)} results, numpy {len(results)}"
         return [(tuple(s), np.asarray(r).dtype) for s, r in zip(out_shapes, results)]

@@ -843,13 +843,6 @@ def _accumulate_grad(node, dy):  # np.add.accumulate: each input reaches every l
     return [_to_input(getitem(accumulate("add", getitem(dy, reverse), axis), reverse), x)]
 
 
-@grad_rule(OPS["logaddexp2"])
-def _logaddexp2_grad(node, dy):
-    x, y = node.inputs
-    out = node.outputs[0]
-    return [_to_input(_safe(dy, exp2(subtract(x, out))), x), _to_input(_safe(dy, exp2(subtract(y, out))), y)]
-
-
 @grad_rule(OPS["ldexp"])
 def _ldexp_grad(node, dy):  # x * 2**n: the integer exponent has no gradient
     x, n = node.inputs
@@ -870,11 +863,12 @@ def _hypot_grad(node, dy):
     return [_to_input(_safe(dy, divide(x, out)), x), _to_input(_safe(dy, divide(y, out)), y)]
 
 
-@grad_rule(OPS["logaddexp"])
-def _logaddexp_grad(node, dy):
+@grad_rule(OPS["logaddexp"], OPS["logaddexp2"])
+def _logaddexp_grad(node, dy):  # log(e**x + e**y): each input's share is e**(input - out) (2** for logaddexp2)
     x, y = node.inputs
     out = node.outputs[0]
-    return [_to_input(_safe(dy, exp(subtract(x, out))), x), _to_input(_safe(dy, exp(subtract(y, out))), y)]
+    power = exp if node.opdef is OPS["logaddexp"] else exp2
+    return [_to_input(_safe(dy, power(subtract(x, out))), x), _to_input(_safe(dy, power(subtract(y, out))), y)]
 
 
 @grad_rule(OPS["copysign"])

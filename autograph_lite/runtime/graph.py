@@ -110,6 +110,15 @@ class Slot:
         return f"${self.k}"
 
 
+def fill_slots(value, inputs):
+    """A stored attr value (nested tuples) with each Slot replaced by the node's input it names."""
+    if type(value) is Slot:
+        return inputs[value.k]
+    if type(value) is tuple:
+        return tuple(fill_slots(v, inputs) for v in value)
+    return value
+
+
 def _name(op):
     return op.name if isinstance(op, OpDef) else op
 
@@ -447,18 +456,7 @@ def supersede(old, new, label, symbol, location):
                 f"the whole new value with ag.where / ag.concat")
     if base is not old and _origin(base) is not base:
         supersede(_origin(base), None, label, symbol, location)  # a view of a value from outside this block
-    if old.node.opdef in (COND, WHILE, PLACEHOLDER):
-        _reach_view_bases(old, graph, label, symbol, location)
-    for maybe in _maybe_same(old):
-        # eagerly the update changes this array too on the runs where the `if` or loop gave it
-        _refuse_if_argument(maybe, label, symbol, location)
-        if maybe.stale is None:
-            maybe.stale = InPlaceUpdate(graph, f"{label} (on some runs the same array)", symbol, location)
-        if maybe.node.opdef is PLACEHOLDER and not any(t is maybe for t in maybe.node.graph.maybe_updated):
-            # a loop variable's or a branch's array from outside, changed on the runs where it is the
-            # same array: the Cond/While built around it hands that on (fuzzer seed 6000624)
-            maybe.node.graph.maybe_updated.append(maybe)
-    _mark_maybe_aliases(old, new, graph, label, symbol, location)
+    check_partial_aliases(old, label, symbol, location, new)
     if not any(t is old for t in graph.updated):
         graph.updated.append(old)
     if graph.parent is None:
@@ -473,10 +471,11 @@ def supersede(old, new, label, symbol, location):
             graph.write_backs[id(root)] = (root, new)
 
 
-def check_partial_aliases(old, label, symbol, location):
-    """Before runtime/memory.py writes the memory that `old` started: where on some runs `old` is
-    another array (a tensor `if` or loop gave it, or a view of one), an argument's is an error
-    (whether the caller's array changes would depend on the data) and another is stale."""
+def check_partial_aliases(old, label, symbol, location, new=None):
+    """Before `old`'s array is updated in place (by `supersede`, or runtime/memory.py writing the
+    memory `old` started; `new`: the updated value where one Tensor holds it): where on some runs
+    `old` is another array (a tensor `if` or loop gave it, or a view of one), an argument's is an
+    error (whether the caller's array changes would depend on the data) and another is stale."""
     graph = current_graph()
     if old.node.opdef in (COND, WHILE, PLACEHOLDER):
         _reach_view_bases(old, graph, label, symbol, location)
@@ -485,10 +484,11 @@ def check_partial_aliases(old, label, symbol, location):
         if maybe.stale is None:
             maybe.stale = InPlaceUpdate(graph, f"{label} (on some runs the same array)", symbol, location)
         if maybe.node.opdef is PLACEHOLDER and not any(t is maybe for t in maybe.node.graph.maybe_updated):
-            # a loop variable's array from outside that an inner loop passed on (fuzz seed 23000869):
-            # the loop built around it hands the update on, as `supersede` does
+            # a loop variable's or a branch's array from outside, changed on the runs where it is the
+            # same array (an inner loop may have passed it on): the Cond/While built around it hands
+            # the update on (fuzzer seeds 6000624, 23000869)
             maybe.node.graph.maybe_updated.append(maybe)
-    _mark_maybe_aliases(old, None, graph, label, symbol, location)
+    _mark_maybe_aliases(old, new, graph, label, symbol, location)
 
 
 def _refuse_if_argument(maybe, label, symbol, location):
