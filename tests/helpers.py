@@ -73,6 +73,22 @@ def identical_both_ways(fn, *args):
     return compiled
 
 
+def on_fresh_arguments(fn, *make_args, same=assert_same):
+    """`fn` eagerly and compiled (twice, the second from the cache), each on fresh arguments from
+    `make_args`: results and the arguments afterwards compared with `same`. Returns (eager result,
+    eager arguments, last compiled result, its arguments)."""
+    eager_args = [a() for a in make_args]
+    eager = fn(*eager_args)
+    compiled_fn = ag.function(fn)
+    for _ in range(2):
+        args = [a() for a in make_args]
+        compiled = compiled_fn(*args)
+        same(eager, compiled)
+        for e, c in zip(eager_args, args):
+            same(e, c)
+    return eager, eager_args, compiled, args
+
+
 def run_both(fn, *args, **kwargs):
     """Run `fn` eagerly (on the CPU: the oracle is numpy) and under @ag.function (on the test
     device); assert equal; return (eager, compiled, Function)."""

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import autograph_lite as ag
-from helpers import assert_same
+from helpers import assert_same, on_fresh_arguments
 
 
 def line_of(fn, text):
@@ -15,18 +15,8 @@ def line_of(fn, text):
 
 
 def both(fn, *make_args):
-    """Run `fn` eagerly and compiled (twice) on fresh copies of the arguments; compare the
-    results and the arguments afterwards; return the compiled results and arguments."""
-    eager_args = [a() for a in make_args]
-    eager = fn(*eager_args)
-    compiled_fn = ag.function(fn)
-    for _ in range(2):
-        args = [a() for a in make_args]
-        compiled = compiled_fn(*args)
-        assert_same(eager, compiled)
-        for e, c in zip(eager_args, args):
-            assert_same(e, c)
-    return eager, eager_args, compiled, args
+    """Eager vs compiled on fresh copies of the arguments, results and arguments afterwards alike."""
+    return on_fresh_arguments(fn, *make_args)
 
 
 def arr(*values, dtype=np.float64):

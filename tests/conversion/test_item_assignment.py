@@ -2,13 +2,12 @@
 what the caller's arrays hold afterwards. Each compiled run is compared with the eager run on
 fresh copies of the arguments: results and the arguments' final contents."""
 import inspect
-import warnings
 
 import numpy as np
 import pytest
 
 import autograph_lite as ag
-from helpers import assert_identical, check_grad
+from helpers import assert_identical, check_grad, on_fresh_arguments
 
 
 def line_of(fn, text):
@@ -17,18 +16,9 @@ def line_of(fn, text):
 
 
 def both(fn, *make_args):
-    """`fn` eagerly and compiled (twice, the second from the cache) on fresh arguments: results
-    and arguments afterwards identical; returns the last compiled result and its arguments."""
-    eager_args = [a() for a in make_args]
-    eager = fn(*eager_args)
-    compiled_fn = ag.function(fn)
-    for _ in range(2):
-        args = [a() for a in make_args]
-        compiled = compiled_fn(*args)
-        assert_identical(eager, compiled)
-        for e, c in zip(eager_args, args):
-            assert_identical(e, c)
-    return compiled, args
+    """`fn` eagerly and compiled on fresh arguments: results and arguments afterwards identical;
+    returns the last compiled result and its arguments."""
+    return on_fresh_arguments(fn, *make_args, same=assert_identical)[2:]
 
 
 def arange(*shape, dtype=np.float64):

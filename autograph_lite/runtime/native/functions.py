@@ -85,6 +85,7 @@ class NativeFunction:
     scalar is given back (a Python type, a numpy scalar type or a ZeroDArray)."""
 
     loop = False
+    scalar_inputs = False  # a 0-d argument must come as a numpy scalar (NativeLoop: a loop variable may pass it on)
 
     def __init__(self, text, symbol, values, written=(), numpy_loops=(), boxes=()):
         self.symbol, self.runs = symbol, 0
@@ -147,8 +148,7 @@ class NativeFunction:
             return
         tables = [ctypes.addressof(t) for t in self.tables] or [0, 0]
         # a 0-d array argument is a scalar cell, unless a loop may give it back as it came (its box)
-        c_entry = module.Entry(self._python_call, self.finish, self.entry_specs, self.loop,
-                               not getattr(self, "scalar_inputs", False))
+        c_entry = module.Entry(self._python_call, self.finish, self.entry_specs, self.loop, not self.scalar_inputs)
         c_entry.bind(ctypes.cast(values, ctypes.c_void_p).value, (values, self.tables), *tables)
         self.call = c_entry
 
