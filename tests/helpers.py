@@ -158,3 +158,12 @@ def cpu_only(reason):
     """Skips a test under AG_TEST_DEVICE=gpu/standin: it tests something only the CPU has."""
     import pytest
     return pytest.mark.skipif(TEST_DEVICE != "cpu", reason=f"AG_TEST_DEVICE={TEST_DEVICE}: {reason}")
+
+
+def fill_and_scan(x):
+    """numpy's API and item assignment as a user writes them (the device tests run it on their arrays)."""
+    out = np.zeros_like(x)
+    for i in range(1, x.shape[0]):
+        out[i] = out[i - 1] + np.sin(x[i])
+    out[::2] *= 2
+    return np.cumsum(out) + np.clip(x, -1, 1).argmax()

@@ -18,6 +18,7 @@ without raw kernels (fused chains then run op by op).
 import collections
 import functools
 import sys
+import types
 
 import numpy as np
 
@@ -230,22 +231,86 @@ def get_array_module(*values):
     return sys.modules[__name__] if any(type(v) is ndarray for v in values) else np
 
 
-class _Random:
-    """`random.default_rng(seed)`: numpy's generator whose arrays are made on the device."""
+def _draw_method(name):
+    def method(self, *args, **kwargs):
+        return _device_function(getattr(self._rng, name))(*args, **kwargs)
+    method.__name__ = method.__qualname__ = name
+    return method
 
-    def default_rng(self, seed=None):
-        return _Generator(np.random.default_rng(_unwrap(seed)))
 
+class _DeviceGenerator:
+    """Draws of numpy's generator `_rng`, made on the device; like cupy's generators, whose
+    state is a cuRAND handle, it cannot be copied."""
 
-class _Generator:
     def __init__(self, rng):
         self._rng = rng
 
-    def __getattr__(self, name):
-        return _device_function(getattr(self._rng, name))
+    def __deepcopy__(self, memo):
+        raise TypeError(f"cannot pickle '{type(self).__name__}' object (a device generator's state)")
+
+    __reduce__ = __deepcopy__
 
 
-random = _Random()
+class Generator(_DeviceGenerator):
+    """`random.Generator`, as cupy's."""
+
+
+class RandomState(_DeviceGenerator):
+    """`random.RandomState(seed)`, as cupy's."""
+
+    def __init__(self, seed=None):
+        super().__init__(np.random.RandomState(_unwrap(seed)))
+
+    def seed(self, seed=None):
+        self._rng.seed(_unwrap(seed))
+
+
+_GENERATOR_DRAWS = ("random", "integers", "standard_normal", "normal", "uniform", "exponential", "choice",
+                    "permutation", "poisson", "binomial")
+_RANDOM_STATE_DRAWS = ("rand", "randn", "random_sample", "randint", "standard_normal", "normal", "uniform",
+                       "exponential", "choice", "permutation", "poisson", "binomial")
+for _name in _GENERATOR_DRAWS:
+    setattr(Generator, _name, _draw_method(_name))
+for _name in _RANDOM_STATE_DRAWS:
+    setattr(RandomState, _name, _draw_method(_name))
+
+
+def _global_function(name):
+    def draw(*args, **kwargs):
+        return getattr(random.get_random_state(), name)(*args, **kwargs)
+    draw.__name__ = draw.__qualname__ = name
+    draw.__module__ = random.__name__
+    return draw
+
+
+# `random`, as cupy.random: generators, and global functions drawing from the current RandomState
+random = types.ModuleType(f"{__name__}.random")
+random._state = RandomState()
+random.Generator, random.RandomState = Generator, RandomState
+
+
+def _default_rng(seed=None):
+    return Generator(np.random.default_rng(_unwrap(seed)))
+
+
+def _get_random_state():
+    return random._state
+
+
+def _set_random_state(state):
+    random._state = state
+
+
+def _seed(seed=None):
+    random._state.seed(seed)
+
+
+for _name, _f in (("default_rng", _default_rng), ("get_random_state", _get_random_state),
+                  ("set_random_state", _set_random_state), ("seed", _seed)):
+    _f.__name__ = _f.__qualname__ = _name
+    setattr(random, _name, _f)
+for _name in _RANDOM_STATE_DRAWS:
+    setattr(random, _name, _global_function(_name))
 
 
 class _Cuda:

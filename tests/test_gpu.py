@@ -6,7 +6,7 @@ import pytest
 
 import autograph_lite as ag
 from examples.models import elementwise_chain, tanh_loop
-from helpers import assert_same
+from helpers import assert_same, fill_and_scan
 
 
 def _gpu_or_skip():
@@ -44,3 +44,37 @@ def test_cupy_inputs_make_no_transfer_but_one_predicate_read_per_iteration():
     assert gpu.predicate_reads - reads_before == iterations + 1  # each test, the last one false
     assert gpu.transfers - before == gpu.predicate_reads - reads_before
     assert_same(y, out)
+
+
+def test_cupy_generator_argument_advances_as_eagerly():
+    gpu = _gpu_or_skip()
+    x = gpu.xp.zeros(3)
+    rng, twin = gpu.xp.random.default_rng(5), gpu.xp.random.default_rng(5)
+    f = ag.function(lambda x, rng: x + rng.standard_normal(x.shape))
+    compiled = [f(x, rng), x + rng.standard_normal(x.shape), f(x, rng)]
+    eager = [x + twin.standard_normal(x.shape) for _ in range(3)]
+    for c, e in zip(compiled, eager):
+        assert type(c).__module__.startswith("cupy")
+        assert_same(e.get(), c.get())
+
+
+def test_cupy_global_random_functions_draw_on_each_call():
+    gpu = _gpu_or_skip()
+    cp = gpu.xp
+
+    def noise(x):
+        return x * cp.random.rand(3) + cp.random.standard_normal()
+    x, f = cp.ones(3), ag.function(noise)
+    cp.random.seed(11)
+    compiled = [f(x), noise(x), f(x)]
+    cp.random.seed(11)
+    eager = [noise(x) for _ in range(3)]
+    for c, e in zip(compiled, eager):
+        assert_same(e.get(), c.get())
+
+
+def test_numpy_api_and_item_assignment_on_cupy_match_cupy_eager():
+    gpu = _gpu_or_skip()
+
+    x = gpu.xp.asarray(np.linspace(-2, 2, 9))
+    assert_same(fill_and_scan(x).get(), ag.function(fill_and_scan)(x).get())

@@ -7,7 +7,7 @@ import pytest
 import autograph_lite as ag
 import standin
 from benchmarks.workloads import WORKLOADS
-from helpers import assert_same, to_host
+from helpers import assert_same, fill_and_scan, to_host
 
 DEVICE = standin.device()
 
@@ -111,3 +111,57 @@ def test_a_fused_chain_runs_as_one_cuda_kernel(offset, kernel, copies):
         out = f(on_device)
     assert standin.LAUNCHES == {kernel: 1} and copies == {}
     np.testing.assert_allclose(out.get(), numpy_chain(x[offset:]), rtol=1e-6, atol=1e-6)
+
+
+def _noisy(x, rng):
+    return x + rng.standard_normal(x.shape)
+
+
+def _global_noise(x):
+    return x * standin.random.rand(3) + standin.random.standard_normal()
+
+
+def test_a_device_generator_argument_advances_as_eagerly(copies):
+    """A device generator cannot be copied (cupy's holds a cuRAND handle): the trace learns the
+    draw's shape from a fresh one, and each call draws from the user's, as eager code does."""
+    x = standin.asarray(np.zeros(3))
+    rng, twin = standin.random.default_rng(5), standin.random.default_rng(5)
+    f = ag.function(_noisy)
+    with ag.device("standin"):
+        compiled = [f(x, rng), _noisy(x, rng), f(x, rng)]
+    eager = [_noisy(x, twin) for _ in range(3)]
+    for c, e in zip(compiled, eager):
+        assert type(c) is standin.ndarray
+        assert_same(e.get(), c.get())
+    assert f.trace_count == 1
+
+
+def test_the_device_global_random_functions_draw_on_each_call():
+    x = standin.asarray(np.ones(3))
+    f = ag.function(_global_noise)
+    with ag.device("standin"):
+        standin.random.seed(11)
+        compiled = [f(x), _global_noise(x), f(x)]
+        standin.random.seed(11)
+        eager = [_global_noise(x) for _ in range(3)]
+        standin.random.seed(11)
+        assert_same(compiled[0].get(), f(x).get())  # a reseed between calls is seen
+    for c, e in zip(compiled, eager):
+        assert_same(e.get(), c.get())
+    assert not np.array_equal(compiled[0].get(), compiled[2].get())
+
+
+def test_reseeding_the_device_generator_inside_is_refused_at_its_line():
+    def reseed(x):
+        standin.random.seed(3)
+        return x
+    with ag.device("standin"), pytest.raises(ag.ConversionError, match=r"random\.seed\(\).*test_standin_device\.py"):
+        ag.function(reseed)(standin.asarray(np.ones(2)))
+
+
+def test_numpy_api_and_item_assignment_on_the_device_match_its_eager():
+    x = standin.asarray(np.linspace(-2, 2, 9))
+    with ag.device("standin"):
+        compiled = ag.function(fill_and_scan)(x)
+    assert type(compiled) is standin.ndarray
+    assert_same(fill_and_scan(x).get(), compiled.get())

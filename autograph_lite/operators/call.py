@@ -20,6 +20,7 @@ import numpy as np
 from .. import ops
 from ..ops import generator_draws, math_ops, numpy_api
 from ..errors import ConversionError, user_location
+from ..runtime import devices
 from ..runtime.graph import current_graph
 from . import control_flow, lists, outside_state, py_builtins
 
@@ -92,6 +93,11 @@ def call(f):
             return generator_draws.method_call(getattr(np.random.mtrand._rand, f.__name__))
         if f is np.random.default_rng or (isinstance(f, type) and issubclass(f, _GENERATOR_TYPES)):
             return generator_draws.made_generator(f)
+        device = devices.random_function_device(f)
+        if device is not None:  # a device's global random functions: cupy.random.rand, ...
+            if isinstance(f, type) or f.__name__ == "default_rng":
+                return generator_draws.made_generator(f)
+            return generator_draws.method_call(f, device.xp.random)
     if isinstance(f, type) and issubclass(f, np.generic):
         return py_builtins.numpy_scalar_type(f)
     if isinstance(f, types.BuiltinMethodType) and type(f.__self__) in _CONTAINERS:

@@ -13,6 +13,7 @@ is made anew by every eager call, so its draws are the trace's own: drawn once, 
 """
 import copy
 import random
+import types
 
 import numpy as np
 
@@ -36,6 +37,9 @@ _NOT_DRAWS = {
     "spawn": ("makes new generators", "make them outside the compiled function and pass them in"),
     "jumped": ("makes a new bit generator", "make it outside the compiled function and pass it in"),
     "advance": ("moves the bit generator's state", _OUTSIDE),
+    "get_random_state": ("reads the generator's state", _OUTSIDE),  # cupy.random's own
+    "set_random_state": ("sets the generator's state", _OUTSIDE),
+    "reset_states": ("resets the generators' states", _OUTSIDE),
 }
 _BIT_GENERATOR_DRAWS = {"random_raw"}
 
@@ -67,9 +71,26 @@ def _example(t, k):
 
 
 def _sample(generator, method, args, kwargs, examples):
-    """One result of the call, drawn from a copy of `generator` (the real one does not move)."""
-    twin = copy.deepcopy(generator)
-    return getattr(twin, method)(*fill_slots(args, examples), **{k: fill_slots(v, examples) for k, v in kwargs})
+    """One result of the call, drawn from a twin of `generator` (the real one does not move): a
+    copy of a host generator; a fresh one of a device's, whose state cannot be copied (cupy's
+    holds a cuRAND handle), as only the result's shape, dtype and type are wanted."""
+    home = devices.generator_device(generator)
+    if home is not devices.CPU:
+        examples = [home.put(e) if isinstance(e, np.ndarray) else e for e in examples]
+
+    def draw(twin):
+        return getattr(twin, method)(*fill_slots(args, examples), **{k: fill_slots(v, examples) for k, v in kwargs})
+    if home is devices.CPU:
+        return draw(copy.deepcopy(generator))
+    rng = home.xp.random
+    if generator is rng:  # the device's global functions: they draw from its current RandomState
+        saved = rng.get_random_state()
+        rng.set_random_state(rng.RandomState(0))
+        try:
+            return draw(rng)
+        finally:
+            rng.set_random_state(saved)
+    return draw(rng.RandomState(0) if isinstance(generator, rng.RandomState) else rng.default_rng(0))
 
 
 _PY_SCALARS = (bool, int, float, complex)
@@ -101,6 +122,8 @@ def call_name(generator, method):
         return f"np.random.{method}()"
     if generator is getattr(random, "_inst", None):
         return f"random.{method}()"
+    if isinstance(generator, types.ModuleType):  # a device's global functions: cupy.random.rand()
+        return f"{generator.__name__}.{method}()"
     return f"{type(generator).__name__}.{method}()"
 
 
@@ -116,15 +139,17 @@ def is_draw_method(f):
     return owner is not None and not isinstance(owner, type) and devices.generator_device(owner) is not None
 
 
-def method_call(method):
-    """What converted code calls, while tracing, in place of generator method `method`."""
+def method_call(method, generator=None):
+    """What converted code calls, while tracing, in place of `generator`'s method `method` (by
+    default `method.__self__`; a device's global function names its random module)."""
+    generator = method.__self__ if generator is None else generator
+
     def draw(*args, **kwargs):
-        return _draw(method, args, kwargs, user_location(2))
+        return _draw(generator, method.__name__, method, args, kwargs, user_location(2))
     return draw
 
 
-def _draw(method, args, kwargs, location):
-    generator, name = method.__self__, method.__name__
+def _draw(generator, name, method, args, kwargs, location):
     what = call_name(generator, name)
     refused = _NOT_DRAWS.get(name) or (
         ("is not a draw", _OUTSIDE) if isinstance(generator, np.random.BitGenerator)

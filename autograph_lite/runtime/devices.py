@@ -6,6 +6,7 @@ first asked for), or one `register`ed by name (the tests' strict stand-in for cu
 """
 import contextlib
 import random
+import sys
 import threading
 
 import numpy as np
@@ -111,8 +112,27 @@ def generator_device(value):
         xp_random = getattr(device.xp, "random", None)
         if any(t is getattr(xp_random, name, None) for name in ("Generator", "RandomState")):
             return device
+        if value is xp_random and device is not CPU:  # its global functions' state (cupy.random)
+            return device
     if t.__module__.startswith("cupy") and t.__name__ in ("Generator", "RandomState"):
         return get("gpu")  # cupy's, before anything asked for the GPU device
+    if value is sys.modules.get("cupy.random"):
+        return get("gpu")
+    return None
+
+
+def random_function_device(f):
+    """The Device whose array module's `random` namespace holds `f` (`cupy.random.rand`, its
+    `default_rng`, its `RandomState`: the GPU), or None. numpy's global functions are methods of
+    its global RandomState instead (`generator_device` of their `__self__`)."""
+    name = getattr(f, "__name__", None)
+    if not isinstance(name, str):
+        return None
+    if (getattr(f, "__module__", None) or "").startswith("cupy.random"):
+        get("gpu")  # registers cupy's device, which holds `f`
+    for device in list(_devices.values()):
+        if device is not CPU and getattr(getattr(device.xp, "random", None), name, None) is f:
+            return device
     return None
 
 
