@@ -16,6 +16,7 @@ from ..ops.core import convert_to_tensor, holds_tensor
 from ..runtime import memory
 from ..runtime.graph import Tensor, current_graph
 from .lists import TensorList
+from .logical import Choice
 
 _IN_PLACE = {"+": operator.iadd, "-": operator.isub, "*": operator.imul, "/": operator.itruediv,
              "//": operator.ifloordiv, "%": operator.imod, "**": operator.ipow, "@": operator.imatmul,
@@ -30,6 +31,8 @@ def set_item(target, index, value, op=None, name=None):
         target = _promoted(target, name)
     if op is not None:
         value = _IN_PLACE[op](target[index], value)
+    if isinstance(value, Choice) and isinstance(target, (np.ndarray, Tensor)):
+        value = value.stored(target.dtype)  # `a[i] = x or y`: the picked operand, as the array holds it
     if isinstance(target, TensorList):  # a list a graph loop carries: a new stacked tensor
         return target.with_item(index, value)
     if type(target) is np.ndarray and current_graph() is not None and _holds_tensor(index, value):

@@ -95,6 +95,17 @@ class Choice:
     def candidates(self):
         return (self.if_false, self.if_true)
 
+    def stored(self, dtype):
+        """What an array of `dtype` holds once this is stored into it (`a[i] = x or y`): the picked
+        candidate cast to `dtype`. Refused where the store could depend on which one it is: candidates
+        of different shapes, or a Python number stored into an integer array (numpy range-checks it,
+        and wraps a numpy integer)."""
+        dtype = np.dtype(dtype)
+        values = [c.stored(dtype) if isinstance(c, Choice) else ops.convert_to_tensor(c) for c in self.candidates()]
+        if values[0].shape != values[1].shape or (dtype.kind not in "bfc" and any(v.weak for v in values)):
+            self._refuse()
+        return math_ops.where(self.pick, *(ops.cast(v, dtype) for v in reversed(values)))
+
     def _refuse(self, *args, **kwargs):
         raise ConversionError(
             f"the result of `x and y` / `x or y` with a tensor x is {_describe(self.if_false)} or "

@@ -14,6 +14,16 @@ import dataclasses
 from typing import Callable, Optional
 
 
+def broadcast_may_fail(shapes):
+    """Whether broadcasting `shapes` together can fail when the graph runs: an axis where a dim known
+    only then meets another dim that is not 1 (numpy raises "operands could not be broadcast")."""
+    for axis in range(1, max(map(len, shapes), default=0) + 1):
+        dims = [s[-axis] for s in shapes if len(s) >= axis]
+        if None in dims and sum(d != 1 for d in dims) > 1:
+            return True
+    return False
+
+
 @dataclasses.dataclass(eq=False)
 class OpDef:
     name: str                       # graph op type, e.g. "MatMul"
@@ -78,6 +88,8 @@ class OpDef:
         Such a node is neither dropped when unused nor hoisted out of a loop: eager raises there."""
         if self.value_errors is not None:
             return bool(self.value_errors(node))
+        if self.elementwise and broadcast_may_fail([t.shape for t in dict.fromkeys(node.inputs)]):
+            return True
         return self.may_raise and any(d is None for t in (*node.inputs, *node.outputs) for d in t.shape)
 
     @property

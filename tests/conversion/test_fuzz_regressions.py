@@ -1369,3 +1369,55 @@ def test_a_ufunc_of_python_numbers_gives_a_numpy_scalar():
     # 0-d array once cast) where numpy's ufunc gives an int64 scalar
     for n in (np.array(0, np.int32), np.array(1, np.int32)):
         assert_every_call_same(_ufuncs_of_python_numbers, n)
+
+
+def _flips_of_python_numbers(x, n):
+    w = 0
+    while w < n:     # w: a Python int the tensor loop carries
+        w += 1
+    return np.flip(w), np.flip(np.random.randint(5)), np.flip(x[0]), np.flip(x)
+
+
+def test_flip_of_a_python_number_is_numpys_scalar():
+    # fuzzer seed 1130018603: np.flip of a drawn Python int indexed the int when the graph ran
+    for n in (np.array(0, np.int32), np.array(3, np.int32)):
+        np.random.seed(1)
+        eager = _flips_of_python_numbers(np.arange(3.0), n)
+        np.random.seed(1)
+        assert_same(eager, ag.function(_flips_of_python_numbers)(np.arange(3.0), n))
+
+
+def _stores_of_and_or(n, s, x):
+    v = np.zeros(4, np.bool_)
+    v[-4] = (0 - n) or (s if n else s)      # an int32 tensor or a Python int, by n
+    x[1] = n or 2.5                         # into a float array
+    return v, x
+
+
+def test_an_and_or_result_of_mixed_types_stored_into_an_array_is_the_picked_operand():
+    # fuzzer seed 1130011499: `v[-4] = (0 - n) or s` handed numpy the unresolved choice
+    for n in (np.array(0, np.int32), np.array(2, np.int32)):
+        assert_every_call_same(_stores_of_and_or, n, 3, np.zeros(3))
+
+
+def test_an_and_or_result_with_a_python_int_stored_into_an_int_array_is_refused():
+    def store(n):
+        v = np.zeros(2, np.uint8)
+        v[0] = n or 300          # numpy range-checks the Python int, and wraps an int32
+        return v
+    with pytest.raises(ag.ConversionError, match=r"x or y.*test_fuzz_regressions\.py"):
+        ag.function(store)(np.array(1, np.int32))
+
+
+def _unused_sum_of_unknown_length(x, y, n):
+    v = np.unique(y[:n])
+    unused = v + x          # (n,) + (4,): numpy raises unless n is 1 or 4
+    return v
+
+
+def test_an_unused_broadcast_that_can_fail_still_raises():
+    # fuzzer seed 1130017049: `v1 + x` with v1 of a length known only at run time, then rebound,
+    # was dropped as unused where eager raises "operands could not be broadcast"
+    args = (np.arange(4.0), np.arange(4.0))
+    for n in (2, 1, 4):
+        assert_every_call_same(_unused_sum_of_unknown_length, *args, np.array(n, np.int32))

@@ -178,6 +178,8 @@ def _roll(a, shift, axis=None):
 
 
 def _flip(m, axis=None):
+    if m.weak:  # a Python number held as a tensor: numpy's asarray makes it a strong 0-d array
+        m = m.astype(np.dtype(type(m.dtype.type(0).item())))
     axes = range(m.ndim) if axis is None else normalize_axes(axis, m.ndim)
     index = tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(m.ndim))
     return array_ops.getitem(m, index)
