@@ -53,3 +53,15 @@ def test_the_gpu_benchmark_runs_on_the_standin(tmp_path, capsys):
     saved = json.loads((tmp_path / "results-gpu.json").read_text())
     assert [r["workload"] for r in saved["workloads"]] == [name for name, _, _ in cases]
     assert "cupy.fuse" in saved["workloads"][-1]["seconds"]
+
+
+@cpu_only("a CPU-timing script")
+def test_the_first_hour_programs_run_and_agree_with_eager(capsys):
+    """benchmarks/first_hour.py: each program compiled equals eager (it asserts so) and each
+    measure is printed; the figures themselves are for the reader."""
+    from benchmarks import first_hour
+    first_hour.main(["--repeats", "2"])
+    out = capsys.readouterr().out
+    for name in ("mandelbrot", "rk4", "value_and_grad", "newton_sqrt", "bisection"):
+        assert name in out
+    assert "early_return_150: compiles, equals eager" in out
