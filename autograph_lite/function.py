@@ -5,7 +5,9 @@ This module holds the public API (`function`, `Function`, `ConcreteFunction`, an
 keys and the trace index live in trace_cache.py, the replay of a trace's effects on the
 caller's objects in effects.py, TensorSpec and the array-argument rules in tensor_spec.py.
 """
+import contextlib
 import functools
+import gc
 import inspect
 import logging
 import os
@@ -42,6 +44,21 @@ def _add_note(exc, text):
         exc.args = (f"{exc.args[0] if exc.args else ''}\n{text}",) + exc.args[1:]
 
 
+@contextlib.contextmanager
+def collecting_later():
+    """Python's cycle collector paused while a graph is traced, optimized or lowered: those make
+    many small objects that all live on, and each collection would walk them all again (about a
+    third of tracing 200 unrolled RK4 steps); cycles are collected once it resumes."""
+    if not gc.isenabled():  # paused already (by the user, or by an enclosing trace)
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 class ConcreteFunction:
     """One traced signature of a Function: its `graph`, callable with matching arguments."""
 
@@ -71,7 +88,7 @@ class ConcreteFunction:
     def optimized_graph(self):
         """The graph after the optimization passes (what the plan runs); printable like `graph`."""
         if self._optimized is None:
-            with self._lock:
+            with self._lock, collecting_later():
                 if self._optimized is None:
                     self._optimized = optimize(self.graph)
         return self._optimized
@@ -81,7 +98,7 @@ class ConcreteFunction:
         """The optimized graph lowered to generated Python for its device (built on first use)."""
         if self._plan is None:
             graph = self.optimized_graph
-            with self._lock:
+            with self._lock, collecting_later():
                 if self._plan is None:
                     self._plan = Plan(graph, self.device)
                     if self._plain and self._single:
@@ -419,7 +436,7 @@ class Function(TraceCache):
 
     def _concrete_for(self, key, values):
         _entry.preload()  # the C fast key, if an earlier process built the entry module
-        with self._lock:
+        with self._lock, collecting_later():
             concrete = self._cache.get(key)
             if concrete is None:
                 if self._input_signature is not None:

@@ -109,15 +109,20 @@ def _peak(fn, args):
 
 
 def _trace_cost(fn, args, repeats):
-    seconds, per_node = [], []
+    """Seconds to trace (the graph built), per traced node, and to the first call's result (the
+    trace, the passes, the plan and its native source), each over `repeats` fresh functions."""
+    traces, per_node, first_calls = [], [], []
     for _ in range(repeats):
         compiled = ag.function(fn)
         t = time.perf_counter()
-        compiled(*args)
-        seconds.append(time.perf_counter() - t)
-        nodes = sum(1 for _ in compiled.get_concrete_function(*args).graph.walk())
-        per_node.append(seconds[-1] / nodes)
-    return seconds, per_node, nodes
+        concrete = compiled.get_concrete_function(*args)
+        traces.append(time.perf_counter() - t)
+        nodes = sum(1 for _ in concrete.graph.walk())
+        per_node.append(traces[-1] / nodes)
+        t = time.perf_counter()
+        ag.function(fn)(*args)
+        first_calls.append(time.perf_counter() - t)
+    return traces, per_node, nodes, first_calls
 
 
 def main(argv=None):
@@ -135,14 +140,14 @@ def main(argv=None):
           f"{_spread(compiled_ms, 1e3)} ms; peak memory eager {eager_peak / 1e6:.2f} MB, compiled "
           f"{compiled_peak / 1e6:.2f} MB ({compiled_peak / eager_peak:.2f}x; target <= 1.5x)")
 
-    seconds, per_node, nodes = _trace_cost(rk4, (np.array([1.0, 0.5]), 0.01), max(n // 3, 2))
-    print(f"rk4, 200 unrolled steps: trace {_spread(seconds)} s for {nodes} nodes "
-          f"({_spread(per_node, 1e6)} us a node; targets <= 0.5 s, <= 20 us)")
     rng = np.random.default_rng(0)
     data = (rng.standard_normal((8, 3)), rng.standard_normal((32, 8)), rng.standard_normal((32, 3)))
-    seconds, per_node, nodes = _trace_cost(gradient_steps, data, max(n // 3, 2))
-    print(f"value_and_grad, 50 unrolled steps: trace {_spread(seconds)} s for {nodes} nodes "
-          f"({_spread(per_node, 1e6)} us a node)")
+    for name, fn, inputs, target in (
+            ("rk4, 200 unrolled steps", rk4, (np.array([1.0, 0.5]), 0.01), "; targets <= 0.5 s, <= 20 us"),
+            ("value_and_grad, 50 unrolled steps", gradient_steps, data, "")):
+        traces, per_node, nodes, first_calls = _trace_cost(fn, inputs, max(n // 3, 2))
+        print(f"{name}: trace {_spread(traces)} s for {nodes} nodes ({_spread(per_node, 1e6)} us a "
+              f"node{target}); first call {_spread(first_calls)} s")
 
     for name, fn, inputs in (("newton_sqrt", newton_sqrt, (np.float64(2.0),)),
                              ("bisection", bisection, (np.float64(2.0), np.float64(3.0)))):
