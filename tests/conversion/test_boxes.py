@@ -293,6 +293,7 @@ def test_type_query_on_a_loop_variable_whose_box_changes_is_refused():
         ag.function(f)(np.arange(3), [0, 0])
 
 
+@cpu_only("numpy's boxes: a device has no numpy scalars")
 def test_zero_d_array_items_of_a_loop_built_list_stay_arrays():
     # fuzzer seed 124003631: ag.cast of a Python number is a 0-d array eagerly; rows came back as scalars
     def f(x, n):
@@ -316,6 +317,7 @@ def test_a_method_of_a_choice_is_refused_at_the_line():
         ag.function(f)(np.int32(0))
 
 
+@cpu_only("numpy's boxes: a device has no numpy scalars")
 def test_a_zero_d_array_updated_in_place_stays_an_array():
     # fuzzer seeds 424010654, 624004069: `v = ag.cast(n, ...)` is a 0-d array eagerly, and `v *= w`
     # keeps it one; the compiled plan returned the Mul's numpy scalar

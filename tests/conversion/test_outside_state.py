@@ -8,7 +8,7 @@ import pytest
 
 import autograph_lite as ag
 
-from helpers import assert_same
+from helpers import assert_same, cpu_only
 
 
 class MLP:
@@ -61,6 +61,7 @@ class Accumulator:
         return self.total
 
 
+@cpu_only("it asserts the host's array type of what the compiled call stores")
 def test_bound_method_setting_state():
     eager, compiled = Accumulator(), Accumulator()
     f = ag.function(compiled.add)
@@ -197,6 +198,7 @@ def test_write_to_a_global_container_is_refused_and_undone():
     assert log == []
 
 
+@cpu_only("a trace placed on a device is not plain (its inputs move)")
 def test_functions_without_outside_state_keep_the_fast_path():
     f = ag.function(lambda x: np.tanh(x) * 2)
     f(np.ones(3))
@@ -206,6 +208,7 @@ def test_functions_without_outside_state_keep_the_fast_path():
     assert ag.function(lambda x: x)(np.ones(3)) is not None
 
 
+@cpu_only("the example's eager update mixes the host's weights with the device's gradients")
 def test_training_loop_with_weights_on_self_equals_eager():
     from examples.train_weights_on_self import main
     eager, compiled, traces = main(steps=100, verbose=False)
@@ -348,6 +351,7 @@ def writes_through_a_global(x):
     return HELD.last + 1
 
 
+@cpu_only("a device array written back into the object is a new argument type: one retrace")
 def test_writes_to_objects_reached_outside_the_arguments_happen_every_call():
     f = ag.function(writes_through_a_global)
     expected_total = np.zeros(2)
@@ -360,6 +364,7 @@ def test_writes_to_objects_reached_outside_the_arguments_happen_every_call():
     assert f.trace_count == 1
 
 
+@cpu_only("it asserts the host's array type")
 def test_a_failed_trace_leaves_no_tensor_in_outside_objects():
     def f(x):
         HELD.last = x * 2
@@ -417,6 +422,7 @@ def test_guarded_trace_on_the_fast_path_retraces_when_a_guard_fails():
     assert cf.trace_count == 2
 
 
+@cpu_only("a trace placed on a device is not plain (its inputs move)")
 def test_a_rebound_module_global_is_seen_on_the_fast_path(tmp_path, monkeypatch):
     import importlib
     import sys
