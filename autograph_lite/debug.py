@@ -70,6 +70,7 @@ class Record:
     mean: float
     nan: int
     inf: int
+    unrolled: tuple = ()  # the iterations of the Python loops the trace unrolled around it, outermost first
 
     @property
     def line(self):
@@ -83,7 +84,7 @@ def has_nan_or_inf(record):
 
 
 _COLUMNS = [("step", "step", "{}"), ("op", "op", "{}"), ("node", "name", "{}"), ("line", "line", None),
-            ("iter", "iteration", None), ("pass", "backward", None), ("shape", "shape", None),
+            ("iter", "iteration", None), ("py iter", "unrolled", None), ("pass", "backward", None), ("shape", "shape", None),
             ("dtype", "dtype", "{}"), ("bytes", "bytes", "{}"), ("time_us", "time", None),
             ("min", "min", "{:.4g}"), ("max", "max", "{:.4g}"), ("mean", "mean", "{:.4g}"),
             ("nan", "nan", "{}"), ("inf", "inf", "{}")]
@@ -93,7 +94,7 @@ def _cell(record, attr, fmt):
     value = getattr(record, attr)
     if attr == "line":
         return short_location(value)
-    if attr == "iteration":
+    if attr in ("iteration", "unrolled"):
         return ",".join(map(str, value)) or "-"
     if attr == "backward":
         return "bwd" if value else "fwd"
@@ -195,7 +196,8 @@ class Recorder(Interpreter):
             forward is not None, forward.location if forward is not None else node.location,
             tuple(np.shape(first)) if first is not None and is_numeric(first) else None,
             np.asarray(first).dtype.name if first is not None and is_numeric(first) else type(first).__name__,
-            sum(a.nbytes for a in numeric), elapsed, lo, hi, mean, nan, inf))
+            sum(a.nbytes for a in numeric), elapsed, lo, hi, mean, nan, inf,
+            tuple(k for _, k in node.unrolled or (forward.unrolled if forward is not None else ()))))
         return outputs
 
 

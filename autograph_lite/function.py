@@ -189,10 +189,10 @@ class ConcreteFunction:
         nodes = plan.failing_nodes(e)
         if len(nodes) == 1:
             _add_note(e, f"while running {nodes[0].op} node '{nodes[0].name}' of "
-                         f"{self.call_signature.name}, created at {nodes[0].location}")
+                         f"{self.call_signature.name}, created at {nodes[0].place}")
         elif nodes:
             _add_note(e, f"while running one of these nodes of {self.call_signature.name}: " + "; ".join(
-                f"{n.op} '{n.name}' created at {n.location}" for n in nodes))
+                f"{n.op} '{n.name}' created at {n.place}" for n in nodes))
 
     def _write_back(self, callers, results):
         """Copy the final value of each argument updated in place into the caller's array."""

@@ -144,6 +144,40 @@ def test_check_numerics_lists_every_loop_level():
     assert f"({FILE}:{outer}) iteration 1, While" in message and f"({FILE}:{inner}) iteration 1" in message
 
 
+def _unrolled_log(x):
+    for i in range(3):          # Python loops: unrolled into the trace, no While
+        for j in range(2):
+            x = x * 2.0
+            if i == 2 and j == 1:
+                x = np.log(x - 1e9)
+    return x
+
+
+def _unrolled_gather(a):
+    for k in range(2):
+        a = a[[0, 5 * k]]
+    return a
+
+
+def test_unrolled_python_loops_are_named_by_check_numerics_dump_and_runtime_errors():
+    outer, inner = _line(_unrolled_log, "for i in range(3)"), _line(_unrolled_log, "for j in range(2)")
+    where = (f"{FILE}:{_line(_unrolled_log, 'np.log')} (iteration 2 of the Python loop at "
+             f"test_debug.py:{outer}, iteration 1 of the Python loop at test_debug.py:{inner})")
+    f = ag.function(_unrolled_log)
+    with pytest.raises(FloatingPointError) as info, ag.debug.check_numerics(), np.errstate(invalid="ignore"):
+        f(np.ones(2))
+    assert "op Log" in str(info.value) and where in str(info.value)
+    with np.errstate(invalid="ignore"):
+        records = ag.debug.dump(f, np.ones(2))
+    logs = [r for r in records if r.op == "Log"]
+    assert [r.unrolled for r in logs] == [(2, 1)] and logs[0].nan == 2
+    assert sorted({r.unrolled for r in records if r.op == "Mul"}) == [(i, j) for i in range(3) for j in range(2)]
+    with pytest.raises(IndexError) as info:
+        ag.function(_unrolled_gather)(np.arange(3.0))
+    notes = " ".join(info.value.__notes__)
+    assert f"(iteration 1 of the Python loop at test_debug.py:{_line(_unrolled_gather, 'for k')})" in notes
+
+
 def test_a_gradient_nan_names_the_backward_op_and_its_forward_line():
     def loss(x):
         return ag.reduce_sum(ag.minimum(x * np.inf, 1.0))  # forward: min(inf, 1) = 1, finite

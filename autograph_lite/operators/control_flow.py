@@ -22,7 +22,7 @@ from ..ops.logging_ops import ASSERT
 from ..ops.control_flow import build_cond, python_int, stage_while, trace_function, zero_like
 from ..runtime import memory
 from ..runtime.boxes import ARRAY, box_of
-from ..runtime.graph import Tensor, building, current_graph, holds
+from ..runtime.graph import Tensor, _tracing, building, current_graph, holds
 from ..runtime.passes.util import has_effects
 from .lists import TensorList, join_kinds
 from .logical import Choice, MaybeUnset
@@ -516,19 +516,21 @@ def while_stmt(test, body, state, names, opts=None):
     """`while test: body` over variables `state`; returns their final values."""
     state = tuple(state)
     start, iterations, warned = time.perf_counter(), 0, False
-    while True:
-        graph = current_graph()
-        first = len(graph.nodes)
-        pred = test(*state)
-        if isinstance(pred, Choice):
-            pred = pred.truth()
-        if isinstance(pred, Tensor):
-            break
-        if not pred:
-            return state
-        state = tuple(body(*state))
-        iterations += 1
-        warned = _warn_long_unroll(iterations, start, "while", warned)
+    with _unrolling() as level:
+        while True:
+            graph = current_graph()
+            first = len(graph.nodes)
+            pred = test(*state)
+            if isinstance(pred, Choice):
+                pred = pred.truth()
+            if isinstance(pred, Tensor):
+                break
+            if not pred:
+                return state
+            state = tuple(body(*state))
+            iterations += 1
+            level[1] = iterations
+            warned = _warn_long_unroll(iterations, start, "while", warned)
     location = user_location()
     _check_staging_allowed(opts, "`while` loop", location)
     extra = _ExtraState(opts, "`while` loop", location)
@@ -606,6 +608,22 @@ def _assert_runs(runs, message, error, location):
             raise {"ValueError": ValueError, "UnboundLocalError": UnboundLocalError}[error](f"{message} (at {location})")
         return
     apply(ASSERT, (runs,), {"message": message, "location": location, "error": error})
+
+
+@contextlib.contextmanager
+def _unrolling():
+    """While tracing, a Python loop the trace unrolls: the nodes each iteration makes record it
+    (`Node.unrolled`: errors, ag.debug.dump and check_numerics name it); yields [loop's line,
+    iteration], whose iteration the loop advances."""
+    if current_graph() is None:
+        yield [None, 0]
+        return
+    level = [user_location(3), 0]
+    _tracing.unrolled.append(level)
+    try:
+        yield level
+    finally:
+        _tracing.unrolled.remove(level)
 
 
 def _warn_long_unroll(iterations, start, kind, warned):
@@ -711,18 +729,21 @@ def for_stmt(iterable, extra_test, body, state, names, opts=None):
         return result
     state = tuple(state)
     start, iterations, warned = time.perf_counter(), 0, False
-    for item in iterable:
-        if extra_test is not None:
-            go_on = extra_test(*state)
-            if isinstance(go_on, Tensor):
-                # a tensor `break`/`return` in an unrolled loop: the rest of it runs under a Cond
-                state = if_stmt(go_on, lambda *s, item=item: body(item, *s), lambda *s: s, state, names, opts)
-                continue
-            if not go_on:
-                break
-        state = tuple(body(item, *state))
-        iterations += 1
-        warned = _warn_long_unroll(iterations, start, "for", warned)
+    with _unrolling() as level:
+        for item in iterable:
+            level[1] = iterations
+            if extra_test is not None:
+                go_on = extra_test(*state)
+                if isinstance(go_on, Tensor):
+                    # a tensor `break`/`return` in an unrolled loop: the rest of it runs under a Cond
+                    state = if_stmt(go_on, lambda *s, item=item: body(item, *s), lambda *s: s, state, names, opts)
+                    iterations += 1
+                    continue
+                if not go_on:
+                    break
+            state = tuple(body(item, *state))
+            iterations += 1
+            warned = _warn_long_unroll(iterations, start, "for", warned)
     return state
 
 

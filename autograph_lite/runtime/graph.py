@@ -13,7 +13,7 @@ import threading
 
 import numpy as np
 
-from ..errors import ConversionError, SymbolicValueError, user_location
+from ..errors import ConversionError, SymbolicValueError, short_location, user_location
 from .opdef import CONST, CONTROL_FLOW, COND, OpDef, PLACEHOLDER, WHILE
 from .opdef import check_attrs
 from . import memory
@@ -133,7 +133,7 @@ class Node:
     nodes with `Graph.create_node`."""
 
     __slots__ = ("opdef", "name", "_inputs", "attrs", "outputs", "location", "graph", "in_place_input", "forward",
-                 "_aliases")
+                 "_aliases", "unrolled")
 
     def __init__(self, graph, op, name, inputs, attrs, location):
         self.opdef = check_attrs(op, attrs, name, location)  # op: an OpDef or its name
@@ -144,6 +144,17 @@ class Node:
         self.in_place_input = None
         self.forward = _tracing.backward_of
         self._aliases = None  # a Cond/While's cached _direct_aliases / _view_bases, per output
+        # the Python loops the trace unrolled around it, outermost first: ((loop's file:line, iteration), ...)
+        self.unrolled = tuple(map(tuple, _tracing.unrolled)) if _tracing.unrolled else ()
+
+    @property
+    def place(self):
+        """Where the node was traced: the user's `file:line`, and within Python loops the trace
+        unrolled, each one's iteration (counted from 0, outermost first)."""
+        if not self.unrolled:
+            return self.location
+        loops = ", ".join(f"iteration {k} of the Python loop at {short_location(where)}" for where, k in self.unrolled)
+        return f"{self.location} ({loops})"
 
     @property
     def inputs(self):
@@ -795,6 +806,7 @@ class _Tracing(threading.local):
         self.stack = []
         self.internal = False  # True while the library itself reads replaced values (gradients)
         self.backward_of = None  # the forward node whose gradient nodes are being built
+        self.unrolled = []  # [loop's file:line, iteration] of each Python loop being unrolled (operators/control_flow.py)
 
 
 _tracing = _Tracing()
@@ -870,7 +882,7 @@ def copy_graph(graph, parent=None, outer=None, freeze=None):
         attrs = {k: copy_graph(v, new, values) if isinstance(v, Graph) else v for k, v in node.attrs.items()}
         copy = new.create_node(node.op, [values[id(i)] for i in node.inputs], attrs,
                                [(o.shape, o.dtype, o.weak) for o in node.outputs], node.location, name=node.name)
-        copy.forward = node.forward
+        copy.forward, copy.unrolled = node.forward, node.unrolled
         for o, c in zip(node.outputs, copy.outputs):
             values[id(o)] = c
     new.outputs = [values[id(t)] for t in graph.outputs]

@@ -127,7 +127,7 @@ def _note_node(exc, node):
     """Name the innermost node that raised (as FX's "While executing"), once."""
     if any(str(n).startswith("while executing") for n in getattr(exc, "__notes__", ())):
         return
-    text = f"while executing {node.op} node '{node.name}' created at {node.location}"
+    text = f"while executing {node.op} node '{node.name}' created at {node.place}"
     if hasattr(exc, "add_note"):
         exc.add_note(text)
 
@@ -205,9 +205,9 @@ def _where_in_code(node):
     """'at f.py:3, in the forward pass', or for a gradient node the forward op and line it differentiates
     (its own location is the backprop engine's)."""
     if node.forward is None:
-        return f"at {node.location}, in the forward pass"
+        return f"at {node.place}, in the forward pass"
     return (f"in the backward pass, in the gradient of {node.forward.op} (node '{node.forward.name}') at "
-            f"{node.forward.location}")
+            f"{node.forward.place}")
 
 
 class NumericsChecker(Interpreter):
