@@ -42,3 +42,28 @@ def test_a_graph_of_100k_nodes_optimizes_lowers_runs_and_prints():
     (interpreted,) = Interpreter(graph).run(np.ones(3))
     assert_same(expected, interpreted)
     assert str(graph).count("\n") >= 100_000
+
+
+def _elif_chain(n):
+    """`def f(x)` with an `if`/`elif` chain of n conditions on x, and its module."""
+    import types
+    source = "def f(x):\n    y = x\n" + "".join(
+        f"    {'if' if i == 0 else 'elif'} x > {i}:\n        y = x * {i}\n" for i in range(n)) + \
+        "    else:\n        y = x - 1\n    return y\n"
+    module = types.ModuleType(f"elif_chain_{n}")
+    module.__file__ = f"<elif chain {n}>"
+    exec(compile(source, module.__file__, "exec"), module.__dict__)
+    import linecache
+    linecache.cache[module.__file__] = (len(source), None, source.splitlines(True), module.__file__)
+    return module.f
+
+
+def test_an_elif_chain_converts_to_flat_code():
+    # each `elif` used to nest the converted code two levels deeper: Python's parser stops at 100
+    f = _elif_chain(150)
+    code = ag.to_code(f)
+    deepest = max(len(line) - len(line.lstrip()) for line in code.splitlines() if line.strip()) // 4
+    assert deepest < 6, deepest
+    g = _elif_chain(40)
+    for x in (np.float64(-3.0), np.float64(7.5), np.float64(100.0)):
+        assert_same(g(x), ag.function(g)(x))

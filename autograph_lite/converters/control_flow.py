@@ -266,9 +266,11 @@ class _ControlFlow:
         opts, pre = self._opts(written, node.body + node.orelse, node)
         body = self.block(node.body, self._defined_inside(defined, written, inputs))
         orelse = self.block(node.orelse, self._defined_inside(defined, written, inputs))
+        hoisted, body = _hoisted(node.body, body)
+        more, orelse = _hoisted(node.orelse, orelse)
         then_name, else_name = self.ctx.new_name("if_body"), self.ctx.new_name("else_body")
         call = self._with_opts("ag__.if_stmt(test, then_fn, else_fn, state, names)", opts)
-        return (self._undefined(inputs, defined, node) + pre
+        return (self._undefined(inputs, defined, node) + pre + hoisted + more
                 + [self._function(then_name, inputs, body, outputs, written, node),
                    self._function(else_name, inputs, orelse, outputs, written, node)]
                 + self._call(call, outputs, node, test=node.test, then_fn=then_name, else_fn=else_name,
@@ -326,6 +328,19 @@ class _ControlFlow:
                              state=templates.names_tuple(carried), names=templates.strings_tuple(carried),
                              opts=opts)
                 + self.block(node.orelse, defined | set(carried)))
+
+
+def _hoisted(branch, converted):
+    """(function definitions moved out, the rest) of a branch's converted statements: where the
+    branch is one `if` alone (an `elif`, or `if a: if b:`), the branch functions of that inner `if`
+    are defined beside the outer ones instead of inside its branch function. The inner ones read
+    the same values either way (the outer branch function runs nothing before them, and its
+    parameters hold the variables' values when the `if` starts), and the generated code stays
+    flat: a chain of 100 `elif`s no longer nests 200 levels deep (Python's parser stops at 100)."""
+    if len(branch) != 1 or not isinstance(branch[0], gast.If) or anno.get(branch[0], anno.PYTHON_IF):
+        return [], converted
+    return ([s for s in converted if isinstance(s, gast.FunctionDef)],
+            [s for s in converted if not isinstance(s, gast.FunctionDef)])
 
 
 def _walrus_targets(test):
