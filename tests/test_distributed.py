@@ -130,7 +130,7 @@ def test_a_worker_killed_mid_step_costs_a_retry_not_a_wrong_result(client):
     data = trainer.shard(x, y, shards=4)
     want = trainer.value_and_grad(params, data)
     pending = trainer.submit(params, data)
-    (holder,) = client.who_has(data.futures[0])[data.futures[0].key]
+    holder = client.who_has(data.futures[0])[data.futures[0].key][0]
     pid = client.run(os.getpid, workers=[holder])[holder]
     os.kill(pid, signal.SIGKILL)
     loss, grads = pending.result()
