@@ -40,7 +40,8 @@ from .function import Function, function
 from .saving import dumps, loads
 from .tensor_spec import TensorSpec
 
-__all__ = ["client", "map_blocks", "DataParallel", "Shards", "StepStats", "Shipped"]
+__all__ = ["client", "dashboard", "map_blocks", "DataParallel", "PendingStep", "Shards", "StepStats", "Shipped",
+           "ThreadCap"]
 
 # ---- shipping a compiled function ----------------------------------------------------------
 
@@ -123,6 +124,9 @@ def client(client=None):
                 _clients[address] = client
     _cap_threads(client)
     return client
+
+
+_client = client  # for the classes below, whose `client` parameter hides it
 
 
 def dashboard(client):
@@ -330,7 +334,7 @@ class DataParallel:
         self.loss_fn, self.argnums, self.reduction, self.retries = loss_fn, argnums, reduction, retries
         self.sum_dtype = None if sum_dtype is None else np.dtype(sum_dtype)
         self.positions = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-        self.client = globals()["client"](client)
+        self.client = _client(client)
         self.stats = []
         self._compiled = {}  # (param specs, data specs) -> Shipped
         self._sent = {}      # sha256 -> the future of the Shipped, on every worker
@@ -480,7 +484,7 @@ class PendingStep:
 
     def __init__(self, trainer, shipped, params, data):
         self.trainer, self.shipped, self.params, self.data = trainer, shipped, params, data
-        self.retries = 0
+        self.retries, self._result = 0, None
         self._start = time.perf_counter()
         self._future = self._launch()
 
@@ -500,6 +504,11 @@ class PendingStep:
         return level[0]
 
     def result(self):
+        if self._result is None:
+            self._result = self._wait()
+        return self._result
+
+    def _wait(self):
         t = self.trainer
         while True:
             try:
@@ -509,7 +518,7 @@ class PendingStep:
                 if self.retries >= t.retries:
                     raise
                 self.retries += 1
-                t.client.wait_for_workers(1)
+                t.client.wait_for_workers(1, timeout=120)
                 self._future = self._launch()
         seconds = time.perf_counter() - self._start
         t.stats.append(StepStats(seconds, compute, max(0.0, seconds - compute - reduce), reduce, self.retries))

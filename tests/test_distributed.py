@@ -102,12 +102,24 @@ def test_a_data_parallel_step_equals_the_single_process_step(client, shards):
 
 
 def test_workers_cap_their_blas_threads(client):
+    from autograph_lite.distributed import ThreadCap
     def pools():
         from threadpoolctl import threadpool_info
         return [p["num_threads"] for p in threadpool_info()]
-    agd.client(client)
+    assert agd.client(client) is client
+    assert all(ThreadCap.name in found for found in client.run(lambda dask_worker: list(dask_worker.plugins)).values())
     share = max(1, os.cpu_count() // 2)
     assert all(n <= share for found in client.run(pools).values() for n in found)
+
+
+def test_ag_dask_scheduler_names_the_cluster(client, monkeypatch):
+    monkeypatch.setenv("AG_DASK_SCHEDULER", client.scheduler.address)
+    connected = agd.client()
+    try:
+        assert connected is not client and connected.scheduler.address == client.scheduler.address
+        assert agd.client() is connected  # one connection per address
+    finally:
+        agd._clients.pop(client.scheduler.address).close()
 
 
 def test_a_shard_that_does_not_fit_is_refused_naming_it_before_any_worker_runs(client, monkeypatch):
