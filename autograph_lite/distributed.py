@@ -379,8 +379,9 @@ class DataParallel:
         return Shards(make(), specs, make)
 
     def _hold_dask(self, data):
-        index = tuple(range(max(a.ndim for a in data)))
-        _, data = da.core.unify_chunks(*[x for a in data for x in (a, index[:a.ndim])])
+        # the first axis aligned across the arguments; each argument's other axes its own
+        indices = [("rows",) + tuple((k, axis) for axis in range(1, a.ndim)) for k, a in enumerate(data)]
+        _, data = da.core.unify_chunks(*[x for a, index in zip(data, indices) for x in (a, index)])
         data = [a.rechunk({axis: -1 for axis in range(1, a.ndim)}) for a in data]
         blocks = [a.to_delayed().reshape(-1) for a in data]
         def make():

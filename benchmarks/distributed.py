@@ -122,8 +122,9 @@ def main():
     floor = round_trip(args.steps)
     print(f"an empty Dask task's round trip on this machine: {_ms(floor)}")
     report = [{"empty_task_round_trip_seconds": floor}]
-    print(f"W5 model (D 1000, H 100, 10 outputs), SGD step; {os.cpu_count()} cores; medians over {args.steps} "
-          f"steps [IQR]; samples/s = batch rows / step time")
+    print(f"W5 model (D 1000, H 100, 10 outputs), SGD step; {os.cpu_count()} cores, load average "
+          f"{os.getloadavg()[0]:.1f} at the start; medians over {args.steps} steps [IQR]; samples/s = batch rows / "
+          f"step time")
     for rows in args.rows:
         local = quartiles(single_process(rows, args.steps))
         runs = {n: summary(data_parallel(rows, args.steps, n)) for n in (1, 2)}

@@ -82,12 +82,16 @@ def _single_process_step(params, x, y, lr):
     return loss, new
 
 
-@pytest.mark.parametrize("shards", [2, 3])
+@pytest.mark.parametrize("shards", [2, 3, "dask"])
 def test_a_data_parallel_step_equals_the_single_process_step(client, shards):
     w1, b1, w2, b2, x, y, lr = mlp_step_inputs()
     params = (w1, b1, w2, b2)
     trainer = agd.DataParallel(mlp_loss, argnums=PARAMS, client=client)
-    data = trainer.shard(x, y, shards=shards)   # 3 shards: 22, 21 and 21 rows
+    if shards == "dask":  # dask arrays: a shard per block along axis 0 (24, 24 and 16 rows)
+        data = trainer.shard(da.from_array(x, chunks=(24, 500)), da.from_array(y, chunks=(24, 10)))
+        assert data.rows == [24, 24, 16]
+    else:
+        data = trainer.shard(x, y, shards=shards)   # 3 shards: 22, 21 and 21 rows
     loss, new = trainer.step(params, data, lr=lr)
     want_loss, want = _single_process_step(params, x, y, lr)
     assert type(loss) is type(want_loss) and np.isclose(loss, want_loss, rtol=1e-13, atol=0)
