@@ -48,6 +48,7 @@ __all__ = ["client", "dashboard", "map_blocks", "DataParallel", "PendingStep", "
 _loaded = collections.OrderedDict()  # sha256 -> LoadedFunction, in this process (a worker's cache)
 _loaded_lock = threading.Lock()
 _LOADED_MAX = 64
+_loads = collections.Counter()
 
 
 class Shipped:
@@ -88,14 +89,15 @@ class Shipped:
         loaded = loads(self.data)
         with _loaded_lock:
             _loaded[self.digest] = loaded
+            _loads[self.digest] += 1
             while len(_loaded) > _LOADED_MAX:
                 _loaded.popitem(last=False)
         return loaded
 
 
-def loads_count():
-    """How many distinct functions this process has loaded and keeps (one per sha256)."""
-    return len(_loaded)
+def loads_done():
+    """{sha256: how many times this process loaded those bytes}: once each, unless evicted."""
+    return dict(_loads)
 
 
 # ---- the client -----------------------------------------------------------------------------

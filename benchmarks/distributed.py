@@ -21,7 +21,6 @@ import warnings
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [os.path.dirname(_HERE)] + [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 
-import numpy as np  # noqa: E402
 from distributed import Client, LocalCluster  # noqa: E402
 
 import autograph_lite as ag  # noqa: E402

@@ -100,6 +100,9 @@ def test_a_data_parallel_step_equals_the_single_process_step(client, shards):
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
     again, new_again = trainer.step(params, data, lr=lr)  # the same bits run to run
     assert again == loss and all(np.array_equal(a, b) for a, b in zip(new, new_again))
+    (digest,) = [shipped.digest for shipped in trainer._compiled.values()]
+    loads = [done.get(digest, 0) for done in client.run(agd.loads_done).values()]
+    assert set(loads) <= {0, 1} and 1 in loads  # each worker that ran a shard loaded the function once
     stats = trainer.stats[-1]
     assert stats.retries == 0 and stats.compute > 0 and stats.reduce >= 0 and stats.transfer >= 0
     assert np.isclose(stats.compute + stats.transfer + stats.reduce, stats.seconds)
