@@ -457,8 +457,9 @@ class DataParallel:
         if shipped is None:
             n = len(param_specs) + len(specs)
             signature = _interleave(param_specs, specs, self.positions)
+            name = getattr(self.loss_fn, "__name__", "")
             vg = _named(value_and_grad(self.loss_fn, self.positions), n,
-                        f"{getattr(self.loss_fn, '__name__', 'loss')}_value_and_grad")
+                        f"{name if name.isidentifier() else 'loss'}_value_and_grad")
             compiled = Function(vg, input_signature=signature, autograph=False)
             compiled.get_concrete_function()
             shipped = self._compiled[key] = Shipped.of(compiled)
