@@ -29,3 +29,10 @@ from .runtime.native.compiler import NativeKernelWarning
 from .saving import load, save
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    if name == "distributed":  # imported on first use: it imports dask (the `distributed` extra)
+        import importlib
+        return importlib.import_module(".distributed", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

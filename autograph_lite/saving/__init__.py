@@ -9,6 +9,7 @@ never unpickles or executes anything from it, checks every member's sha256, and 
 each graph through the op table (graphs.py), so a bad file raises `ag.LoadError`.
 """
 import inspect
+import os
 
 from .. import nest
 from ..errors import LoadError
@@ -18,7 +19,7 @@ from . import format as _format
 from .graphs import SaveError, decode_graph, decode_value, encode_graph, encode_value, fail
 from .loaded import LoadedConcreteFunction, LoadedFunction, Output
 
-__all__ = ["save", "load", "LoadedFunction", "LoadError"]
+__all__ = ["save", "load", "dumps", "loads", "LoadedFunction", "LoadError"]
 
 _PARAMETER_KINDS = {k.name: k for k in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD,
                                         inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.KEYWORD_ONLY,
@@ -32,12 +33,24 @@ def save(f, path):
     A Function with an input_signature and no trace yet is traced first. Raises ValueError
     if a trace holds something a file cannot (an argument that is an arbitrary object, a
     print to a file other than stdout/stderr, effects on the caller's containers)."""
+    writer, document = _document(f)
+    writer.write(path, document)
+
+
+def dumps(f):
+    """The bytes `ag.save(f, path)` would write: a saved function held in memory (to send to
+    another process, `ag.distributed` does). Same bytes for the same traces; `loads` reads them."""
+    writer, document = _document(f)
+    return writer.to_bytes(document)
+
+
+def _document(f):
     concretes = _concretes(f)
     writer = _format.Writer()
     name = f.call_signature.name
     document = {"name": name, "parameters": _parameters(f, writer),
                 "signatures": [_signature(c, writer) for c in concretes]}
-    writer.write(path, document)
+    return writer, document
 
 
 def _concretes(f):
@@ -150,6 +163,16 @@ def load(path):
         g(np.ones(3))
     """
     document, arrays = _format.read(path)
+    return _load(document, arrays, os.fspath(path))
+
+
+def loads(data):
+    """The function whose saved bytes (`dumps`, or a file's contents) are `data`, checked as `load` checks a file."""
+    document, arrays = _format.read(bytes(data))
+    return _load(document, arrays, "<bytes>")
+
+
+def _load(document, arrays, path):
     try:
         loaded = _build(document, arrays)
     except LoadError as e:

@@ -53,27 +53,41 @@ class Writer:
         self.arrays[name] = buffer.getvalue()
         return name
 
+    def to_bytes(self, document):
+        """The file's bytes: `document` (JSON-able) and the arrays, as `write` would store them."""
+        buffer = io.BytesIO()
+        self._zip(buffer, document)
+        return buffer.getvalue()
+
     def write(self, path, document):
         """Write `document` (JSON-able) and the arrays to `path`, atomically (a temp file renamed)."""
-        text = json.dumps(document, separators=(",", ":"), allow_nan=False).encode("utf-8")
-        members = {"function.json": text, **self.arrays}
-        manifest = {"format": FORMAT, "version": VERSION,
-                    "members": {name: hashlib.sha256(data).hexdigest() for name, data in members.items()}}
         path = os.fspath(path)
         folder = os.path.dirname(os.path.abspath(path))
         fd, tmp = tempfile.mkstemp(prefix=".ag_save_", dir=folder)
         try:
-            with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w") as zf:
-                zf.writestr("manifest.json", json.dumps(manifest, indent=1).encode("utf-8"),
-                            compress_type=zipfile.ZIP_DEFLATED)
-                zf.writestr("function.json", text, compress_type=zipfile.ZIP_DEFLATED)
-                for name, data in self.arrays.items():
-                    zf.writestr(name, data, compress_type=zipfile.ZIP_STORED)
+            with os.fdopen(fd, "wb") as f:
+                self._zip(f, document)
             os.replace(tmp, path)
         except BaseException:
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise
+
+    def _zip(self, f, document):
+        text = json.dumps(document, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        members = {"function.json": text, **self.arrays}
+        manifest = {"format": FORMAT, "version": VERSION,
+                    "members": {name: hashlib.sha256(data).hexdigest() for name, data in members.items()}}
+        with zipfile.ZipFile(f, "w") as zf:
+            # a fixed date on every member, so the same function saves to the same bytes (and sha256)
+            def put(name, data, method):
+                info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+                info.external_attr = 0o600 << 16
+                zf.writestr(info, data, compress_type=method)
+            put("manifest.json", json.dumps(manifest, indent=1).encode("utf-8"), zipfile.ZIP_DEFLATED)
+            put("function.json", text, zipfile.ZIP_DEFLATED)
+            for name, data in self.arrays.items():
+                put(name, data, zipfile.ZIP_STORED)
 
 
 # what reading a damaged zip, JSON or .npy can raise; each becomes a LoadError
@@ -83,12 +97,14 @@ _READ_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, Val
 
 
 def read(path):
-    """(document, arrays) of the file at `path`: the parsed function.json and {member name: array}.
+    """(document, arrays) of the file at `path` (or of a file's bytes): the parsed function.json and
+    {member name: array}.
 
     Raises LoadError saying what is wrong with the file."""
-    where = os.fspath(path)
+    where = "<bytes>" if isinstance(path, (bytes, bytearray, memoryview)) else os.fspath(path)
+    source = io.BytesIO(path) if where == "<bytes>" else where
     try:
-        with zipfile.ZipFile(where) as zf:
+        with zipfile.ZipFile(source) as zf:
             return _read(zf, where)
     except LoadError as e:
         if str(e).startswith(f"{where}: "):

@@ -1,0 +1,581 @@
+"""`ag.distributed`: compiled functions run past one process, on Dask (`pip install autograph_lite[distributed]`).
+
+    import dask.array as da
+    X = da.from_array(x, chunks=(1000, 64))
+    losses = ag.distributed.map_blocks(loss_per_block, X, Y)     # a dask array, one value per block
+    total = losses.sum().compute()
+
+    trainer = ag.distributed.DataParallel(mlp_loss, argnums=(0, 1, 2, 3))
+    data = trainer.shard(x, y)                                 # shards held by the workers
+    loss, params = trainer.step(params, data, lr=0.05)          # the update applied once, here
+
+A function travels as its saved bytes (`ag.saving.dumps`: the graph, never pickled Python code):
+`Shipped` pickles to (sha256, bytes), and each worker process loads those bytes once into a
+`LoadedFunction` it keeps, keyed by the sha256. The worker needs neither the user's source nor
+a C compiler. Where no client is given, `client()` connects to `$AG_DASK_SCHEDULER` or starts
+an embedded `LocalCluster` of one single-threaded worker process per core; each worker caps its
+BLAS/OpenMP threads to its share of the host's cores (threadpoolctl).
+"""
+import collections
+import hashlib
+import importlib.util
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+
+try:
+    import dask
+    import dask.array as da
+    import distributed
+    from distributed.diagnostics.plugin import WorkerPlugin
+except ImportError as e:  # ag.distributed is an extra: say how to install it
+    raise ImportError(f"ag.distributed needs dask and distributed: pip install 'autograph_lite[distributed]' ({e})") \
+        from None
+
+from .autodiff import value_and_grad
+from .function import Function, function
+from .saving import dumps, loads
+from .tensor_spec import TensorSpec
+
+__all__ = ["client", "dashboard", "map_blocks", "DataParallel", "PendingStep", "Shards", "StepStats", "Shipped",
+           "ThreadCap"]
+
+# ---- shipping a compiled function ----------------------------------------------------------
+
+_loaded = collections.OrderedDict()  # sha256 -> LoadedFunction, in this process (a worker's cache)
+_loaded_lock = threading.Lock()
+_LOADED_MAX = 64
+_loads = collections.Counter()
+
+
+class Shipped:
+    """A compiled function as its saved bytes. Pickles as (sha256, bytes): no code, no module
+    reference; `.function` is the loaded function, loaded once per process and kept."""
+
+    __slots__ = ("digest", "data")
+
+    def __init__(self, data, digest=None):
+        self.data = bytes(data)
+        self.digest = digest or hashlib.sha256(self.data).hexdigest()
+
+    @classmethod
+    def of(cls, f):
+        """`f` (an @ag.function with its traces) saved to bytes: ValueError/TypeError if it cannot be."""
+        try:
+            data = dumps(f)
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"ag.distributed: {getattr(f, '__name__', f)} cannot be sent to workers, "
+                             f"because it cannot be saved: {e}") from None
+        return cls(data)
+
+    def __reduce__(self):
+        return (Shipped, (self.data, self.digest))
+
+    def __dask_tokenize__(self):
+        return ("autograph_lite.Shipped", self.digest)
+
+    @property
+    def function(self):
+        with _loaded_lock:
+            found = _loaded.get(self.digest)
+            if found is not None:
+                _loaded.move_to_end(self.digest)
+                return found
+        if hashlib.sha256(self.data).hexdigest() != self.digest:
+            raise ValueError(f"ag.distributed: the function's bytes do not match their sha256 {self.digest[:12]}")
+        loaded = loads(self.data)
+        with _loaded_lock:
+            _loaded[self.digest] = loaded
+            _loads[self.digest] += 1
+            while len(_loaded) > _LOADED_MAX:
+                _loaded.popitem(last=False)
+        return loaded
+
+
+def loads_done():
+    """{sha256: how many times this process loaded those bytes}: once each, unless evicted."""
+    return dict(_loads)
+
+
+# ---- the client -----------------------------------------------------------------------------
+
+_clients = {}
+_clients_lock = threading.Lock()
+
+
+def client(client=None):
+    """The Dask client `ag.distributed` uses: `client` if given; else one connected to
+    `$AG_DASK_SCHEDULER` (`tcp://host:8786`); else an embedded `LocalCluster` with one
+    single-threaded worker process per core, started once (its dashboard link printed)."""
+    if client is None:
+        address = os.environ.get("AG_DASK_SCHEDULER") or None
+        with _clients_lock:
+            client = _clients.get(address)
+            if client is None or client.status in ("closing", "closed"):
+                if address:
+                    client = distributed.Client(address)
+                else:
+                    n = os.cpu_count() or 1
+                    cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True)
+                    client = distributed.Client(cluster)
+                    print(f"ag.distributed: started a local cluster of {n} worker processes; "
+                          f"{dashboard(client)}", file=sys.stderr)
+                _clients[address] = client
+    _cap_threads(client)
+    return client
+
+
+_client = client  # for the classes below, whose `client` parameter hides it
+
+
+def dashboard(client):
+    """Where `client`'s cluster shows its progress, in words."""
+    if importlib.util.find_spec("bokeh") is None:
+        return "no dashboard (pip install bokeh to see the cluster's progress in a browser)"
+    return f"dashboard: {client.dashboard_link}"
+
+
+class ThreadCap(WorkerPlugin):
+    """Limits each worker's BLAS/OpenMP pools to its share of its host's cores (the host's cores
+    over the worker threads on that host). threadpoolctl changes the pools of libraries already
+    loaded (numpy's OpenBLAS), which environment variables cannot once a worker imported numpy."""
+
+    name = "autograph_lite.thread_cap"
+
+    def __init__(self, threads_per_host):
+        self.threads_per_host = threads_per_host
+
+    def setup(self, worker):
+        from threadpoolctl import threadpool_limits
+        threads = self.threads_per_host.get(_host(worker.address), worker.state.nthreads)
+        share = max(1, (os.cpu_count() or 1) // max(1, threads))
+        worker.ag_threadpool_limits = threadpool_limits(limits=share)  # held: the limits last while it lives
+
+
+def _host(address):
+    return address.split("://")[-1].rsplit(":", 1)[0]
+
+
+_capped = set()
+
+
+def _cap_threads(client):
+    """Register ThreadCap with `client`'s cluster once."""
+    if id(client) in _capped:
+        return
+    threads = collections.Counter()
+    for address, w in client.scheduler_info(n_workers=-1)["workers"].items():
+        threads[_host(address)] += w.get("nthreads", 1)
+    client.register_plugin(ThreadCap(dict(threads)))
+    _capped.add(id(client))
+
+
+# ---- map over blocks ------------------------------------------------------------------------
+
+def map_blocks(f, *args, dtype=None, chunks=None, drop_axis=None, new_axis=None, name=None):
+    """`f` over the blocks of dask arrays, compiled, on the workers that hold the blocks.
+
+    `f` is a Python function or an @ag.function returning one array. The dask arrays in `args`
+    (one rank; their chunks aligned as dask aligns them) give `f` one block each per call; other
+    arguments (numpy arrays, numbers) are passed to every call unchanged. `f` is traced once, on
+    this process, for a signature whose dims are None where blocks differ in size (an uneven
+    last block shares the trace), saved, and sent as bytes; an @ag.function with an
+    input_signature keeps it, and a block that does not fit it is a ValueError naming the block.
+
+    Returns a dask array. A block result of the blocks' rank has the blocks' chunks (a dim the
+    trace knows is taken as is); a scalar result is one element per block, so reductions go
+    through dask's own: `map_blocks(loss_per_block, X, y).sum()`. Other shapes need `chunks=`
+    (and `drop_axis=`/`new_axis=`), as for `dask.array.map_blocks`.
+    """
+    arrays = [a for a in args if isinstance(a, da.Array)]
+    if not arrays:
+        raise TypeError("ag.distributed.map_blocks needs at least one dask array argument")
+    ndim = arrays[0].ndim
+    if any(a.ndim != ndim for a in arrays):
+        raise ValueError(f"ag.distributed.map_blocks: the dask arrays have ranks {[a.ndim for a in arrays]}; "
+                         f"give them one rank (reshape or add axes first)")
+    index = tuple(range(ndim))
+    _, aligned = da.core.unify_chunks(*[x for a in arrays for x in (a, index)])
+    aligned = iter(aligned)
+    args = [next(aligned) if isinstance(a, da.Array) else a for a in args]
+    compiled = _compiled_for_blocks(f, args)
+    shipped = Shipped.of(compiled)
+    loaded = shipped.function  # loaded here too: what cannot load is refused before anything is sent
+    output = _single_output(loaded, compiled.__name__)
+    reference = next(a for a in args if isinstance(a, da.Array))
+    pad = 0
+    if chunks is None and drop_axis is None and new_axis is None:
+        chunks, pad = _output_chunks(output.shape, reference.chunks, compiled.__name__)
+    return da.map_blocks(_run_block, *args, shipped=dask.delayed(shipped, pure=True), pad=pad,
+                         dtype=dtype or output.dtype, chunks=chunks, drop_axis=drop_axis, new_axis=new_axis,
+                         meta=np.empty((0,) * (len(chunks) if chunks is not None else ndim), dtype or output.dtype),
+                         token=name or f"ag-{compiled.__name__}")
+
+
+def _run_block(*blocks, shipped, pad):
+    result = np.asarray(shipped.function(*blocks))
+    return result.reshape((1,) * pad) if pad else result
+
+
+def _compiled_for_blocks(f, args):
+    """An @ag.function of `f` with one signature that every block fits; ValueError naming a block that does not."""
+    name = getattr(f, "__name__", "f")
+    if isinstance(f, Function) and f.input_signature is not None:
+        signature = list(f.input_signature)
+        if len(signature) != len(args):
+            raise TypeError(f"ag.distributed.map_blocks: {name} has an input_signature of {len(signature)} "
+                            f"arguments, given {len(args)}")
+        for position, (spec, a) in enumerate(zip(signature, args)):
+            if isinstance(a, da.Array) and isinstance(spec, TensorSpec):
+                for block, shape in _block_shapes(a):
+                    problem = spec.mismatch(TensorSpec(shape, a.dtype))
+                    if problem:
+                        raise ValueError(f"ag.distributed.map_blocks: block {block} of argument {position} does "
+                                         f"not fit {name}'s input_signature ({spec}): {problem}")
+        compiled = f
+    else:
+        python_function = f.python_function if isinstance(f, Function) else f
+        signature = [_relaxed_spec(a) if isinstance(a, da.Array) else _constant_spec(a) for a in args]
+        compiled = function(python_function, input_signature=signature)
+    compiled.get_concrete_function()
+    return compiled
+
+
+def _block_shapes(a):
+    for block in np.ndindex(*a.numblocks):
+        yield block, tuple(c[i] for c, i in zip(a.chunks, block))
+
+
+def _relaxed_spec(a):
+    """The spec every block of dask array `a` fits: a dim None where the blocks' sizes differ."""
+    return TensorSpec([c[0] if len(set(c)) == 1 else None for c in a.chunks], a.dtype)
+
+
+def _constant_spec(value):
+    if isinstance(value, (np.ndarray, np.generic)):
+        return TensorSpec(np.shape(value), value.dtype)
+    raise TypeError(f"ag.distributed.map_blocks: an argument other than a dask array must be a numpy array "
+                    f"or scalar (passed to every block), not {type(value).__name__}")
+
+
+def _single_output(loaded, name):
+    concrete = loaded.signatures[0]
+    slots = concrete._outputs
+    if len(slots) != 1 or slots[0].kind != "output":
+        raise TypeError(f"ag.distributed.map_blocks: {name} must return one array per block")
+    return concrete.graph.outputs[slots[0].index]
+
+
+def _output_chunks(shape, chunks, name):
+    """The result's chunks for a block result of `shape` (None dims from the block), and how many
+    axes of length 1 a scalar result gets."""
+    if shape == ():
+        return tuple((1,) * len(c) for c in chunks), len(chunks)
+    if len(shape) != len(chunks):
+        raise ValueError(f"ag.distributed.map_blocks: {name} returns rank {len(shape)} from blocks of rank "
+                         f"{len(chunks)}; pass chunks= (and drop_axis=/new_axis=) for such a result")
+    return tuple(c if d is None or all(n == d for n in c) else (d,) * len(c) for d, c in zip(shape, chunks)), 0
+
+
+# ---- data-parallel training -----------------------------------------------------------------
+
+StepStats = collections.namedtuple("StepStats", "seconds compute transfer reduce retries")
+StepStats.__doc__ = """One step's time in seconds: `compute` the slowest path of shard computations (inside the
+workers), `reduce` the slowest path of the gradient sums, `transfer` the rest (parameters sent, results
+moved, the scheduler's latency); `retries` how many times a lost worker made the step run again."""
+
+# what a worker lost mid-step raises; the step then runs again on the workers left
+_LOST = (distributed.KilledWorker, distributed.client.FutureCancelledError, distributed.comm.CommClosedError)
+
+
+class Shards:
+    """Training data split along axis 0, each shard a tuple of arrays held by a worker (a Dask
+    future). From `DataParallel.shard`; a lost shard is recomputed by Dask from where it came."""
+
+    def __init__(self, futures, specs, make):
+        self.futures, self.specs, self._make = futures, specs, make  # specs: per shard, a TensorSpec per array
+        self.rows = [s[0].shape[0] for s in specs]
+
+    def __len__(self):
+        return len(self.futures)
+
+    def _live(self):
+        if any(f.status in ("cancelled", "lost", "error") for f in self.futures):  # a restart forgot them
+            self.futures = self._make()
+        return self.futures
+
+
+class DataParallel:
+    """Data-parallel gradients of `loss_fn` on a Dask cluster, the parameters held here.
+
+        trainer = ag.distributed.DataParallel(mlp_loss, argnums=(0, 1, 2, 3))
+        data = trainer.shard(x, y)                        # split along axis 0, one shard per worker
+        loss, params = trainer.step(params, data, lr=0.05)
+
+    `loss_fn(*args)` returns a float scalar; the arguments at `argnums` (an int or a tuple of
+    ints) are the parameters (arrays), the others the data, in order. Each step sends the
+    parameters once to every worker (`client.scatter(..., broadcast=True)`), runs the compiled
+    `ag.value_and_grad(loss_fn, argnums)` on every shard where the shard lives, and sums the
+    values and gradients by a tree over the shards in shard order through Dask (in float64, or
+    `sum_dtype`), so a step gives the same bits run to run for the same shards. With
+    `reduction="mean"` (the default) `loss_fn` is a mean over the data's first axis and shard k is
+    weighted by its rows over all rows; with `"sum"` the shards' values add. The result equals
+    `ag.value_and_grad(loss_fn, argnums)` on the whole batch within float rounding.
+
+    `client`: a `distributed.Client`; by default `ag.distributed.client()` (`$AG_DASK_SCHEDULER` or
+    an embedded local cluster). A worker lost mid-step makes the step run again (`retries` times).
+    `stats` holds a `StepStats` per step: compute, transfer and reduce time.
+    """
+
+    def __init__(self, loss_fn, argnums=0, client=None, reduction="mean", sum_dtype=None, retries=3):
+        if reduction not in ("mean", "sum"):
+            raise ValueError(f"DataParallel: reduction is 'mean' or 'sum', not {reduction!r}")
+        self.loss_fn, self.argnums, self.reduction, self.retries = loss_fn, argnums, reduction, retries
+        self.sum_dtype = None if sum_dtype is None else np.dtype(sum_dtype)
+        self.positions = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+        self.client = _client(client)
+        self.stats = []
+        self._compiled = {}  # (param specs, data specs) -> Shipped
+        self._sent = {}      # sha256 -> the future of the Shipped, on every worker
+        self._direct = True
+
+    # -- data --
+
+    def shard(self, *data, shards=None):
+        """`data` (the loss function's data arguments, in order) split along axis 0 and held by the
+        workers: numpy arrays into `shards` pieces (default: one per worker, contiguous rows per
+        worker); dask arrays by their blocks along axis 0; or, per argument, a list of per-shard
+        arrays. Returns `Shards`; a shard that does not fit the others (dtype, trailing shape) is
+        refused when a step first uses it, before any worker runs."""
+        if not data:
+            raise TypeError("DataParallel.shard: give the loss function's data arguments")
+        if all(isinstance(d, (list, tuple)) for d in data):
+            counts = {len(d) for d in data}
+            if len(counts) != 1:
+                raise ValueError(f"DataParallel.shard: the arguments' shard lists differ in length {sorted(counts)}")
+            return self._hold([tuple(np.asarray(d[k]) for d in data) for k in range(counts.pop())])
+        if all(isinstance(d, da.Array) for d in data):
+            return self._hold_dask(data)
+        arrays = [np.asarray(d) for d in data]
+        rows = {a.shape[0] if a.ndim else None for a in arrays}
+        if len(rows) != 1 or None in rows:
+            raise ValueError(f"DataParallel.shard: the data arguments must share their first dim, got shapes "
+                             f"{[a.shape for a in arrays]}")
+        n = shards or len(self._workers())
+        parts = [np.array_split(a, n) for a in arrays]
+        return self._hold([tuple(np.ascontiguousarray(p[k]) for p in parts) for k in range(n)])
+
+    def _workers(self):
+        return sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+
+    def _hold(self, pieces):
+        """Shards of numpy pieces; each is a task holding its arrays, so Dask can redo a lost one."""
+        def make():
+            workers = self._workers()
+            return [self.client.submit(_pack, *p, workers=[workers[k * len(workers) // len(pieces)]],
+                                       allow_other_workers=True, pure=False) for k, p in enumerate(pieces)]
+        specs = [tuple(TensorSpec(a.shape, a.dtype) for a in p) for p in pieces]
+        return Shards(make(), specs, make)
+
+    def _hold_dask(self, data):
+        # the first axis aligned across the arguments; each argument's other axes its own
+        indices = [("rows",) + tuple((k, axis) for axis in range(1, a.ndim)) for k, a in enumerate(data)]
+        _, data = da.core.unify_chunks(*[x for a, index in zip(data, indices) for x in (a, index)])
+        data = [a.rechunk({axis: -1 for axis in range(1, a.ndim)}) for a in data]
+        blocks = [a.to_delayed().reshape(-1) for a in data]
+        def make():
+            return self.client.compute([dask.delayed(_pack)(*(b[k] for b in blocks)) for k in range(len(blocks[0]))])
+        specs = [tuple(TensorSpec((rows,) + a.shape[1:], a.dtype) for a in data) for rows in data[0].chunks[0]]
+        return Shards(make(), specs, make)
+
+    # -- steps --
+
+    def value_and_grad(self, params, data):
+        """`(loss, gradients)` of `loss_fn` over all shards of `data` at `params` (the arguments at
+        `argnums`: one array for an int argnums, else a tuple), as `ag.value_and_grad` gives them."""
+        return self.submit(params, data).result()
+
+    def step(self, params, data, lr=None, update=None):
+        """One training step: `(loss, new params)`, the update applied once, here: `p - lr * g`
+        (SGD), or `update(params, grads)` for another optimizer."""
+        loss, grads = self.value_and_grad(params, data)
+        if update is not None:
+            return loss, update(params, grads)
+        if lr is None:
+            raise TypeError("DataParallel.step needs lr= (SGD) or update=")
+        if isinstance(self.argnums, int):
+            return loss, params - lr * grads
+        return loss, tuple(p - lr * g for p, g in zip(params, grads))
+
+    def fit(self, params, data, steps, lr=None, update=None, every=None, file=None):
+        """`steps` steps from `params`; prints the loss and the step's time split every `every` steps
+        (default: ten lines in all). Returns `(params, losses)`."""
+        every = every or max(1, steps // 10)
+        print(f"ag.distributed: training on {len(self._workers())} workers, {len(data)} shards; "
+              f"{dashboard(self.client)}", file=file or sys.stderr)
+        losses = []
+        for k in range(steps):
+            loss, params = self.step(params, data, lr=lr, update=update)
+            losses.append(loss)
+            if (k + 1) % every == 0 or k + 1 == steps:
+                s = self.stats[-1]
+                print(f"  step {k + 1}/{steps}: loss {float(loss):.6g}  ({s.seconds * 1e3:.1f} ms: compute "
+                      f"{s.compute * 1e3:.1f}, transfer {s.transfer * 1e3:.1f}, reduce {s.reduce * 1e3:.1f})",
+                      file=file or sys.stderr)
+        return params, losses
+
+    def submit(self, params, data):
+        """Start a step (as `value_and_grad`) and return it as a `PendingStep`: `.result()` waits."""
+        if not isinstance(data, Shards):
+            data = self.shard(*data) if isinstance(data, (list, tuple)) else self.shard(data)
+        leaves = (params,) if isinstance(self.argnums, int) else tuple(params)
+        if len(leaves) != len(self.positions):
+            raise TypeError(f"DataParallel: argnums {self.argnums} names {len(self.positions)} parameters, "
+                            f"given {len(leaves)}")
+        leaves = tuple(_param(p, k) for k, p in enumerate(leaves))
+        shipped = self._shipped(leaves, data)
+        return PendingStep(self, shipped, leaves, data)
+
+    def _shipped(self, leaves, data):
+        """The compiled value_and_grad for these parameters and shards; ValueError naming a shard that does not fit."""
+        first = data.specs[0]
+        specs = tuple(TensorSpec((None,) + s.shape[1:], s.dtype) for s in first)
+        for k, shard in enumerate(data.specs):
+            if len(shard) != len(specs):
+                raise ValueError(f"DataParallel: shard {k} holds {len(shard)} arrays, shard 0 {len(specs)}")
+            for j, (want, have) in enumerate(zip(specs, shard)):
+                problem = want.mismatch(have)
+                if problem:
+                    raise ValueError(f"DataParallel: shard {k}, data argument {j} does not fit the compiled "
+                                     f"signature {want} (from shard 0): {problem}")
+        param_specs = tuple(TensorSpec(np.shape(p), p.dtype) for p in leaves)
+        key = (param_specs, specs)
+        shipped = self._compiled.get(key)
+        if shipped is None:
+            n = len(param_specs) + len(specs)
+            signature = _interleave(param_specs, specs, self.positions)
+            name = getattr(self.loss_fn, "__name__", "")
+            vg = _named(value_and_grad(self.loss_fn, self.positions), n,
+                        f"{name if name.isidentifier() else 'loss'}_value_and_grad")
+            compiled = Function(vg, input_signature=signature, autograph=False)
+            compiled.get_concrete_function()
+            shipped = self._compiled[key] = Shipped.of(compiled)
+            shipped.function  # loads here: what cannot load is refused before anything is sent
+        return shipped
+
+    def _broadcast(self, params):
+        """`params` sent to every worker once: from here straight to the workers where they can be
+        reached (a third of the time through the scheduler, measured on a local cluster)."""
+        if self._direct:
+            try:
+                return self.client.scatter([params], broadcast=True, hash=False, direct=True)[0]
+            except OSError:  # the workers are not reachable from here: through the scheduler
+                self._direct = False
+        return self.client.scatter([params], broadcast=True, hash=False)[0]
+
+    def _sent_function(self, shipped):
+        future = self._sent.get(shipped.digest)
+        if future is None or future.status != "finished":
+            future = self._sent[shipped.digest] = self.client.scatter(shipped, broadcast=True, hash=True)
+        return future
+
+
+class PendingStep:
+    """A step in flight (`DataParallel.submit`): `.result()` gives `(loss, gradients)`."""
+
+    def __init__(self, trainer, shipped, params, data):
+        self.trainer, self.shipped, self.params, self.data = trainer, shipped, params, data
+        self.retries, self._result = 0, None
+        self._start = time.perf_counter()
+        self._future = self._launch()
+
+    def _launch(self):
+        t = self.trainer
+        client = t.client
+        function = t._sent_function(self.shipped)
+        params = t._broadcast(self.params)
+        total = sum(self.data.rows)
+        weights = [r / total if t.reduction == "mean" else None for r in self.data.rows]
+        level = [client.submit(_shard_value_and_grad, function, params, shard, t.positions, w,
+                               None if t.sum_dtype is None else t.sum_dtype.str, pure=False)
+                 for shard, w in zip(self.data._live(), weights)]
+        while len(level) > 1:  # a fixed tree over shard order: the same sums in the same order every run
+            level = [client.submit(_add, level[i], level[i + 1], pure=False) if i + 1 < len(level) else level[i]
+                     for i in range(0, len(level), 2)]
+        return level[0]
+
+    def result(self):
+        if self._result is None:
+            self._result = self._wait()
+        return self._result
+
+    def _wait(self):
+        t = self.trainer
+        while True:
+            try:
+                value, grads, compute, reduce, dtypes = self._future.result()
+                break
+            except _LOST:
+                if self.retries >= t.retries:
+                    raise
+                self.retries += 1
+                t.client.wait_for_workers(1, timeout=120)
+                self._future = self._launch()
+        seconds = time.perf_counter() - self._start
+        t.stats.append(StepStats(seconds, compute, max(0.0, seconds - compute - reduce), reduce, self.retries))
+        loss = np.asarray(value).astype(dtypes[0])[()]
+        grads = [np.asarray(g).astype(d, copy=False) for g, d in zip(grads, dtypes[1])]
+        return loss, (grads[0] if isinstance(t.argnums, int) else tuple(grads))
+
+
+def _param(p, k):
+    if isinstance(p, np.ndarray) or isinstance(p, np.generic):
+        return p
+    if isinstance(p, float):
+        return np.float64(p)
+    raise TypeError(f"DataParallel: parameter {k} must be a numpy array or a float, not {type(p).__name__}")
+
+
+def _interleave(params, data, positions):
+    """The loss function's arguments: `params` at `positions`, `data` in the other places, in order."""
+    count = len(params) + len(data)
+    params, data = iter(params), iter(data)
+    return [next(params) if i in positions else next(data) for i in range(count)]
+
+
+def _named(fn, count, name):
+    """`fn` with exactly `count` positional parameters, called `name` (the saved function's name)."""
+    names = [f"arg{i}" for i in range(count)]
+    namespace = {"fn": fn}
+    exec(compile(f"def {name}({', '.join(names)}):\n    return fn({', '.join(names)})\n",
+                 "<autograph_lite distributed>", "exec"), namespace)  # internal: errors name the user's line
+    return namespace[name]
+
+
+# ---- what runs on the workers (module functions: pickled by name, autograph_lite installed there) ----
+
+def _pack(*arrays):
+    return arrays
+
+
+def _shard_value_and_grad(shipped, params, shard, positions, weight, sum_dtype):
+    """One shard's (value, gradients) in the summing dtype, times its rows' weight."""
+    start = time.perf_counter()
+    value, grads = shipped.function(*_interleave(params, shard, positions))
+    grads = list(grads) if isinstance(grads, (tuple, list)) else [grads]
+    dtypes = (np.asarray(value).dtype.str, [np.asarray(g).dtype.str for g in grads])
+    def widened(v):
+        v = np.asarray(v)
+        dtype = np.dtype(sum_dtype) if sum_dtype else np.result_type(v.dtype, np.float64)
+        return v.astype(dtype, copy=False) if weight is None else np.multiply(v, dtype.type(weight), dtype=dtype)
+    value, grads = widened(value), [widened(g) for g in grads]
+    return value, grads, time.perf_counter() - start, 0.0, dtypes
+
+
+def _add(a, b):
+    start = time.perf_counter()
+    value, grads = a[0] + b[0], [x + y for x, y in zip(a[1], b[1])]
+    return value, grads, max(a[2], b[2]), max(a[3], b[3]) + time.perf_counter() - start, a[4]
