@@ -32,6 +32,8 @@ NOT_EXPORTABLE = {
     "RandomNormal": "ONNX draws from another generator, so results could never equal the eager run's",
     "RandomUniform": "ONNX draws from another generator, so results could never equal the eager run's",
     "RandomDraw": "it calls a numpy (or cupy) generator object held by reference; ONNX has no such object",
+    "PythonLoop": "it runs a loop's Python code (its variables change rank), which ONNX cannot hold",
+    "PythonItem": "it indexes a Python object a PythonLoop gives, which ONNX cannot hold",
     "StackNew": "per-run stacks exist only in gradients of While loops; export the forward function",
     "StackPush": "per-run stacks exist only in gradients of While loops; export the forward function",
     "StackPop": "per-run stacks exist only in gradients of While loops; export the forward function",

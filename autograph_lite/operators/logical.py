@@ -12,6 +12,7 @@ from .. import ops
 from ..ops import math_ops
 from ..errors import ConversionError, user_location
 from ..ops.control_flow import zero_like
+from ..ops.python_values import PythonValue
 from ..runtime.graph import Tensor
 
 
@@ -303,6 +304,9 @@ def _is_none(name, left, right):
     """`r is None` / `r is not None` on a Choice that is None on some runs: a bool tensor; else None."""
     if name not in ("Is", "IsNot"):
         return None
+    for operand in (left, right):
+        if isinstance(operand, PythonValue):
+            operand._refuse()  # what it is is known only when the graph runs
     choice = left if right is None else right if left is None else None
     if isinstance(choice, MaybeUnset):
         choice._refuse()

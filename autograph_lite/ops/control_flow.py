@@ -8,13 +8,14 @@ value the sub-graphs read (their captures).
 import numpy as np
 
 from .. import nest
-from ..errors import ConversionError, user_location
+from ..errors import ConversionError, NeedsPython, user_location
 from ..runtime import devices, memory
 from ..runtime.boxes import VARIES, PythonBox, box_of
 from ..runtime.graph import Graph, Tensor, building, current_graph
 from ..runtime.opdef import COND, WHILE, always
 from .core import apply, convert_to_tensor, define, exemplar
 from .math_ops import cast, logical_not
+from .python_values import PythonValue
 
 _MAX_RELAXATIONS = 8
 
@@ -167,6 +168,8 @@ def build_cond(pred, then_g, then_out, else_g, else_out, names, location, var_na
     results, then_t, else_t, boxed = list(then_flat), [], [], []
     for i, (t, e) in enumerate(zip(then_flat, else_flat)):
         if _is_static(t) or _is_static(e):
+            if t is not e and isinstance(t if isinstance(t, PythonValue) else e, PythonValue):
+                (t if isinstance(t, PythonValue) else e)._refuse()
             if t is not e:
                 raise ConversionError(f"'{labels[i]}' is {_short(t)} in the true branch and {_short(e)} in "
                                       f"the false branch; a tensor conditional can only merge numbers and "
@@ -285,9 +288,9 @@ def _unify_pair(then_g, else_g, t, e, label, location, sides):
     if t.dtype != e.dtype:
         raise ConversionError(f"'{label}' has dtype {t.dtype} in the {sides[0]} and {e.dtype} "
                               f"in the {sides[1]}; cast one so they match (at {location})")
-    if t.ndim != e.ndim:
-        raise ConversionError(f"'{label}' has shape {t.shape} in the {sides[0]} and {e.shape} "
-                              f"in the {sides[1]}: ranks differ (at {location})")
+    if t.ndim != e.ndim:  # inside a tensor loop, the loop runs as Python instead (operators/python_loops.py)
+        raise NeedsPython(f"'{label}' has shape {t.shape} in the {sides[0]} and {e.shape} "
+                          f"in the {sides[1]}: ranks differ (at {location})")
     return t, e
 
 
@@ -428,6 +431,8 @@ def _stage_while(cond_fn, step, loop_vars, names, location, unknown, var_names, 
                                       f"same structure on every iteration (at {location})")
             out_flat = nest.flatten(out)
             for i, v in enumerate(out_flat):
+                if isinstance(v, PythonValue) and v is not flat[i]:
+                    v._refuse()  # a value only a loop run as Python gives: this loop runs as Python too
                 if i not in carried and v is not flat[i]:
                     raise ConversionError(f"loop variable '{labels[i]}' is {_short(flat[i])} before the loop and "
                                           f"{_short(v)} after an iteration; a graph loop can only carry numbers "
@@ -448,8 +453,8 @@ def _stage_while(cond_fn, step, loop_vars, names, location, unknown, var_names, 
                     raise ConversionError(f"loop variable '{label}' changes dtype from {dtype} to {o.dtype} "
                                           f"in the loop body; cast it so the dtype stays the same (at {location})")
             if o.ndim != len(shape):
-                raise ConversionError(f"loop variable '{label}' changes rank from shape {shape} to {o.shape} "
-                                      f"in the loop body (at {location})")
+                raise NeedsPython(f"loop variable '{label}' changes rank from shape {shape} to {o.shape} "
+                                  f"in the loop body (at {location})")
             new_specs.append((relax_shape(shape, o.shape), dtype, weak and o.weak))
         new_boxes = [b if b == _box(o) else VARIES for b, o in zip(boxes, body_out)]
         if new_specs == specs and new_boxes == boxes and (settled is None or settled()):
