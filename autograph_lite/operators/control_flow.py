@@ -18,7 +18,9 @@ from ..errors import ConversionError, NeedsPython, SymbolicValueError, UnknownRa
 from ..ops.array_ops import constant_value
 from ..ops.core import apply
 from . import outside_state, python_loops
+from ..ops import python_values
 from ..ops.logging_ops import ASSERT
+from ..ops.python_values import PythonValue
 from ..ops.control_flow import build_cond, python_int, stage_while, trace_function, zero_like
 from ..runtime import memory
 from ..runtime.boxes import ARRAY, box_of
@@ -203,6 +205,8 @@ def if_stmt(cond, body, orelse, state, names, opts=None):
     """`if cond: body else: orelse` over variables `state`; returns the variables in `names`."""
     if isinstance(cond, Choice):
         cond = cond.truth()
+    if isinstance(cond, PythonValue):  # known when the graph runs: its truth is a bool tensor
+        cond = python_values.truth(cond)
     if not isinstance(cond, Tensor):
         return body(*state) if cond else orelse(*state)
     location = user_location()
@@ -522,6 +526,8 @@ def while_stmt(test, body, state, names, opts=None):
         pred = test(*state)
         if isinstance(pred, Choice):
             pred = pred.truth()
+        if isinstance(pred, PythonValue):  # known when the graph runs: its truth is a bool tensor
+            pred = python_values.truth(pred)
         if isinstance(pred, Tensor):
             break
         if not pred:
@@ -702,6 +708,11 @@ def for_stmt(iterable, extra_test, body, state, names, opts=None):
     `body(item, *state)` assigns the target and runs the loop body. `extra_test(*state)`,
     if given, must hold for another iteration to start (it carries `break` and `return`).
     """
+    if isinstance(iterable, PythonValue):  # known when the graph runs: the loop runs as Python then
+        location = user_location()
+        _check_staging_allowed(opts, "`for` loop", location)
+        extra = _ExtraState(opts, "`for` loop", location)
+        return python_loops.for_loop(iterable, extra_test, body, tuple(state), names, location, extra, opts)
     if isinstance(iterable, (Tensor, TensorList, StagedSequence)):
         location = user_location()
         _check_staging_allowed(opts, "`for` loop", location)
@@ -742,6 +753,9 @@ class StagedSequence:
     def __iter__(self):
         raise TypeError(f"{self.what} over a tensor can only be iterated by a `for` loop in converted code "
                         f"(at {user_location()})")
+
+
+python_loops.TRACE_ONLY.append(StagedSequence)
 
 
 def enumerate_(iterable, start=0):

@@ -15,7 +15,7 @@ from ..runtime.graph import Graph, Tensor, building, current_graph
 from ..runtime.opdef import COND, WHILE, always
 from .core import apply, convert_to_tensor, define, exemplar
 from .math_ops import cast, logical_not
-from .python_values import PythonValue
+from .python_values import PythonValue, as_python
 
 _MAX_RELAXATIONS = 8
 
@@ -166,10 +166,16 @@ def build_cond(pred, then_g, then_out, else_g, else_out, names, location, var_na
     then_flat, else_flat = nest.flatten(then_out), nest.flatten(else_out)
     labels = names or nest.paths(then_out, "output")
     results, then_t, else_t, boxed = list(then_flat), [], [], []
+    known_later = set()  # leaves that are PythonValues (ops/python_values.py): the Cond gives one
     for i, (t, e) in enumerate(zip(then_flat, else_flat)):
-        if _is_static(t) or _is_static(e):
-            if t is not e and isinstance(t if isinstance(t, PythonValue) else e, PythonValue):
-                (t if isinstance(t, PythonValue) else e)._refuse()
+        if t is not e and (isinstance(t, PythonValue) or isinstance(e, PythonValue)):
+            # a value known only when the graph runs on one side: each side as one, the run's pick
+            with building(then_g):
+                t = as_python(t, location).tensor
+            with building(else_g):
+                e = as_python(e, location).tensor
+            known_later.add(i)
+        elif _is_static(t) or _is_static(e):
             if t is not e:
                 raise ConversionError(f"'{labels[i]}' is {_short(t)} in the true branch and {_short(e)} in "
                                       f"the false branch; a tensor conditional can only merge numbers and "
@@ -222,6 +228,8 @@ def build_cond(pred, then_g, then_out, else_g, else_out, names, location, var_na
     extra = {k for _, pick, _, value, _ in boxed for k in (pick, value) if k is not None}
     outputs = iter(o for k, o in enumerate(node.outputs) if k not in extra)
     results = [next(outputs) if value is _GRAPH_OUTPUT else value for value in results]
+    for i in known_later:
+        results[i] = PythonValue(results[i], f"'{labels[i]}'", location)
     for i, pick, python_when, value, numpy_box in boxed:
         # eager gives the Python number where that branch ran: the output slot picks the box
         results[i].python_box = PythonBox(pred if pick is None else node.outputs[pick], python_when,

@@ -2,9 +2,10 @@
 
 A `while`/`for` on a tensor whose body cannot be traced with static ranks is one PythonLoop
 node: each call runs the loop's code on the call's values, eagerly, so results, boxes, prints,
-draws and errors are eager's. What the loop leaves in its variables can be returned, printed and
-indexed with constant keys; other uses are refused at their line. Each test compares with the
-eager run of the same function.
+draws and errors are eager's. What the function does later with what the loop leaves (operators,
+methods, numpy and ag calls, `if`/`while`/`for` on it, `return` inside the loop) runs when the
+graph runs too; what needs the value while tracing is refused at its line. Each test compares
+with the eager run of the same function.
 """
 import contextlib
 import inspect
@@ -80,7 +81,7 @@ def test_the_loop_is_one_python_loop_node():
     compiled(np.array(2))
     graph = compiled.get_concrete_function(np.array(2)).graph
     assert [n.op for n in graph.nodes].count("PythonLoop") == 1
-    assert [n.op for n in graph.nodes].count("PythonItem") == 2
+    assert [n.op for n in graph.nodes].count("DeferredCall") == 2  # v["a"], v["b"], when the graph runs
 
 
 # --- loop variables that change rank ------------------------------------------------------------
@@ -245,6 +246,72 @@ def test_native_code_leaves_the_loop_python(monkeypatch):
     same_as_eager(reads_a_closure_over_a_tensor, *[(np.array(n), np.arange(3.0)) for n in (0, 1, 2, 2, 1)])
 
 
+# --- what the function does later with what the loop left -------------------------------------
+
+def grown(n, x):
+    i = 0
+    while i < n:
+        x = x[None]
+        i += 1
+    return x
+
+
+def computes_on_what_the_loop_left(n, x):
+    v = grown(n, x)
+    shape = v.shape
+    plus = v + 1
+    mixed = x * 2 + v
+    sums = np.sum(v) + ag.reduce_sum(v)
+    types = isinstance(v, np.ndarray), type(v) is np.float64, len(v) if v.ndim else -1
+    first = v[0] if v.ndim else v
+    nones = v is None, v is not None
+    v = v * 3
+    v += 1
+    return shape, plus, mixed, sums, types, first, nones, v
+
+
+def branches_and_loops_on_what_the_loop_left(n, x):
+    v = grown(n, x)
+    if v.ndim > 2:
+        y = v.sum()
+    else:
+        y = -x
+    while v.ndim < 4:
+        v = v[None]
+    total = 0.0
+    for row in v:
+        total = total + row.sum()
+    k = 0
+    for j in range(len(v)):
+        k += j
+    flag = v.ndim > 1 and x.sum() > 0
+    other = v.ndim > 5 or 7
+    return y, v.shape, total, k, flag, other, (1 if v.ndim > 3 else 2), not v.ndim > 1
+
+
+def stores_into_what_the_loop_left(n, x):
+    v = grown(n, x).copy()
+    v[..., 0] = 5
+    v[..., 1] += 2
+    return v
+
+
+def returns_inside_the_loop(n, x):
+    i = 0
+    while i < n:
+        x = x[None]
+        if x.ndim > 2:
+            return x
+        i += 1
+    return -x
+
+
+@pytest.mark.parametrize("fn", [computes_on_what_the_loop_left, branches_and_loops_on_what_the_loop_left,
+                                stores_into_what_the_loop_left, returns_inside_the_loop])
+def test_what_the_loop_left_is_computed_on_when_the_graph_runs(fn):
+    same_as_eager(fn, *[(np.array(n), np.arange(3.0) - 1) for n in (0, 1, 2, 3)])
+
+
 # --- what is refused, clearly -----------------------------------------------------------------
 
 def writes_an_argument_in_place(n, x):
@@ -260,34 +327,26 @@ def writes_an_argument_in_place(n, x):
 def test_an_in_place_write_to_an_array_it_was_given_raises_when_it_runs():
     x = np.arange(3.0)
     with pytest.raises(ConversionError, match=rf"while loop at .*test_dynamic_rank_loops.py:"
-                                              rf"{line_of(writes_an_argument_in_place, 'while')}.*in place"):
+                                              rf"{line_of(writes_an_argument_in_place, 'while')} .*writes in place"):
         ag.function(writes_an_argument_in_place)(np.array(2), x)
     assert np.array_equal(x, np.arange(3.0))  # nothing was written
 
 
-def type_of_what_the_loop_left(n):
+def unpacks_what_the_loop_left(n):
     i = 0
-    v = np.zeros(())
+    v = np.zeros((2,))
     while i < n:
-        v = ag.zeros(ag.range(i))
+        v = ag.zeros(ag.range(i) + 2)
         i += 1
-    return isinstance(v, np.ndarray)
+    a, *rest = v
+    return a
 
 
-def shape_of_what_the_loop_left(n):
-    i = 0
-    v = np.zeros(())
-    while i < n:
-        v = ag.zeros(ag.range(i))
-        i += 1
-    return v.shape
-
-
-def test_uses_needing_the_type_are_refused_at_their_line():
-    for fn in (type_of_what_the_loop_left, shape_of_what_the_loop_left):
-        with pytest.raises(ConversionError, match=rf"'v' comes from the loop on a tensor at .*:{line_of(fn, 'while')}"
-                                                  rf".*at .*test_dynamic_rank_loops.py:{line_of(fn, 'return')}"):
-            ag.function(fn)(np.array(2))
+def test_uses_needing_the_value_while_tracing_are_refused_at_their_line():
+    fn = unpacks_what_the_loop_left
+    with pytest.raises(ConversionError, match=rf"'v' comes from the loop on a tensor at .*:{line_of(fn, 'while')}"
+                                              rf".*at .*test_dynamic_rank_loops.py:{line_of(fn, 'a, *rest')}"):
+        ag.function(fn)(np.array(2))
 
 
 def grows(x, n):

@@ -57,12 +57,6 @@ def global_in_tensor_loop(x):
     return x
 
 
-def rank_changes(x):
-    while ag.reduce_sum(x) > 1:
-        x = x[None] * 0.5
-    return x + 1.0
-
-
 def undefined_variable_used(x):
     if x[0] > 0:
         z = 1.0
@@ -110,15 +104,6 @@ def test_try_around_tensor_control_flow():
 def test_global_rebinding_in_tensor_loop():
     with pytest.raises(ag.ConversionError, match=rf"rebinds global/nonlocal counter.*test_errors.py:{line_of(global_in_tensor_loop, 'while')}"):
         ag.function(global_in_tensor_loop)(f32(4))
-
-
-def test_value_of_a_rank_changing_loop_used_in_arithmetic():
-    # the loop runs as Python when the graph runs (tests/conversion/test_dynamic_rank_loops.py); what
-    # it leaves in x has no static type, so `x + 1.0` is refused at its line, naming the loop's
-    with pytest.raises(ag.ConversionError, match=rf"'x' comes from the loop on a tensor at .*test_errors.py:"
-                                                 rf"{line_of(rank_changes, 'while')}.*test_errors.py:"
-                                                 rf"{line_of(rank_changes, 'return')}"):
-        ag.function(rank_changes)(f32(4))
 
 
 def test_name_error_points_at_user_line():
