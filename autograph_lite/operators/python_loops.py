@@ -55,7 +55,8 @@ def _stage(kind, parts, state, names, location, extra, opts, error):
             raise NeedsPython(f"the `{kind}` loop at {location} goes over a value known only when the graph runs, "
                               f"so it runs as Python then, but it cannot: {e}") from None
         raise NeedsPython(f"{error}; it cannot run as Python either: {e}") from error
-    return tuple(run_python(PYTHON_LOOP, loop, [_LABELS.get(n, f"'{n}'") for n in names], location))
+    return tuple(run_python(PYTHON_LOOP, loop, f"{kind} loop at {location}", [_LABELS.get(n, f"'{n}'") for n in names],
+                            location))
 
 
 # the loop variables the converter adds, in words (the variables' own names are quoted)

@@ -42,14 +42,14 @@ def apply(op, inputs, attrs=None):
         return op.eager_kernel(xp, attrs)(*inputs)
     if any(type(x) is PYTHON_VALUE[0] for x in inputs):
         # a value known only when the graph runs (ops/python_values.py): the op runs then, eagerly
-        return PYTHON_VALUE[1](_eager_apply, op, inputs, attrs)
+        return PYTHON_VALUE[1](eager_apply, op, inputs, attrs)
     out = add_node(graph, op, inputs, attrs or {})
     if op.view is not None and inputs and isinstance(inputs[0], Tensor):
         memory.track_view(inputs[0], out)  # `row = x[0]`: a view of x's memory
     return out
 
 
-def _eager_apply(op, inputs, attrs):
+def eager_apply(op, inputs, attrs):
     return apply(op, tuple(inputs), attrs)  # when the graph runs no graph is being built: eagerly
 
 

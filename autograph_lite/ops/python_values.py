@@ -8,14 +8,16 @@ code sees it as a `PythonValue`. What the code does with one is deferred to the 
 would do it there: an operator, a method, an attribute, an item, a numpy function or an ag op on it is
 a `DeferredCall` node calling that Python callable on the run's values (its result another PythonValue);
 its truth (`if v:`, `while`, `not`) is a bool tensor (`PythonTruth`), so graph control flow can test
-it; a tensor `if` merging one gives a PythonValue (ops/control_flow.py). What needs its value while
-tracing (`len(v)` in a Python `range`, `int(v)`, iterating it in unrolled Python) is refused with
-`NeedsPython`, which makes a tensor loop around the use run as Python too.
+it; a tensor `if` merging one gives a PythonValue (ops/control_flow.py); a `for` over one is a loop
+run as Python. What needs its value while tracing (unpacking it, iterating it in unrolled Python,
+formatting it outside `print`, writing it into an array of the graph) is refused with `NeedsPython`,
+which makes a tensor loop around the use run as Python too.
 
 `Templates` is how a node that runs Python gets the run's values: it records what the Python code
 reads (tensors, PythonValues, containers of them, closures over them) and rebuilds it for each run.
 """
 import contextlib
+import functools
 import operator
 import types
 
@@ -67,7 +69,7 @@ class PythonValue:
         self.tensor, self.label, self.location = tensor, label, location
 
     def __repr__(self):
-        return f"<{self.label}: a Python value of the loop at {self.location}>"
+        return f"<{self.label}: a Python value from the loop at {self.location}>"
 
     def _refuse(self, *args, **kwargs):
         raise NeedsPython(
@@ -77,7 +79,7 @@ class PythonValue:
             f"{user_location(2)})")
 
     def __getattr__(self, name):
-        if name.startswith("__"):
+        if name.startswith("_"):  # Python's and the compiler's own probes (`__array_interface__`)
             raise AttributeError(name)
         return defer(getattr, self, name)
 
@@ -112,17 +114,13 @@ for _name in ("__bool__", "__len__", "__iter__", "__contains__", "__str__", "__f
 PythonValue.__hash__ = object.__hash__
 
 
-def is_python(value):
-    return type(value) is PythonValue
-
-
 def origin(values):
     """The first PythonValue among `values` (nested in lists, tuples and dicts too), or None."""
     for v in values:
         if type(v) is PythonValue:
             return v
-        if type(v) in (list, tuple, dict):
-            found = origin(v.values() if type(v) is dict else v)
+        if type(v) in (list, tuple, dict, slice):
+            found = origin(v.values() if type(v) is dict else (v.start, v.stop, v.step) if type(v) is slice else v)
             if found is not None:
                 return found
     return None
@@ -131,9 +129,29 @@ def origin(values):
 def defer(fn, *args, **kwargs):
     """`fn(*args, **kwargs)` called when the graph runs, on the run's values: a PythonValue."""
     source = origin((fn, *args, *kwargs.values()))
-    call = Deferred(fn, args, kwargs)
-    label = f"{getattr(fn, '__name__', 'a call')}() of {source.label}" if source is not None else "a value"
-    return run_python(PYTHON_CALL, call, label, source.location if source is not None else user_location(2))[0]
+    label = _describe_call(fn, args, source)
+    where = source.location if source is not None else user_location()
+    return run_python(PYTHON_CALL, Deferred(fn, args, kwargs), label, [label], where)[0]
+
+
+def _describe_call(fn, args, source):
+    """`v.shape`, `v.sum()`, `add(v, ...)`: the call in words, for the node and for errors."""
+    if source is None:
+        return "a value"
+    if fn is getattr and len(args) == 2 and isinstance(args[1], str):
+        return f"{_plain(args[0])}.{args[1]}"
+    if type(fn) is PythonValue:
+        return f"{_plain(fn)}()"
+    if fn is core.eager_apply:  # an ag op on one (core.apply)
+        fn, args = args[0], args[1]
+    name = getattr(fn, "__name__", None) or getattr(fn, "name", "a call")
+    return f"{name}({', '.join(_plain(a) for a in args[:2])}{', ...' if len(args) > 2 else ''})"
+
+
+def _plain(value):
+    if type(value) is PythonValue:
+        return value.label.strip("'")
+    return "..." if isinstance(value, Tensor) else repr(value) if len(repr(value)) < 20 else "..."
 
 
 def truth(value):
@@ -148,7 +166,7 @@ def as_python(value, location):
     """`value` (a tensor, a Python value) as a PythonValue: a tensor `if` merges it with one."""
     if type(value) is PythonValue:
         return value
-    return run_python(PYTHON_CALL, Deferred(_same, (value,), {}), "a value", location)[0]
+    return run_python(PYTHON_CALL, Deferred(_same, (value,), {}), "a value", ["a value"], location)[0]
 
 
 def _same(value):
@@ -158,14 +176,13 @@ def _same(value):
 core.PYTHON_VALUE[:] = [PythonValue, defer]  # ag ops on a PythonValue are deferred to the run (core.apply)
 
 
-def run_python(op, code, label, location):
-    """One node of `op` (PythonLoop or DeferredCall) running `code` (a Templates) when the graph runs;
-    its outputs as PythonValues labelled `label` (a string, or one per output)."""
+def run_python(op, code, label, labels, location):
+    """One node of `op` (PythonLoop or DeferredCall) running `code` (a Templates) when the graph runs,
+    at the user's current line; its outputs as PythonValues named by `labels`, from `location`."""
     graph = current_graph()
     inputs = [graph.capture(t) for t in code.inputs]
-    node = graph.add_node(op, inputs, {"code": code, "label": label if isinstance(label, str) else "a loop"},
-                          [((), OPAQUE)] * code.outputs, location=location)
-    labels = [label] * code.outputs if isinstance(label, str) else label
+    node = graph.add_node(op, inputs, {"code": code, "label": label}, [((), OPAQUE)] * code.outputs,
+                          location=user_location())
     return [PythonValue(t, name, location) for t, name in zip(node.outputs, labels)]
 
 
@@ -197,10 +214,17 @@ class Templates:
         if type(value) in (tuple, list, dict) or (isinstance(value, tuple) and hasattr(type(value), "_fields")):
             leaves, treedef = nest.flatten_with_treedef(value)
             return _Rebuilt(treedef, [self.template(v) for v in leaves])
+        if type(value) is slice and holds_symbols((value.start, value.stop, value.step)):
+            return _Slice(self.template((value.start, value.stop, value.step)))
         if type(value) is np.ndarray:
             return _Fresh(value)  # made while tracing: each run starts from its own copy, as each eager call
         if type(value) is types.FunctionType:
             return self._function(value)
+        if type(value) is types.MethodType and isinstance(value.__self__, (Tensor, PythonValue)):
+            # `x.reshape` of a tensor: the run's array's own method, as eagerly
+            return _Attribute(self.template(value.__self__), _method_name(value))
+        if type(value) is functools.partial:
+            return _Partial(self.template(value.func), self.template(value.args), self.template(value.keywords))
         return value
 
     def _input(self, t):
@@ -302,6 +326,36 @@ class _Rebuilt:
         self.treedef, self.leaves = treedef, leaves
 
 
+class _Attribute:
+    __slots__ = ("owner", "name")
+
+    def __init__(self, owner, name):
+        self.owner, self.name = owner, name
+
+
+class _Slice:
+    __slots__ = ("bounds",)
+
+    def __init__(self, bounds):
+        self.bounds = bounds
+
+
+class _Partial:
+    __slots__ = ("func", "args", "keywords")
+
+    def __init__(self, func, args, keywords):
+        self.func, self.args, self.keywords = func, args, keywords
+
+
+def _method_name(method):
+    """The attribute name under which `method` (bound to a Tensor) is found on its class."""
+    for cls in type(method.__self__).__mro__:
+        for name, attr in vars(cls).items():
+            if attr is method.__func__:
+                return name
+    raise CannotRun(f"it calls {method!r}, a method of a tensor with no ndarray counterpart")
+
+
 class _Cell:
     __slots__ = ("cell", "contents")
 
@@ -330,6 +384,13 @@ def build(template, given, memo):
         return template.treedef.unflatten([build(v, given, memo) for v in template.leaves])
     if isinstance(template, _Function):
         return _build_function(template, given, memo)
+    if isinstance(template, _Attribute):
+        return getattr(build(template.owner, given, memo), template.name)
+    if isinstance(template, _Slice):
+        return slice(*build(template.bounds, given, memo))
+    if isinstance(template, _Partial):
+        return functools.partial(build(template.func, given, memo), *build(template.args, given, memo),
+                                 **build(template.keywords, given, memo))
     return template
 
 

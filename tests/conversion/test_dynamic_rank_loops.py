@@ -306,8 +306,15 @@ def returns_inside_the_loop(n, x):
     return -x
 
 
+def mixes_it_with_tensors(n, x):
+    v = grown(n, x)
+    s = x.sum()
+    s += v.sum()  # a numpy scalar: `+=` rebinds, as eagerly
+    return x[:len(v)], x.reshape(v.shape), x[v.ndim - 1], np.where(x > 0, v.sum(), x), np.maximum(x, v), s
+
+
 @pytest.mark.parametrize("fn", [computes_on_what_the_loop_left, branches_and_loops_on_what_the_loop_left,
-                                stores_into_what_the_loop_left, returns_inside_the_loop])
+                                stores_into_what_the_loop_left, returns_inside_the_loop, mixes_it_with_tensors])
 def test_what_the_loop_left_is_computed_on_when_the_graph_runs(fn):
     same_as_eager(fn, *[(np.array(n), np.arange(3.0) - 1) for n in (0, 1, 2, 3)])
 
@@ -356,6 +363,21 @@ def grows(x, n):
         v = v[None] * 2.0
         i += 1
     return v
+
+
+def writes_it_into_an_array_of_the_graph(n, x):
+    v = grown(n, x)
+    y = x * 2.0
+    y[0] = v.sum()
+    return y
+
+
+def test_writing_it_into_an_array_of_the_graph_is_refused():
+    fn = writes_it_into_an_array_of_the_graph
+    with pytest.raises(ConversionError, match=rf"x.sum\(\) comes from the loop on a tensor at .*:"
+                                              rf"{line_of(grown, 'while')}.*written in place with it \(at "
+                                              rf".*test_dynamic_rank_loops.py:{line_of(fn, 'y[0] =')}\)"):
+        ag.function(fn)(np.array(1), np.arange(3.0))
 
 
 def test_gradient_and_save_are_refused(tmp_path):
