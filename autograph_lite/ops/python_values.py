@@ -254,7 +254,7 @@ class Templates:
             template.cells.append(known)
         for name in _global_names(fn.__code__):
             value = fn.__globals__.get(name, _EMPTY)
-            if isinstance(value, (Tensor, PythonValue)) or (type(value) in (tuple, list, dict) and holds_symbols(value)):
+            if holds_symbols(value):  # a global the trace holds a tensor in (outside state read as an input)
                 template.globals[name] = self.template(value)
         return template
 
