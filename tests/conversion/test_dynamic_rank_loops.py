@@ -169,6 +169,31 @@ def test_closures_see_each_calls_values():
                   (np.array(0), np.ones(3)))
 
 
+OFFSET = np.arange(3.0)
+
+
+class Model:
+    def __init__(self):
+        self.W = np.ones(3)
+
+    def grow(self, n, x):
+        i = 0
+        while i < n:
+            x = (x * self.W + OFFSET)[None]
+            i += 1
+        return x
+
+
+def test_globals_and_attributes_are_read_on_every_call(monkeypatch):
+    model = Model()
+    compiled = ag.function(model.grow)
+    for k in range(3):
+        monkeypatch.setattr(f"{__name__}.OFFSET", np.arange(3.0) * (k + 1))
+        model.W = np.full(3, float(k))
+        assert_identical(model.grow(np.array(2), np.ones(3)), compiled(np.array(2), np.ones(3)))
+    assert compiled.trace_count == 1
+
+
 def nested_in_a_tensor_loop(n, m):
     j = 0
     out = []
@@ -380,10 +405,13 @@ def test_writing_it_into_an_array_of_the_graph_is_refused():
         ag.function(fn)(np.array(1), np.arange(3.0))
 
 
-def test_gradient_and_save_are_refused(tmp_path):
+def test_gradient_save_and_export_are_refused(tmp_path):
     with pytest.raises(ConversionError, match=r"ag.grad cannot differentiate grows: .*runs as Python"):
         ag.grad(grows)(np.ones(3), np.array(2))
     compiled = ag.function(grows)
     compiled(np.ones(3), np.array(2))
     with pytest.raises(ValueError, match=r"ag.save: grows runs the loop on a tensor at .* as Python"):
         ag.save(compiled, str(tmp_path / "grows.agz"))
+    pytest.importorskip("onnx")
+    with pytest.raises(ConversionError, match=r"cannot export PythonLoop node .* ONNX cannot hold"):
+        ag.export_onnx(compiled.get_concrete_function(np.ones(3), np.array(2)), str(tmp_path / "grows.onnx"))
