@@ -13,13 +13,14 @@ import numbers
 import numpy as np
 
 from . import nest
-from .errors import user_location
+from .errors import ConversionError, user_location
 from .function import Function, bound_self
 from .operators import call
 from .ops.array_ops import zeros_like
 from .ops.core import convert_to_tensor
 from .ops.gradient_ops import float_dtype
 from .ops.gradients import gradients
+from .ops.python_values import PythonValue
 from .runtime.graph import Tensor, current_graph
 
 
@@ -45,6 +46,11 @@ def value_and_grad(fn, argnums=0):
             leaves, treedefs[p] = nest.flatten_with_treedef(args[p])
             args[p] = treedefs[p].unflatten([convert_to_tensor(v, graph) for v in leaves])
         value = call(fn)(*args)
+        if isinstance(value, PythonValue):
+            raise ConversionError(
+                f"ag.grad cannot differentiate {getattr(fn, '__name__', 'fn')}: its result ({value.label}) comes from "
+                f"the loop on a tensor at {value.location}, which runs as Python when the graph runs (its "
+                f"variables' ranks change), and a gradient needs the loop as a graph loop (at {user_location()})")
         if not isinstance(value, Tensor):
             value = convert_to_tensor(value, graph)
         if value.shape != () or not float_dtype(value):

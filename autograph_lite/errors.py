@@ -26,6 +26,17 @@ class ConversionError(Exception):
     """
 
 
+class UnknownRank(ValueError):
+    """An op needs, while tracing, a rank or a length that is known only when the graph runs
+    (`np.zeros(np.arange(i))`): a limit of the static graph, not an error of the program."""
+
+
+class NeedsPython(ConversionError):
+    """A block cannot be traced with static ranks (a loop variable changes rank, an op meets an
+    `UnknownRank`, a value only a Python-run loop gives is used): a tensor loop around it runs as
+    Python when the graph runs instead (operators/python_loops.py); elsewhere a refusal."""
+
+
 def is_internal_file(filename):
     return filename.startswith(_INTERNAL_PREFIXES) or filename.startswith("<frozen ")
 

@@ -23,6 +23,7 @@ from .operators.variables import check_defined
 from .effects import _Effects, _replay
 from .errors import ConversionError, SymbolicValueError, traceback_location, user_location
 from .ops.core import constant_node
+from .ops.python_values import PythonValue
 from .runtime import devices, memory
 from .runtime.devices import _placement
 from .runtime.graph import Graph, Tensor, _tracing, building, copy_graph
@@ -270,6 +271,20 @@ class _Item:
     def get(self, arrays, results):
         value = results[self.output]
         return value.item() if hasattr(value, "item") else value  # an array's, a numpy scalar's, a device's
+
+
+class _PythonSlot:
+    """An output leaf a tensor loop run as Python gave (`PythonValue`): the object as it is; one holding
+    a variable that has no value (its loop ran zero times) raises UnboundLocalError, as reading it does."""
+    __slots__ = ("output",)
+
+    def __init__(self, output):
+        self.output = output
+
+    def get(self, arrays, results):
+        value = results[self.output]
+        check_defined(value)
+        return value
 
 
 class _Chosen:
@@ -644,6 +659,9 @@ def _output_slots(graph, outputs, where=None):
                                     leaf.kind in ("bool", "int", "float", "complex")))
             if leaf.tensor is not None:
                 graph.outputs.append(graph.capture(leaf.tensor))
+        elif isinstance(leaf, PythonValue):  # a loop run as Python gave it: returned as that run made it
+            slots.append(_PythonSlot(len(graph.outputs)))
+            graph.outputs.append(graph.capture(leaf.tensor))
         elif isinstance(leaf, Tensor) or _is_array(leaf):
             if isinstance(leaf, Tensor) and leaf.stale is not None:
                 leaf.stale.check_read(graph, f"is returned by {graph.name}")

@@ -18,7 +18,7 @@ import types
 import numpy as np
 
 from .. import ops
-from ..ops import generator_draws, math_ops, numpy_api
+from ..ops import generator_draws, math_ops, numpy_api, python_values
 from ..errors import ConversionError, user_location
 from ..runtime import devices
 from ..runtime.graph import current_graph
@@ -80,6 +80,24 @@ def _replacement(table, f):
 
 def call(f):
     """The callable converted code should call in place of `f`."""
+    target = _target(f)
+    if current_graph() is None or f is builtins.print or _converted_code(target):
+        return target
+
+    def call_or_defer(*args, **kwargs):
+        # a value known only when the graph runs among the arguments: `f` runs then, as eagerly
+        if python_values.origin((f, *args, *kwargs.values())) is not None:
+            return python_values.defer(f, *args, **kwargs)
+        return target(*args, **kwargs)
+    return call_or_defer
+
+
+def _converted_code(fn):
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    return code is not None and code.co_filename.startswith("<autograph_lite")
+
+
+def _target(f):
     replaced = _replacement(_REPLACED, f)
     if replaced is not None:
         return replaced

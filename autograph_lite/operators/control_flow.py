@@ -14,11 +14,13 @@ import types
 import numpy as np
 
 from .. import nest, ops
-from ..errors import ConversionError, SymbolicValueError, traceback_location, user_location
+from ..errors import ConversionError, NeedsPython, SymbolicValueError, UnknownRank, traceback_location, user_location
 from ..ops.array_ops import constant_value
 from ..ops.core import apply
-from . import outside_state
+from . import outside_state, python_loops
+from ..ops import python_values
 from ..ops.logging_ops import ASSERT
+from ..ops.python_values import PythonValue
 from ..ops.control_flow import build_cond, python_int, stage_while, trace_function, zero_like
 from ..runtime import memory
 from ..runtime.boxes import ARRAY, box_of
@@ -203,6 +205,8 @@ def if_stmt(cond, body, orelse, state, names, opts=None):
     """`if cond: body else: orelse` over variables `state`; returns the variables in `names`."""
     if isinstance(cond, Choice):
         cond = cond.truth()
+    if isinstance(cond, PythonValue):  # known when the graph runs: its truth is a bool tensor
+        cond = python_values.truth(cond)
     if not isinstance(cond, Tensor):
         return body(*state) if cond else orelse(*state)
     location = user_location()
@@ -355,7 +359,7 @@ def _naming_block(fn, block, location, why):
         except Exception as e:
             if getattr(e, "_ag_staged_raise", None) is not None:  # a `raise` no `except` of the block handled
                 raise e._ag_staged_raise from None
-            raise ConversionError(
+            raise (NeedsPython if isinstance(e, UnknownRank) else ConversionError)(
                 f"{block} on a tensor (at {location}) raised {type(e).__name__} while it was traced ({e}, at "
                 f"{traceback_location(e.__traceback__) or user_location()}); {why}. Make it valid for any "
                 f"input (e.g. cast the operands first)") from e
@@ -519,10 +523,12 @@ def while_stmt(test, body, state, names, opts=None):
     with _unrolling() as level:
         while True:
             graph = current_graph()
-            first = len(graph.nodes)
+            first = len(graph.nodes) if graph is not None else 0  # none: a loop run as Python runs this one
             pred = test(*state)
             if isinstance(pred, Choice):
                 pred = pred.truth()
+            if isinstance(pred, PythonValue):  # known when the graph runs: its truth is a bool tensor
+                pred = python_values.truth(pred)
             if isinstance(pred, Tensor):
                 break
             if not pred:
@@ -535,7 +541,10 @@ def while_stmt(test, body, state, names, opts=None):
     _check_staging_allowed(opts, "`while` loop", location)
     extra = _ExtraState(opts, "`while` loop", location)
     dict_items = _check_runs_once(pred, opts, state, names, "while", location, extra)
-    result = _while_staged(test, body, state, names, opts, graph, first, pred, location, extra)
+    try:
+        result = _while_staged(test, body, state, names, opts, graph, first, pred, location, extra)
+    except NeedsPython as e:  # not traceable with static ranks: the loop runs as Python in the graph
+        return python_loops.while_loop(test, body, state, names, pred, location, extra, opts, e)
     _mark_maybe_unset(dict_items, pred, "while", location)
     return result
 
@@ -717,6 +726,11 @@ def for_stmt(iterable, extra_test, body, state, names, opts=None):
     `body(item, *state)` assigns the target and runs the loop body. `extra_test(*state)`,
     if given, must hold for another iteration to start (it carries `break` and `return`).
     """
+    if isinstance(iterable, PythonValue):  # known when the graph runs: the loop runs as Python then
+        location = user_location()
+        _check_staging_allowed(opts, "`for` loop", location)
+        extra = _ExtraState(opts, "`for` loop", location)
+        return python_loops.for_loop(iterable, extra_test, body, tuple(state), names, location, extra, opts)
     if isinstance(iterable, (Tensor, TensorList, StagedSequence)):
         location = user_location()
         _check_staging_allowed(opts, "`for` loop", location)
@@ -724,7 +738,10 @@ def for_stmt(iterable, extra_test, body, state, names, opts=None):
         extra = _ExtraState(opts, "`for` loop", location)
         runs = sequence[0] > 0
         dict_items = _check_runs_once(runs, opts, state, names, "for", location, extra)
-        result = _tensor_for(sequence, extra_test, body, tuple(state), names, location, extra)
+        try:
+            result = _tensor_for(sequence, extra_test, body, tuple(state), names, location, extra)
+        except NeedsPython as e:  # not traceable with static ranks: the loop runs as Python in the graph
+            return python_loops.for_loop(iterable, extra_test, body, state, names, location, extra, opts, e)
         _mark_maybe_unset(dict_items, runs, "for", location)
         return result
     state = tuple(state)
@@ -757,6 +774,9 @@ class StagedSequence:
     def __iter__(self):
         raise TypeError(f"{self.what} over a tensor can only be iterated by a `for` loop in converted code "
                         f"(at {user_location()})")
+
+
+python_loops.TRACE_ONLY.append(StagedSequence)
 
 
 def enumerate_(iterable, start=0):

@@ -12,6 +12,7 @@ import operator
 import numpy as np
 
 from ..errors import ConversionError, user_location
+from ..ops import python_values
 from ..ops.core import convert_to_tensor, holds_tensor
 from ..runtime import memory
 from ..runtime.graph import Tensor, current_graph
@@ -26,6 +27,9 @@ _IN_PLACE = {"+": operator.iadd, "-": operator.isub, "*": operator.imul, "/": op
 def set_item(target, index, value, op=None, name=None):
     """`target[index] = value` (`op`: `target[index] op= value`, Python's own sequence: read the
     item, update it, store it); returns what the variable `name` holds afterwards."""
+    if python_values.origin((target, index)) is not None or (
+            type(target) is np.ndarray and python_values.origin((value,)) is not None):
+        return python_values.defer(_store, target, index, value, op)  # done when the graph runs, as eagerly
     if type(target) is np.ndarray and current_graph() is not None and _holds_tensor(index, value):
         # before an `op=` reads the item: a numpy array indexed by a tensor (`v[n % 4] -= 1`) cannot be read
         target = _promoted(target, name)
@@ -37,6 +41,13 @@ def set_item(target, index, value, op=None, name=None):
         return target.with_item(index, value)
     if type(target) is np.ndarray and current_graph() is not None and _holds_tensor(index, value):
         target = _promoted(target, name)
+    target[index] = value
+    return target
+
+
+def _store(target, index, value, op):
+    if op is not None:
+        value = _IN_PLACE[op](target[index], value)
     target[index] = value
     return target
 

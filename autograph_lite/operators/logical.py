@@ -12,12 +12,16 @@ from .. import ops
 from ..ops import math_ops
 from ..errors import ConversionError, user_location
 from ..ops.control_flow import zero_like
+from ..ops import python_values
+from ..ops.python_values import PythonValue
 from ..runtime.graph import Tensor
 
 
 def and_(left, right, truth=False):
     """`left() and right()`; `truth`: only its truth value is used (an `if`/`while` test)."""
     value = left()
+    if isinstance(value, PythonValue):  # known when the graph runs: its truth is a bool tensor
+        return _known_later("and", value, right, truth)
     if isinstance(value, (Tensor, Choice)):
         return _staged("and", value, right, truth)
     return right() if value else value
@@ -26,9 +30,21 @@ def and_(left, right, truth=False):
 def or_(left, right, truth=False):
     """`left() or right()`; `truth`: only its truth value is used (an `if`/`while` test)."""
     value = left()
+    if isinstance(value, PythonValue):  # known when the graph runs: its truth is a bool tensor
+        return _known_later("or", value, right, truth)
     if isinstance(value, (Tensor, Choice)):
         return _staged("or", value, right, truth)
     return value if value else right()
+
+
+def _known_later(op, value, right, truth):
+    """`value op right()` for a PythonValue `value`: a Cond on its truth giving `value` or `right()` (a
+    PythonValue where they differ: the one the run took), or only the truth of that for a test."""
+    if truth:
+        return _staged(op, python_values.truth(value), right, True)
+    keep = lambda: value  # noqa: E731
+    return ops.cond(python_values.truth(value), right, keep) if op == "and" else \
+        ops.cond(python_values.truth(value), keep, right)
 
 
 def _staged(op, value, right, truth):
@@ -267,6 +283,8 @@ def _truth_tensor(value):
 def _truth_of(value, op, location):
     if isinstance(value, Choice):
         return value.truth()
+    if isinstance(value, PythonValue):
+        return python_values.truth(value)
     if isinstance(value, Tensor):
         _check_truth(value, op, location)
         return ops.cast(value, bool)
@@ -302,7 +320,10 @@ def compare(left, *steps, truth=False):
     chain stopping at the first false comparison (`a < b < c` is `a < b and b < c`)."""
     (name, operand), rest = steps[0], steps[1:]
     right = operand()
-    result = _is_none(name, left, right)
+    if isinstance(left, PythonValue) or isinstance(right, PythonValue):
+        result = python_values.defer(_COMPARISONS[name], left, right)  # compared when the graph runs
+    else:
+        result = _is_none(name, left, right)
     if result is None:
         result = _COMPARISONS[name](left, right)
     if not rest:
@@ -331,6 +352,8 @@ def not_(value):
     """`not value`: a bool, as in Python."""
     if isinstance(value, Choice):
         value = value.truth()
+    if isinstance(value, PythonValue):
+        value = python_values.truth(value)
     if isinstance(value, Tensor):
         _check_truth(value, "not", user_location(2))
         return math_ops.python_not(value)  # a Python bool, as `not` gives on numpy values too
@@ -342,6 +365,8 @@ def if_exp(cond, if_true, if_false):
     be representable in the other side's dtype kind (eager would return either type)."""
     if isinstance(cond, Choice):
         cond = cond.truth()
+    if isinstance(cond, PythonValue):
+        cond = python_values.truth(cond)
     if not isinstance(cond, Tensor):
         return if_true() if cond else if_false()
     location = user_location(2)

@@ -12,6 +12,7 @@ from ..ops import array_ops, math_ops
 from ..ops.control_flow import python_scalar
 from ..ops.core import apply, holds_tensor
 from ..ops.logging_ops import ASSERT, FormattedText
+from ..ops.python_values import PythonValue
 from ..runtime.boxes import SCALAR, box_of, eager_type
 from ..ops.control_flow import python_scalar
 from ..runtime.graph import Tensor, current_graph
@@ -51,7 +52,7 @@ def fstring(callee, *pieces):
     """An f-string: the text now, or, as an argument of the builtin print (or an assert's message)
     that holds tensors, the pieces formatted when the graph runs."""
     if (callee is builtins.print or callee is assert_stmt) and any(
-            isinstance(p, tuple) and isinstance(p[0], Tensor) for p in pieces):
+            isinstance(p, tuple) and isinstance(p[0], (Tensor, PythonValue)) for p in pieces):
         return FormattedText(pieces)
     return "".join(p if isinstance(p, str) else _format_now(*p) for p in pieces)
 
@@ -111,6 +112,8 @@ def len_(value):
 def _eager_types(value):
     """The types eager code may hold for `value`: one, or a Choice's candidates' (known when the graph
     runs); None for a value that is not symbolic."""
+    if isinstance(value, PythonValue):
+        value._refuse()  # its type is known only when the graph runs
     if isinstance(value, Tensor):
         types = [eager_type(value)]  # None: it depends on the path a tensor `if` took
         if value.python_box is not None:  # a Python number on the runs that took one side

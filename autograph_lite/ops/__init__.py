@@ -4,6 +4,7 @@ Called on arrays an op runs its kernel; called on a symbolic Tensor it adds a no
 """
 from . import overloads as _overloads  # noqa: F401  (installs Tensor operators)
 from . import generator_draws as _generator_draws  # noqa: F401  (registers RandomDraw)
+from . import python_values as _python_values  # noqa: F401  (registers PythonLoop, PythonItem)
 from . import nn, random_ops as random
 from .array_ops import (concat, constant, expand_dims, fill, gather, getitem, identity, ones, ones_like,
                         pad, range, reshape, shape, size, squeeze, stack, transpose, zeros, zeros_like)

@@ -8,7 +8,7 @@ import numbers
 
 import numpy as np
 
-from ..errors import user_location
+from ..errors import UnknownRank, user_location
 from ..runtime import devices, memory
 from ..runtime.graph import Slot, Tensor
 from ..runtime.lowering import SPELLINGS
@@ -34,7 +34,7 @@ def static_shape_of(t):
     if t.node.op == "Stack":
         return tuple(None if constant_value(i) is None else int(constant_value(i)) for i in t.node.inputs)
     if t.ndim != 1 or t.shape[0] is None:
-        raise ValueError(f"a shape must be a 1-D tensor of known length, got {t!r}")
+        raise UnknownRank(f"a shape must be a 1-D tensor of known length, got {t!r}")
     return (None,) * t.shape[0]
 
 

@@ -8,13 +8,14 @@ value the sub-graphs read (their captures).
 import numpy as np
 
 from .. import nest
-from ..errors import ConversionError, user_location
+from ..errors import ConversionError, NeedsPython, user_location
 from ..runtime import devices, memory
 from ..runtime.boxes import VARIES, PythonBox, box_of
 from ..runtime.graph import Graph, Tensor, building, current_graph
 from ..runtime.opdef import COND, WHILE, always
 from .core import apply, convert_to_tensor, define, exemplar
 from .math_ops import cast, logical_not
+from .python_values import PythonValue, as_python
 
 _MAX_RELAXATIONS = 8
 
@@ -165,8 +166,16 @@ def build_cond(pred, then_g, then_out, else_g, else_out, names, location, var_na
     then_flat, else_flat = nest.flatten(then_out), nest.flatten(else_out)
     labels = names or nest.paths(then_out, "output")
     results, then_t, else_t, boxed = list(then_flat), [], [], []
+    known_later = set()  # leaves that are PythonValues (ops/python_values.py): the Cond gives one
     for i, (t, e) in enumerate(zip(then_flat, else_flat)):
-        if _is_static(t) or _is_static(e):
+        if t is not e and (isinstance(t, PythonValue) or isinstance(e, PythonValue)):
+            # a value known only when the graph runs on one side: each side as one, the run's pick
+            with building(then_g):
+                t = as_python(t, location).tensor
+            with building(else_g):
+                e = as_python(e, location).tensor
+            known_later.add(i)
+        elif _is_static(t) or _is_static(e):
             if t is not e:
                 raise ConversionError(f"'{labels[i]}' is {_short(t)} in the true branch and {_short(e)} in "
                                       f"the false branch; a tensor conditional can only merge numbers and "
@@ -219,6 +228,8 @@ def build_cond(pred, then_g, then_out, else_g, else_out, names, location, var_na
     extra = {k for _, pick, _, value, _ in boxed for k in (pick, value) if k is not None}
     outputs = iter(o for k, o in enumerate(node.outputs) if k not in extra)
     results = [next(outputs) if value is _GRAPH_OUTPUT else value for value in results]
+    for i in known_later:
+        results[i] = PythonValue(results[i], f"'{labels[i]}'", location)
     for i, pick, python_when, value, numpy_box in boxed:
         # eager gives the Python number where that branch ran: the output slot picks the box
         results[i].python_box = PythonBox(pred if pick is None else node.outputs[pick], python_when,
@@ -285,9 +296,9 @@ def _unify_pair(then_g, else_g, t, e, label, location, sides):
     if t.dtype != e.dtype:
         raise ConversionError(f"'{label}' has dtype {t.dtype} in the {sides[0]} and {e.dtype} "
                               f"in the {sides[1]}; cast one so they match (at {location})")
-    if t.ndim != e.ndim:
-        raise ConversionError(f"'{label}' has shape {t.shape} in the {sides[0]} and {e.shape} "
-                              f"in the {sides[1]}: ranks differ (at {location})")
+    if t.ndim != e.ndim:  # inside a tensor loop, the loop runs as Python instead (operators/python_loops.py)
+        raise NeedsPython(f"'{label}' has shape {t.shape} in the {sides[0]} and {e.shape} "
+                          f"in the {sides[1]}: ranks differ (at {location})")
     return t, e
 
 
@@ -428,6 +439,8 @@ def _stage_while(cond_fn, step, loop_vars, names, location, unknown, var_names, 
                                       f"same structure on every iteration (at {location})")
             out_flat = nest.flatten(out)
             for i, v in enumerate(out_flat):
+                if isinstance(v, PythonValue) and v is not flat[i]:
+                    v._refuse()  # a value only a loop run as Python gives: this loop runs as Python too
                 if i not in carried and v is not flat[i]:
                     raise ConversionError(f"loop variable '{labels[i]}' is {_short(flat[i])} before the loop and "
                                           f"{_short(v)} after an iteration; a graph loop can only carry numbers "
@@ -448,8 +461,8 @@ def _stage_while(cond_fn, step, loop_vars, names, location, unknown, var_names, 
                     raise ConversionError(f"loop variable '{label}' changes dtype from {dtype} to {o.dtype} "
                                           f"in the loop body; cast it so the dtype stays the same (at {location})")
             if o.ndim != len(shape):
-                raise ConversionError(f"loop variable '{label}' changes rank from shape {shape} to {o.shape} "
-                                      f"in the loop body (at {location})")
+                raise NeedsPython(f"loop variable '{label}' changes rank from shape {shape} to {o.shape} "
+                                  f"in the loop body (at {location})")
             new_specs.append((relax_shape(shape, o.shape), dtype, weak and o.weak))
         new_boxes = [b if b == _box(o) else VARIES for b, o in zip(boxes, body_out)]
         if new_specs == specs and new_boxes == boxes and (settled is None or settled()):

@@ -22,11 +22,16 @@ _BUILTIN_SCALAR = {bool: bool, int: int.__int__, float: float.__float__,
                    complex: lambda v: complex(float.__float__(v.real), float.__float__(v.imag))}
 
 
+# (PythonValue, defer) of ops/python_values.py, which imports this module: a value known only when the
+# graph runs, and how an op on one is deferred to the run
+PYTHON_VALUE = [None, None]
+
+
 def apply(op, inputs, attrs=None):
     """Run `op` on `inputs`: eagerly on arrays, as a new graph node if any input is a Tensor."""
     graph = _tracing.stack[-1] if _tracing.stack else None
     if graph is None or not (op.stateful or any(isinstance(x, Tensor) or (type(x) is list and holds_tensor(x))
-                                                for x in inputs)):
+                                                or type(x) is PYTHON_VALUE[0] for x in inputs)):
         # ops with no inputs follow `with ag.device(...)`; an op with a device array among its
         # inputs runs there, the host arrays among them copied to it (counted); else numpy
         xp = devices.array_module(inputs) if inputs else devices.current().xp
@@ -35,10 +40,17 @@ def apply(op, inputs, attrs=None):
         if op.float_errors and xp is np:  # numpy's warning names the user's line, not this one
             return fp_errors.eager_reporter(op.float_errors).call(op.eager_kernel(xp, attrs), *inputs)
         return op.eager_kernel(xp, attrs)(*inputs)
+    if any(type(x) is PYTHON_VALUE[0] for x in inputs):
+        # a value known only when the graph runs (ops/python_values.py): the op runs then, eagerly
+        return PYTHON_VALUE[1](eager_apply, op, inputs, attrs)
     out = add_node(graph, op, inputs, attrs or {})
     if op.view is not None and inputs and isinstance(inputs[0], Tensor):
         memory.track_view(inputs[0], out)  # `row = x[0]`: a view of x's memory
     return out
+
+
+def eager_apply(op, inputs, attrs):
+    return apply(op, tuple(inputs), attrs)  # when the graph runs no graph is being built: eagerly
 
 
 def _on_device(inputs):

@@ -17,7 +17,7 @@ import types
 
 import numpy as np
 
-from ..errors import ConversionError, user_location
+from ..errors import ConversionError, NeedsPython, UnknownRank, user_location
 from ..runtime import devices
 from ..runtime.graph import Slot, Tensor, current_graph, fill_slots
 from ..runtime.opdef import CALL_ARGS, CALL_KWARGS, CALL_VALUE, REFERENCE, STR
@@ -62,7 +62,7 @@ def _draw_kernel(xp, generator, method, args, kwargs):
 def _example(t, k):
     """A value like tensor `t` holding `k` everywhere (what a copy of the generator is given)."""
     if any(d is None for d in t.shape):
-        raise ValueError(f"the shape of tensor argument {t!r} is not known at the trace")
+        raise UnknownRank(f"the shape of tensor argument {t!r} is not known at the trace")
     if t.weak:
         return {np.bool_: True, np.int64: k, np.float64: float(k), np.complex128: complex(k)}[t.dtype.type]
     if t.shape == ():
@@ -175,12 +175,13 @@ def _draw(generator, name, method, args, kwargs, location):
             examples = [_example(t, k) for t in inputs]
             specs.add(_spec(_sample(generator, name, stored_args, stored_kwargs, examples)))
         except Exception as e:  # noqa: BLE001 - whatever numpy raises, said at the user's line
-            raise ConversionError(
+            # an argument's shape known only when the graph runs: a tensor loop around it runs as Python
+            raise (NeedsPython if isinstance(e, UnknownRank) else ConversionError)(
                 f"{what} cannot be compiled (at {location}): the trace learns its result's shape, dtype "
                 f"and type by drawing from a copy of the generator, which failed: {type(e).__name__}: {e}"
             ) from None
     if len(specs) > 1:
-        raise ConversionError(
+        raise NeedsPython(
             f"{what} cannot be compiled (at {location}): the shape or type of its result depends on the "
             f"value of a tensor argument; pass that argument as a Python number")
     (_, _, weak), = specs

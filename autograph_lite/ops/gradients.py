@@ -218,6 +218,11 @@ NOT_DIFFERENTIABLE = {
     # a gap, not a reason: a cotangent reaching it raises NotImplementedError (docs/ARCHITECTURE.md)
     "PythonScalar": "no rule yet: a float read back as a Python number from a list a loop carries",
     "RandomDraw": _RANDOM, "RandomNormal": _RANDOM, "RandomUniform": _RANDOM,
+    # their outputs are Python objects (ops/python_values.py): `ag.grad` refuses to differentiate them
+    "PythonLoop": "its outputs are Python objects a loop run as Python gives: no cotangent is defined",
+    "DeferredCall": "its output is a Python object computed from one a loop run as Python gives: no cotangent "
+                    "is defined",
+    "PythonTruth": "its result is a bool: no cotangent reaches it",
     "FusedElementwise": "made only by optimization passes; gradients are taken of the traced graph",
     # gaps, not reasons (docs/ARCHITECTURE.md)
     **{op: f"no rule yet: {what}" for op, what in (

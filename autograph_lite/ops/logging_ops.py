@@ -13,6 +13,7 @@ from ..runtime.graph import Tensor, current_graph
 from ..runtime.graph import Slot
 from ..runtime.opdef import BOOL, PIECES, STR, STREAM, TEMPLATE, OneOf, OptionalOf
 from .core import apply, define
+from .python_values import PythonValue
 
 
 class FormattedText:
@@ -74,7 +75,9 @@ def print(*args, sep=" ", end="\n", file=None, flush=False):  # noqa: A001 - ag.
         return Slot(len(tensors) - 1)
 
     for a in args:
-        if isinstance(a, Tensor):
+        if isinstance(a, PythonValue):  # a loop run as Python gave it: printed as that run made it
+            template.append(slot(a.tensor))
+        elif isinstance(a, Tensor):
             template.append(slot(a))
         elif isinstance(a, FormattedText):
             template.append(tuple(_formatted_piece(p, slot) for p in a.pieces))
@@ -92,6 +95,8 @@ def _formatted_piece(piece, slot):
     if isinstance(piece, builtins.str):
         return piece
     value, conversion, spec = piece
+    if isinstance(value, PythonValue):
+        return (slot(value.tensor), conversion, spec)  # the object itself: its repr is eager's too
     if not isinstance(value, Tensor):
         _refuse_nested_tensors(value)
         return _format(value, conversion, spec)

@@ -5,17 +5,18 @@
 """
 import dis
 import linecache
+import operator
 import re
 import sys
 
 import numpy as np
 
-from ..errors import user_location
+from ..errors import NeedsPython, user_location
 from ..runtime import memory
 from ..runtime.boxes import ARRAY, box_of
 from ..runtime.graph import Tensor, supersede
 from ..runtime.opdef import PLACEHOLDER
-from . import array_ops, math_ops, numpy_api
+from . import array_ops, math_ops, numpy_api, python_values
 
 _BINARY = {
     "add": math_ops.add, "sub": math_ops.subtract, "mul": math_ops.multiply,
@@ -52,6 +53,12 @@ def _invert(x):
     return math_ops.logical_not(x) if x.dtype == np.bool_ and not x.weak else math_ops.invert(x)
 
 
+def _getitem(x, index):
+    if python_values.origin(index if type(index) is tuple else (index,)) is not None:
+        return python_values.defer(operator.getitem, x, index)  # an index known only when the graph runs
+    return array_ops.getitem(x, index)
+
+
 def _assigned_name(frame):
     """The name the statement running in `frame` stores into next (`x` in `x += y`), or None."""
     for ins in dis.get_instructions(frame.f_code):
@@ -77,6 +84,7 @@ def _in_place(name, op):
         target = _assigned_name(sys._getframe(1))
         label = f"'{target}'" if target else "an array"
         location = user_location(2)
+        _refuse_stored_python_value(y, label, location)
         if x.mem is not None and x.mem.steps:
             # a view (`x[i] += 1` reads x[i] first, `row = x[0]; row *= 2`): its memory is written
             memory.update(x, lambda current: _updated(current, op(current, y), name, symbol, label, location),
@@ -116,7 +124,18 @@ def _updated(x, new, name, symbol, label, location):
 def _setitem(x, index, value):
     """`x[index] = value`: a functional update of x's memory (runtime/memory.py)."""
     location = user_location(2)
+    _refuse_stored_python_value((index, value), _subscript_label(location), location)
     array_ops.set_item(x, index, value, _subscript_label(location), location)
+
+
+def _refuse_stored_python_value(value, label, location):
+    """An array of the graph cannot be written, when the graph runs, with a value known only then."""
+    source = python_values.origin((value,))
+    if source is not None:
+        raise NeedsPython(f"{source.label} comes from the loop on a tensor at {source.location}, which runs as "
+                          f"Python when the graph runs, and {label} is an array of the graph written in place "
+                          f"with it (at {location}); write into a copy made from it (`y = np.array(...)`) or "
+                          f"compute a new array")
 
 
 def _subscript_label(location):
@@ -162,7 +181,7 @@ def _install():
     Tensor.__pos__ = lambda x: x
     Tensor.__abs__ = lambda x: math_ops.abs(x)
     Tensor.__invert__ = _invert
-    Tensor.__getitem__ = lambda x, index: array_ops.getitem(x, index)
+    Tensor.__getitem__ = _getitem
     numpy_api.install()
 
 

@@ -227,6 +227,11 @@ def _is_generator(value):
 REFERENCE = AttrType("reference", _is_generator)
 
 
+# a loop a node runs as Python when the graph runs (operators/python_loops.py `PythonLoop`): its
+# converted code, held by reference (never saved, exported or written as C)
+PYTHON_CODE = AttrType("python code", lambda value: callable(getattr(value, "run", None)))
+
+
 def _is_scalar_type(value):
     import numpy as np
     return isinstance(value, type) and (value in (bool, int, float, complex) or issubclass(value, np.generic))

@@ -95,6 +95,10 @@ def _signature(concrete, writer):
     if getattr(concrete, "_effects", ()):
         raise ValueError(f"ag.save: the trace of {name}{concrete.input_specs} changes the caller's lists, dicts "
                          f"or objects; a saved graph cannot redo that. Return the new values instead")
+    loop = _python_loop(concrete.graph)
+    if loop is not None:
+        raise ValueError(f"ag.save: {name} runs the loop on a tensor at {loop.location} as Python when the graph runs "
+                         f"(its variables' ranks change), and a file cannot hold Python code")
     try:
         inputs = _tree(tuple(concrete.input_specs), writer)
     except SaveError as e:
@@ -104,6 +108,17 @@ def _signature(concrete, writer):
     return {"inputs": inputs, "graph": encode_graph(graph, writer),
             "output_tree": treedef.to_json(), "outputs": outputs,
             "write_backs": [list(p) for p in getattr(concrete, "_write_backs", None) or graph.write_back_outputs]}
+
+
+def _python_loop(graph):
+    """A PythonLoop node of `graph` or its sub-graphs (ops/python_values.py), or None."""
+    for node in graph.nodes:
+        if node.op == "PythonLoop":
+            return node
+        found = next((n for sub in node.subgraphs() if (n := _python_loop(sub)) is not None), None)
+        if found is not None:
+            return found
+    return None
 
 
 def _output_slots(concrete, writer):

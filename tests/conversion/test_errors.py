@@ -57,12 +57,6 @@ def global_in_tensor_loop(x):
     return x
 
 
-def rank_changes(x):
-    while ag.reduce_sum(x) > 1:
-        x = x[None] * 0.5
-    return x
-
-
 def undefined_variable_used(x):
     if x[0] > 0:
         z = 1.0
@@ -110,11 +104,6 @@ def test_try_around_tensor_control_flow():
 def test_global_rebinding_in_tensor_loop():
     with pytest.raises(ag.ConversionError, match=rf"rebinds global/nonlocal counter.*test_errors.py:{line_of(global_in_tensor_loop, 'while')}"):
         ag.function(global_in_tensor_loop)(f32(4))
-
-
-def test_rank_change_in_loop():
-    with pytest.raises(ag.ConversionError, match=rf"loop variable 'x' changes rank.*test_errors.py:{line_of(rank_changes, 'while')}"):
-        ag.function(rank_changes)(f32(4))
 
 
 def test_name_error_points_at_user_line():
