@@ -198,9 +198,8 @@ class _ControlFlow:
             if label in seen:
                 continue
             seen.add(label)
-            if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name) \
-                    and target.value.id in self.ctx.returned_dicts and isinstance(target.slice, gast.Constant):
-                droppable.append(label)  # may be left unset by a loop that runs zero times
+            if label in self.ctx.droppable:
+                droppable.append(label)  # may be left unset by a loop that runs zero times or one branch
             static = self._static_place(target, written)
             kind = "attr" if isinstance(target, gast.Attribute) else "item"
             key = (gast.Constant(value=target.attr, kind=None) if kind == "attr"

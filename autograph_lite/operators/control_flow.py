@@ -103,6 +103,14 @@ class _ExtraState:
         values = self.get()[len(self.cell_names):]
         return [name for name, value in zip(self.composite_names, values) if isinstance(value, Undefined)]
 
+    def droppable(self, opts):
+        """{label: (holder, key)} of the items of dicts and attributes of objects that may stay unset on some runs
+        (`opts['droppable']`: the converter found nothing in the function that asks which keys or
+        attributes their holder has)."""
+        labels = set((opts or {}).get("droppable", ()))
+        return {label: (base, key) for label, (base, kind, key) in zip(self.composite_names, self._places)
+                if label in labels and (type(base) is dict if kind == "item" else hasattr(base, "__dict__"))}
+
     def unset_dict_items(self):
         """(label, dict, key) of the items of plain dicts with no value yet."""
         values = self.get()[len(self.cell_names):]
@@ -211,14 +219,16 @@ def if_stmt(cond, body, orelse, state, names, opts=None):
     if extra:
         count, start = len(names), extra.get()
         body, orelse, names = extra.branch(body, start), extra.branch(orelse, start), (*names, *extra.names)
-        result = _staged_if(cond, body, orelse, state, names, location, extra.cell_names)
+        result = _staged_if(cond, body, orelse, state, names, location, extra.cell_names, extra.droppable(opts))
         _check_argument_lists_kept(start, result[count:], "an `if`", location)
         extra.set(result[count:])
         return result[:count]
     return _staged_if(cond, body, orelse, state, names, location)
 
 
-def _staged_if(cond, body, orelse, state, names, location, soft=()):
+def _staged_if(cond, body, orelse, state, names, location, soft=(), droppable={}):  # noqa: B006 - read only
+    """The Cond of a tensor `if`. `soft`: cells that may stay without a value (an error only if read);
+    `droppable`: items and attributes that may stay unset on the runs taking one branch (`MaybeUnset`)."""
     graph = current_graph()
     carried = []  # memory from outside that a branch writes (runtime/memory.py): carried as outputs too
     while True:
@@ -239,10 +249,19 @@ def _staged_if(cond, body, orelse, state, names, location, soft=()):
     # in the other) stays that handle: the Cond carries what the branches wrote to its memory
     handles = {i: t for i, (t, e) in enumerate(zip(then_out, else_out))
                if t is e and isinstance(t, Tensor) and t.mem is not None}
+    maybe = {}  # output index -> (label, whether the true branch sets it, whether the false one does)
     for i, name in enumerate(names):
         t, e = then_out[i], else_out[i]
         if isinstance(t, Undefined) and isinstance(e, Undefined):
             else_out[i] = t
+        elif name in droppable and t is not e and any(isinstance(v, (Undefined, MaybeUnset)) for v in (t, e)):
+            (t_set, then_out[i]), (e_set, else_out[i]) = (_set_where(v, droppable[name], name, location)
+                                                          for v in (t, e))
+            if then_out[i] is None:
+                then_out[i] = _zeros_like(then_g, else_out[i])
+            if else_out[i] is None:
+                else_out[i] = _zeros_like(else_g, then_out[i])
+            maybe[i] = (name, t_set, e_set)
         elif isinstance(t, Undefined) or isinstance(e, Undefined):
             side, other, sub = ("false", t, else_g) if isinstance(e, Undefined) else ("true", e, then_g)
             message = (f"'{name}' is assigned in only the {'true' if side == 'false' else 'false'} branch of "
@@ -265,10 +284,19 @@ def _staged_if(cond, body, orelse, state, names, location, soft=()):
     then_out_lists, else_out_lists = dict(enumerate(then_out)), dict(enumerate(else_out))
     for i in lists:
         then_out[i], else_out[i] = _list_tensor(then_out[i], names[i], location), _list_tensor(else_out[i], names[i], location)
+    count = len(then_out)
+    set_names = tuple(f"whether {label} is set" for label, _, _ in maybe.values())
+    then_out += [t for _, t, _ in maybe.values()]
+    else_out += [e for _, _, e in maybe.values()]
     memory_names = tuple(f"the memory of {s.label}" for s in carried)
-    then_out, else_out, names = then_out + then_g.carried_out, else_out + else_g.carried_out, (*names, *memory_names)
+    then_out, else_out = then_out + then_g.carried_out, else_out + else_g.carried_out
+    names = (*names, *set_names, *memory_names)
     result = list(build_cond(cond, then_g, tuple(then_out), else_g, tuple(else_out), _labels(names, then_out),
                              location, var_names=names))
+    for (i, (label, _, _)), is_set in zip(maybe.items(), result[count:count + len(maybe)]):
+        result[i] = MaybeUnset(is_set, result[i], label, f"set in only one branch of the `if` on a tensor at "
+                               f"{location}, so it is unset on the runs that take the other", *droppable[label])
+    result = result[:count] + result[count + len(maybe):]
     if carried:
         memory.carried_out(carried, result[-len(carried):], location)
         result = result[:-len(carried)]
@@ -279,6 +307,28 @@ def _staged_if(cond, body, orelse, state, names, location, soft=()):
         for side, sub in ((then_out[i], then_g), (else_out[i], else_g)):
             _hold_what_a_branch_list_holds(result[i].tensor, side, sub)
     return tuple(result)
+
+
+def _set_where(value, place, label, location):
+    """(whether a branch's `value` of a droppable item or attribute `place` (holder, key) is set, as a
+    bool tensor or numpy bool; its value where set, None where never)."""
+    if isinstance(value, Undefined):
+        return np.bool_(False), None
+    if isinstance(value, MaybeUnset):
+        if value.base is not place[0] or value.key != place[1]:
+            value._refuse()  # another place's: read where it may be unset
+        return value.pick, value.if_true
+    if not isinstance(value, Tensor) and not isinstance(value, (bool, int, float, complex, np.generic)) \
+            and not _static_leaf(value):
+        raise ConversionError(f"'{label}' is set in only one branch of an `if` on a tensor (at {location}) to "
+                              f"{type(value).__name__}, a structure: only a number, an array or an object "
+                              f"can be left unset on some runs; give '{label}' a value before the `if` or in "
+                              f"the other branch too")
+    return np.bool_(True), value
+
+
+def _static_leaf(value):
+    return not isinstance(value, (list, tuple, dict, TensorList, Choice)) and not hasattr(value, "_fields")
 
 
 def _hold_what_a_branch_list_holds(merged, side, sub):
@@ -597,7 +647,8 @@ def _mark_maybe_unset(dict_items, runs, kind, location):
     """After a tensor loop: a dict item it first wrote is a `MaybeUnset` (set where the loop ran)."""
     for label, base, key in dict_items:
         if key in base and isinstance(base[key], Tensor):
-            base[key] = MaybeUnset(runs, base[key], label, kind, location, base, key)
+            base[key] = MaybeUnset(runs, base[key], label, f"first written inside the `{kind}` loop on a tensor at "
+                                   f"{location}, so it is unset where the loop runs zero times", base, key)
 
 
 def _assert_runs(runs, message, error, location):
