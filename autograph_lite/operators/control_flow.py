@@ -7,6 +7,7 @@ iterable it runs plain Python now; on a symbolic one it builds a Cond or While n
 import builtins
 import contextlib
 import logging
+import os
 import sys
 import time
 import types
@@ -14,7 +15,8 @@ import types
 import numpy as np
 
 from .. import nest, ops
-from ..errors import ConversionError, SymbolicValueError, traceback_location, user_location
+from ..errors import (ConversionError, SymbolicValueError, is_internal_file, mapped_location, traceback_location,
+                      user_location)
 from ..ops.array_ops import constant_value
 from ..ops.core import apply
 from . import outside_state
@@ -241,8 +243,16 @@ def _staged_if(cond, body, orelse, state, names, location, soft=(), droppable={}
             break
         except memory.Carry as c:
             carried.append(c.storage)
-    _check_argument_lists(state, "an `if`", location, then_in, else_in)
-    _check_arrays_kept(state, body, location, then_in, else_in)
+    if isinstance(then_out, _Raises) and isinstance(else_out, _Raises):
+        raise then_out.refusal from then_out.error
+    # a branch that raises when it runs gives stand-ins of the other's values (never used)
+    ran = [side for side, out in ((then_in, then_out), (else_in, else_out)) if not isinstance(out, _Raises)]
+    if isinstance(then_out, _Raises):
+        then_out = _filler_like(then_g, else_out)
+    elif isinstance(else_out, _Raises):
+        else_out = _filler_like(else_g, then_out)
+    _check_argument_lists(state, "an `if`", location, *ran)
+    _check_arrays_kept(state, body, location, *ran)
     kept.check()
     then_out, else_out = list(then_out), list(else_out)
     # a variable both branches leave holding the same handle of memory (`x[i] = v` in one, nothing
@@ -381,15 +391,81 @@ def _stack_lists_of_other_lengths(then_g, then_out, else_g, else_out):
 def _trace_branch(graph, name, fn, state, location, carried=None):
     """trace_function of one branch: eagerly only the branch that runs can raise, but both are traced."""
     side = "true" if name == "then" else "false"
-    run = _naming_block(fn, f"the {side} branch of an `if`", location,
-                        "both branches are traced, even one that the data never takes")
+    block, why = f"the {side} branch of an `if`", "both branches are traced, even one that the data never takes"
+    run = _naming_block(_raising_when_taken(fn, block, location, why), block, location, why)
     # the branch's results as they are when it ends, in containers of their own: a dict it returns
     # and also updates through a carried item (`d['a'] = x; return d`) is restored before the
     # other branch runs (fuzzer seed 5012791)
     def traced(*args):
         out = run(*args)
-        return nest.pack(out, nest.flatten(out))
+        return out if isinstance(out, _Raises) else nest.pack(out, nest.flatten(out))
     return trace_function(graph, name, traced, state, carried)
+
+
+# Python's errors that a branch of a tensor `if` may raise while it is traced and that the graph
+# raises instead on the runs that take the branch, as eagerly: those of Python and numpy
+# operating on static values in the user's code (a missing key, an index out of range, a
+# division by zero, a wrong type). Subclasses (numpy's AxisError), errors raised inside the
+# compiler (its own limits, whatever their type) and errors of both branches stay refusals.
+RAISED_WHEN_TAKEN = (KeyError, IndexError, AttributeError, TypeError, ValueError, ZeroDivisionError,
+                     OverflowError, AssertionError)
+
+
+class _Raises:
+    """What a branch that raised one of RAISED_WHEN_TAKEN while traced gives instead of its values:
+    its graph raises `error` when it runs; `refusal` is the ConversionError if the other raises too."""
+
+    def __init__(self, error, refusal):
+        self.error, self.refusal = error, refusal
+
+
+def _raising_when_taken(fn, block, location, why):
+    """`fn` (a branch of a tensor `if`) where an error of RAISED_WHEN_TAKEN raised by the user's
+    code becomes an Assert that fails whenever the branch runs, and the branch gives `_Raises`."""
+    def traced(*args):
+        try:
+            return fn(*args)
+        except RAISED_WHEN_TAKEN as e:
+            where = _raised_by_user(e)
+            if type(e) not in RAISED_WHEN_TAKEN or where is None or getattr(e, "_ag_staged_raise", None) is not None:
+                raise
+            apply(ASSERT, (ops.convert_to_tensor(np.bool_(False)),),
+                  {"message": str(e), "location": where, "error": type(e).__name__})
+            return _Raises(e, _traced_error(block, location, why, e))
+    return traced
+
+
+def _raised_by_user(error):
+    """The user's `file:line` that raised `error` when the innermost frame outside numpy is the
+    user's code (converted or not), else None (the compiler raised it)."""
+    frames, tb = [], error.__traceback__
+    while tb is not None:
+        frames.append((tb.tb_frame.f_code.co_filename, tb.tb_lineno))
+        tb = tb.tb_next
+    for filename, line in reversed(frames):
+        if filename.startswith(_NUMPY_DIR):
+            continue
+        mapped = mapped_location(filename, line)
+        if mapped:
+            return mapped
+        return None if is_internal_file(filename) else f"{filename}:{line}"
+    return None
+
+
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
+
+
+def _filler_like(sub, value):
+    """A stand-in with `value`'s structure, types and boxes (a numpy scalar where it is one), made
+    in graph `sub`, for a branch whose values are never used."""
+    def zero(v):
+        if isinstance(v, TensorList):
+            return v.empty_like()
+        if isinstance(v, Tensor) and not v.weak and v.shape == () and box_of(v) != ARRAY:
+            return v.dtype.type(0)
+        return zero_like(v)
+    with building(sub):
+        return nest.pack(value, [zero(v) for v in nest.flatten(value)])
 
 
 def _naming_block(fn, block, location, why):
@@ -405,11 +481,15 @@ def _naming_block(fn, block, location, why):
         except Exception as e:
             if getattr(e, "_ag_staged_raise", None) is not None:  # a `raise` no `except` of the block handled
                 raise e._ag_staged_raise from None
-            raise ConversionError(
-                f"{block} on a tensor (at {location}) raised {type(e).__name__} while it was traced ({e}, at "
-                f"{traceback_location(e.__traceback__) or user_location()}); {why}. Make it valid for any "
-                f"input (e.g. cast the operands first)") from e
+            raise _traced_error(block, location, why, e) from e
     return traced
+
+
+def _traced_error(block, location, why, e):
+    return ConversionError(
+        f"{block} on a tensor (at {location}) raised {type(e).__name__} while it was traced ({e}, at "
+        f"{traceback_location(e.__traceback__) or user_location()}); {why}. Make it valid for any "
+        f"input (e.g. cast the operands first)")
 
 
 def _check_argument_lists(state, block, location, *branch_states):
