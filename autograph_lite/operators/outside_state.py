@@ -147,6 +147,24 @@ class Reads:
         if watch:
             self._watched.append((path, obj, _state(obj)))
 
+    def attributes_now(self):
+        """{id: (object, its attributes)} of the objects with attributes this trace has reached so far."""
+        return {id(obj): (obj, _state(obj)) for obj in self._keep
+                if not isinstance(obj, (list, dict)) and isinstance(getattr(obj, "__dict__", None), dict)}
+
+    def attributes_set_since(self, then):
+        """(label, object, name, value before, value now) of each attribute set since `then`
+        (`attributes_now()`), on the objects reached by then or since (those from their first read);
+        ABSENT for an attribute not there."""
+        changes = []
+        for key, (obj, now) in self.attributes_now().items():
+            before = then[key][1] if key in then else self._before.get(key, {})
+            label = self._labels.get(self._objects.get(key), type(obj).__name__)
+            changes += [(label, obj, name, before.get(name, _MISSING), now.get(name, _MISSING))
+                        for name in sorted(set(before) | set(now), key=str)
+                        if before.get(name, _MISSING) is not now.get(name, _MISSING)]
+        return changes
+
     def swap_in(self):
         """Objects whose attribute reads cannot be intercepted (`types.SimpleNamespace`): every
         attribute is read now, and stand-ins (Tensors for arrays) put in its place until `finish`.
@@ -418,6 +436,7 @@ def _write_error(name, problems):
 
 
 _MISSING = object()
+ABSENT = _MISSING
 
 
 def _global_random_states():
