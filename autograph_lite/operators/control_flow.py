@@ -105,6 +105,9 @@ class _ExtraState:
         values = self.get()[len(self.cell_names):]
         return [name for name, value in zip(self.composite_names, values) if isinstance(value, Undefined)]
 
+    def _refuse_maybe_unset(self, values, location):
+        _refuse_maybe_unset_in_loop(self.names, values, location)
+
     def droppable(self, opts):
         """{label: (holder, key)} of the items of dicts and attributes of objects that may stay unset on some runs
         (`opts['droppable']`: the converter found nothing in the function that asks which keys or
@@ -155,17 +158,26 @@ class _ExtraState:
             self.set(state[count:])
             return test(*state[:count])
 
-        cells = len(self.cell_names)
+        self._refuse_maybe_unset(self.get(), location)
 
         def loop_body(*state):
             self.set(state[count:])
             out = tuple(body(*state[:count])) + self.get()
-            # a cell with no value before the loop that the body assigns on some runs only keeps
-            # having none (an error if used after the loop)
+            self._refuse_maybe_unset(out[count:], location)
+            # a cell, item or attribute with no value before the loop that the body assigns on some
+            # runs only (a Python `if` it traced not taking that path) keeps having none (an error if
+            # used after the loop)
             return out[:count] + tuple(s if isinstance(s, Undefined) and isinstance(o, Undefined) else o
-                                       for s, o in zip(state[count:count + cells], out[count:count + cells])) \
-                + out[count + cells:]
+                                       for s, o in zip(state[count:], out[count:]))
         return loop_test, loop_body
+
+
+def _refuse_maybe_unset_in_loop(names, values, location):
+    for label, value in zip(names, values):
+        if isinstance(value, MaybeUnset):
+            raise ConversionError(f"`{label}` is {value.why}, and a loop on a tensor (at {location}) carries it: a "
+                                  f"graph loop cannot carry an item or attribute that is set on some runs only; give "
+                                  f"it a value before the loop")
 
 
 def _uncarriable(base, kind, key, static):
@@ -221,16 +233,19 @@ def if_stmt(cond, body, orelse, state, names, opts=None):
     if extra:
         count, start = len(names), extra.get()
         body, orelse, names = extra.branch(body, start), extra.branch(orelse, start), (*names, *extra.names)
-        result = _staged_if(cond, body, orelse, state, names, location, extra.cell_names, extra.droppable(opts))
+        result = _staged_if(cond, body, orelse, state, names, location, extra.cell_names, extra.droppable(opts),
+                            raising=not (opts or {}).get("in_finally"))
         _check_argument_lists_kept(start, result[count:], "an `if`", location)
         extra.set(result[count:])
         return result[:count]
-    return _staged_if(cond, body, orelse, state, names, location)
+    return _staged_if(cond, body, orelse, state, names, location, raising=not (opts or {}).get("in_finally"))
 
 
-def _staged_if(cond, body, orelse, state, names, location, soft=(), droppable={}):  # noqa: B006 - read only
+def _staged_if(cond, body, orelse, state, names, location, soft=(), droppable={}, raising=True):  # noqa: B006
     """The Cond of a tensor `if`. `soft`: cells that may stay without a value (an error only if read);
-    `droppable`: items and attributes that may stay unset on the runs taking one branch (`MaybeUnset`)."""
+    `droppable`: items and attributes that may stay unset on the runs taking one branch (`MaybeUnset`);
+    `raising`: a branch raising a Python error while traced raises it when it runs (RAISED_WHEN_TAKEN;
+    not inside a `try` with `finally`, which a graph's error would skip, and whose `return` may cancel it)."""
     graph = current_graph()
     carried = []  # memory from outside that a branch writes (runtime/memory.py): carried as outputs too
     while True:
@@ -238,8 +253,8 @@ def _staged_if(cond, body, orelse, state, names, location, soft=(), droppable={}
         then_in, else_in = _copy_lists(state), _copy_lists(state)
         kept = _ArraysKept("an `if`", location)
         try:
-            then_g, then_out = _trace_branch(graph, "then", body, then_in, location, carried)
-            else_g, else_out = _trace_branch(graph, "else", orelse, else_in, location, carried)
+            then_g, then_out = _trace_branch(graph, "then", body, then_in, location, carried, raising)
+            else_g, else_out = _trace_branch(graph, "else", orelse, else_in, location, carried, raising)
             break
         except memory.Carry as c:
             carried.append(c.storage)
@@ -388,11 +403,11 @@ def _stack_lists_of_other_lengths(then_g, then_out, else_g, else_out):
                     side[i] = other[i].empty_like()
 
 
-def _trace_branch(graph, name, fn, state, location, carried=None):
+def _trace_branch(graph, name, fn, state, location, carried=None, raising=True):
     """trace_function of one branch: eagerly only the branch that runs can raise, but both are traced."""
     side = "true" if name == "then" else "false"
     block, why = f"the {side} branch of an `if`", "both branches are traced, even one that the data never takes"
-    run = _naming_block(_raising_when_taken(fn, block, location, why), block, location, why)
+    run = _naming_block(_raising_when_taken(fn, block, location, why) if raising else fn, block, location, why)
     # the branch's results as they are when it ends, in containers of their own: a dict it returns
     # and also updates through a carried item (`d['a'] = x; return d`) is restored before the
     # other branch runs (fuzzer seed 5012791)
@@ -662,8 +677,9 @@ def while_stmt(test, body, state, names, opts=None):
     location = user_location()
     _check_staging_allowed(opts, "`while` loop", location)
     extra = _ExtraState(opts, "`while` loop", location)
-    dict_items = _check_runs_once(pred, opts, state, names, "while", location, extra)
+    dict_items, places = _check_runs_once(pred, opts, state, names, "while", location, extra)
     result = _while_staged(test, body, state, names, opts, graph, first, pred, location, extra)
+    _check_places_set(pred, places, extra, "while", location)
     _mark_maybe_unset(dict_items, pred, "while", location)
     return result
 
@@ -705,8 +721,9 @@ def _refuse_python_boxes(values, names, location):
 
 def _check_runs_once(runs, opts, state, names, kind, location, extra):
     """When the graph runs, if a loop whose first test is `runs` runs zero times: UnboundLocalError,
-    as Python gives, when a variable it first assigns is read after it; ValueError when it first
-    writes an item or attribute (`y['a']`), which eagerly stays unset and a graph cannot leave so."""
+    as Python gives, when a variable it first assigns is read after it. Returns the dict items it
+    may leave out (`_mark_maybe_unset`) and the other items and attributes with no value before
+    it (`_check_places_set`: ValueError, as eagerly they stay unset and a graph cannot leave so)."""
     unset = [n for n, v in zip(names, state)
              if n in (opts or {}).get("unbound_after", ()) and isinstance(v, Undefined)]
     if unset:
@@ -716,11 +733,18 @@ def _check_runs_once(runs, opts, state, names, kind, location, extra):
     dict_items = [item for item in extra.unset_dict_items() if item[0] in droppable] \
         if isinstance(runs, Tensor) else []
     places = [p for p in extra.unset_places() if p not in {label for label, _, _ in dict_items}]
+    return dict_items, places
+
+
+def _check_places_set(runs, places, extra, kind, location):
+    """After the loop: items and attributes it first wrote (not dict items left out, see
+    _check_runs_once) raise ValueError on the runs where it ran zero times; those still unset
+    after it (written only on a path of the body its trace did not take) stay unset, as eagerly."""
+    places = [p for p in places if p not in extra.unset_places()]
     if places:
         _assert_runs(runs, f"{', '.join(f'`{p}`' for p in places)} is first written inside a `{kind}` loop on a "
                            f"tensor that ran zero times: eagerly it would stay unset, which a compiled function "
                            f"cannot do; give it a value before the loop", "ValueError", location)
-    return dict_items
 
 
 def _mark_maybe_unset(dict_items, runs, kind, location):
@@ -836,8 +860,9 @@ def for_stmt(iterable, extra_test, body, state, names, opts=None):
         sequence = _sequence(iterable, location)
         extra = _ExtraState(opts, "`for` loop", location)
         runs = sequence[0] > 0
-        dict_items = _check_runs_once(runs, opts, state, names, "for", location, extra)
+        dict_items, places = _check_runs_once(runs, opts, state, names, "for", location, extra)
         result = _tensor_for(sequence, extra_test, body, tuple(state), names, location, extra)
+        _check_places_set(runs, places, extra, "for", location)
         _mark_maybe_unset(dict_items, runs, "for", location)
         return result
     state = tuple(state)

@@ -148,19 +148,18 @@ class Reads:
             self._watched.append((path, obj, _state(obj)))
 
     def attributes_now(self):
-        """{id: (object, its attributes)} of the objects with attributes this trace has reached so far."""
-        return {id(obj): (obj, _state(obj)) for obj in self._keep
-                if not isinstance(obj, (list, dict)) and isinstance(getattr(obj, "__dict__", None), dict)}
+        """{id: its attributes} of the objects reached so far whose writes `finish` hands to the
+        effects replay (through a global, a cell or another object)."""
+        return {id(obj): _state(obj) for _, obj, _ in self._watched}
 
     def attributes_set_since(self, then):
         """(label, object, name, value before, value now) of each attribute set since `then`
-        (`attributes_now()`), on the objects reached by then or since (those from their first read);
+        (`attributes_now()`) on those objects (one first reached since: from its first read);
         ABSENT for an attribute not there."""
         changes = []
-        for key, (obj, now) in self.attributes_now().items():
-            before = then[key][1] if key in then else self._before.get(key, {})
-            label = self._labels.get(self._objects.get(key), type(obj).__name__)
-            changes += [(label, obj, name, before.get(name, _MISSING), now.get(name, _MISSING))
+        for path, obj, first in self._watched:
+            before, now = then.get(id(obj), first), _state(obj)
+            changes += [(self._labels[path], obj, name, before.get(name, _MISSING), now.get(name, _MISSING))
                         for name in sorted(set(before) | set(now), key=str)
                         if before.get(name, _MISSING) is not now.get(name, _MISSING)]
         return changes

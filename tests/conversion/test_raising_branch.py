@@ -128,3 +128,18 @@ def test_what_stays_refused_at_the_trace(fn, error):
     with pytest.raises(ConversionError, match=rf"branch of an `if` on a tensor \(at .*{HERE}\) raised {error} "
                                               rf"while it was traced"):
         ag.function(fn)(np.array(1))
+
+
+def inside_try_finally(a):
+    try:
+        if a > 0:
+            y = [1.0][3]
+        else:
+            y = a
+    finally:
+        return a  # eagerly cancels the IndexError: a graph's error would not run this
+
+
+def test_inside_a_try_with_finally_it_stays_refused():
+    with pytest.raises(ConversionError, match=rf"true branch of an `if` on a tensor \(at .*{HERE}\) raised IndexError"):
+        ag.function(inside_try_finally)(np.array(1))

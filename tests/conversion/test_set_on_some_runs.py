@@ -193,3 +193,47 @@ def test_what_stays_refused():
         ag.function(asks_for_keys)(np.array(1))
     with pytest.raises(ConversionError, match=r"'x\['b'\]' is set in only one branch .* to list, a structure"):
         ag.function(structure_in_one_branch)(np.array(1))
+
+
+def written_on_a_python_path_not_taken(n, flag):
+    d = {"a": n}
+    for i in ag.range(n):
+        if flag:
+            d["c"] = i
+        d["a"] = d["a"] + i
+    return d
+
+
+@pytest.mark.parametrize("n", [0, 3])
+def test_a_loop_whose_trace_never_writes_the_item_leaves_it_unset(n):
+    # fuzzer (dict_new_key): eagerly `d['c']` stays unset whatever the trip count
+    check(written_on_a_python_path_not_taken, (np.array(n), False))
+
+
+def set_in_one_branch_inside_a_loop(n):
+    d = {"a": n}
+    for i in ag.range(n):
+        if i > 1:
+            d["c"] = i
+    return d
+
+
+def test_a_loop_carrying_an_item_set_on_some_runs_is_refused():
+    with pytest.raises(ConversionError, match=r"`d\['c'\]` is set in only one branch of the `if` on a tensor at "
+                                              r".*, and a loop on a tensor \(at .*test_set_on_some_runs.py:\d+\) "
+                                              r"carries it"):
+        ag.function(set_in_one_branch_inside_a_loop)(np.array(3))
+
+
+def attribute_on_a_python_path_not_taken(o, n, flag):
+    for i in ag.range(n):
+        if flag:
+            o.last = i
+    return n
+
+
+@pytest.mark.parametrize("n", [0, 2])
+def test_an_attribute_the_loops_trace_never_writes_stays_unset(n):
+    # was refused ("a graph loop can only carry numbers and arrays"): eagerly it stays unset
+    on_fresh_arguments(attribute_on_a_python_path_not_taken, Holder, lambda: np.array(n), lambda: False,
+                       same=_same_object)
