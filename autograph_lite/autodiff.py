@@ -13,10 +13,11 @@ import numbers
 import numpy as np
 
 from . import nest
+from .effects import _has_state, _short
 from .errors import ConversionError, user_location
 from .function import Function, bound_self
-from .operators import call
-from .ops.array_ops import zeros_like
+from .operators import call, outside_state
+from .ops.array_ops import identity, zeros_like
 from .ops.core import convert_to_tensor
 from .ops.gradient_ops import float_dtype
 from .ops.gradients import gradients
@@ -30,7 +31,8 @@ def value_and_grad(fn, argnums=0):
     `fn` must return a float scalar. `argnums` is an int or a tuple of ints (then the
     gradients come as a tuple). Arguments may be arrays, Python floats or nested
     lists/tuples/dicts of them; gradients have the same structure. Works on arrays
-    (traced and compiled once per signature) and inside @ag.function.
+    (traced and compiled once per signature) and inside @ag.function. `fn` gets copies of
+    the differentiated arguments: what it writes into them stays there.
 
         loss_and_grads = ag.value_and_grad(loss, argnums=(0, 1))
         loss, (dw, db) = loss_and_grads(w, b, x, y)
@@ -41,10 +43,14 @@ def value_and_grad(fn, argnums=0):
     def symbolic(*args):
         graph = current_graph()
         args = list(args)
-        treedefs = {}
+        treedefs, xs = {}, []
         for p in positions:
             leaves, treedefs[p] = nest.flatten_with_treedef(args[p])
-            args[p] = treedefs[p].unflatten([convert_to_tensor(v, graph) for v in leaves])
+            inputs = [convert_to_tensor(v, graph) for v in leaves]
+            xs += inputs
+            # fn runs on copies: its writes into them reach neither the caller's arrays (called
+            # eagerly, a compiled call's arguments) nor the traced values (inside ag.function)
+            args[p] = treedefs[p].unflatten([identity(t) for t in inputs])
         value = call(fn)(*args)
         if isinstance(value, PythonValue):
             raise ConversionError(
@@ -56,7 +62,6 @@ def value_and_grad(fn, argnums=0):
         if value.shape != () or not float_dtype(value):
             raise TypeError(f"ag.grad needs {getattr(fn, '__name__', 'fn')} to return a float scalar, got "
                             f"{value!r} (at {user_location()})")
-        xs = [x for p in positions for x in nest.flatten(args[p])]
         grads = gradients([value], xs, [np.ones((), value.dtype)])
         grads = [g if g is not None else zeros_like(x) for g, x in zip(grads, xs)]
         structured, start = [], 0
@@ -73,7 +78,12 @@ def value_and_grad(fn, argnums=0):
         _check_differentiable(fn, args, positions)
         args = tuple(_as_float_arrays(a) if i in positions else a for i, a in enumerate(args))
         if current_graph() is not None:
-            return symbolic(*args)
+            reads = outside_state.active()
+            then = reads.attributes_now() if reads is not None else None
+            result = symbolic(*args)
+            if then is not None:
+                _refuse_what_a_call_cannot_repeat(fn, args, reads.attributes_set_since(then))
+            return result
         key = len(args)
         if key not in compiled:
             compiled[key] = Function(_positional(symbolic, key), autograph=False)
@@ -83,6 +93,29 @@ def value_and_grad(fn, argnums=0):
         return compiled[key](*args)
 
     return value_and_grad_fn
+
+
+def _refuse_what_a_call_cannot_repeat(fn, args, changes):
+    """Inside a trace, the attribute writes of `fn` that `ag.grad(fn)` called eagerly refuses (a
+    compiled call of its own, whose replay of them takes only tensors and its arguments' values):
+    the same error both ways, whatever the enclosing function does with the attribute later."""
+    own = {id(v) for v in nest.flatten(list(args))}
+    def words(value):
+        return "<unset>" if value is outside_state.ABSENT else _short(value)
+    problems = [f"'{label}': attribute {name!r} changed {words(before)} -> {words(now)}"
+                for label, obj, name, before, now in changes if _has_state(obj) and not _replayable(now, own)]
+    if problems:
+        name = getattr(fn, "__name__", "fn")
+        raise ConversionError(
+            f"ag.grad of {name} (at {user_location()}) changes Python state in a way a compiled call cannot "
+            f"repeat: {'; '.join(problems)}. ag.grad compiles {name}, which runs Python side effects only while "
+            f"tracing; store a tensor computed from the arguments, or return the new value instead")
+
+
+def _replayable(value, own):
+    if type(value) is tuple:
+        return all(_replayable(v, own) for v in value)
+    return isinstance(value, Tensor) or id(value) in own
 
 
 def _positional(fn, count):

@@ -190,6 +190,8 @@ class _Effects:
         not in the cache key) allows only tensors and argument values, not Python values."""
         if id(value) in self._origin and self._origin[id(value)][1] is value:
             return ("path", self._origin[id(value)][0])
+        if isinstance(value, nest.SetOnSomeRuns):  # set by a tensor `if`/loop on some runs only
+            return ("maybe", (self._recipe(value.pick), self._recipe(value.if_true, old, what)))
         if isinstance(value, Tensor):
             for root, new in self._graph.write_backs.values():  # an argument updated in place: the caller's array
                 if memory.same_array(value, new, self._graph) and id(root) in self._origin:
@@ -247,6 +249,8 @@ def _resolve(recipe, values, results):
         return _resolve_path(values, arg)
     if kind == "tuple":
         return tuple(_resolve(r, values, results) for r in arg)
+    if kind == "maybe":
+        return _resolve(arg[1], values, results) if _resolve(arg[0], values, results) else nest.UNSET
     return arg
 
 
@@ -258,11 +262,13 @@ def _replay(steps, values, results):
         if kind == "contents":
             recipe = rest[0]
             new = [_resolve(r, values, results) for r in recipe] if type(recipe) is list else \
-                {k: _resolve(r, values, results) for k, r in recipe.items()}
+                {k: v for k, r in recipe.items() if (v := _resolve(r, values, results)) is not nest.UNSET}
             resolved.append((target, None, new))
         else:
             resolved.append((target, rest[0], _resolve(rest[1], values, results)))
     for target, slot, new in resolved:
+        if new is nest.UNSET:  # left as it was, as on the eager runs that do not set it
+            continue
         if slot is None:
             if type(target) is list:
                 target[:] = new

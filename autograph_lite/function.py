@@ -711,9 +711,8 @@ class _DropUnset:
 
 
 def _drop_unset(value):
-    from .operators.logical import UNSET
     if isinstance(value, dict):
-        for k in [k for k, v in value.items() if v is UNSET]:
+        for k in [k for k, v in value.items() if v is nest.UNSET]:
             del value[k]
         for v in value.values():
             _drop_unset(v)

@@ -17,6 +17,24 @@ import sys
 _MAX_DEPTH = 200  # deeper stored structures are refused by from_json
 
 
+class Unset:
+    """The value an item or attribute has on the runs where a tensor `if` or loop leaves it unset
+    (`operators.MaybeUnset`): its dict leaves the key out, its object the attribute."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<unset>"
+
+
+UNSET = Unset()
+
+
+class SetOnSomeRuns:
+    """A leaf that is `if_true` where the bool tensor `pick` is true and UNSET elsewhere
+    (`operators.MaybeUnset`); `effects.py` replays such a value into the caller's state so."""
+    __slots__ = ()
+
+
 def is_namedtuple(value):
     return isinstance(value, tuple) and hasattr(type(value), "_fields")
 

@@ -23,8 +23,8 @@ ORDER = (
 
 
 def apply(node, ctx):
-    from .base import returned_dict_names
-    ctx.returned_dicts = returned_dict_names(node)  # on the user's code, before any pass rewrites it
+    from .base import droppable_places
+    ctx.droppable = droppable_places(node)  # on the user's code, before any pass rewrites it
     for converter in ORDER:
         node = converter.transform(node, ctx)
     return node

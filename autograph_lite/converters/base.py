@@ -1,7 +1,10 @@
 """What every converter shares: the conversion context, fresh names, source positions."""
+import ast
+import copy
+
 import gast
 
-from ..pyct import anno
+from ..pyct import activity, anno
 
 EXTRA_TEST = anno.EXTRA_TEST
 
@@ -12,7 +15,7 @@ class Context:
     def __init__(self, filename, taken):
         self.filename = filename
         self.taken = set(taken)
-        self.returned_dicts = frozenset()  # see returned_dict_names
+        self.droppable = frozenset()  # see droppable_places
 
     def new_name(self, base):
         name, n = base, 0
@@ -23,41 +26,97 @@ class Context:
         return name
 
 
-def returned_dict_names(node):
-    """Names of dicts the function makes (`y = {...}`) and then only indexes with constant keys
-    (`y['a']`) or returns (`return y`, `return y, x`): a tensor loop that may run zero times can
-    leave one of their items unset, the returned dict without that key on those runs, since
-    nothing else in the function asks which keys it has (`'a' in y`, `len(y)`, passing it on)."""
-    allowed, bad, made = set(), set(), set()
-    for n in gast.walk(node):
-        if isinstance(n, gast.Subscript) and isinstance(n.value, gast.Name) and isinstance(n.slice, gast.Constant):
-            allowed.add(id(n.value))
-        elif isinstance(n, gast.Return) and n.value is not None:
+def droppable_places(node):
+    """Labels of the items and attributes (`y['a']`, `x['a']['b']`, `o.b`) that a tensor `if` or
+    loop may leave unset on some runs (`MaybeUnset`): the dict or object holding one is the
+    function's own (a dict literal, its nested dicts literals too) or an argument, and the code
+    never asks which keys or attributes it has: it only reads and writes items with constant keys
+    and attributes, and returns it (`return y`, `return y, x`); no `'a' in y`, `len(y)`, method
+    call, `del`, or passing it on. Computed on the user's code, before any pass rewrites it."""
+    parents, returned, literals, bad = {}, set(), {}, set()
+    params = {a.id: id(a) for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)}
+
+    def walk(n, top):
+        for child in gast.iter_child_nodes(n):
+            parents[id(child)] = n
+            walk(child, top and not isinstance(child, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda,
+                                                        gast.ClassDef)))
+        if isinstance(n, gast.Return) and n.value is not None and top:
             stack = [n.value]
             while stack:
                 v = stack.pop()
-                if isinstance(v, gast.Name):
-                    allowed.add(id(v))
-                elif isinstance(v, (gast.Tuple, gast.List)):
+                returned.add(id(v))
+                if isinstance(v, (gast.Tuple, gast.List)):
                     stack.extend(v.elts)
                 elif isinstance(v, gast.Dict):
                     stack.extend(v.values)
         elif isinstance(n, (gast.Global, gast.Nonlocal)):
             bad.update(n.names)
-        elif isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name) \
-                and isinstance(n.value, gast.Dict):
-            made.add(id(n.targets[0]))
-    names = set()
+    body = node.body if isinstance(node.body, list) else [node.body]
+    for child in body:
+        parents[id(child)] = node
+        walk(child, True)
+
+    def allowed(expr):
+        """`expr` (a Load) is indexed with a constant key, has an attribute read or written, or is returned."""
+        parent = parents.get(id(expr))
+        if isinstance(parent, gast.Subscript) and parent.value is expr:
+            return isinstance(parent.slice, gast.Constant) and not isinstance(parent.ctx, gast.Del)
+        if isinstance(parent, gast.Attribute) and parent.value is expr:
+            grand = parents.get(id(parent))
+            return not isinstance(parent.ctx, gast.Del) and not (isinstance(grand, gast.Call) and grand.func is parent)
+        return id(expr) in returned
+
     for n in gast.walk(node):
-        if not isinstance(n, gast.Name):
+        if not isinstance(n, gast.Name) or n.id in bad:
             continue
-        if isinstance(n.ctx, gast.Load) and id(n) not in allowed:
-            bad.add(n.id)
-        elif isinstance(n.ctx, gast.Store) and id(n) in made:
-            names.add(n.id)
-        elif not isinstance(n.ctx, gast.Load):  # a parameter, a loop target, `del y`, `y = other`
-            bad.add(n.id)
-    return frozenset(names - bad)
+        if isinstance(n.ctx, gast.Load):
+            if not allowed(n):
+                bad.add(n.id)
+        elif isinstance(n.ctx, gast.Store):
+            parent = parents.get(id(n))
+            if isinstance(parent, gast.Assign) and parent.targets == [n] and isinstance(parent.value, gast.Dict):
+                literals.setdefault(n.id, []).append(parent.value)
+            else:
+                bad.add(n.id)
+        elif params.get(n.id) != id(n):
+            bad.add(n.id)  # `del y`, a nested function's parameter
+    roots = {name for name in (set(params) | set(literals)) if name not in bad and not (name in params and name in literals)}
+    exprs = {}
+    for n in gast.walk(node):
+        if isinstance(n, (gast.Subscript, gast.Attribute)):
+            exprs.setdefault(_unparse(n), []).append(n)
+
+    def droppable(target):
+        steps, n = [], target
+        while isinstance(n, (gast.Subscript, gast.Attribute)):
+            if isinstance(n, gast.Subscript) and not isinstance(n.slice, gast.Constant):
+                return False
+            steps.append(n)
+            n = n.value
+        if not isinstance(n, gast.Name) or n.id not in roots:
+            return False
+        for inner in steps[1:]:  # the containers on the way: only indexed, never rebound or passed on
+            if any(not isinstance(e.ctx, gast.Load) or not allowed(e) for e in exprs[_unparse(inner)]):
+                return False
+        if n.id in literals:  # the function's own dict: each container on the way one of its literals
+            path = [s for s in reversed(steps[1:])]
+            for literal in literals[n.id]:
+                for step in path:
+                    if not isinstance(step, gast.Subscript):
+                        return False
+                    literal = next((v for k, v in zip(literal.keys, literal.values) if isinstance(k, gast.Constant)
+                                    and k.value == step.slice.value), None)
+                    if not isinstance(literal, gast.Dict):
+                        return False
+            return isinstance(target, gast.Subscript)
+        return True
+
+    return frozenset(_unparse(t) for t in activity.composite_writes(body) if droppable(t))
+
+
+def _unparse(target):
+    return ast.unparse(gast.gast_to_ast(copy.deepcopy(target)))
 
 
 def all_names(node):

@@ -43,6 +43,7 @@ class _ControlFlow:
         self.declared = declared  # names declared global/nonlocal in this function
         self.cells = cells        # locals that nested functions or lambdas see (Python's cell variables)
         self.in_try = None
+        self.in_finally = False  # inside the body of a `try` with `finally`
         self.contexts = []        # names holding the context managers of the enclosing `with` statements
 
     def block(self, stmts, defined):
@@ -75,11 +76,12 @@ class _ControlFlow:
         """Control flow in a `try` body is staged unless the `try` has `except` handlers (an error
         the graph raises when it runs would not reach them); `else` and `finally` run where Python
         runs them, as Python code around the staged statements."""
-        outer = self.in_try
+        outer = self.in_try, self.in_finally
         if node.handlers:
             self.in_try = "try"
+        self.in_finally = self.in_finally or bool(node.finalbody)
         node.body = self.block(node.body, defined)
-        self.in_try = outer
+        self.in_try, self.in_finally = outer
         for field in ("orelse", "finalbody"):
             if getattr(node, field, None):
                 setattr(node, field, self.block(getattr(node, field), defined))
@@ -160,6 +162,9 @@ class _ControlFlow:
         if self.in_try:
             keys.append("in_try")
             values.append(gast.Constant(value=self.in_try, kind=None))
+        if self.in_finally:  # an error the graph raises would not run the `finally` (operators: if_stmt)
+            keys.append("in_finally")
+            values.append(gast.Constant(value=True, kind=None))
         if self.contexts:
             keys.append("contexts")
             values.append(templates.names_tuple(self.contexts))
@@ -198,9 +203,8 @@ class _ControlFlow:
             if label in seen:
                 continue
             seen.add(label)
-            if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name) \
-                    and target.value.id in self.ctx.returned_dicts and isinstance(target.slice, gast.Constant):
-                droppable.append(label)  # may be left unset by a loop that runs zero times
+            if label in self.ctx.droppable:
+                droppable.append(label)  # may be left unset by a loop that runs zero times or one branch
             static = self._static_place(target, written)
             kind = "attr" if isinstance(target, gast.Attribute) else "item"
             key = (gast.Constant(value=target.attr, kind=None) if kind == "attr"

@@ -691,6 +691,11 @@ def _cast(ctx, node):
     return ctx.add("Identity", _operands(ctx, node))
 
 
+@rule("BoxLike")
+def _box_like(ctx, node):  # ONNX values have no box: the value
+    return ctx.add("Identity", [ctx.value(node.inputs[1])])
+
+
 # --- linear algebra and reductions --------------------------------------------------------
 
 _MATMUL_IN = {"f": None, "i": np.int64, "u": np.uint64, "b": np.int64}

@@ -92,6 +92,11 @@ def call(f):
     return call_or_defer
 
 
+# the frames of `call`'s wrapper, through which converted code reaches its callee: an error raised
+# beyond them is the callee's (operators/control_flow.py `_raised_by_user`)
+PASS_THROUGH = frozenset(c for c in call.__code__.co_consts if isinstance(c, types.CodeType))
+
+
 def _converted_code(fn):
     code = getattr(getattr(fn, "__func__", fn), "__code__", None)
     return code is not None and code.co_filename.startswith("<autograph_lite")

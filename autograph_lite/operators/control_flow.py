@@ -7,6 +7,7 @@ iterable it runs plain Python now; on a symbolic one it builds a Cond or While n
 import builtins
 import contextlib
 import logging
+import os
 import sys
 import time
 import types
@@ -14,7 +15,8 @@ import types
 import numpy as np
 
 from .. import nest, ops
-from ..errors import ConversionError, NeedsPython, SymbolicValueError, UnknownRank, traceback_location, user_location
+from ..errors import (ConversionError, NeedsPython, SymbolicValueError, UnknownRank, is_internal_file, mapped_location,
+                      traceback_location, user_location)
 from ..ops.array_ops import constant_value
 from ..ops.core import apply
 from . import outside_state, python_loops
@@ -105,6 +107,17 @@ class _ExtraState:
         values = self.get()[len(self.cell_names):]
         return [name for name, value in zip(self.composite_names, values) if isinstance(value, Undefined)]
 
+    def _refuse_maybe_unset(self, values, location):
+        _refuse_maybe_unset_in_loop(self.names, values, location)
+
+    def droppable(self, opts):
+        """{label: (holder, key)} of the items of dicts and attributes of objects that may stay unset on some runs
+        (`opts['droppable']`: the converter found nothing in the function that asks which keys or
+        attributes their holder has)."""
+        labels = set((opts or {}).get("droppable", ()))
+        return {label: (base, key) for label, (base, kind, key) in zip(self.composite_names, self._places)
+                if label in labels and (type(base) is dict if kind == "item" else hasattr(base, "__dict__"))}
+
     def unset_dict_items(self):
         """(label, dict, key) of the items of plain dicts with no value yet."""
         values = self.get()[len(self.cell_names):]
@@ -147,17 +160,26 @@ class _ExtraState:
             self.set(state[count:])
             return test(*state[:count])
 
-        cells = len(self.cell_names)
+        self._refuse_maybe_unset(self.get(), location)
 
         def loop_body(*state):
             self.set(state[count:])
             out = tuple(body(*state[:count])) + self.get()
-            # a cell with no value before the loop that the body assigns on some runs only keeps
-            # having none (an error if used after the loop)
+            self._refuse_maybe_unset(out[count:], location)
+            # a cell, item or attribute with no value before the loop that the body assigns on some
+            # runs only (a Python `if` it traced not taking that path) keeps having none (an error if
+            # used after the loop)
             return out[:count] + tuple(s if isinstance(s, Undefined) and isinstance(o, Undefined) else o
-                                       for s, o in zip(state[count:count + cells], out[count:count + cells])) \
-                + out[count + cells:]
+                                       for s, o in zip(state[count:], out[count:]))
         return loop_test, loop_body
+
+
+def _refuse_maybe_unset_in_loop(names, values, location):
+    for label, value in zip(names, values):
+        if isinstance(value, MaybeUnset):
+            raise ConversionError(f"`{label}` is {value.why}, and a loop on a tensor (at {location}) carries it: a "
+                                  f"graph loop cannot carry an item or attribute that is set on some runs only; give "
+                                  f"it a value before the loop")
 
 
 def _uncarriable(base, kind, key, static):
@@ -215,14 +237,19 @@ def if_stmt(cond, body, orelse, state, names, opts=None):
     if extra:
         count, start = len(names), extra.get()
         body, orelse, names = extra.branch(body, start), extra.branch(orelse, start), (*names, *extra.names)
-        result = _staged_if(cond, body, orelse, state, names, location, extra.cell_names)
+        result = _staged_if(cond, body, orelse, state, names, location, extra.cell_names, extra.droppable(opts),
+                            raising=not (opts or {}).get("in_finally"))
         _check_argument_lists_kept(start, result[count:], "an `if`", location)
         extra.set(result[count:])
         return result[:count]
-    return _staged_if(cond, body, orelse, state, names, location)
+    return _staged_if(cond, body, orelse, state, names, location, raising=not (opts or {}).get("in_finally"))
 
 
-def _staged_if(cond, body, orelse, state, names, location, soft=()):
+def _staged_if(cond, body, orelse, state, names, location, soft=(), droppable={}, raising=True):  # noqa: B006
+    """The Cond of a tensor `if`. `soft`: cells that may stay without a value (an error only if read);
+    `droppable`: items and attributes that may stay unset on the runs taking one branch (`MaybeUnset`);
+    `raising`: a branch raising a Python error while traced raises it when it runs (RAISED_WHEN_TAKEN;
+    not inside a `try` with `finally`, which a graph's error would skip, and whose `return` may cancel it)."""
     graph = current_graph()
     carried = []  # memory from outside that a branch writes (runtime/memory.py): carried as outputs too
     while True:
@@ -230,23 +257,40 @@ def _staged_if(cond, body, orelse, state, names, location, soft=()):
         then_in, else_in = _copy_lists(state), _copy_lists(state)
         kept = _ArraysKept("an `if`", location)
         try:
-            then_g, then_out = _trace_branch(graph, "then", body, then_in, location, carried)
-            else_g, else_out = _trace_branch(graph, "else", orelse, else_in, location, carried)
+            then_g, then_out = _trace_branch(graph, "then", body, then_in, location, carried, raising)
+            else_g, else_out = _trace_branch(graph, "else", orelse, else_in, location, carried, raising)
             break
         except memory.Carry as c:
             carried.append(c.storage)
-    _check_argument_lists(state, "an `if`", location, then_in, else_in)
-    _check_arrays_kept(state, body, location, then_in, else_in)
+    if isinstance(then_out, _Raises) and isinstance(else_out, _Raises):
+        raise then_out.refusal from then_out.error
+    # a branch that raises when it runs gives stand-ins of the other's values (never used)
+    ran = [side for side, out in ((then_in, then_out), (else_in, else_out)) if not isinstance(out, _Raises)]
+    if isinstance(then_out, _Raises):
+        then_out = _filler_like(then_g, else_out)
+    elif isinstance(else_out, _Raises):
+        else_out = _filler_like(else_g, then_out)
+    _check_argument_lists(state, "an `if`", location, *ran)
+    _check_arrays_kept(state, body, location, *ran)
     kept.check()
     then_out, else_out = list(then_out), list(else_out)
     # a variable both branches leave holding the same handle of memory (`x[i] = v` in one, nothing
     # in the other) stays that handle: the Cond carries what the branches wrote to its memory
     handles = {i: t for i, (t, e) in enumerate(zip(then_out, else_out))
                if t is e and isinstance(t, Tensor) and t.mem is not None}
+    maybe = {}  # output index -> (label, whether the true branch sets it, whether the false one does)
     for i, name in enumerate(names):
         t, e = then_out[i], else_out[i]
         if isinstance(t, Undefined) and isinstance(e, Undefined):
             else_out[i] = t
+        elif name in droppable and t is not e and any(isinstance(v, (Undefined, MaybeUnset)) for v in (t, e)):
+            (t_set, then_out[i]), (e_set, else_out[i]) = (_set_where(v, droppable[name], name, location)
+                                                          for v in (t, e))
+            if then_out[i] is None:
+                then_out[i] = _zeros_like(then_g, else_out[i])
+            if else_out[i] is None:
+                else_out[i] = _zeros_like(else_g, then_out[i])
+            maybe[i] = (name, t_set, e_set)
         elif isinstance(t, Undefined) or isinstance(e, Undefined):
             side, other, sub = ("false", t, else_g) if isinstance(e, Undefined) else ("true", e, then_g)
             message = (f"'{name}' is assigned in only the {'true' if side == 'false' else 'false'} branch of "
@@ -269,10 +313,19 @@ def _staged_if(cond, body, orelse, state, names, location, soft=()):
     then_out_lists, else_out_lists = dict(enumerate(then_out)), dict(enumerate(else_out))
     for i in lists:
         then_out[i], else_out[i] = _list_tensor(then_out[i], names[i], location), _list_tensor(else_out[i], names[i], location)
+    count = len(then_out)
+    set_names = tuple(f"whether {label} is set" for label, _, _ in maybe.values())
+    then_out += [t for _, t, _ in maybe.values()]
+    else_out += [e for _, _, e in maybe.values()]
     memory_names = tuple(f"the memory of {s.label}" for s in carried)
-    then_out, else_out, names = then_out + then_g.carried_out, else_out + else_g.carried_out, (*names, *memory_names)
+    then_out, else_out = then_out + then_g.carried_out, else_out + else_g.carried_out
+    names = (*names, *set_names, *memory_names)
     result = list(build_cond(cond, then_g, tuple(then_out), else_g, tuple(else_out), _labels(names, then_out),
                              location, var_names=names))
+    for (i, (label, _, _)), is_set in zip(maybe.items(), result[count:count + len(maybe)]):
+        result[i] = MaybeUnset(is_set, result[i], label, f"set in only one branch of the `if` on a tensor at "
+                               f"{location}, so it is unset on the runs that take the other", *droppable[label])
+    result = result[:count] + result[count + len(maybe):]
     if carried:
         memory.carried_out(carried, result[-len(carried):], location)
         result = result[:-len(carried)]
@@ -283,6 +336,28 @@ def _staged_if(cond, body, orelse, state, names, location, soft=()):
         for side, sub in ((then_out[i], then_g), (else_out[i], else_g)):
             _hold_what_a_branch_list_holds(result[i].tensor, side, sub)
     return tuple(result)
+
+
+def _set_where(value, place, label, location):
+    """(whether a branch's `value` of a droppable item or attribute `place` (holder, key) is set, as a
+    bool tensor or numpy bool; its value where set, None where never)."""
+    if isinstance(value, Undefined):
+        return np.bool_(False), None
+    if isinstance(value, MaybeUnset):
+        if value.base is not place[0] or value.key != place[1]:
+            value._refuse()  # another place's: read where it may be unset
+        return value.pick, value.if_true
+    if not isinstance(value, Tensor) and not isinstance(value, (bool, int, float, complex, np.generic)) \
+            and not _static_leaf(value):
+        raise ConversionError(f"'{label}' is set in only one branch of an `if` on a tensor (at {location}) to "
+                              f"{type(value).__name__}, a structure: only a number, an array or an object "
+                              f"can be left unset on some runs; give '{label}' a value before the `if` or in "
+                              f"the other branch too")
+    return np.bool_(True), value
+
+
+def _static_leaf(value):
+    return not isinstance(value, (list, tuple, dict, TensorList, Choice)) and not hasattr(value, "_fields")
 
 
 def _hold_what_a_branch_list_holds(merged, side, sub):
@@ -332,18 +407,86 @@ def _stack_lists_of_other_lengths(then_g, then_out, else_g, else_out):
                     side[i] = other[i].empty_like()
 
 
-def _trace_branch(graph, name, fn, state, location, carried=None):
+def _trace_branch(graph, name, fn, state, location, carried=None, raising=True):
     """trace_function of one branch: eagerly only the branch that runs can raise, but both are traced."""
     side = "true" if name == "then" else "false"
-    run = _naming_block(fn, f"the {side} branch of an `if`", location,
-                        "both branches are traced, even one that the data never takes")
+    block, why = f"the {side} branch of an `if`", "both branches are traced, even one that the data never takes"
+    run = _naming_block(_raising_when_taken(fn, block, location, why) if raising else fn, block, location, why)
     # the branch's results as they are when it ends, in containers of their own: a dict it returns
     # and also updates through a carried item (`d['a'] = x; return d`) is restored before the
     # other branch runs (fuzzer seed 5012791)
     def traced(*args):
         out = run(*args)
-        return nest.pack(out, nest.flatten(out))
+        return out if isinstance(out, _Raises) else nest.pack(out, nest.flatten(out))
     return trace_function(graph, name, traced, state, carried)
+
+
+# Python's errors that a branch of a tensor `if` may raise while it is traced and that the graph
+# raises instead on the runs that take the branch, as eagerly: those of Python and numpy
+# operating on static values in the user's code (a missing key, an index out of range, a
+# division by zero, a wrong type). Subclasses (numpy's AxisError), errors raised inside the
+# compiler (its own limits, whatever their type) and errors of both branches stay refusals.
+RAISED_WHEN_TAKEN = (KeyError, IndexError, AttributeError, TypeError, ValueError, ZeroDivisionError,
+                     OverflowError, AssertionError)
+
+
+class _Raises:
+    """What a branch that raised one of RAISED_WHEN_TAKEN while traced gives instead of its values:
+    its graph raises `error` when it runs; `refusal` is the ConversionError if the other raises too."""
+
+    def __init__(self, error, refusal):
+        self.error, self.refusal = error, refusal
+
+
+def _raising_when_taken(fn, block, location, why):
+    """`fn` (a branch of a tensor `if`) where an error of RAISED_WHEN_TAKEN raised by the user's
+    code becomes an Assert that fails whenever the branch runs, and the branch gives `_Raises`."""
+    def traced(*args):
+        try:
+            return fn(*args)
+        except RAISED_WHEN_TAKEN as e:
+            where = _raised_by_user(e)
+            if type(e) not in RAISED_WHEN_TAKEN or where is None or getattr(e, "_ag_staged_raise", None) is not None:
+                raise
+            apply(ASSERT, (ops.convert_to_tensor(np.bool_(False)),),
+                  {"message": str(e), "location": where, "error": type(e).__name__})
+            return _Raises(e, _traced_error(block, location, why, e))
+    return traced
+
+
+def _raised_by_user(error):
+    """The user's `file:line` that raised `error` when the innermost frame outside numpy is the
+    user's code (converted or not), else None (the compiler raised it)."""
+    from .call import PASS_THROUGH
+    frames, tb = [], error.__traceback__
+    while tb is not None:
+        frames.append((tb.tb_frame.f_code, tb.tb_lineno))
+        tb = tb.tb_next
+    for code, line in reversed(frames):
+        filename = code.co_filename
+        if filename.startswith(_NUMPY_DIR) or code in PASS_THROUGH:
+            continue
+        mapped = mapped_location(filename, line)
+        if mapped:
+            return mapped
+        return None if is_internal_file(filename) else f"{filename}:{line}"
+    return None
+
+
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
+
+
+def _filler_like(sub, value):
+    """A stand-in with `value`'s structure, types and boxes (a numpy scalar where it is one), made
+    in graph `sub`, for a branch whose values are never used."""
+    def zero(v):
+        if isinstance(v, TensorList):
+            return v.empty_like()
+        if isinstance(v, Tensor) and not v.weak and v.shape == () and box_of(v) != ARRAY:
+            return v.dtype.type(0)
+        return zero_like(v)
+    with building(sub):
+        return nest.pack(value, [zero(v) for v in nest.flatten(value)])
 
 
 def _naming_block(fn, block, location, why):
@@ -359,11 +502,15 @@ def _naming_block(fn, block, location, why):
         except Exception as e:
             if getattr(e, "_ag_staged_raise", None) is not None:  # a `raise` no `except` of the block handled
                 raise e._ag_staged_raise from None
-            raise (NeedsPython if isinstance(e, UnknownRank) else ConversionError)(
-                f"{block} on a tensor (at {location}) raised {type(e).__name__} while it was traced ({e}, at "
-                f"{traceback_location(e.__traceback__) or user_location()}); {why}. Make it valid for any "
-                f"input (e.g. cast the operands first)") from e
+            raise _traced_error(block, location, why, e) from e
     return traced
+
+
+def _traced_error(block, location, why, e):
+    return (NeedsPython if isinstance(e, UnknownRank) else ConversionError)(
+        f"{block} on a tensor (at {location}) raised {type(e).__name__} while it was traced ({e}, at "
+        f"{traceback_location(e.__traceback__) or user_location()}); {why}. Make it valid for any "
+        f"input (e.g. cast the operands first)")
 
 
 def _check_argument_lists(state, block, location, *branch_states):
@@ -540,11 +687,12 @@ def while_stmt(test, body, state, names, opts=None):
     location = user_location()
     _check_staging_allowed(opts, "`while` loop", location)
     extra = _ExtraState(opts, "`while` loop", location)
-    dict_items = _check_runs_once(pred, opts, state, names, "while", location, extra)
+    dict_items, places = _check_runs_once(pred, opts, state, names, "while", location, extra)
     try:
         result = _while_staged(test, body, state, names, opts, graph, first, pred, location, extra)
     except NeedsPython as e:  # not traceable with static ranks: the loop runs as Python in the graph
         return python_loops.while_loop(test, body, state, names, pred, location, extra, opts, e)
+    _check_places_set(pred, places, extra, "while", location)
     _mark_maybe_unset(dict_items, pred, "while", location)
     return result
 
@@ -586,8 +734,9 @@ def _refuse_python_boxes(values, names, location):
 
 def _check_runs_once(runs, opts, state, names, kind, location, extra):
     """When the graph runs, if a loop whose first test is `runs` runs zero times: UnboundLocalError,
-    as Python gives, when a variable it first assigns is read after it; ValueError when it first
-    writes an item or attribute (`y['a']`), which eagerly stays unset and a graph cannot leave so."""
+    as Python gives, when a variable it first assigns is read after it. Returns the dict items it
+    may leave out (`_mark_maybe_unset`) and the other items and attributes with no value before
+    it (`_check_places_set`: ValueError, as eagerly they stay unset and a graph cannot leave so)."""
     unset = [n for n, v in zip(names, state)
              if n in (opts or {}).get("unbound_after", ()) and isinstance(v, Undefined)]
     if unset:
@@ -597,18 +746,26 @@ def _check_runs_once(runs, opts, state, names, kind, location, extra):
     dict_items = [item for item in extra.unset_dict_items() if item[0] in droppable] \
         if isinstance(runs, Tensor) else []
     places = [p for p in extra.unset_places() if p not in {label for label, _, _ in dict_items}]
+    return dict_items, places
+
+
+def _check_places_set(runs, places, extra, kind, location):
+    """After the loop: items and attributes it first wrote (not dict items left out, see
+    _check_runs_once) raise ValueError on the runs where it ran zero times; those still unset
+    after it (written only on a path of the body its trace did not take) stay unset, as eagerly."""
+    places = [p for p in places if p not in extra.unset_places()]
     if places:
         _assert_runs(runs, f"{', '.join(f'`{p}`' for p in places)} is first written inside a `{kind}` loop on a "
                            f"tensor that ran zero times: eagerly it would stay unset, which a compiled function "
                            f"cannot do; give it a value before the loop", "ValueError", location)
-    return dict_items
 
 
 def _mark_maybe_unset(dict_items, runs, kind, location):
     """After a tensor loop: a dict item it first wrote is a `MaybeUnset` (set where the loop ran)."""
     for label, base, key in dict_items:
         if key in base and isinstance(base[key], Tensor):
-            base[key] = MaybeUnset(runs, base[key], label, kind, location, base, key)
+            base[key] = MaybeUnset(runs, base[key], label, f"first written inside the `{kind}` loop on a tensor at "
+                                   f"{location}, so it is unset where the loop runs zero times", base, key)
 
 
 def _assert_runs(runs, message, error, location):
@@ -737,11 +894,12 @@ def for_stmt(iterable, extra_test, body, state, names, opts=None):
         sequence = _sequence(iterable, location)
         extra = _ExtraState(opts, "`for` loop", location)
         runs = sequence[0] > 0
-        dict_items = _check_runs_once(runs, opts, state, names, "for", location, extra)
+        dict_items, places = _check_runs_once(runs, opts, state, names, "for", location, extra)
         try:
             result = _tensor_for(sequence, extra_test, body, tuple(state), names, location, extra)
         except NeedsPython as e:  # not traceable with static ranks: the loop runs as Python in the graph
             return python_loops.for_loop(iterable, extra_test, body, state, names, location, extra, opts, e)
+        _check_places_set(runs, places, extra, "for", location)
         _mark_maybe_unset(dict_items, runs, "for", location)
         return result
     state = tuple(state)

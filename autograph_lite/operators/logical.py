@@ -8,7 +8,8 @@ import operator
 
 import numpy as np
 
-from .. import ops
+from .. import nest, ops
+from ..nest import UNSET
 from ..ops import math_ops
 from ..errors import ConversionError, user_location
 from ..ops.control_flow import zero_like
@@ -178,32 +179,25 @@ class MaybeNone(Choice):
 
 
 
-class Unset:
-    """The value of a MaybeUnset on the runs where it has none: its dict leaves the key out."""
-    __slots__ = ()
+class MaybeUnset(Choice, nest.SetOnSomeRuns):
+    """A dict item (`y['a']`) or an attribute (`o.b`) that a tensor `if` or loop sets on some runs
+    only: first written inside a loop that may run zero times, or in one branch of an `if`. The
+    value where `pick` is true, unset (the key or attribute absent, as eagerly) elsewhere. Returning
+    the dict gives the key or not, and the caller's dict or object gets it or not; any use of the
+    item in the function is refused (eager raises KeyError or AttributeError on the unset runs).
+    `why` says where it is set: "first written inside the `while` loop on a tensor at f.py:3, so it
+    is unset where the loop runs zero times"."""
 
-    def __repr__(self):
-        return "<unset>"
-
-
-UNSET = Unset()
-
-
-class MaybeUnset(Choice):
-    """A dict item (`y['a']`) first written inside a tensor loop: the value where the loop ran,
-    unset (the key absent, as eagerly) where it ran zero times. Returning the dict gives the key
-    or not; any use of the item in the function is refused (eager raises KeyError on those runs)."""
-
-    def __init__(self, ran, value, label, kind, location, base, key):
-        super().__init__(ran, UNSET, value)
-        self.label, self.kind, self.location, self.base, self.key = label, kind, location, base, key
+    def __init__(self, pick, value, label, why, base, key):
+        super().__init__(pick, UNSET, value)
+        self.label, self.why, self.base, self.key = label, why, base, key
 
     def _refuse(self, *args, **kwargs):
+        error = "a KeyError" if type(self.base) is dict else "an AttributeError"
         raise ConversionError(
-            f"`{self.label}` is first written inside the `{self.kind}` loop on a tensor at {self.location}, "
-            f"so it is unset where the loop runs zero times (eagerly a KeyError on those runs); a compiled "
-            f"function can return the dict holding it (the key left out on those runs) but not use it: give "
-            f"it a value before the loop (at {user_location(2)})")
+            f"`{self.label}` is {self.why} (eagerly {error} on those runs); a compiled function can "
+            f"return the dict holding it, or leave it in an argument, set on the runs that set it, but "
+            f"not use it: give it a value before the block or on every path (at {user_location(2)})")
 
     def __repr__(self):
         return f"<{self.label}: {_describe(self.if_true)[2:].lstrip()} or unset>"

@@ -147,6 +147,23 @@ class Reads:
         if watch:
             self._watched.append((path, obj, _state(obj)))
 
+    def attributes_now(self):
+        """{id: its attributes} of the objects reached so far whose writes `finish` hands to the
+        effects replay (through a global, a cell or another object)."""
+        return {id(obj): _state(obj) for _, obj, _ in self._watched}
+
+    def attributes_set_since(self, then):
+        """(label, object, name, value before, value now) of each attribute set since `then`
+        (`attributes_now()`) on those objects (one first reached since: from its first read);
+        ABSENT for an attribute not there."""
+        changes = []
+        for path, obj, first in self._watched:
+            before, now = then.get(id(obj), first), _state(obj)
+            changes += [(self._labels[path], obj, name, before.get(name, _MISSING), now.get(name, _MISSING))
+                        for name in sorted(set(before) | set(now), key=str)
+                        if before.get(name, _MISSING) is not now.get(name, _MISSING)]
+        return changes
+
     def swap_in(self):
         """Objects whose attribute reads cannot be intercepted (`types.SimpleNamespace`): every
         attribute is read now, and stand-ins (Tensors for arrays) put in its place until `finish`.
@@ -418,6 +435,7 @@ def _write_error(name, problems):
 
 
 _MISSING = object()
+ABSENT = _MISSING
 
 
 def _global_random_states():

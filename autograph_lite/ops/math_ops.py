@@ -387,6 +387,28 @@ modf = _two_outputs("modf", "Modf")
 frexp = _two_outputs("frexp", "Frexp")
 
 
+def _box_like_kernel(xp):
+    if xp is not np:
+        return lambda like, value: value  # a device has no scalars: its 0-d arrays stand for both
+    def box_like(like, value):  # `value` as eager holds `like`: a 0-d array or a numpy scalar
+        if isinstance(like, np.ndarray):
+            return value if isinstance(value, np.ndarray) else np.asarray(value)
+        return value[()] if isinstance(value, np.ndarray) else value
+    return box_like
+
+
+# `x += y` on a 0-d value that is a 0-d array on some runs and a numpy scalar on others (a tensor
+# loop's variable: the start's box where it ran zero times, the body's elsewhere): the update in
+# place keeps the array, the rebinding gives a scalar; the box is picked when the graph runs
+OPS["box_like"] = define("BoxLike", _box_like_kernel, lambda like, value: [(value.shape, value.dtype)],
+                         may_raise=False, box="input")
+
+
+def box_like(like, value):
+    """`value` (0-d, of `like`'s dtype) boxed as `like` is when the graph runs."""
+    return apply(OPS["box_like"], (like, value))
+
+
 # --- complex parts --------------------------------------------------------------------------
 # `x.real` and `x.imag` (np.real, np.imag): views of a complex array's parts, numpy scalars of a
 # numpy scalar's, Python floats of a Python number's (weak, as eager's attribute gives)
@@ -685,6 +707,11 @@ def _where_grad(node, dy):
 def _cast_grad(node, dy):
     x = node.inputs[0]
     return [_to_input(cast(dy, x.dtype), x) if float_dtype(x) and float_dtype(node.outputs[0]) else None]
+
+
+@grad_rule(OPS["box_like"])
+def _box_like_grad(node, dy):
+    return [None, dy]
 
 
 @grad_rule(OPS["matmul"])

@@ -11,9 +11,9 @@ import sys
 
 import numpy as np
 
-from ..errors import NeedsPython, user_location
+from ..errors import ConversionError, NeedsPython, user_location
 from ..runtime import memory
-from ..runtime.boxes import ARRAY, box_of
+from ..runtime.boxes import ARRAY, VARIES, box_of
 from ..runtime.graph import Tensor, supersede
 from ..runtime.opdef import PLACEHOLDER
 from . import array_ops, math_ops, numpy_api, python_values
@@ -77,6 +77,8 @@ def _in_place(name, op):
     symbol = _SYMBOLS[name]
 
     def method(x, y):
+        if x.shape == () and not x.weak and box_of(x) == VARIES:
+            return _in_place_either_box(x, op(x, y), symbol, user_location(2))
         if x.weak or (x.shape == () and x.node.opdef is not PLACEHOLDER and box_of(x) != ARRAY):
             # a Python scalar staged as a tensor, or a numpy scalar (`s = x[0]`): `+=` rebinds, as in Python
             # (an argument's trace may be shared by a 0-d array, written back; a numpy scalar is not)
@@ -95,6 +97,23 @@ def _in_place(name, op):
         supersede(x, new, label, symbol, location)
         return new
     return method
+
+
+def _in_place_either_box(x, new, symbol, location):
+    """`x op= y` on a 0-d value that is a 0-d array on some runs (updated in place: still an array, of
+    x's dtype) and a numpy scalar on others (rebound: numpy's scalar result), picked when the graph
+    runs (BoxLike). Where the two would differ in more than the box (dtype, shape): refused."""
+    target = _assigned_name(sys._getframe(2))
+    label = f"'{target}'" if target else "the value"
+    if new.dtype != x.dtype or new.shape != ():
+        raise ConversionError(f"{label} {symbol} ...: {label} is a numpy scalar on some runs and a 0-d array on "
+                              f"others (by the data: a tensor loop or `if`), and eagerly `{symbol}` updates the "
+                              f"array in place but rebinds the scalar, here to a {new.dtype}"
+                              f"{list(new.shape) if new.shape else ''}, not {x.dtype}: the two would differ. "
+                              f"Make it one type first (np.asarray(v), or v[()]) (at {location})")
+    result = math_ops.box_like(x, new)
+    supersede(x, result, label, symbol, location)  # where it is an array, other holders would see the update
+    return result
 
 
 def _updated(x, new, name, symbol, label, location):

@@ -64,6 +64,8 @@ ALL_FLAGS = frozenset({
     "numpy_api",         # numpy ufuncs and functions drawn from the tables tensors go through (NUMPY_FORMS)
     "grad_helper",       # ag.grad of a helper (which may assign into its array argument) called from f
     "item_assign",       # v[i] = e, v[i] op= e, v[a:b] = e, v[mask] = e, v[[0, 2]] = e on arguments, locals and views
+    "dict_new_key",      # D['c'] = ... first set inside a tensor block (the key exists where it ran)
+    "raising_branch",    # a tensor `if` branch raising a Python error on static values ([1.5][2], D['zz'])
 })
 TYPE_QUERIES = ["isinstance({}, np.ndarray)", "isinstance({}, np.floating)", "isinstance({}, np.integer)",
                 "isinstance({}, np.generic)", "isinstance({}, float)", "isinstance({}, (int, bool))",
@@ -476,6 +478,7 @@ class Generator:
             (1 if compound and "try_finally" in self.allowed else 0, "try"),
             (3 if "item_assign" in self.allowed else 0, "item_assign"),
             (2 if "grad_helper" in self.allowed and "lst" in self.params else 0, "grad"),
+            (1 if staged and not in_loop and "raising_branch" in self.allowed else 0, "raise_static"),
         ])
         for _ in range(4):
             mark = len(self.lines)
@@ -839,9 +842,20 @@ class Generator:
         if not dicts or not self.on("dict_set", 100):
             raise Reject("no dict")
         name = self.ch.pick(dicts)
+        if staged and self.on("dict_new_key", 50):
+            # a key first set inside a tensor block: the dict has it on the runs that set it
+            self.emit(indent, f"{name}['c'] = {self.typed(scope, tkey(self.dicts[name]['a']), 2)}")
+            return
         key = self.ch.pick(["a", "b"])
         src = self.typed(scope, tkey(self.dicts[name][key]), 2)
         self.emit(indent, f"{name}[{key!r}] = {src}")
+
+    def st_raise_static(self, scope, indent, depth, in_loop, staged):
+        """Inside a tensor `if`: a Python error on static values, raised on the runs that take the branch."""
+        self.used.add("raising_branch")
+        dicts = [n for n in self.dicts if n in scope.lookup_all()]
+        value = f"{dicts[0]}['zz']" if dicts and self.ch.chance(50) else "[1.5, 2.5][2]"
+        self.emit(indent, f"{self.fresh('v')} = {value}")
 
     def st_closure(self, scope, indent, depth, in_loop, staged):
         """A nested function or lambda of one parameter, called right away or later."""
