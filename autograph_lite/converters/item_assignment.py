@@ -2,7 +2,7 @@
 variable back (TensorFlow AutoGraph's `converters/slices.py`):
 
     out[i] = v        ->  out = ag__.set_item(out, i, v, None, 'out')
-    out[i, :] += v    ->  out = ag__.set_item(out, (i, slice(None, None, None)), v, '+', 'out')
+    out[i, :] += v    ->  out = ag__.set_item(out, (i, slice(None, None, None)), lambda: v, '+', 'out')
 
 so a numpy array made in the function that receives a tensor can become a tensor under the same
 name (operators/item_assignment.py). Inside an `if`, `while` or `for`, constant keys (`d['k'] = v`,
@@ -94,7 +94,11 @@ class _ItemAssignment(gast.NodeTransformer):
         return statements
 
     def visit_AugAssign(self, node):
-        return self._rewrite(node, node.target, node.value, _OPS[type(node.op)])
+        # Python reads the item before it evaluates the right side (which may change the array):
+        # set_item calls the right side, given as a lambda, after its read
+        thunk = gast.Lambda(args=gast.arguments(args=[], posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[],
+                                                kwarg=None, defaults=[]), body=node.value)
+        return self._rewrite(node, node.target, thunk, _OPS[type(node.op)])
 
 
 def transform(node, ctx):

@@ -25,16 +25,19 @@ _IN_PLACE = {"+": operator.iadd, "-": operator.isub, "*": operator.imul, "/": op
              ">>": operator.irshift}
 
 def set_item(target, index, value, op=None, name=None):
-    """`target[index] = value` (`op`: `target[index] op= value`, Python's own sequence: read the
-    item, update it, store it); returns what the variable `name` holds afterwards."""
-    if python_values.origin((target, index)) is not None or (
-            type(target) is np.ndarray and python_values.origin((value,)) is not None):
-        return python_values.defer(_store, target, index, value, op)  # done when the graph runs, as eagerly
+    """`target[index] = value` (`op`: `target[index] op= value()`, Python's own sequence: read the
+    item, evaluate the right side, update the item, store it); returns what the variable `name`
+    holds afterwards."""
+    if python_values.origin((target, index)) is not None:  # the item is read when the graph runs, as eagerly
+        return python_values.defer(_store, target, index, value() if op is not None else value, op)
     if type(target) is np.ndarray and current_graph() is not None and _holds_tensor(index, value):
         # before an `op=` reads the item: a numpy array indexed by a tensor (`v[n % 4] -= 1`) cannot be read
         target = _promoted(target, name)
     if op is not None:
-        value = _IN_PLACE[op](target[index], value)
+        current = target[index]
+        value = _IN_PLACE[op](current, value())
+    if type(target) is np.ndarray and python_values.origin((value,)) is not None:
+        return python_values.defer(_store, target, index, value, None)  # done when the graph runs, as eagerly
     if isinstance(value, Choice) and isinstance(target, (np.ndarray, Tensor)):
         value = value.stored(target.dtype)  # `a[i] = x or y`: the picked operand, as the array holds it
     if isinstance(target, TensorList):  # a list a graph loop carries: a new stacked tensor

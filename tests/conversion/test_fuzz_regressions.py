@@ -1421,3 +1421,36 @@ def test_an_unused_broadcast_that_can_fail_still_raises():
     args = (np.arange(4.0), np.arange(4.0))
     for n in (2, 1, 4):
         assert_every_call_same(_unused_sum_of_unknown_length, *args, np.array(n, np.int32))
+
+
+def _like_with_an_array_as_dtype(a, n):
+    return np.ones_like(a, n)
+
+
+def test_an_array_given_as_the_dtype_of_ones_like_raises_numpys_type_error():
+    # fuzzer seed 1131008526: np.ones_like(a, a) took the tensor's dtype where numpy raises TypeError
+    assert_every_call_same(_like_with_an_array_as_dtype, np.arange(3.0), np.array(2, np.int32))
+    for like in (np.zeros_like, np.empty_like):
+        with pytest.raises(TypeError, match="Cannot construct a dtype from an array"):
+            ag.function(lambda a, n: like(a, n))(np.arange(3.0), np.array(2, np.int32))
+    with pytest.raises(TypeError, match="Cannot construct a dtype from an array"):
+        ag.function(lambda a, n: np.full_like(a, 1, n))(np.arange(3.0), np.array(2, np.int32))
+
+
+def _zero_item_one(a):
+    a[1] *= 0
+    return a[:]
+
+
+def _item_updated_by_a_right_side_that_writes_it(a, k):
+    a[k % 4] -= _zero_item_one(a)[1]    # Python reads a[k % 4] before the right side zeroes it
+    return a
+
+
+def test_an_augmented_item_assignment_reads_the_item_before_its_right_side_runs():
+    # fuzzer seed 1131017537: the right side ran first, so the item read was the one it wrote
+    for k in (1, np.array(1, np.int32)):
+        eager_a, compiled_a = np.arange(4.0), np.arange(4.0)
+        assert_same(_item_updated_by_a_right_side_that_writes_it(eager_a, k),
+                    ag.function(_item_updated_by_a_right_side_that_writes_it)(compiled_a, k))
+        assert_same(eager_a, compiled_a)

@@ -13,9 +13,18 @@ from .. import array_ops, math_ops
 from ..core import normalize_axes, normalize_axis
 from .common import NO, keywords, static_shape
 
+
+def _dtype_argument(dtype):
+    """A dtype argument as numpy takes it: an array (a tensor) is not one."""
+    if isinstance(dtype, Tensor):
+        raise TypeError("Cannot construct a dtype from an array")
+    return dtype
+
+
 def _like(name, op):
     def like(a, dtype=None, order="K", subok=True, shape=None, **rest):
         keywords(name, dict(order=order, subok=subok, **rest), order="K", subok=True, device=None)
+        dtype = _dtype_argument(dtype)
         if shape is None:
             return op(a, dtype)
         return array_ops.zeros(shape, a.dtype if dtype is None else dtype) if op is not array_ops.ones_like \
@@ -25,7 +34,7 @@ def _like(name, op):
 
 def _full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, **rest):
     keywords("full_like", dict(order=order, subok=subok, **rest), order="K", subok=True, device=None)
-    dtype = a.dtype if dtype is None else np.dtype(dtype)
+    dtype = a.dtype if dtype is None else np.dtype(_dtype_argument(dtype))
     return array_ops.fill(array_ops.shape(a) if shape is None else shape, math_ops.cast(fill_value, dtype))
 
 
