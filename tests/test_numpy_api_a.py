@@ -16,7 +16,7 @@ import pytest
 import autograph_lite as ag
 from autograph_lite.errors import ConversionError
 from autograph_lite.ops.numpy_api import creation, indexing, methods, reductions, shape, sorting
-from helpers import assert_identical, check_grad, identical_both_ways, to_host
+from helpers import assert_identical, check_grad, cpu_only, identical_both_ways, to_host
 
 DTYPES = [np.float32, np.int64]
 both = identical_both_ways
@@ -529,6 +529,7 @@ def test_numpys_value_warnings_at_the_users_line(fn, message):
         compiled(data(np.float64) * 0 + 1)  # no NaN slice: no warning
 
 
+@cpu_only("numpy's floating-point warnings: a GPU raises no flags (cupy never warns)")
 def test_floating_point_warnings_name_numpys_loop():
     x = np.array([3e38, 3e38], np.float32)
     for fn in (lambda a: np.cumsum(a), lambda a: np.cumprod(a)):
