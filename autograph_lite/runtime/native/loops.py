@@ -59,9 +59,11 @@ def source(node, language=None):
     renderer.emit("int ag_ran = 0;  /* the body ran: loop variables have their loop types */", 1)
     for i, t in enumerate(node.inputs):
         out = node.outputs[i] if i < n else t
-        shape = _static_shape(t, local=i < n)  # a capture is read in place, however large
+        # a capture is read in place, however large; so is a loop variable's buffer (a copy of its
+        # start), which ops may read and store into but not make a large local of
+        shape = _static_shape(t, local=False)
         dtype, t_c = np.dtype(out.dtype), emitter.language.type(out.dtype)
-        if i < n and (shape != _static_shape(out) or t.dtype != out.dtype or t.weak != out.weak) and (
+        if i < n and (shape != _static_shape(out, local=False) or t.dtype != out.dtype or t.weak != out.weak) and (
                 shape != () or dtype == np.bool_ or not _typed_by_body(node, i)):
             # the Python loop returns such a variable as the path that last set it left it: as it
             # came in when a branch passed it through (a Python float stays one). C would convert it.

@@ -68,6 +68,8 @@ class Renderer:
         self.local_bytes = 0
         self.numpy_loops = []  # (ufunc, dtypes) of the numpy inner loops called: ag_fn[j], ag_data[j]
         self.work = 0          # elements computed per pass over the nodes written (for budgets)
+        self.declared = []     # the names of the local arrays declared, in order
+        self.scopes = []       # per graph being written, innermost last: a _Scope
 
     # --- locals ------------------------------------------------------------------------
 
@@ -92,6 +94,7 @@ class Renderer:
         if self.local_bytes > MAX_LOCAL_BYTES:
             raise Unsupported(f"more than {MAX_LOCAL_BYTES} bytes of local arrays")
         self.emit(f"{t_c} {name}[{size_of(shape)}];", indent)
+        self.declared.append(name)
         return Val(name, dtype, weak, shape, name)
 
     def copy(self, target, value, indent):
@@ -125,14 +128,34 @@ class Renderer:
 
     # --- nodes -------------------------------------------------------------------------
 
-    def graph(self, graph, inputs, indent):
-        """Write `graph`'s nodes with `inputs` bound to its placeholders; its outputs' Vals."""
+    def graph(self, graph, inputs, indent, owned=()):
+        """Write `graph`'s nodes with `inputs` bound to its placeholders; its outputs' Vals.
+        `owned`: the positions of inputs whose arrays the graph may write in place (a loop
+        variable's buffer: its value at the start of the iteration is not read again)."""
         values = {id(t): v for t, v in zip(graph.inputs, inputs)}
-        for node in graph.nodes:
+        scope = _Scope(graph, values, {inputs[k].base for k in owned if inputs[k].shape != ()})
+        self.scopes.append(scope)
+        for scope.position, node in enumerate(graph.nodes):
             ins = [values[id(t)] for t in node.inputs]
+            mark = len(self.declared)
             outs = self.node(node, ins, indent)
+            scope.owned.update(self.declared[mark:])  # arrays this graph made: its own to write
             values.update((id(t), v) for t, v in zip(node.outputs, outs))
+        self.scopes.pop()
         return [values[id(t)] for t in graph.outputs]
+
+    def writable(self, t, value):
+        """True if the current node may write tensor `t`'s array (Val `value`) in place: the
+        array is owned by the graph being written (made in it, or a loop variable's buffer),
+        and neither `t` nor anything else holding that array (a view, a reshape, another
+        name) is read after the current node or returned."""
+        scope = self.scopes[-1]
+        if value.shape == () or value.base is None or value.base not in scope.owned:
+            return False
+        holders = [u for u in itertools.chain(scope.graph.inputs, (o for n in scope.graph.nodes for o in n.outputs))
+                   if id(u) in scope.values and scope.values[id(u)].base == value.base]
+        return all(scope.last_use(u) <= scope.position for u in holders) and \
+            sum(1 for i in scope.graph.nodes[scope.position].inputs if scope.values[id(i)].base == value.base) == 1
 
     def node(self, node, ins, indent):
         if node.op == "CheckFits":
@@ -142,6 +165,8 @@ class Renderer:
             (value,) = ins
             self.bail(f"{value.expr} < {int(info.min)}LL || {value.expr} > {int(info.max)}LL", indent)
             return []
+        if node.opdef.in_place == "store":  # x[index] = value (SetItem)
+            return self.set_item(node, ins, indent)
         rule = RULES.get(node.opdef)
         if rule is not None:
             return rule(self, node, ins, indent)
@@ -258,8 +283,31 @@ class Renderer:
             return x
         if len(index) == 1 and (len(ins) == 2 or type(index[0]) is int):
             return self.row(node, ins, out, indent)
-        def dynamic(i):  # an index the graph computes: a scalar integer input (Slot k is input k + 1)
-            return type(i) is Slot and ins[i.k + 1].shape == () and ins[i.k + 1].dtype.kind in "iu"
+        offset, axes = self.region(index, x, ins[1:], indent)
+        shape = _static_shape(out)
+        if tuple(c for c, _ in axes) != shape:
+            raise Unsupported(f"indexing {index!r}")
+        result = self.declare(x.dtype, x.weak, shape, indent)
+        if shape == ():
+            self.emit(f"{result.expr} = {x.expr}[{offset}];", indent)
+            return result
+        names = [f"i{d}" for d in range(len(shape))]
+        for d, (name, (count, _)) in enumerate(zip(names, axes)):
+            self.emit("    " * d + f"for (int64_t {name} = 0; {name} < {count}; {name}++) {{", indent)
+        source = " + ".join([str(offset)] + [f"{name} * {step}" for name, (_, step) in zip(names, axes)])
+        self.emit("    " * len(shape) + f"{result.expr}[{_broadcast_index(shape, shape, names)}] = {x.expr}[{source}];",
+                  indent)
+        for d in reversed(range(len(shape))):
+            self.emit("    " * d + "}", indent)
+        self.work += size_of(shape)
+        return result
+
+    def region(self, index, x, slots, indent):
+        """(the flat offset of the first element, (count, element step) per dim) of x[index]:
+        ints, slices of constant bounds, None, and computed scalar ints (Slot k: `slots[k]`,
+        numpy raises outside [-n, n): the Python path does the same)."""
+        def dynamic(i):
+            return type(i) is Slot and slots[i.k].shape == () and slots[i.k].dtype.kind in "iu"
 
         picks = [i for i in index if i is not None]  # None: a new axis of length 1
         if x.shape == () or len(picks) > len(x.shape) or not all(
@@ -279,8 +327,8 @@ class Renderer:
                     raise Unsupported(f"index {i} out of range")  # numpy raised at the trace
                 offset += (i % n) * stride
                 continue
-            if type(i) is Slot:  # numpy raises outside [-n, n): the Python path does the same
-                position = self.declare(np.dtype(np.int64), False, (), indent, f"(int64_t){ins[i.k + 1].expr}")
+            if type(i) is Slot:
+                position = self.declare(np.dtype(np.int64), False, (), indent, f"(int64_t){slots[i.k].expr}")
                 self.bail(f"{position.expr} < -{n} || {position.expr} >= {n}", indent)
                 self.emit(f"if ({position.expr} < 0) {position.expr} += {n};", indent)
                 terms.append(f"{position.expr} * {stride}")
@@ -288,24 +336,46 @@ class Renderer:
             start, stop, step = i.indices(n)
             axes.append((len(range(start, stop, step)), step * stride))
             offset += start * stride
-        offset = " + ".join([str(offset), *terms])
-        shape = _static_shape(out)
-        if tuple(c for c, _ in axes) != shape:
-            raise Unsupported(f"indexing {index!r}")
-        result = self.declare(x.dtype, x.weak, shape, indent)
-        if shape == ():
-            self.emit(f"{result.expr} = {x.expr}[{offset}];", indent)
-            return result
+        return " + ".join([str(offset), *terms]), axes
+
+    def set_item(self, node, ins, indent):
+        """x[index] = value: a store into x's array where the graph owns it and nothing reads
+        its old contents later (a fill loop's buffer), else into a copy. The value is broadcast
+        and cast as numpy assigns; an index out of range runs the Python path, which raises."""
+        x, value = ins[0], ins[1]
+        index = node.attrs["index"]
+        if x.shape == () or x.dtype.kind not in "biuf" or (value.dtype.kind == "f" and x.dtype.kind != "f") or (
+                value.dtype.kind in "iuf" and x.dtype.kind == "b"):
+            raise Unsupported(f"storing {value.dtype} into {x.dtype} at {index!r}")  # numpy's casts that may raise
+        if value.dtype.kind in "iu" and x.dtype.kind in "iu" and value.weak and x.dtype != np.int64:
+            info = np.iinfo(x.dtype)  # numpy refuses a Python int out of the array's range: the Python path raises
+            self.bail(f"{value.expr} < {int(info.min)}LL || {value.expr} > {int(info.max)}LL", indent)
+        if not self.writable(node.inputs[0], x):
+            copy = self.declare(x.dtype, x.weak, _static_shape(node.outputs[0]), indent)
+            self.copy(copy, x, indent)
+            x = copy
+        offset, axes = self.region(index, x, ins[2:], indent)
+        shape = tuple(count for count, _ in axes)
+        source = value.shape
+        while len(source) > len(shape) and source[0] == 1:  # numpy drops leading 1s of the value
+            source = source[1:]
+        value = value._replace(shape=source)
+        if len(source) > len(shape) or any(v not in (1, t) for v, t in zip(reversed(source), reversed(shape))):
+            raise Unsupported(f"storing {value.shape} into {shape}")
+        if source != () and value.base == x.base:  # x[1:] = x[:-1]: numpy reads the value before storing
+            temp = self.declare(value.dtype, value.weak, source, indent)
+            self.copy(temp, value, indent)
+            value = temp
         names = [f"i{d}" for d in range(len(shape))]
         for d, (name, (count, _)) in enumerate(zip(names, axes)):
             self.emit("    " * d + f"for (int64_t {name} = 0; {name} < {count}; {name}++) {{", indent)
-        source = " + ".join([str(offset)] + [f"{name} * {step}" for name, (_, step) in zip(names, axes)])
-        self.emit("    " * len(shape) + f"{result.expr}[{_broadcast_index(shape, shape, names)}] = {x.expr}[{source}];",
-                  indent)
+        target = " + ".join([offset] + [f"{name} * {step}" for name, (_, step) in zip(names, axes)])
+        element = _at(value, _broadcast_index(source, shape, names))
+        self.emit("    " * len(shape) + f"{x.expr}[{target}] = {self.emitter.cast(element, x.dtype)};", indent)
         for d in reversed(range(len(shape))):
             self.emit("    " * d + "}", indent)
-        self.work += size_of(shape)
-        return result
+        self.work += max(1, size_of(shape))
+        return [x._replace(weak=node.outputs[0].weak)]
 
     def row(self, node, ins, out, indent):
         """x[i]: row i of an array by a scalar integer (a view into it); numpy raises outside
@@ -457,10 +527,10 @@ class Renderer:
 
     def assign(self, targets, values, indent):
         """targets = values, all read before any is written (`a, b = b, a`)."""
-        written = {t.base or t.expr for t in targets}
+        written = {t.base or t.expr for t, v in zip(targets, values) if v.expr != t.expr}
         staged = []
         for target, value in zip(targets, values):
-            if (value.base or value.expr) in written:  # reads an array (or scalar) written here: a temporary
+            if value.expr != target.expr and (value.base or value.expr) in written:  # reads an array written here
                 temp = self.declare(target.dtype, target.weak, target.shape, indent)
                 self.copy(temp, value, indent)
                 value = temp
@@ -485,17 +555,21 @@ class Renderer:
         loop only)."""
         cond, body = node.attrs["cond"], node.attrs["body"]
         n = len(body.outputs)
-        if loop_vars is None:
-            loop_vars = [self.local(t, indent) for t in node.outputs]
+        if loop_vars is None:  # a nested loop: an array start value no one reads later is its own buffer
+            loop_vars = [ins[i] if ins[i].shape == _static_shape(t, local=False) and ins[i].dtype == t.dtype and
+                         self.writable(node.inputs[i], ins[i]) else self.local(t, indent)
+                         for i, t in enumerate(node.outputs)]
             for target, value in zip(loop_vars, ins[:n]):
-                self.copy(target, value, indent)
+                if target is not value:
+                    self.copy(target, value, indent)
+        owned = range(n)  # each array loop variable is the loop's own buffer (the outermost's: a copy of its start)
         self.emit("for (;;) {", indent)
         if pause:
             self.emit(f"if (ag_budget <= 0) {{ {pause(loop_vars)} }}", indent + 1)
         work = self.work
         (pred,) = self.graph(cond, loop_vars + ins[n:], indent + 1)
         self.emit(f"if (!{self.emitter.cast(_scalar(pred), np.bool_)}) break;", indent + 1)
-        self.assign(loop_vars, self.graph(body, loop_vars + ins[n:], indent + 1), indent + 1)
+        self.assign(loop_vars, self.graph(body, loop_vars + ins[n:], indent + 1, owned), indent + 1)
         if ran:
             self.emit(f"{ran} = 1;", indent + 1)
         self.emit(f"ag_budget -= {max(1, self.work - work)};", indent + 1)
@@ -509,6 +583,23 @@ class Renderer:
 RULES = {CONST: lambda self, node, ins, indent: [self.constant(node, node.outputs[0], indent)],
          COND: Renderer.cond, WHILE: Renderer.while_}
 NOT_RENDERED = {PLACEHOLDER: "a graph input: a parameter of the generated function"}
+
+
+class _Scope:
+    """A graph being written: its Vals so far, the node at hand, the arrays it may write."""
+
+    def __init__(self, graph, values, owned):
+        self.graph, self.values, self.owned, self.position = graph, values, owned, 0
+        self.uses = {}
+        for k, node in enumerate(graph.nodes):
+            for t in node.inputs:
+                self.uses[id(t)] = k
+        for t in graph.outputs:
+            self.uses[id(t)] = len(graph.nodes)
+
+    def last_use(self, t):
+        """The position of the last node reading `t` (past the end: returned), -1 if none."""
+        return self.uses.get(id(t), -1)
 
 
 def placeholder_sources(graph, sources=None):
