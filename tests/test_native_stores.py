@@ -6,7 +6,7 @@ import pytest
 
 import autograph_lite as ag
 from autograph_lite.runtime.native import compiler, loops
-from examples.models import edit_distance
+from examples.models import edit_distance, jacobi_2d
 from helpers import assert_same, force_native, on_fresh_arguments
 
 pytestmark = pytest.mark.skipif(compiler.compiler() is None, reason="no C compiler on this machine")
@@ -125,3 +125,41 @@ def test_duplicate_loop_variables_are_carried_once():
     [traced] = [n for n in concrete.graph.nodes if n.op == "While"]
     [optimized] = [n for n in concrete.optimized_graph.nodes if n.op == "While"]
     assert len(optimized.outputs) < len(traced.outputs)
+
+
+# --- large arrays: slices and elementwise ops computed where they are stored ---------------------
+
+def shift_big(x):
+    y = x.copy()
+    y[1:] = y[:-1] * 2.0  # the value reads the array it is stored into: numpy reads it first
+    return y, np.tanh(y) + x  # numpy's own tanh loop over a large value
+
+
+def strided_big(x):
+    y = x * 2 + 1  # read twice: written once
+    return (y[::2] - y[1::2]).sum(), y
+
+
+BIG_CASES = [
+    (jacobi_2d, lambda: 6, lambda: np.random.default_rng(0).standard_normal((150, 150)),
+     lambda: np.random.default_rng(1).standard_normal((150, 150))),
+    (stencil_2d, lambda: np.random.default_rng(2).standard_normal((150, 150)),
+     lambda: np.random.default_rng(3).standard_normal((150, 150)), lambda: np.int64(3)),
+    (shift_big, lambda: np.random.default_rng(4).standard_normal(50000)),
+    (strided_big, lambda: np.random.default_rng(5).standard_normal(50000)),
+]
+
+
+@pytest.mark.parametrize("case", BIG_CASES, ids=lambda c: c[0].__name__)
+def test_large_stencils_run_as_c_and_equal_eager(case):
+    """Arrays beyond a local's size: a slice or an elementwise op is computed in the loop that
+    stores it; a straight-line graph keeps the arrays it must make (copies) on the heap."""
+    fn, *make = case
+    compiled = ag.function(fn)
+    for _ in range(loops.TIER_UP_AFTER + 1):
+        eager_args, args = [m() for m in make], [m() for m in make]
+        assert_same(fn(*eager_args), compiled(*args))
+        for e, c in zip(eager_args, args):
+            assert_same(e, c)
+    plan = compiled.get_concrete_function(*[m() for m in make]).plan
+    assert all(region.native is not None and region.native.fn for region in plan.native), plan.native

@@ -395,7 +395,8 @@ def _copy_kernel(xp):
     return lambda x: x.copy() if hasattr(x, "copy") else xp.asarray(x)
 
 
-OPS["identity"] = define("Identity", _copy_kernel, lambda x: [(x.shape, x.dtype)], weak_result=True)
+OPS["identity"] = define("Identity", _copy_kernel, lambda x: [(x.shape, x.dtype)], weak_result=True,
+                         primitive="identity")
 
 
 def identity(x):
