@@ -163,3 +163,47 @@ def test_large_stencils_run_as_c_and_equal_eager(case):
             assert_same(e, c)
     plan = compiled.get_concrete_function(*[m() for m in make]).plan
     assert all(region.native is not None and region.native.fn for region in plan.native), plan.native
+
+
+# --- a start array given to the loop: no copy; when C cannot finish, the plan runs again ---------
+
+def fill_and_grow(x):
+    out = np.zeros(ag.shape(x)[0])  # made here, read by nothing but the loop: the loop's own buffer
+    big = 1
+    for i in range(ag.shape(x)[0]):
+        out[i] = x[i] * 2
+        big = big * 3 % 9_000_000_000_000_000_000  # a Python int: 3 * big outgrows int64, C stops (INEXACT)
+    return out, big
+
+
+def fill_shifted(x, k):
+    out = np.zeros(ag.shape(x)[0])
+    for i in range(ag.shape(x)[0]):
+        out[i + k] = x[i]  # out of range at the end for k > 0: C stops after its stores
+    return out
+
+
+def test_a_loop_updates_a_start_array_the_plan_gives_up_in_place():
+    a, b = RNG.integers(0, 4, 300), RNG.integers(0, 4, 300)
+    compiled = ag.function(edit_distance)
+    for _ in range(loops.TIER_UP_AFTER + 1):
+        assert_same(edit_distance(a, b), compiled(a, b))
+    given = [loop.donated for loop in compiled.get_concrete_function(a, b).plan.native_loops]
+    assert given[:3] == [{1}, {1}, {1}], given  # the table, from np.zeros through the three loops
+
+
+def test_a_loop_given_its_start_array_runs_the_plan_again_when_c_cannot_finish():
+    x = RNG.standard_normal(70000)  # np.zeros of it is not folded into a constant (passes/constant_folding.py)
+    compiled = ag.function(fill_and_grow)
+    for _ in range(loops.TIER_UP_AFTER + 2):
+        eager, result = fill_and_grow(x), compiled(x)
+        assert_same(eager[0], result[0])
+        assert type(result[1]) is int and result[1] == eager[1] == pow(3, len(x), 9_000_000_000_000_000_000)
+    [loop] = compiled.get_concrete_function(x).plan.native_loops
+    assert loop.fn and len(loop.donated) == 1  # the buffer of `out`
+    shifted = ag.function(fill_shifted)
+    for _ in range(loops.TIER_UP_AFTER + 1):
+        assert_same(fill_shifted(x, np.int64(0)), shifted(x, np.int64(0)))
+    with pytest.raises(IndexError):
+        shifted(x, np.int64(1))
+    assert_same(fill_shifted(x, np.int64(-3)), shifted(x, np.int64(-3)))

@@ -115,7 +115,7 @@ def _filled(op_name, public, xp_fn):
         return lambda s: fn(_as_shape(s), dtype)
 
     OPS[public] = opdef = define(op_name, kernel, lambda s, dtype: [(static_shape_of(s), dtype)],
-                                 attrs={"dtype": DTYPE}, value_errors=_shape_from_values)
+                                 attrs={"dtype": DTYPE}, value_errors=_shape_from_values, fresh=True)
 
     def op(shape, dtype=np.float64):
         return apply(opdef, (_shape_input(shape),), {"dtype": np.dtype(dtype)})
