@@ -61,6 +61,15 @@ def positives(x):
     return out
 
 
+def fill_small_ints(x, k):
+    a = np.zeros(ag.shape(x)[0], np.uint8)
+    b = np.zeros(ag.shape(x)[0], np.uint64)
+    for i in range(ag.shape(x)[0]):
+        a[i] = i * k  # a Python int: numpy refuses one out of uint8's range
+        b[i] = i * 3
+    return a, b
+
+
 RNG = np.random.default_rng(0)
 CASES = [
     (fill_squares, lambda: RNG.standard_normal(40)),
@@ -70,6 +79,7 @@ CASES = [
     (stencil, lambda: RNG.standard_normal(16), lambda: np.int64(7)),
     (stencil_2d, lambda: RNG.standard_normal((8, 9)), lambda: RNG.standard_normal((8, 9)), lambda: np.int64(5)),
     (positives, lambda: RNG.standard_normal(12)),
+    (fill_small_ints, lambda: np.zeros(40), lambda: 5),
 ]
 
 
@@ -116,6 +126,17 @@ def test_an_index_out_of_range_raises_as_eager():
         fill(x, np.int64(1))
     with pytest.raises(IndexError):
         compiled(x, np.int64(1))
+
+
+def test_a_python_int_out_of_an_arrays_range_raises_as_eager():
+    compiled = ag.function(fill_small_ints)
+    x = np.zeros(40)
+    for _ in range(loops.TIER_UP_AFTER + 1):
+        assert_same(fill_small_ints(x, 5), compiled(x, 5))
+    with pytest.raises(OverflowError):
+        fill_small_ints(x, 300)
+    with pytest.raises(OverflowError):
+        compiled(x, 300)
 
 
 def test_duplicate_loop_variables_are_carried_once():

@@ -172,6 +172,7 @@ class Renderer:
                 len(t.users) + sum(o is t for o in graph.outputs) > 1) else v for t, v in zip(node.outputs, outs)]
             scope.owned.update(self.declared[mark:])  # arrays this graph made: its own to write
             values.update((id(t), v) for t, v in zip(node.outputs, outs))
+            scope.hold(zip(node.outputs, outs))
         self.scopes.pop()
         return [values[id(t)] for t in graph.outputs]
 
@@ -183,10 +184,7 @@ class Renderer:
         scope = self.scopes[-1]
         if value.shape == () or value.base is None or value.base not in scope.owned:
             return False
-        holders = [u for u in itertools.chain(scope.graph.inputs, (o for n in scope.graph.nodes for o in n.outputs))
-                   if id(u) in scope.values and (scope.values[id(u)].base == value.base or
-                                                 value.base in (getattr(scope.values[id(u)], "reads", None) or ()))]
-        return all(scope.last_use(u) <= scope.position for u in holders) and \
+        return all(scope.last_use(u) <= scope.position for u in scope.holders.get(value.base, ())) and \
             sum(1 for i in scope.graph.nodes[scope.position].inputs if scope.values[id(i)].base == value.base) == 1
 
     def node(self, node, ins, indent):
@@ -396,7 +394,8 @@ class Renderer:
             raise Unsupported(f"storing {value.dtype} into {x.dtype} at {index!r}")  # numpy's casts that may raise
         if value.dtype.kind in "iu" and x.dtype.kind in "iu" and value.weak and x.dtype != np.int64:
             info = np.iinfo(x.dtype)  # numpy refuses a Python int out of the array's range: the Python path raises
-            self.bail(f"{value.expr} < {int(info.min)}LL || {value.expr} > {int(info.max)}LL", indent)
+            self.bail(f"{value.expr} < {int(info.min)}LL" + (f" || {value.expr} > {int(info.max)}LL"
+                                                             if info.max < 2 ** 63 else ""), indent)
         if isinstance(x, Lazy):
             x = self.materialize(x, indent)  # a buffer of its own: this graph's to write
         elif not self.writable(node.inputs[0], x):
@@ -651,6 +650,14 @@ class _Scope:
                 self.uses[id(t)] = k
         for t in graph.outputs:
             self.uses[id(t)] = len(graph.nodes)
+        self.holders = collections.defaultdict(list)  # array -> the tensors whose Vals hold or read it
+        self.hold((t, values[id(t)]) for t in graph.inputs)
+
+    def hold(self, tensors_and_values):
+        for t, v in tensors_and_values:
+            for base in (v.reads if isinstance(v, Lazy) else (v.base,)):
+                if base is not None:
+                    self.holders[base].append(t)
 
     def last_use(self, t):
         """The position of the last node reading `t` (past the end: returned), -1 if none."""
