@@ -228,3 +228,21 @@ def test_a_loop_given_its_start_array_runs_the_plan_again_when_c_cannot_finish()
     with pytest.raises(IndexError):
         shifted(x, np.int64(1))
     assert_same(fill_shifted(x, np.int64(-3)), shifted(x, np.int64(-3)))
+
+
+def test_a_graph_too_large_for_one_c_function_stays_numpy(monkeypatch):
+    """A Python loop unrolled into thousands of stores is not written as one C function."""
+    from autograph_lite.runtime.native import graphs
+    monkeypatch.setattr(graphs, "MAX_NODES", 50)
+
+    def unrolled(x):
+        y = x.copy()
+        for i in range(1, 40):
+            y[i] = y[i - 1] * 0.5 + x[i]
+        return y
+    x = RNG.standard_normal(40)
+    compiled = ag.function(unrolled)
+    for _ in range(loops.TIER_UP_AFTER + 1):
+        assert_same(unrolled(x), compiled(x))
+    [region] = compiled.get_concrete_function(x).plan.native
+    assert region.native is None and "nodes" in region.why

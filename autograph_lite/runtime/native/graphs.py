@@ -21,6 +21,9 @@ from .render import Renderer, Val, _static_shape, placeholder_sources, zero_d_bo
 
 _FLAGS = "FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID"   # numpy's 'divide', 'over' and 'invalid'
 FLAGGED = 4
+# nodes of a graph written as one C function at most: a Python loop unrolled into a graph of
+# 100,000 stores (NPBench's seidel_2d) takes seconds to write and minutes to compile
+MAX_NODES = 8192
 
 
 def _ignored():
@@ -41,9 +44,13 @@ def source(graph, language=None):
         shape, t_c = _static_shape(t, local=False), emitter.language.type(t.dtype)
         params.append(f"{t_c} a{i}" if shape == () else f"const {t_c}* {restrict} a{i}")
         inputs.append(Val(f"a{i}", np.dtype(t.dtype), t.weak, shape, None if shape == () else f"a{i}"))
+    count = 0
     for node in graph.walk():
         if node.opdef is WHILE:
             raise Unsupported("a graph with a while loop (its loops run native on their own)")
+        count += 1
+    if count > MAX_NODES:
+        raise Unsupported(f"a graph of {count} nodes: more than one C function is written for ({MAX_NODES})")
     outs = renderer.graph(graph, inputs, 1)
     sources = placeholder_sources(graph)
     for j, (t, value) in enumerate(zip(graph.outputs, outs)):

@@ -184,7 +184,7 @@ class Renderer:
         scope = self.scopes[-1]
         if value.shape == () or value.base is None or value.base not in scope.owned:
             return False
-        return all(scope.last_use(u) <= scope.position for u in scope.holders.get(value.base, ())) and \
+        return scope.read_until.get(value.base, -1) <= scope.position and \
             sum(1 for i in scope.graph.nodes[scope.position].inputs if scope.values[id(i)].base == value.base) == 1
 
     def node(self, node, ins, indent):
@@ -650,14 +650,14 @@ class _Scope:
                 self.uses[id(t)] = k
         for t in graph.outputs:
             self.uses[id(t)] = len(graph.nodes)
-        self.holders = collections.defaultdict(list)  # array -> the tensors whose Vals hold or read it
+        self.read_until = {}  # array -> the last position a tensor whose Val holds or reads it is read
         self.hold((t, values[id(t)]) for t in graph.inputs)
 
     def hold(self, tensors_and_values):
         for t, v in tensors_and_values:
             for base in (v.reads if isinstance(v, Lazy) else (v.base,)):
                 if base is not None:
-                    self.holders[base].append(t)
+                    self.read_until[base] = max(self.read_until.get(base, -1), self.last_use(t))
 
     def last_use(self, t):
         """The position of the last node reading `t` (past the end: returned), -1 if none."""
