@@ -1,4 +1,4 @@
-"""Time the workloads of benchmarks/workloads.py (W1-W6): handwritten numpy, ag eager, ag compiled,
+"""Time the workloads of benchmarks/workloads.py (W1-W8): handwritten numpy, ag eager, ag compiled,
 and jax.jit and numba when installed (benchmarks/peer_workloads.py).
 
 The workloads and how a run is reported: docs/workloads.md.
@@ -329,6 +329,8 @@ def main():
         ways = {"numpy": numpy_fn, "eager": ag_fn, "compiled": compiled}
         peer_first = {}
         for label, make in peers.items():  # a fresh jit / dispatcher: its first call compiles
+            if name.split()[0] not in make():
+                continue
             peer_fn, convert = make()[name.split()[0]]
             peer_args = convert(args)
             time.sleep(SETTLE)
@@ -352,7 +354,7 @@ def main():
                      "peer_first_call": peer_first,
                      "ratio_to_numpy": {k: v / t["numpy"] for k, v in t.items()},
                      "compiled_ratio_iqr": [low / t["numpy"], high / t["numpy"]],
-                     "compiled_over_peer": {label: t["compiled"] / t[label] for label in peers}})
+                     "compiled_over_peer": {label: t["compiled"] / t[label] for label in peers if label in t}})
         stages = "/".join(f"{split[k] * 1e3:.1f}" for k in ("convert", "trace", "optimize", "lower", "run"))
         print(f"{name:<22} {fmt_time(t['numpy']):>9} {fmt_time(t['eager']):>9} {fmt_time(t['compiled']):>9} "
               f"{t['eager'] / t['numpy']:>9.2f} {t['compiled'] / t['numpy']:>6.3f} ({low / t['numpy']:.3f}-"
@@ -362,7 +364,7 @@ def main():
               f"{'first call':>11} {'ag first, empty cache':>22} {'ag native from':>15}")
         for row in rows:
             t, iqr = row["seconds"], row["iqr_seconds"]
-            for label in peers:
+            for label in (label for label in peers if label in t):
                 low, high = (q / t["numpy"] for q in iqr[label])
                 print(f"{row['workload']:<22} {label:<8} {t[label] / t['numpy']:>7.3f} ({low:.3f}-{high:.3f}) "
                       f"{row['compiled_over_peer'][label]:>14.2f} {fmt_time(row['peer_first_call'][label]):>11} "
@@ -415,6 +417,8 @@ def _compare_with_tensorflow(rows, repeats):
     for row in rows:
         name = row["workload"]
         numpy_fn, ag_fn, make_inputs = WORKLOADS[name]
+        if name.split()[0] not in tf.TF_WORKLOADS:
+            continue
         args = make_inputs()
         tf_fn, tf_args = tf.TF_WORKLOADS[name.split()[0]], tf.to_tensors(args)
         if not all(np.allclose(e, t, rtol=1e-4, atol=1e-5) for e, t in
@@ -445,7 +449,7 @@ def _chart(rows, path):
     fig, ax = plt.subplots(figsize=(9, 4))
     width = 0.8 / len(ways)
     for i, way in enumerate(ways):
-        ax.bar([r + i * width for r in range(len(rows))], [row["ratio_to_numpy"][way] for row in rows],
+        ax.bar([r + i * width for r in range(len(rows))], [row["ratio_to_numpy"].get(way, np.nan) for row in rows],
                width, label=way)
     ax.axhline(1.0, color="grey", linewidth=0.8)
     ax.set_xticks([r + width * (len(ways) - 1) / 2 for r in range(len(rows))], [row["workload"] for row in rows], rotation=15)

@@ -10,12 +10,16 @@ W4 elementwise_chain: `tanh(x*1.5 + 0.5) * sigmoid(x) - 0.25*x*x` on 4,000,000 f
 W5 mlp_step: one SGD step of a 2-layer ReLU MLP (N 64, D 1000, H 100, 10 outputs) with
    `ag.grad`: gradients and a training loop.
 W6 collatz: steps of the Collatz sequence from int32 27 (111): an `if` inside a `while`.
+W7 edit_distance: Levenshtein distance of two 1000-long int arrays, the DP table filled cell by
+   cell in nested loops: a preallocate-and-fill loop (numba's home ground).
+W8 jacobi_2d: NPBench's jacobi_2d, 50 steps on 200x200, two buffers written from each other
+   through slices.
 """
 import numpy as np
 
-from examples.models import (collatz, collatz_inputs, elementwise_chain, elementwise_inputs,
-                             lstm_cell, lstm_inputs, mlp_step, mlp_step_inputs, rnn, rnn_inputs,
-                             tanh_loop, tanh_loop_inputs)
+from examples.models import (collatz, collatz_inputs, edit_distance, edit_distance_inputs, elementwise_chain,
+                             elementwise_inputs, jacobi_2d, jacobi_2d_inputs, lstm_cell, lstm_inputs, mlp_step,
+                             mlp_step_inputs, rnn, rnn_inputs, tanh_loop, tanh_loop_inputs)
 
 
 def elementwise_chain_numpy(x):
@@ -60,6 +64,24 @@ def lstm_cell_numpy(x, h, c, w_x, w_h, b):
     return o * np.tanh(c_new), c_new
 
 
+def edit_distance_numpy(a, b):
+    """W7 as a numpy user vectorizes it: one row at a time, the row's left-to-right dependency
+    D[i, j] = min(t[j], D[i, j-1] + 1) as a running minimum of t[k] - k (plus j)."""
+    n, m = len(a), len(b)
+    row = np.arange(m + 1, dtype=np.int64)
+    j = np.arange(m + 1, dtype=np.int64)
+    for i in range(1, n + 1):
+        t = np.empty(m + 1, np.int64)
+        t[0] = i
+        t[1:] = np.minimum(row[1:] + 1, row[:-1] + (a[i - 1] != b))
+        row = np.minimum.accumulate(t - j) + j
+    return row[m]
+
+
+# W8 written by hand for numpy is the workload itself: NPBench's numpy kernel
+jacobi_2d_numpy = jacobi_2d
+
+
 # id -> (handwritten numpy, ag function, inputs)
 WORKLOADS = {
     "W1 tanh_loop": (tanh_loop_numpy, tanh_loop, tanh_loop_inputs),
@@ -68,4 +90,6 @@ WORKLOADS = {
     "W4 elementwise_chain": (elementwise_chain_numpy, elementwise_chain, elementwise_inputs),
     "W5 mlp_step": (mlp_step_numpy, mlp_step, mlp_step_inputs),
     "W6 collatz": (collatz_numpy, collatz, collatz_inputs),
+    "W7 edit_distance": (edit_distance_numpy, edit_distance, edit_distance_inputs),
+    "W8 jacobi_2d": (jacobi_2d_numpy, jacobi_2d, jacobi_2d_inputs),
 }

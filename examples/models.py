@@ -126,6 +126,42 @@ def elementwise_inputs(seed=0, n=4_000_000):
     return (np.random.default_rng(seed).standard_normal(n).astype(np.float32),)
 
 
+def edit_distance(a, b):
+    """W7: Levenshtein distance of two int arrays, its DP table filled cell by cell in nested loops
+    (bounds from `ag.shape`, so the loops are two graph loops: Python ints would unroll them)."""
+    n, m = ag.shape(a)[0], ag.shape(b)[0]
+    D = np.zeros((n + 1, m + 1), np.int64)
+    for i in range(n + 1):
+        D[i, 0] = i
+    for j in range(m + 1):
+        D[0, j] = j
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            D[i, j] = min(D[i - 1, j] + 1, D[i, j - 1] + 1, D[i - 1, j - 1] + (a[i - 1] != b[j - 1]))
+    return D[n, m]
+
+
+def edit_distance_inputs(seed=0, n=1000):
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 4, n), rng.integers(0, 4, n)
+
+
+def jacobi_2d(TSTEPS, A, B):
+    """W8: NPBench's jacobi_2d (two buffers, each step written from the other), on copies of
+    A and B so that every call computes the same thing (NPBench's kernel updates its arguments)."""
+    A, B = A.copy(), B.copy()
+    for t in range(1, TSTEPS):
+        B[1:-1, 1:-1] = 0.2 * (A[1:-1, 1:-1] + A[1:-1, :-2] + A[1:-1, 2:] + A[2:, 1:-1] + A[:-2, 1:-1])
+        A[1:-1, 1:-1] = 0.2 * (B[1:-1, 1:-1] + B[1:-1, :-2] + B[1:-1, 2:] + B[2:, 1:-1] + B[:-2, 1:-1])
+    return A, B
+
+
+def jacobi_2d_inputs(n=200, steps=50):
+    """NPBench's initialization of jacobi_2d."""
+    i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    return steps, i * (j + 2) / n, i * (j + 3) / n
+
+
 EXAMPLES = [
     ("W3 lstm_cell", lstm_cell, lstm_inputs),
     ("mlp_predict", mlp_predict, mlp_inputs),

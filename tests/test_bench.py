@@ -26,6 +26,8 @@ def test_peer_versions_compute_what_the_numpy_versions_do(peer):
     if workloads is None:
         pytest.skip(f"{peer.split('_')[0]} is not installed (the `peers` extra)")
     for name, (numpy_fn, _, make_inputs) in WORKLOADS.items():
+        if name.split()[0] not in workloads:  # numba without scipy: no `@` on arrays; jax: no W7, W8
+            continue
         fn, convert = workloads[name.split()[0]]
         args = make_inputs()
         assert bench.same(numpy_fn(*args), fn(*convert(args)), rtol=1e-4, atol=1e-5), name

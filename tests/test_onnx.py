@@ -53,9 +53,9 @@ def _leaves(value):
     return [np.asarray(np.stack(value) if isinstance(value, list) else value)]
 
 
-# --- the six workloads ----------------------------------------------------------------------
+# --- the six workloads (W7 and W8 store into arrays: SetItem has no ONNX form yet, export/onnx.py) ---
 
-@pytest.mark.parametrize("name", sorted(WORKLOADS))
+@pytest.mark.parametrize("name", sorted(k for k in WORKLOADS if k.split()[0] not in ("W7", "W8")))
 def test_workloads_match_eager(name, tmp_path):
     _, fn, inputs = WORKLOADS[name]
     # W4 at a small size (the exported graph is the same for 4M elements); W5's gradients are

@@ -24,6 +24,30 @@ def constant_value(t):
     return t.node.attrs["value"] if t.node.opdef is CONST else None
 
 
+def known_int(t, depth=8):
+    """The value of integer scalar `t` where the trace knows it: a constant, a dim of a known
+    shape, or integer arithmetic on such values (`ag.shape(a)[0] + 1`), else None. A shape
+    made from it is then static, as the same shape made from Python ints is."""
+    node = t.node
+    if t.ndim > 1 or t.dtype.kind not in "iu" or node is None:
+        return None
+    if node.opdef is CONST:
+        return node.attrs["value"]
+    if node.opdef.static_value is not None:
+        return node.opdef.static_value(node)
+    if depth == 0 or node.opdef.kernel is None or node.opdef.stateful or len(node.outputs) != 1 or not (
+            node.opdef.elementwise or node.op in ("StridedSlice", "Cast")):
+        return None
+    values = [known_int(i, depth - 1) for i in node.inputs]
+    if any(v is None for v in values):
+        return None
+    try:
+        with np.errstate(all="raise"):
+            return node.opdef.kernel(np, **node.attrs)(*values)
+    except (ArithmeticError, IndexError, ValueError, TypeError):
+        return None  # it raises when the graph runs, where eager raises
+
+
 def static_shape_of(t):
     """What the trace knows of the shape held by 1-D int Tensor `t`: a tuple, dims may be None."""
     value = constant_value(t)
@@ -32,7 +56,8 @@ def static_shape_of(t):
     if t.node.op == "Shape":
         return t.node.inputs[0].shape
     if t.node.op == "Stack":
-        return tuple(None if constant_value(i) is None else int(constant_value(i)) for i in t.node.inputs)
+        dims = [known_int(i) for i in t.node.inputs]
+        return tuple(None if d is None or d < 0 else int(d) for d in dims)  # a negative dim raises when run
     if t.ndim != 1 or t.shape[0] is None:
         raise UnknownRank(f"a shape must be a 1-D tensor of known length, got {t!r}")
     return (None,) * t.shape[0]
@@ -90,7 +115,7 @@ def _filled(op_name, public, xp_fn):
         return lambda s: fn(_as_shape(s), dtype)
 
     OPS[public] = opdef = define(op_name, kernel, lambda s, dtype: [(static_shape_of(s), dtype)],
-                                 attrs={"dtype": DTYPE}, value_errors=_shape_from_values)
+                                 attrs={"dtype": DTYPE}, value_errors=_shape_from_values, fresh=True)
 
     def op(shape, dtype=np.float64):
         return apply(opdef, (_shape_input(shape),), {"dtype": np.dtype(dtype)})
@@ -370,7 +395,8 @@ def _copy_kernel(xp):
     return lambda x: x.copy() if hasattr(x, "copy") else xp.asarray(x)
 
 
-OPS["identity"] = define("Identity", _copy_kernel, lambda x: [(x.shape, x.dtype)], weak_result=True)
+OPS["identity"] = define("Identity", _copy_kernel, lambda x: [(x.shape, x.dtype)], weak_result=True,
+                         primitive="identity")
 
 
 def identity(x):

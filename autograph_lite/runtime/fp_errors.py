@@ -243,6 +243,11 @@ def may_raise(graph):
     return any(_float_errors(n.op) or n.op == "FusedElementwise" for n in graph.walk())
 
 
+def float_errors_of(node):
+    """True if `node` itself (not its sub-graphs) can raise a floating-point error."""
+    return bool(_float_errors(node.op)) or node.op == "FusedElementwise"
+
+
 def _float_errors(op):
     opdef = REGISTRY.get(op)  # Const, Placeholder, Cond and While have none
     return opdef.float_errors if opdef is not None else None

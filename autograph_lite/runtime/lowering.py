@@ -19,7 +19,7 @@ from .devices import is_device_array
 from .graph import Graph
 from .native.functions import tier_up_after
 from .native.graphs import NativeGraph
-from .native.loops import NativeLoop
+from .native.loops import NativeLoop, Restart, restarting
 from .opdef import COND, CONST, PLACEHOLDER, WHILE
 
 _plan_ids = itertools.count()
@@ -37,6 +37,8 @@ class Plan:
         self.native = lowering.native  # per While loop: whether it runs as C, and if not, why
         self.filename = lowering.filename
         self.graph, self.device = graph, device
+        if lowering.donating:  # a loop given its start array stopped INEXACT: the plan runs again
+            self.fn = _restarting(self.fn)
         if device.xp is np and fp_errors.may_raise(graph):  # numpy's warnings name the user's line
             self.fn = fp_errors.plan_reporter(self).wrap(self.fn)
         # the source stays in linecache (for tracebacks) while the plan lives, not after
@@ -61,6 +63,57 @@ class Plan:
                 nodes = self._line_nodes.get(tb.tb_lineno, nodes)
             tb = tb.tb_next
         return nodes
+
+
+def _restarting(fn):
+    """`fn`, run again from its inputs with the loops that update a start array in place on
+    their Python path when one of them stops INEXACT (loops.Restart): the graph is pure, so
+    running it again is running it once."""
+    def plan(*arrays):
+        try:
+            return fn(*arrays)
+        except Restart:
+            restarting.active = True
+            try:
+                return fn(*arrays)
+            finally:
+                restarting.active = False
+    return plan
+
+
+def _made_after(t, start=None):
+    """True if array `t` is `start` or an array made after it, by the plan: a fresh op's result or
+    what a loop gives from such arrays; never an input's, a constant's or a view's array."""
+    if t is start:
+        return True
+    node = t.node
+    if node.opdef is WHILE:
+        body = node.attrs["body"]
+        return _made_after(node.inputs[t.index], start) and _made_after(body.outputs[t.index], body.inputs[t.index])
+    return node.opdef.fresh and node.opdef not in (PLACEHOLDER, CONST)
+
+
+def _may_warn(node):
+    """True if `node`, inside a loop, may make numpy warn: a float op, or an integer division (an
+    integer overflow warns only on numpy scalars, which a C loop does not report either)."""
+    return fp_errors.float_errors_of(node) and (
+        any(t.dtype.kind in "fc" for t in (*node.inputs, *node.outputs)) or
+        node.opdef.ufunc in ("floor_divide", "remainder", "divide", "true_divide", "power", "fmod", "divmod"))
+
+
+def _given_up(node, root):
+    """The loop variables of top-level While `node` whose start arrays the plan may give to the loop
+    to update in place: made by the plan, read by nothing else and not returned; none where running
+    the plan again would show (effects; numpy's warnings from the nodes before the loop)."""
+    if node.graph is not root or any(n.opdef.stateful for n in root.walk()):
+        return []
+    before = root.nodes[:root.nodes.index(node)]
+    if any(fp_errors.float_errors_of(n) for n in before) or any(
+            _may_warn(n) for m in before for sub in m.subgraphs() for n in sub.walk()):
+        return []
+    n = len(node.attrs["body"].outputs)
+    return [i for i, t in enumerate(node.inputs[:n]) if t.shape and t.users == [node] and _made_after(t)
+            and sum(x is t for x in node.inputs) == 1 and not any(o is t for o in root.outputs)]
 
 
 class RegionReport:
@@ -132,6 +185,7 @@ class _Lowering:
         self.lines, self.line_nodes = [], {}
         self.native_loops = []
         self.native = []     # a NativeRegion per While: native C, or numpy and why
+        self.donating = False  # a native loop updates a start array the plan gave up (Restart)
         self.counter = itertools.count()
         self.filename = f"<autograph_lite plan {next(_plan_ids)}>"
         # freeing what is dead, in the graph's top level: a variable whose value no later line reads
@@ -326,13 +380,18 @@ class _Lowering:
         cond, body = node.attrs["cond"], node.attrs["body"]
         n = len(body.outputs)
         loop_vars = [self.fresh(t, "l") for t in node.outputs]
-        native, why = NativeLoop.for_node(node) if self.xp is np else (None, f"runs on {self.device.name}")
+        native, why = NativeLoop.for_node(node, _given_up(node, self.root)) if self.xp is np else \
+            (None, f"runs on {self.device.name}")
         self.native.append(RegionReport(node, native, why))
         if native is not None:  # a loop over scalars: C once it is hot, this Python loop until then
             self.native_loops.append(native)
             result = f"r{next(self.counter)}"
             run = native  # it reports the floating-point errors it raised itself
-            self.emit(f"{result} = {self.bind('k', run)}.call({', '.join(ins)})", indent, node, node.inputs)
+            call = f"{self.bind('k', run)}.call({', '.join(ins)})"
+            if native.donated:  # run again after a Restart: the Python loop
+                self.donating = True
+                call = f"None if {self.bind('k', restarting)}.active else {call}"
+            self.emit(f"{result} = {call}", indent, node, node.inputs)
             self.emit(f"if {result} is not None:", indent, node)
             self.emit(f"{', '.join(loop_vars)}, = {result}", indent + 1, node)
             self.emit("else:", indent, node)

@@ -412,6 +412,7 @@ BY_COMPUTATION = {
     "not": logical("(!{0})"),      # Python's `not` of a 0-d value
     "where": select,
     "astype": cast,
+    "identity": cast,  # a copy: the same values (to the same dtype)
 }
 
 

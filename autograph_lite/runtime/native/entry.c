@@ -38,7 +38,9 @@ the caller runs its Python code); otherwise what `finish(status | flags, results
 #define MAX_VALUES 256
 #define BODY_NEVER_RAN 256  /* in a finishing list's status: the loop gave its inputs back */
 
-enum role { READ = 0, UPDATE = 1, WRITE = 2 };  /* an argument read; a loop variable; an output */
+/* an argument read; a loop variable (a copy); an output; a loop variable whose array the caller
+   gives up (updated in place, no copy) */
+enum role { READ = 0, UPDATE = 1, WRITE = 2, DONATE = 3 };
 enum box { ARRAY = 0, AS_FLOAT, AS_INT, AS_BOOL, AS_NUMPY_SCALAR, AS_ZERO_D };
 
 typedef int (*native_fn)(void* const*);
@@ -104,7 +106,7 @@ typedef struct {
     PyObject* finish;    /* finish(status, results) when a flag was raised or the C did not finish */
     int loop;
     int zero_d;          /* a plain 0-d array is taken for a scalar cell (its value), as the ctypes path takes it */
-    Py_ssize_t n_args, n_values, n_updated;
+    Py_ssize_t n_args, n_values, n_updated, n_donated;
     void* tables[2];     /* numpy inner-loop tables (functions, data), or NULL */
     int short_run;       /* its last run took under SHORT_NS (under the GIL; written only on a change) */
     Spec* specs;
@@ -282,6 +284,11 @@ static PyObject* entry_vectorcall(PyObject* self_, PyObject* const* args, size_t
                 arrays[k] = PyArray_NewCopy((PyArrayObject*)o, NPY_CORDER);
                 if (arrays[k] == NULL) goto error;
                 pointers[k] = PyArray_DATA((PyArrayObject*)arrays[k]);
+            } else if (s->role == DONATE) {  /* the caller's own array, updated in place */
+                if (!PyArray_ISWRITEABLE((PyArrayObject*)o)) goto fallback;
+                Py_INCREF(o);
+                arrays[k] = o;
+                pointers[k] = PyArray_DATA((PyArrayObject*)o);
             } else {
                 pointers[k] = PyArray_DATA((PyArrayObject*)o);
             }
@@ -300,6 +307,8 @@ static PyObject* entry_vectorcall(PyObject* self_, PyObject* const* args, size_t
     status &= STATUS;
     if (status == INEXACT) {
         for (k = 0; k < n; k++) Py_XDECREF(arrays[k]);
+        if (self->n_donated)  /* a given-up array may be half updated: finish says what the caller does */
+            return PyObject_CallFunction(self->finish, "iO", INEXACT, Py_None);
         Py_RETURN_NONE;
     }
     PyObject* results;
@@ -409,7 +418,8 @@ static PyObject* entry_new(PyTypeObject* type, PyObject* args, PyObject* kwargs)
             }
         }
         if (s->role != WRITE) self->n_args++;
-        if (s->role == UPDATE) self->n_updated++;
+        if (s->role == UPDATE || s->role == DONATE) self->n_updated++;
+        if (s->role == DONATE) self->n_donated++;
     }
     Py_DECREF(seq);
     return (PyObject*)self;

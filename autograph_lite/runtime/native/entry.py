@@ -21,7 +21,9 @@ import numpy as np
 
 from . import compiler
 
-READ, UPDATE, WRITE = 0, 1, 2       # a value's role: an argument read; a loop variable; an output
+# a value's role: an argument read; a loop variable (copied); an output; a loop variable whose
+# array the caller gives up (no copy: updated in place)
+READ, UPDATE, WRITE, DONATE = 0, 1, 2, 3
 ARRAY, AS_FLOAT, AS_INT, AS_BOOL, AS_NUMPY_SCALAR, AS_ZERO_D = range(6)  # how a result is boxed
 BODY_NEVER_RAN = 256  # in a finishing status: a loop gave its loop variables back as they came
 MAX_VALUES = 256

@@ -87,10 +87,11 @@ class NativeFunction:
     loop = False
     scalar_inputs = False  # a 0-d argument must come as a numpy scalar (NativeLoop: a loop variable may pass it on)
 
-    def __init__(self, text, symbol, values, written=(), numpy_loops=(), boxes=()):
+    def __init__(self, text, symbol, values, written=(), numpy_loops=(), boxes=(), donated=()):
         self.symbol, self.runs = symbol, 0
         self.fn = None  # the C function once built; False when it could not be (warned)
         self.written = set(written)
+        self.donated = set(donated)  # written arrays the caller gives up: updated in place, not copied
         # per value: None for a scalar, else the (dtype, shape) of its array
         self.arrays = [None if t.shape == () else (np.dtype(t.dtype), tuple(t.shape)) for t in values]
         self.scalar_types = [_CTYPES_SCALAR[cexpr.c_type(t.dtype)] for t in values]
@@ -107,7 +108,8 @@ class NativeFunction:
         self.text = text + entry.unpack(symbol, params)
         written_boxes = iter(boxes)
         role = entry.UPDATE if self.loop else entry.WRITE
-        self.entry_specs = [(role if i in self.written else entry.READ, np.dtype(t.dtype).num,
+        self.entry_specs = [(entry.DONATE if i in self.donated else role if i in self.written else entry.READ,
+                             np.dtype(t.dtype).num,
                              None if a is None else a[1], _box_code(next(written_boxes)) if i in self.written else 0)
                             for i, (t, a) in enumerate(zip(values, self.arrays))]
         self._lock = threading.Lock()
@@ -167,7 +169,9 @@ class NativeFunction:
                 cells.append(self.scalar_types[i](as_number(v)) if i in self.written else as_number(v))
                 continue
             dtype, shape = array
-            buffer = np.array(v, dtype=dtype, order="C", copy=True if i in self.written else None)
+            given = i in self.donated and type(v) is np.ndarray and v.flags.writeable and v.flags.c_contiguous \
+                and v.dtype == dtype
+            buffer = v if given else np.array(v, dtype=dtype, order="C", copy=True if i in self.written else None)
             held.append(buffer)
             cells.append(address(buffer))
         return cells + list(self.tables) if tables else cells, held

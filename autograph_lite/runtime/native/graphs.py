@@ -21,6 +21,9 @@ from .render import Renderer, Val, _static_shape, placeholder_sources, zero_d_bo
 
 _FLAGS = "FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID"   # numpy's 'divide', 'over' and 'invalid'
 FLAGGED = 4
+# nodes of a graph written as one C function at most: a Python loop unrolled into a graph of
+# 100,000 stores (NPBench's seidel_2d) takes seconds to write and minutes to compile
+MAX_NODES = 8192
 
 
 def _ignored():
@@ -34,15 +37,20 @@ def source(graph, language=None):
     numpy inner loops it calls; raises Unsupported."""
     emitter = cexpr.Emitter(language or C(compiler.vector_math()))
     renderer = Renderer(emitter)
+    renderer.heap = []  # large arrays (a copy written in place, a value stored twice) on the heap
     restrict = emitter.language.restrict
     params, inputs = [], []
     for i, t in enumerate(graph.inputs):
         shape, t_c = _static_shape(t, local=False), emitter.language.type(t.dtype)
         params.append(f"{t_c} a{i}" if shape == () else f"const {t_c}* {restrict} a{i}")
         inputs.append(Val(f"a{i}", np.dtype(t.dtype), t.weak, shape, None if shape == () else f"a{i}"))
+    count = 0
     for node in graph.walk():
         if node.opdef is WHILE:
             raise Unsupported("a graph with a while loop (its loops run native on their own)")
+        count += 1
+    if count > MAX_NODES:
+        raise Unsupported(f"a graph of {count} nodes: more than one C function is written for ({MAX_NODES})")
     outs = renderer.graph(graph, inputs, 1)
     sources = placeholder_sources(graph)
     for j, (t, value) in enumerate(zip(graph.outputs, outs)):
@@ -50,7 +58,7 @@ def source(graph, language=None):
         if not t.weak and t.shape == ():
             zero_d_box(t, sources, f"output {j}")  # raises where numpy's kind varies
         if made_by is None or made_by.opdef in (PLACEHOLDER, CONST, COND) or made_by.opdef.view is not None \
-                or value.shape != _static_shape(t):
+                or value.shape != _static_shape(t, local=False):
             # numpy gives back an input, a constant's copy or a view as such, and a branch may pass
             # one through: the Python plan does it
             raise Unsupported(f"output {j} is not a value the graph computes")
@@ -61,11 +69,13 @@ def source(graph, language=None):
             renderer.emit(f"*o{j} = {emitter.cast(cexpr.Value(value.expr, value.dtype, value.weak), t.dtype)};", 1)
         else:
             renderer.copy(target, value, 1)
+    free = "".join(f"free({name}); " for name, _ in renderer.heap)
     # a floating-point flag raised: the Python plan runs the call again and warns at each op's line
-    renderer.emit(f"if (ag_seen | ag_flags()) return {FLAGGED};", 1)
-    renderer.emit(f"return {DONE};", 1)
+    renderer.emit(f"if (ag_seen | ag_flags()) {{ {free}return {FLAGGED}; }}", 1)
+    renderer.emit(f"{free}return {DONE};", 1)
     if renderer.inexact:
-        renderer.lines += ["ag_inexact:", f"    return {INEXACT};"]
+        renderer.lines += ["ag_inexact:", f"    {free}return {INEXACT};"]
+    renderer.lines[:0] = [f"    {t_c}* {name} = NULL;" for name, t_c in renderer.heap]
     if renderer.numpy_loops:
         params += ["void* const* ag_fn", "void* const* ag_data"]
     text = "\n".join(["#include <fenv.h>", emitter.prelude(), FLAG_BITS, f"{emitter.language.entry_prefix}int graph({', '.join(params)}) {{",

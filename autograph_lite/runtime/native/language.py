@@ -19,7 +19,7 @@ class CStyleLanguage:
     """The spellings every C-family dialect shares; subclasses override what differs."""
 
     name = "c-style"
-    includes = ("#include <stdint.h>", "#include <math.h>")
+    includes = ("#include <stdint.h>", "#include <stdlib.h>", "#include <math.h>")
     helper_prefix = "static inline"      # a small function the expressions call
     entry_prefix = ""                     # the function Python (or a launch) calls
     restrict = "restrict"

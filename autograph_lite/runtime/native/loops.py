@@ -27,6 +27,8 @@ The C function returns a status:
   loop; the Python loop then runs the whole loop, so a result never depends on how often
   the function ran (and raises where eager raises).
 """
+import threading
+
 import numpy as np
 
 from ..opdef import COND, PLACEHOLDER, WHILE
@@ -38,6 +40,19 @@ from .language import C, Unsupported
 from .render import Renderer, Val, _static_shape, placeholder_sources, size_of, zero_d_box
 
 BUDGET = 1 << 18   # elements computed per C call: about a millisecond of simple work
+DONATE_BYTES = 1 << 16  # an array start value the plan gives up to the loop from this size (a copy costs)
+
+
+class Restart(Exception):
+    """A loop that was given its start value's array stopped INEXACT: the array may be half
+    updated, so the plan runs again from its inputs, with those loops in Python (`restarting`)."""
+
+
+class _Restarting(threading.local):
+    active = False  # the plan is running again after a Restart: loops given arrays run in Python
+
+
+restarting = _Restarting()
 STACK_COPY_BYTES = 1024  # array loop variables up to this size live on the stack while the loop runs
 
 
@@ -59,9 +74,11 @@ def source(node, language=None):
     renderer.emit("int ag_ran = 0;  /* the body ran: loop variables have their loop types */", 1)
     for i, t in enumerate(node.inputs):
         out = node.outputs[i] if i < n else t
-        shape = _static_shape(t, local=i < n)  # a capture is read in place, however large
+        # a capture is read in place, however large; so is a loop variable's buffer (a copy of its
+        # start), which ops may read and store into but not make a large local of
+        shape = _static_shape(t, local=False)
         dtype, t_c = np.dtype(out.dtype), emitter.language.type(out.dtype)
-        if i < n and (shape != _static_shape(out) or t.dtype != out.dtype or t.weak != out.weak) and (
+        if i < n and (shape != _static_shape(out, local=False) or t.dtype != out.dtype or t.weak != out.weak) and (
                 shape != () or dtype == np.bool_ or not _typed_by_body(node, i)):
             # the Python loop returns such a variable as the path that last set it left it: as it
             # came in when a branch passed it through (a Python float stays one). C would convert it.
@@ -113,7 +130,7 @@ class NativeLoop(NativeFunction):
 
     loop = True
 
-    def __init__(self, node, text, numpy_loops=()):
+    def __init__(self, node, text, numpy_loops=(), donated=()):
         self.n = len(node.attrs["body"].outputs)
         carried = list(node.outputs) + list(node.inputs[self.n:])
         sources = placeholder_sources(node.graph) if node.graph is not None else {}
@@ -122,7 +139,8 @@ class NativeLoop(NativeFunction):
                  if t.shape == () else (None, False) for i, t in enumerate(node.attrs["body"].outputs)]
         self.boxes = [box for box, _ in boxes]
         # loop variables by pointer (an array's buffer, a scalar's cell), captures read as they are
-        super().__init__(text, "loop", carried, written=range(self.n), numpy_loops=numpy_loops, boxes=self.boxes)
+        super().__init__(text, "loop", carried, written=range(self.n), numpy_loops=numpy_loops, boxes=self.boxes,
+                         donated=donated)
         # a 0-d argument a loop variable may pass on must be a numpy scalar, as the box says
         self.scalar_inputs = any(needs for _, needs in boxes)
         # Python ints may not fit the C type that carries them: (index, min, max + 1); a literal
@@ -132,9 +150,12 @@ class NativeLoop(NativeFunction):
                           if t.weak and t.dtype.kind in "iu" and c.dtype.kind in "iu"]
 
     @classmethod
-    def for_node(cls, node):
-        """(a NativeLoop for While `node`, None) or (None, why it stays on numpy)."""
-        return cls.attempt(lambda: cls(node, *source(node)))
+    def for_node(cls, node, donated=()):
+        """(a NativeLoop for While `node`, None) or (None, why it stays on numpy). `donated`: the
+        loop variables whose start arrays the plan gives up (no one reads them after the loop)."""
+        return cls.attempt(lambda: cls(node, *source(node), donated=[
+            i for i in donated if node.inputs[i].shape and
+            np.prod(node.inputs[i].shape) * np.dtype(node.inputs[i].dtype).itemsize >= DONATE_BYTES]))
 
     def _python_call(self, *args):
         fn = self.fn or self.tier_up()
@@ -152,14 +173,19 @@ class NativeLoop(NativeFunction):
             status = fn(*cells)
             flags |= status & ~STATUS
         if status & STATUS == INEXACT:
-            return None  # the Python loop runs from the start
+            return self.finish(INEXACT, None)  # the Python loop runs from the start
         if first == UNCHANGED:  # the body never ran: the loop gives its inputs back as they came
             return self.finish(UNCHANGED | flags | BODY_NEVER_RAN, tuple(args[:self.n]))
         return self.finish(status & STATUS | flags, self.results(cells[:self.n], held, self.boxes))
 
     def finish(self, status, results):
         """The loop's final values, once the floating-point errors it raised are reported
-        as numpy reports them."""
+        as numpy reports them; None (INEXACT) for the Python loop to run from the start, or
+        Restart where the start value's array was given up and may be half updated."""
+        if status == INEXACT:
+            if self.donated:
+                raise Restart()
+            return None
         if status & FLAGS:
             report_flags(status & FLAGS)
         return results

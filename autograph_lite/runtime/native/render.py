@@ -28,9 +28,15 @@ from .numpy_loops import LOOP_TYPEDEF
 # a value in the function: `expr` names a scalar local, or the start of an array's elements
 # (`base`: the array it points into, so a write to that array is known to reach it)
 Val = collections.namedtuple("Val", "expr dtype weak shape base", defaults=((), None))
+# a large array not computed yet: `element(indices)` is the C expression of its element at one C
+# index expression per dim; `reads`: the arrays it reads (a store into one must wait for its uses).
+# An elementwise op or a slice too large for a local is one; its consumer computes it where it
+# needs it (a store's loop, another such op), or writes it into a buffer (`materialize`)
+Lazy = collections.namedtuple("Lazy", "element dtype weak shape reads expr base", defaults=(None, None))
 
 MAX_ELEMENTS = 1 << 14     # a larger array stays on numpy
 MAX_LOCAL_BYTES = 1 << 18  # stack bytes of local arrays per function (threads have small stacks)
+MAX_LAZY_TEXT = 4000       # characters of a Lazy value's element expression (reads repeat it)
 _EXACT_DOUBLE = "9007199254740992"   # 2**53: ints up to it are exact as doubles
 _MATMUL = "(n?,k),(k,m?)->(n?,m?)"   # numpy's matmul signature: its loop takes (count, n, k, m)
 
@@ -68,6 +74,9 @@ class Renderer:
         self.local_bytes = 0
         self.numpy_loops = []  # (ufunc, dtypes) of the numpy inner loops called: ag_fn[j], ag_data[j]
         self.work = 0          # elements computed per pass over the nodes written (for budgets)
+        self.declared = []     # the names of the local arrays declared, in order
+        self.heap = None       # a list where large arrays may live on the heap (graphs.py), else None
+        self.scopes = []       # per graph being written, innermost last: a _Scope
 
     # --- locals ------------------------------------------------------------------------
 
@@ -81,6 +90,14 @@ class Renderer:
         """A local for tensor `t`: a scalar (set to `expr` if given) or an array."""
         return self.declare(np.dtype(t.dtype), t.weak, _static_shape(t), indent, expr)
 
+    def materialize(self, value, indent):
+        """`value` as an array in memory: a Lazy one written into a new buffer."""
+        if not isinstance(value, Lazy):
+            return value
+        out = self.declare(value.dtype, value.weak, value.shape, indent)
+        self.elementwise_loop(out, [value], lambda v: v[0].expr, indent)
+        return out
+
     def declare(self, dtype, weak, shape, indent, expr=None):
         name, t_c = self.name(), self.language.type(dtype)
         if shape == ():
@@ -88,10 +105,19 @@ class Renderer:
             return Val(name, dtype, weak)
         if size_of(shape) == 0:
             raise Unsupported("an empty array")
+        if size_of(shape) > MAX_ELEMENTS or self.local_bytes + size_of(shape) * dtype.itemsize > MAX_LOCAL_BYTES:
+            if self.heap is None or indent != 1:
+                raise Unsupported(f"an array of {size_of(shape)} elements: more than a function's locals hold")
+            # a straight-line function's large array: allocated here, freed at every return
+            self.heap.append((name, t_c))
+            self.emit(f"{name} = ({t_c}*)malloc({size_of(shape)} * sizeof({t_c}));", indent)
+            self.emit(f"if (!{name}) goto ag_inexact;", indent)  # the Python plan raises numpy's MemoryError
+            self.inexact = True
+            self.declared.append(name)
+            return Val(name, dtype, weak, shape, name)
         self.local_bytes += size_of(shape) * dtype.itemsize
-        if self.local_bytes > MAX_LOCAL_BYTES:
-            raise Unsupported(f"more than {MAX_LOCAL_BYTES} bytes of local arrays")
         self.emit(f"{t_c} {name}[{size_of(shape)}];", indent)
+        self.declared.append(name)
         return Val(name, dtype, weak, shape, name)
 
     def copy(self, target, value, indent):
@@ -107,7 +133,7 @@ class Renderer:
         """out[...] = element(operand elements) over out's shape, operands broadcast to it."""
         self.work += size_of(out.shape)
         pad = indent
-        if all(v.shape in ((), out.shape) for v in operands):
+        if all(v.shape in ((), out.shape) and not isinstance(v, Lazy) for v in operands):
             self.emit(f"for (int64_t k = 0; k < {size_of(out.shape)}; k++) {{", pad)
             index = {id(v): "k" for v in operands}
             flat = "k"
@@ -115,24 +141,51 @@ class Renderer:
             names = [f"i{d}" for d in range(len(out.shape))]
             for d, (i, n) in enumerate(zip(names, out.shape)):
                 self.emit("    " * d + f"for (int64_t {i} = 0; {i} < {n}; {i}++) {{", pad)
-            index = {id(v): _broadcast_index(v.shape, out.shape, names) for v in operands}
+            index = {id(v): _broadcast_names(v.shape, out.shape, names) if isinstance(v, Lazy) else
+                     _broadcast_index(v.shape, out.shape, names) for v in operands}
             flat = _broadcast_index(out.shape, out.shape, names)
         depth = 1 if flat == "k" else len(out.shape)
-        values = [_at(v, index[id(v)]) for v in operands]
+        values = [cexpr.Value(v.element(index[id(v)]), v.dtype, v.weak) if isinstance(v, Lazy) else _at(v, index[id(v)])
+                  for v in operands]
         self.emit("    " * depth + f"{out.expr}[{flat}] = {element(values)};", pad)
         for d in reversed(range(depth)):
             self.emit("    " * d + "}", pad)
 
     # --- nodes -------------------------------------------------------------------------
 
-    def graph(self, graph, inputs, indent):
-        """Write `graph`'s nodes with `inputs` bound to its placeholders; its outputs' Vals."""
+    def graph(self, graph, inputs, indent, owned=()):
+        """Write `graph`'s nodes with `inputs` bound to its placeholders; its outputs' Vals.
+        `owned`: the positions of inputs whose arrays the graph may write in place (a loop
+        variable's buffer: its value at the start of the iteration is not read again)."""
         values = {id(t): v for t, v in zip(graph.inputs, inputs)}
-        for node in graph.nodes:
+        scope = _Scope(graph, values, {inputs[k].base for k in owned if inputs[k].shape != ()})
+        self.scopes.append(scope)
+        for scope.position, node in enumerate(graph.nodes):
             ins = [values[id(t)] for t in node.inputs]
+            if not _takes_lazy(node):
+                ins = [self.materialize(v, indent) for v in ins]
+            mark = len(self.declared)
             outs = self.node(node, ins, indent)
+            # a Lazy value read twice is computed twice: one read by several ops is written once
+            outs = [self.materialize(v, indent) if isinstance(v, Lazy) and (
+                self.heap is not None or len(v.element(["i"] * len(v.shape))) > MAX_LAZY_TEXT) and (
+                len(t.users) + sum(o is t for o in graph.outputs) > 1) else v for t, v in zip(node.outputs, outs)]
+            scope.owned.update(self.declared[mark:])  # arrays this graph made: its own to write
             values.update((id(t), v) for t, v in zip(node.outputs, outs))
+            scope.hold(zip(node.outputs, outs))
+        self.scopes.pop()
         return [values[id(t)] for t in graph.outputs]
+
+    def writable(self, t, value):
+        """True if the current node may write tensor `t`'s array (Val `value`) in place: the
+        array is owned by the graph being written (made in it, or a loop variable's buffer),
+        and neither `t` nor anything else holding that array (a view, a reshape, another
+        name) is read after the current node or returned."""
+        scope = self.scopes[-1]
+        if value.shape == () or value.base is None or value.base not in scope.owned:
+            return False
+        return scope.read_until.get(value.base, -1) <= scope.position and \
+            sum(1 for i in scope.graph.nodes[scope.position].inputs if scope.values[id(i)].base == value.base) == 1
 
     def node(self, node, ins, indent):
         if node.op == "CheckFits":
@@ -142,6 +195,8 @@ class Renderer:
             (value,) = ins
             self.bail(f"{value.expr} < {int(info.min)}LL || {value.expr} > {int(info.max)}LL", indent)
             return []
+        if node.opdef.in_place == "store":  # x[index] = value (SetItem)
+            return self.set_item(node, ins, indent)
         rule = RULES.get(node.opdef)
         if rule is not None:
             return rule(self, node, ins, indent)
@@ -157,7 +212,7 @@ class Renderer:
         if node.opdef.ufunc and getattr(np, node.opdef.ufunc).signature == _MATMUL:
             return [self.numpy_matmul(node.opdef.ufunc, ins, np.dtype(out.dtype), _static_shape(out), indent)]
         if node.opdef.elementwise or cexpr.rule_for(node.opdef) is not None or node.opdef.expansion is not None:
-            return [self.apply(node.op, ins, np.dtype(out.dtype), out.weak, _static_shape(out), indent)]
+            return [self.apply(node.op, ins, np.dtype(out.dtype), out.weak, _static_shape(out, local=False), indent)]
         raise Unsupported(f"{node.op} (node '{node.name}') has no C form in a native region")
 
     def apply(self, op, ins, dtype, weak, shape, indent):
@@ -165,6 +220,7 @@ class Renderer:
         if shape == () and weak:
             return self.weak_op(op, ins, dtype, indent)
         if cexpr.needs_numpy_loop(op):
+            ins = [self.materialize(v, indent) for v in ins]
             opdef = REGISTRY[op]
             if opdef.expansion is None:
                 return self.numpy_loop(opdef.ufunc, ins, dtype, shape, indent)
@@ -177,6 +233,15 @@ class Renderer:
             return y
         if shape == ():
             return self.declare(dtype, weak, (), indent, self.emitter.op(op, [_scalar(v) for v in ins], dtype))
+        if size_of(shape) > MAX_ELEMENTS or any(isinstance(v, Lazy) for v in ins):  # computed where it is used
+            self.emitter.op(op, [cexpr.Value("0", v.dtype, v.weak) for v in ins], dtype)  # Unsupported now, not there
+
+            def element(names):
+                return self.emitter.op(op, [_element(v, shape, names) for v in ins], dtype)
+            reads = frozenset().union(*((v.reads if isinstance(v, Lazy) else {v.base}) for v in ins if v.shape != ()))
+            if len(element(["i"] * len(shape))) > MAX_LAZY_TEXT:
+                raise Unsupported(f"an expression of {op} too long to repeat where it is read")
+            return Lazy(element, dtype, weak, shape, reads - {None})
         result = self.declare(dtype, weak, shape, indent)
         self.elementwise_loop(result, ins, lambda v: self.emitter.op(op, v, dtype), indent)
         return result
@@ -258,8 +323,36 @@ class Renderer:
             return x
         if len(index) == 1 and (len(ins) == 2 or type(index[0]) is int):
             return self.row(node, ins, out, indent)
-        def dynamic(i):  # an index the graph computes: a scalar integer input (Slot k is input k + 1)
-            return type(i) is Slot and ins[i.k + 1].shape == () and ins[i.k + 1].dtype.kind in "iu"
+        offset, axes = self.region(index, x, ins[1:], indent)
+        shape = _static_shape(out, local=False)
+        if tuple(c for c, _ in axes) != shape:
+            raise Unsupported(f"indexing {index!r}")
+        if size_of(shape) > MAX_ELEMENTS:  # read where it is used, from x's elements
+
+            def element(names):
+                return " + ".join([offset] + [f"{name} * {step}" for name, (_, step) in zip(names, axes)])
+            return Lazy(lambda names: f"{x.expr}[{element(names)}]", x.dtype, x.weak, shape, frozenset({x.base}))
+        result = self.declare(x.dtype, x.weak, shape, indent)
+        if shape == ():
+            self.emit(f"{result.expr} = {x.expr}[{offset}];", indent)
+            return result
+        names = [f"i{d}" for d in range(len(shape))]
+        for d, (name, (count, _)) in enumerate(zip(names, axes)):
+            self.emit("    " * d + f"for (int64_t {name} = 0; {name} < {count}; {name}++) {{", indent)
+        source = " + ".join([str(offset)] + [f"{name} * {step}" for name, (_, step) in zip(names, axes)])
+        self.emit("    " * len(shape) + f"{result.expr}[{_broadcast_index(shape, shape, names)}] = {x.expr}[{source}];",
+                  indent)
+        for d in reversed(range(len(shape))):
+            self.emit("    " * d + "}", indent)
+        self.work += size_of(shape)
+        return result
+
+    def region(self, index, x, slots, indent):
+        """(the flat offset of the first element, (count, element step) per dim) of x[index]:
+        ints, slices of constant bounds, None, and computed scalar ints (Slot k: `slots[k]`,
+        numpy raises outside [-n, n): the Python path does the same)."""
+        def dynamic(i):
+            return type(i) is Slot and slots[i.k].shape == () and slots[i.k].dtype.kind in "iu"
 
         picks = [i for i in index if i is not None]  # None: a new axis of length 1
         if x.shape == () or len(picks) > len(x.shape) or not all(
@@ -279,8 +372,8 @@ class Renderer:
                     raise Unsupported(f"index {i} out of range")  # numpy raised at the trace
                 offset += (i % n) * stride
                 continue
-            if type(i) is Slot:  # numpy raises outside [-n, n): the Python path does the same
-                position = self.declare(np.dtype(np.int64), False, (), indent, f"(int64_t){ins[i.k + 1].expr}")
+            if type(i) is Slot:
+                position = self.declare(np.dtype(np.int64), False, (), indent, f"(int64_t){slots[i.k].expr}")
                 self.bail(f"{position.expr} < -{n} || {position.expr} >= {n}", indent)
                 self.emit(f"if ({position.expr} < 0) {position.expr} += {n};", indent)
                 terms.append(f"{position.expr} * {stride}")
@@ -288,24 +381,53 @@ class Renderer:
             start, stop, step = i.indices(n)
             axes.append((len(range(start, stop, step)), step * stride))
             offset += start * stride
-        offset = " + ".join([str(offset), *terms])
-        shape = _static_shape(out)
-        if tuple(c for c, _ in axes) != shape:
-            raise Unsupported(f"indexing {index!r}")
-        result = self.declare(x.dtype, x.weak, shape, indent)
-        if shape == ():
-            self.emit(f"{result.expr} = {x.expr}[{offset}];", indent)
-            return result
+        return " + ".join([str(offset), *terms]), axes
+
+    def set_item(self, node, ins, indent):
+        """x[index] = value: a store into x's array where the graph owns it and nothing reads
+        its old contents later (a fill loop's buffer), else into a copy. The value is broadcast
+        and cast as numpy assigns; an index out of range runs the Python path, which raises."""
+        x, value = ins[0], ins[1]
+        index = node.attrs["index"]
+        if x.shape == () or x.dtype.kind not in "biuf" or (value.dtype.kind == "f" and x.dtype.kind != "f") or (
+                value.dtype.kind in "iuf" and x.dtype.kind == "b"):
+            raise Unsupported(f"storing {value.dtype} into {x.dtype} at {index!r}")  # numpy's casts that may raise
+        if value.dtype.kind in "iu" and x.dtype.kind in "iu" and value.weak and x.dtype != np.int64:
+            info = np.iinfo(x.dtype)  # numpy refuses a Python int out of the array's range: the Python path raises
+            self.bail(f"{value.expr} < {int(info.min)}LL" + (f" || {value.expr} > {int(info.max)}LL"
+                                                             if info.max < 2 ** 63 else ""), indent)
+        if isinstance(x, Lazy):
+            x = self.materialize(x, indent)  # a buffer of its own: this graph's to write
+        elif not self.writable(node.inputs[0], x):
+            copy = self.declare(x.dtype, x.weak, _static_shape(node.outputs[0], local=False), indent)
+            self.copy(copy, x, indent)
+            x = copy
+        offset, axes = self.region(index, x, ins[2:], indent)
+        shape = tuple(count for count, _ in axes)
+        source = value.shape
+        while len(source) > len(shape) and source[0] == 1:  # numpy drops leading 1s of the value
+            source = source[1:]
+        if isinstance(value, Lazy) and len(source) < len(value.shape):
+            value = self.materialize(value, indent)
+        value = value._replace(shape=source)
+        if len(source) > len(shape) or any(v not in (1, t) for v, t in zip(reversed(source), reversed(shape))):
+            raise Unsupported(f"storing {value.shape} into {shape}")
+        if source != () and (value.base == x.base or x.base in (getattr(value, "reads", None) or ())):
+            # x[1:] = x[:-1]: numpy reads the value before storing
+            value = self.materialize(value, indent) if isinstance(value, Lazy) else value
+            temp = self.declare(value.dtype, value.weak, source, indent)
+            self.copy(temp, value, indent)
+            value = temp
         names = [f"i{d}" for d in range(len(shape))]
         for d, (name, (count, _)) in enumerate(zip(names, axes)):
             self.emit("    " * d + f"for (int64_t {name} = 0; {name} < {count}; {name}++) {{", indent)
-        source = " + ".join([str(offset)] + [f"{name} * {step}" for name, (_, step) in zip(names, axes)])
-        self.emit("    " * len(shape) + f"{result.expr}[{_broadcast_index(shape, shape, names)}] = {x.expr}[{source}];",
-                  indent)
+        target = " + ".join([offset] + [f"{name} * {step}" for name, (_, step) in zip(names, axes)])
+        element = _element(value, shape, names)
+        self.emit("    " * len(shape) + f"{x.expr}[{target}] = {self.emitter.cast(element, x.dtype)};", indent)
         for d in reversed(range(len(shape))):
             self.emit("    " * d + "}", indent)
-        self.work += size_of(shape)
-        return result
+        self.work += max(1, size_of(shape))
+        return [x._replace(weak=node.outputs[0].weak)]
 
     def row(self, node, ins, out, indent):
         """x[i]: row i of an array by a scalar integer (a view into it); numpy raises outside
@@ -457,10 +579,12 @@ class Renderer:
 
     def assign(self, targets, values, indent):
         """targets = values, all read before any is written (`a, b = b, a`)."""
-        written = {t.base or t.expr for t in targets}
+        written = {t.base or t.expr for t, v in zip(targets, values) if v.expr != t.expr}
         staged = []
         for target, value in zip(targets, values):
-            if (value.base or value.expr) in written:  # reads an array (or scalar) written here: a temporary
+            if isinstance(value, Lazy):
+                value = self.materialize(value, indent)
+            if value.expr != target.expr and (value.base or value.expr) in written:  # reads an array written here
                 temp = self.declare(target.dtype, target.weak, target.shape, indent)
                 self.copy(temp, value, indent)
                 value = temp
@@ -485,17 +609,21 @@ class Renderer:
         loop only)."""
         cond, body = node.attrs["cond"], node.attrs["body"]
         n = len(body.outputs)
-        if loop_vars is None:
-            loop_vars = [self.local(t, indent) for t in node.outputs]
+        if loop_vars is None:  # a nested loop: an array start value no one reads later is its own buffer
+            loop_vars = [ins[i] if ins[i].shape == _static_shape(t, local=False) and ins[i].dtype == t.dtype and
+                         self.writable(node.inputs[i], ins[i]) else self.local(t, indent)
+                         for i, t in enumerate(node.outputs)]
             for target, value in zip(loop_vars, ins[:n]):
-                self.copy(target, value, indent)
+                if target is not value:
+                    self.copy(target, value, indent)
+        owned = range(n)  # each array loop variable is the loop's own buffer (the outermost's: a copy of its start)
         self.emit("for (;;) {", indent)
         if pause:
             self.emit(f"if (ag_budget <= 0) {{ {pause(loop_vars)} }}", indent + 1)
         work = self.work
         (pred,) = self.graph(cond, loop_vars + ins[n:], indent + 1)
         self.emit(f"if (!{self.emitter.cast(_scalar(pred), np.bool_)}) break;", indent + 1)
-        self.assign(loop_vars, self.graph(body, loop_vars + ins[n:], indent + 1), indent + 1)
+        self.assign(loop_vars, self.graph(body, loop_vars + ins[n:], indent + 1, owned), indent + 1)
         if ran:
             self.emit(f"{ran} = 1;", indent + 1)
         self.emit(f"ag_budget -= {max(1, self.work - work)};", indent + 1)
@@ -509,6 +637,31 @@ class Renderer:
 RULES = {CONST: lambda self, node, ins, indent: [self.constant(node, node.outputs[0], indent)],
          COND: Renderer.cond, WHILE: Renderer.while_}
 NOT_RENDERED = {PLACEHOLDER: "a graph input: a parameter of the generated function"}
+
+
+class _Scope:
+    """A graph being written: its Vals so far, the node at hand, the arrays it may write."""
+
+    def __init__(self, graph, values, owned):
+        self.graph, self.values, self.owned, self.position = graph, values, owned, 0
+        self.uses = {}
+        for k, node in enumerate(graph.nodes):
+            for t in node.inputs:
+                self.uses[id(t)] = k
+        for t in graph.outputs:
+            self.uses[id(t)] = len(graph.nodes)
+        self.read_until = {}  # array -> the last position a tensor whose Val holds or reads it is read
+        self.hold((t, values[id(t)]) for t in graph.inputs)
+
+    def hold(self, tensors_and_values):
+        for t, v in tensors_and_values:
+            for base in (v.reads if isinstance(v, Lazy) else (v.base,)):
+                if base is not None:
+                    self.read_until[base] = max(self.read_until.get(base, -1), self.last_use(t))
+
+    def last_use(self, t):
+        """The position of the last node reading `t` (past the end: returned), -1 if none."""
+        return self.uses.get(id(t), -1)
 
 
 def placeholder_sources(graph, sources=None):
@@ -591,6 +744,30 @@ def _scalar(value):
     if value.shape != ():
         raise Unsupported("an array where a scalar is needed")
     return cexpr.Value(value.expr, value.dtype, value.weak)
+
+
+def _takes_lazy(node):
+    """True if the renderer writes `node` with Lazy operands as they are: an elementwise op
+    (C of its own, not numpy's loop) or a store."""
+    if node.opdef.in_place == "store":
+        return True
+    if node.opdef.structural or node.opdef.reduce_with or node.opdef.reshapes or len(node.outputs) != 1:
+        return False
+    rule = cexpr.rule_for(node.opdef)
+    return rule is not None and not getattr(rule, "numpy_loop", False) and not cexpr.needs_numpy_loop(node.op)
+
+
+def _element(value, shape, names):
+    """`value`'s element (a cexpr.Value) broadcast to `shape` at the loop indices `names`."""
+    if isinstance(value, Lazy):
+        return cexpr.Value(value.element(_broadcast_names(value.shape, shape, names)), value.dtype, value.weak)
+    return _at(value, _broadcast_index(value.shape, shape, names))
+
+
+def _broadcast_names(shape, out_shape, names):
+    """Per dim of an array of `shape` broadcast to `out_shape`: its index at the loop indices `names`."""
+    offset = len(out_shape) - len(shape)
+    return ["0" if n == 1 else names[offset + d] for d, n in enumerate(shape)]
 
 
 def _at(value, index):

@@ -7,7 +7,7 @@ Turn passes off with `AG_DISABLE_PASSES=fusion,cse` (names as in ORDER, or `all`
 import os
 
 from ..graph import copy_graph
-from . import (algebraic, buffer_reuse, constant_folding, cse, dce, fusion, loop_invariant,
+from . import (algebraic, buffer_reuse, constant_folding, cse, dce, fusion, loop_invariant, loop_variables,
                sibling_slices)
 
 ORDER = (
@@ -16,6 +16,7 @@ ORDER = (
     ("cse", cse),                            # one node per distinct computation
     ("sibling_slices", sibling_slices),      # op(x[:, a:b]), op(x[:, b:c]) -> op(x[:, a:c]) sliced
     ("loop_invariant", loop_invariant),      # hoist what a While body recomputes unchanged
+    ("loop_variables", loop_variables),  # a While's duplicate loop variables (an array and its memory) -> one
     ("dce", dce),                            # drop what no output or side effect needs
     ("fusion", fusion),                      # elementwise chains -> one blocked kernel
     ("buffer_reuse", buffer_reuse),          # ops write into a dead input's buffer
