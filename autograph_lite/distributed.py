@@ -253,7 +253,6 @@ def map_blocks(f, *args, dtype=None, chunks=None, drop_axis=None, new_axis=None,
     needs `chunks=` (and `drop_axis=`/`new_axis=`), as for `dask.array.map_blocks`, and a block
     whose result does not have the shape its chunks say is a ValueError naming the block.
     """
-    _connect(client)
     arrays = [a for a in args if isinstance(a, da.Array)]
     if not arrays:
         raise TypeError("ag.distributed.map_blocks needs at least one dask array argument")
@@ -274,6 +273,7 @@ def map_blocks(f, *args, dtype=None, chunks=None, drop_axis=None, new_axis=None,
         block_spec = specs[position] if position < len(specs) else None
         block_shape = block_spec.shape if isinstance(block_spec, TensorSpec) else _relaxed_spec(reference).shape
         chunks, pad = _output_chunks(output.shape, block_shape, reference.chunks, compiled.__name__)
+    _connect(client)  # after what can be refused here: no cluster started for a function refused
     return da.map_blocks(_run_block, *args, shipped=dask.delayed(shipped, pure=True), pad=pad,
                          function_name=compiled.__name__, dtype=dtype or output.dtype, chunks=chunks,
                          drop_axis=drop_axis, new_axis=new_axis,
