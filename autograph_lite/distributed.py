@@ -578,9 +578,12 @@ class DataParallel:
         return self.client.scatter([params], broadcast=True, hash=False)[0]
 
     def _sent_function(self, shipped):
+        """The future of `shipped` on every worker, sent once per trainer. Under a key of its own
+        (hash=False): a key made from the bytes would be shared with another trainer's copy, which
+        the workers may be deleting, as that trainer's future is released, while this one is sent."""
         future = self._sent.get(shipped.digest)
         if future is None or future.status != "finished":
-            future = self._sent[shipped.digest] = self.client.scatter(shipped, broadcast=True, hash=True)
+            future = self._sent[shipped.digest] = self.client.scatter(shipped, broadcast=True, hash=False)
         return future
 
 
@@ -625,6 +628,7 @@ class PendingStep:
                 if self._relaunches >= t.retries:
                     raise
                 self._relaunches += 1
+                t._sent.pop(self.shipped.digest, None)  # sent again: its copies may be what was lost
                 t.client.wait_for_workers(1, timeout=120)
                 self._future = self._launch()
         seconds = time.perf_counter() - self._start
