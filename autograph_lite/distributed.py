@@ -12,13 +12,17 @@
 A function travels as its saved bytes (`ag.saving.dumps`: the graph, never pickled Python code):
 `Shipped` pickles to (sha256, bytes), and each worker process loads those bytes once into a
 `LoadedFunction` it keeps, keyed by the sha256. The worker needs neither the user's source nor
-a C compiler. Where no client is given, `client()` connects to `$AG_DASK_SCHEDULER` or starts
-an embedded `LocalCluster` of one single-threaded worker process per core; each worker caps its
-BLAS/OpenMP threads to its share of the host's cores (threadpoolctl).
+a C compiler. Which cluster (`client()`, for `map_blocks` and `DataParallel` alike): the
+`client=` given; else dask's current Client (the one a dask array's `.compute()` would use);
+else one connected to `$AG_DASK_SCHEDULER`; else an embedded `LocalCluster` of one
+single-threaded worker process per core, started once. Each worker caps its BLAS/OpenMP threads
+to its share of the host's cores (threadpoolctl; the embedded cluster's workers also start with
+OMP_NUM_THREADS, OPENBLAS_NUM_THREADS and MKL_NUM_THREADS set to it).
 """
 import collections
 import hashlib
 import importlib.util
+import inspect
 import os
 import sys
 import threading
@@ -63,13 +67,16 @@ class Shipped:
 
     @classmethod
     def of(cls, f):
-        """`f` (an @ag.function with its traces) saved to bytes: ValueError/TypeError if it cannot be."""
+        """`f` (an @ag.function with its traces) saved to bytes and loaded once here, so that what
+        cannot be saved or loaded is refused before anything is sent: ValueError if it cannot be saved."""
         try:
             data = dumps(f)
         except (ValueError, TypeError) as e:
             raise ValueError(f"ag.distributed: {getattr(f, '__name__', f)} cannot be sent to workers, "
                              f"because it cannot be saved: {e}") from None
-        return cls(data)
+        shipped = cls(data)
+        shipped.function  # noqa: B018 (loaded here and kept: a worker in this process finds it)
+        return shipped
 
     def __reduce__(self):
         return (Shipped, (self.data, self.digest))
@@ -102,33 +109,64 @@ def loads_done():
 
 # ---- the client -----------------------------------------------------------------------------
 
-_clients = {}
+_clients = {}  # address (None: the embedded cluster) -> the Client `client()` made for it
 _clients_lock = threading.Lock()
 
 
 def client(client=None):
-    """The Dask client `ag.distributed` uses: `client` if given; else one connected to
+    """The Dask client `ag.distributed` uses: `client` if given; else dask's current Client (the
+    default one, where a dask array's `.compute()` runs); else one connected to
     `$AG_DASK_SCHEDULER` (`tcp://host:8786`); else an embedded `LocalCluster` with one
-    single-threaded worker process per core, started once (its dashboard link printed)."""
-    if client is None:
+    single-threaded worker process per core, started once (its dashboard link printed). A Client
+    made here becomes dask's default, as every new Client does. Its workers get `ThreadCap`."""
+    return _connect(client)
+
+
+def _connect(given):
+    if given is None:
+        given = _current()
+    if given is None:
         address = os.environ.get("AG_DASK_SCHEDULER") or None
         with _clients_lock:
-            client = _clients.get(address)
-            if client is None or client.status in ("closing", "closed"):
-                if address:
-                    client = distributed.Client(address)
-                else:
-                    n = os.cpu_count() or 1
-                    cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True)
-                    client = distributed.Client(cluster)
-                    print(f"ag.distributed: started a local cluster of {n} worker processes; "
-                          f"{dashboard(client)}", file=sys.stderr)
-                _clients[address] = client
-    _cap_threads(client)
-    return client
+            given = _clients.get(address)
+            if given is None or given.status in ("closing", "closed"):
+                given = _clients[address] = distributed.Client(address) if address else _embedded()
+    _cap_threads(given)
+    return given
 
 
-_client = client  # for the classes below, whose `client` parameter hides it
+def _current():
+    """dask's current distributed Client, or None."""
+    try:
+        found = distributed.default_client()
+    except ValueError:
+        return None
+    return None if found.status in ("closing", "closed") else found
+
+
+def _embedded():
+    """A Client of a new LocalCluster: one single-threaded worker process per core, each started
+    with the OpenMP/BLAS thread variables at its share of the cores (dask's rule: a variable set
+    in this process's environment wins)."""
+    n = cores()
+    threads = str(max(1, cores() // n))
+    environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}))
+    environ.update({name: threads for name in _THREAD_VARIABLES})
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
+        cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True)
+    started = distributed.Client(cluster)
+    print(f"ag.distributed: started a local cluster of {n} worker processes; {dashboard(started)}", file=sys.stderr)
+    return started
+
+
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def cores():
+    """The cores this process may run on (its CPU affinity where the OS tells it, else the host's)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
 
 
 def dashboard(client):
@@ -139,9 +177,11 @@ def dashboard(client):
 
 
 class ThreadCap(WorkerPlugin):
-    """Limits each worker's BLAS/OpenMP pools to its share of its host's cores (the host's cores
-    over the worker threads on that host). threadpoolctl changes the pools of libraries already
-    loaded (numpy's OpenBLAS), which environment variables cannot once a worker imported numpy."""
+    """Limits each worker's BLAS/OpenMP pools to its share of its host's cores (the cores the worker
+    may run on over the worker threads on that host). threadpoolctl changes the pools of libraries
+    already loaded (numpy's OpenBLAS), which environment variables cannot once a worker imported
+    numpy. It is applied when the worker starts and again in each task thread, the first time that
+    thread runs an `ag.distributed` task (an OpenMP limit holds per thread)."""
 
     name = "autograph_lite.thread_cap"
 
@@ -149,46 +189,69 @@ class ThreadCap(WorkerPlugin):
         self.threads_per_host = threads_per_host
 
     def setup(self, worker):
-        from threadpoolctl import threadpool_limits
+        global _share
         threads = self.threads_per_host.get(_host(worker.address), worker.state.nthreads)
-        share = max(1, (os.cpu_count() or 1) // max(1, threads))
-        worker.ag_threadpool_limits = threadpool_limits(limits=share)  # held: the limits last while it lives
+        _share = max(1, cores() // max(1, threads))
+        _cap_this_thread()
+
+
+_share = None  # in a worker: its BLAS/OpenMP threads (ThreadCap); None elsewhere
+_capped = threading.local()
+
+
+def _cap_this_thread():
+    """Apply this worker's thread cap in the calling thread, once per thread (held while it lives)."""
+    if _share is not None and getattr(_capped, "share", None) != _share:
+        from threadpoolctl import threadpool_limits
+        _capped.limits, _capped.share = threadpool_limits(limits=_share), _share
 
 
 def _host(address):
     return address.split("://")[-1].rsplit(":", 1)[0]
 
 
-_capped = set()
-
-
 def _cap_threads(client):
-    """Register ThreadCap with `client`'s cluster once."""
-    if id(client) in _capped:
+    """Register ThreadCap with `client`'s cluster, once per client object (a flag on the client: a
+    later client that reuses a closed one's id() registers again)."""
+    if getattr(client, "_ag_thread_cap", False):
         return
-    threads = collections.Counter()
-    for address, w in client.scheduler_info(n_workers=-1)["workers"].items():
-        threads[_host(address)] += w.get("nthreads", 1)
-    client.register_plugin(ThreadCap(dict(threads)))
-    _capped.add(id(client))
+    with _clients_lock:
+        if getattr(client, "_ag_thread_cap", False):
+            return
+        threads = collections.Counter()
+        for address, w in client.scheduler_info(n_workers=-1)["workers"].items():
+            threads[_host(address)] += w.get("nthreads", 1)
+        client.register_plugin(ThreadCap(dict(threads)))
+        client._ag_thread_cap = True
 
 
 # ---- map over blocks ------------------------------------------------------------------------
 
-def map_blocks(f, *args, dtype=None, chunks=None, drop_axis=None, new_axis=None, name=None):
+def map_blocks(f, *args, dtype=None, chunks=None, drop_axis=None, new_axis=None, name=None, client=None):
     """`f` over the blocks of dask arrays, compiled, on the workers that hold the blocks.
 
     `f` is a Python function or an @ag.function returning one array. The dask arrays in `args`
-    (one rank; their chunks aligned as dask aligns them) give `f` one block each per call; other
-    arguments (numpy arrays, numbers) are passed to every call unchanged. `f` is traced once, on
-    this process, for a signature whose dims are None where blocks differ in size (an uneven
-    last block shares the trace), saved, and sent as bytes; an @ag.function with an
-    input_signature keeps it, and a block that does not fit it is a ValueError naming the block.
+    (one rank; their chunks aligned as dask aligns them) give `f` one block each per call. Other
+    arguments go to every call: numpy arrays and numpy scalars as arguments of the compiled
+    function; Python numbers (bool, int, float, complex) as constants of the trace, weak as they
+    are eagerly (a float32 block times 2.0 stays float32). `f` is traced once, on this process,
+    for a signature whose dims are None where blocks differ in size (an uneven last block shares
+    the trace), saved, and sent as bytes; an @ag.function with an input_signature keeps it (all
+    its arguments then pass as its signature says), and a block that does not fit it is a
+    ValueError naming the block.
 
-    Returns a dask array. A block result of the blocks' rank has the blocks' chunks (a dim the
-    trace knows is taken as is); a scalar result is one element per block, so reductions go
-    through dask's own: `map_blocks(loss_per_block, X, y).sum()`. Other shapes need `chunks=`
-    (and `drop_axis=`/`new_axis=`), as for `dask.array.map_blocks`.
+    Returns a dask array, computed where dask computes any dask array: on its current scheduler,
+    which is the current distributed Client if there is one (`client.compute(result)` picks
+    another). `client=`: the cluster to prepare (its workers get the thread cap); by default
+    `ag.distributed.client()`: dask's current Client, else `$AG_DASK_SCHEDULER`, else an embedded
+    `LocalCluster` started now, which becomes dask's current Client. Nothing runs until computed.
+
+    The result's chunks: a scalar block result is one element per block, so reductions go through
+    dask's own: `map_blocks(loss_per_block, X, y).sum()`. A block result of the blocks' rank has,
+    on each axis, its traced size where the trace knows it, else the blocks' chunks on that axis
+    where the signature's dim there is None too (of the first dask argument); any other result
+    needs `chunks=` (and `drop_axis=`/`new_axis=`), as for `dask.array.map_blocks`, and a block
+    whose result does not have the shape its chunks say is a ValueError naming the block.
     """
     arrays = [a for a in args if isinstance(a, da.Array)]
     if not arrays:
@@ -201,27 +264,39 @@ def map_blocks(f, *args, dtype=None, chunks=None, drop_axis=None, new_axis=None,
     _, aligned = da.core.unify_chunks(*[x for a in arrays for x in (a, index)])
     aligned = iter(aligned)
     args = [next(aligned) if isinstance(a, da.Array) else a for a in args]
-    compiled = _compiled_for_blocks(f, args)
+    compiled, specs = _compiled_for_blocks(f, args)
     shipped = Shipped.of(compiled)
-    loaded = shipped.function  # loaded here too: what cannot load is refused before anything is sent
-    output = _single_output(loaded, compiled.__name__)
-    reference = next(a for a in args if isinstance(a, da.Array))
+    output = _single_output(shipped.function, compiled.__name__)
     pad = 0
     if chunks is None and drop_axis is None and new_axis is None:
-        chunks, pad = _output_chunks(output.shape, reference.chunks, compiled.__name__)
+        position, reference = next((k, a) for k, a in enumerate(args) if isinstance(a, da.Array))
+        block_spec = specs[position] if position < len(specs) else None
+        block_shape = block_spec.shape if isinstance(block_spec, TensorSpec) else _relaxed_spec(reference).shape
+        chunks, pad = _output_chunks(output.shape, block_shape, reference.chunks, compiled.__name__)
+    _connect(client)  # after what can be refused here: no cluster started for a function refused
     return da.map_blocks(_run_block, *args, shipped=dask.delayed(shipped, pure=True), pad=pad,
-                         dtype=dtype or output.dtype, chunks=chunks, drop_axis=drop_axis, new_axis=new_axis,
+                         function_name=compiled.__name__, dtype=dtype or output.dtype, chunks=chunks,
+                         drop_axis=drop_axis, new_axis=new_axis,
                          meta=np.empty((0,) * (len(chunks) if chunks is not None else ndim), dtype or output.dtype),
                          token=name or f"ag-{compiled.__name__}")
 
 
-def _run_block(*blocks, shipped, pad):
+def _run_block(*blocks, shipped, pad, function_name, block_info=None):
+    _cap_this_thread()
     result = np.asarray(shipped.function(*blocks))
-    return result.reshape((1,) * pad) if pad else result
+    if pad:
+        result = result.reshape((1,) * pad)
+    expected = block_info and block_info.get(None, {}).get("chunk-shape")
+    if expected is not None and result.shape != tuple(expected):
+        raise ValueError(f"ag.distributed.map_blocks: block {tuple(block_info[None]['chunk-location'])} of "
+                         f"{function_name}'s result has shape {result.shape}, but the result's chunks say "
+                         f"{tuple(expected)}: pass chunks= (the result's chunks) to map_blocks")
+    return result
 
 
 def _compiled_for_blocks(f, args):
-    """An @ag.function of `f` with one signature that every block fits; ValueError naming a block that does not."""
+    """An @ag.function of `f` traced once, for a signature every block fits, and that signature's
+    specs; ValueError naming a block that does not fit."""
     name = getattr(f, "__name__", "f")
     if isinstance(f, Function) and f.input_signature is not None:
         signature = list(f.input_signature)
@@ -236,12 +311,11 @@ def _compiled_for_blocks(f, args):
                         raise ValueError(f"ag.distributed.map_blocks: block {block} of argument {position} does "
                                          f"not fit {name}'s input_signature ({spec}): {problem}")
         compiled = f
-    else:
-        python_function = f.python_function if isinstance(f, Function) else f
+    else:  # Python numbers are part of the trace, as ag.function makes them: weak, as they are eagerly
         signature = [_relaxed_spec(a) if isinstance(a, da.Array) else _constant_spec(a) for a in args]
-        compiled = function(python_function, input_signature=signature)
-    compiled.get_concrete_function()
-    return compiled
+        compiled = function(f.python_function if isinstance(f, Function) else f)
+    concrete = compiled.get_concrete_function(*([] if compiled.input_signature else signature))
+    return compiled, concrete.input_specs
 
 
 def _block_shapes(a):
@@ -257,35 +331,61 @@ def _relaxed_spec(a):
 def _constant_spec(value):
     if isinstance(value, (np.ndarray, np.generic)):
         return TensorSpec(np.shape(value), value.dtype)
-    raise TypeError(f"ag.distributed.map_blocks: an argument other than a dask array must be a numpy array "
-                    f"or scalar (passed to every block), not {type(value).__name__}")
+    if type(value) in (bool, int, float, complex):
+        return value
+    raise TypeError(f"ag.distributed.map_blocks: an argument other than a dask array must be a numpy array, "
+                    f"a numpy scalar or a Python number (passed to every block), not {type(value).__name__}")
+
+
+def _positional(fn, count, name):
+    """`fn` as a function of exactly `count` positional parameters, called `name` (what ag.function
+    traces, and the saved function's name)."""
+    def call(*args):
+        return fn(*args)
+
+    parameter = inspect.Parameter.POSITIONAL_ONLY
+    call.__signature__ = inspect.Signature([inspect.Parameter(f"arg{i}", parameter) for i in range(count)])
+    call.__name__ = call.__qualname__ = name
+    return call
 
 
 def _single_output(loaded, name):
-    concrete = loaded.signatures[0]
-    slots = concrete._outputs
-    if len(slots) != 1 or slots[0].kind != "output":
+    spec = loaded.signatures[0].output_specs
+    if not isinstance(spec, TensorSpec):
         raise TypeError(f"ag.distributed.map_blocks: {name} must return one array per block")
-    return concrete.graph.outputs[slots[0].index]
+    return spec
 
 
-def _output_chunks(shape, chunks, name):
-    """The result's chunks for a block result of `shape` (None dims from the block), and how many
-    axes of length 1 a scalar result gets."""
+def _output_chunks(shape, block_shape, chunks, name):
+    """The result's chunks for a block result of `shape`, from blocks of the traced `block_shape`
+    and the dask `chunks`, and how many axes of length 1 a scalar result gets. A dim of `shape`
+    that is None takes the blocks' chunks on its axis only where `block_shape` is None there too."""
     if shape == ():
         return tuple((1,) * len(c) for c in chunks), len(chunks)
     if len(shape) != len(chunks):
         raise ValueError(f"ag.distributed.map_blocks: {name} returns rank {len(shape)} from blocks of rank "
                          f"{len(chunks)}; pass chunks= (and drop_axis=/new_axis=) for such a result")
-    return tuple(c if d is None or all(n == d for n in c) else (d,) * len(c) for d, c in zip(shape, chunks)), 0
+    out = []
+    for axis, (d, b, c) in enumerate(zip(shape, block_shape, chunks)):
+        if d is not None:
+            out.append((d,) * len(c))
+        elif b is None:
+            out.append(c)
+        else:
+            raise ValueError(f"ag.distributed.map_blocks: {name}'s result has a dim {axis} that the trace does not "
+                             f"know (None), while the blocks' dim {axis} is {b} in its signature, so the result's "
+                             f"chunks do not follow from the blocks': pass chunks= (the result's chunks)")
+    return tuple(out), 0
 
 
 # ---- data-parallel training -----------------------------------------------------------------
 
 StepStats = collections.namedtuple("StepStats", "seconds compute transfer reduce retries")
 StepStats.__doc__ = """One step's time in seconds: `compute` the slowest path of shard computations (inside the
-workers), `reduce` the slowest path of the gradient sums, `transfer` the rest (parameters sent, results
-moved, the scheduler's latency); `retries` how many times a lost worker made the step run again."""
+workers), `reduce` the slowest path of the gradient sums, `transfer` the rest: transfer and waiting (parameters
+sent, results moved, the scheduler's latency, tasks queued, and attempts lost with a worker); `retries` how
+many times a lost worker made part of the step run again (a worker removed while it computed or held one of
+the step's tasks, which Dask reran elsewhere, or the whole step launched again)."""
 
 # what a worker lost mid-step raises; the step then runs again on the workers left
 _LOST = (distributed.KilledWorker, distributed.client.FutureCancelledError, distributed.comm.CommClosedError)
@@ -325,9 +425,11 @@ class DataParallel:
     weighted by its rows over all rows; with `"sum"` the shards' values add. The result equals
     `ag.value_and_grad(loss_fn, argnums)` on the whole batch within float rounding.
 
-    `client`: a `distributed.Client`; by default `ag.distributed.client()` (`$AG_DASK_SCHEDULER` or
-    an embedded local cluster). A worker lost mid-step makes the step run again (`retries` times).
-    `stats` holds a `StepStats` per step: compute, transfer and reduce time.
+    `client`: a `distributed.Client`; by default `ag.distributed.client()` (dask's current Client,
+    else `$AG_DASK_SCHEDULER`, else an embedded local cluster). A worker lost mid-step: Dask reruns
+    its tasks on the workers left (a lost shard from where it came); where that fails (a task's
+    result lost for good), the step is launched again, up to `retries` times. `stats` holds a
+    `StepStats` per step: compute, transfer and waiting, reduce time, and the retries.
     """
 
     def __init__(self, loss_fn, argnums=0, client=None, reduction="mean", sum_dtype=None, retries=3):
@@ -336,7 +438,7 @@ class DataParallel:
         self.loss_fn, self.argnums, self.reduction, self.retries = loss_fn, argnums, reduction, retries
         self.sum_dtype = None if sum_dtype is None else np.dtype(sum_dtype)
         self.positions = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-        self.client = _client(client)
+        self.client = _connect(client)
         self.stats = []
         self._compiled = {}  # (param specs, data specs) -> Shipped
         self._sent = {}      # sha256 -> the future of the Shipped, on every worker
@@ -423,7 +525,7 @@ class DataParallel:
             if (k + 1) % every == 0 or k + 1 == steps:
                 s = self.stats[-1]
                 print(f"  step {k + 1}/{steps}: loss {float(loss):.6g}  ({s.seconds * 1e3:.1f} ms: compute "
-                      f"{s.compute * 1e3:.1f}, transfer {s.transfer * 1e3:.1f}, reduce {s.reduce * 1e3:.1f})",
+                      f"{s.compute * 1e3:.1f}, transfer and waiting {s.transfer * 1e3:.1f}, reduce {s.reduce * 1e3:.1f})",
                       file=file or sys.stderr)
         return params, losses
 
@@ -458,12 +560,11 @@ class DataParallel:
             n = len(param_specs) + len(specs)
             signature = _interleave(param_specs, specs, self.positions)
             name = getattr(self.loss_fn, "__name__", "")
-            vg = _named(value_and_grad(self.loss_fn, self.positions), n,
-                        f"{name if name.isidentifier() else 'loss'}_value_and_grad")
+            vg = _positional(value_and_grad(self.loss_fn, self.positions), n,
+                             f"{name if name.isidentifier() else 'loss'}_value_and_grad")
             compiled = Function(vg, input_signature=signature, autograph=False)
             compiled.get_concrete_function()
             shipped = self._compiled[key] = Shipped.of(compiled)
-            shipped.function  # loads here: what cannot load is refused before anything is sent
         return shipped
 
     def _broadcast(self, params):
@@ -477,9 +578,12 @@ class DataParallel:
         return self.client.scatter([params], broadcast=True, hash=False)[0]
 
     def _sent_function(self, shipped):
+        """The future of `shipped` on every worker, sent once per trainer. Under a key of its own
+        (hash=False): a key made from the bytes would be shared with another trainer's copy, which
+        the workers may be deleting, as that trainer's future is released, while this one is sent."""
         future = self._sent.get(shipped.digest)
         if future is None or future.status != "finished":
-            future = self._sent[shipped.digest] = self.client.scatter(shipped, broadcast=True, hash=True)
+            future = self._sent[shipped.digest] = self.client.scatter(shipped, broadcast=True, hash=False)
         return future
 
 
@@ -488,7 +592,7 @@ class PendingStep:
 
     def __init__(self, trainer, shipped, params, data):
         self.trainer, self.shipped, self.params, self.data = trainer, shipped, params, data
-        self.retries, self._result = 0, None
+        self.retries, self._relaunches, self._result, self._held = 0, 0, None, []
         self._start = time.perf_counter()
         self._future = self._launch()
 
@@ -502,9 +606,11 @@ class PendingStep:
         level = [client.submit(_shard_value_and_grad, function, params, shard, t.positions, w,
                                None if t.sum_dtype is None else t.sum_dtype.str, pure=False)
                  for shard, w in zip(self.data._live(), weights)]
+        self._held.extend(level)  # held until the step's retries are counted
         while len(level) > 1:  # a fixed tree over shard order: the same sums in the same order every run
             level = [client.submit(_add, level[i], level[i + 1], pure=False) if i + 1 < len(level) else level[i]
                      for i in range(0, len(level), 2)]
+            self._held.extend(level)
         return level[0]
 
     def result(self):
@@ -519,20 +625,32 @@ class PendingStep:
                 value, grads, compute, reduce, dtypes = self._future.result()
                 break
             except _LOST:
-                if self.retries >= t.retries:
+                if self._relaunches >= t.retries:
                     raise
-                self.retries += 1
+                self._relaunches += 1
+                t._sent.pop(self.shipped.digest, None)  # sent again: its copies may be what was lost
                 t.client.wait_for_workers(1, timeout=120)
                 self._future = self._launch()
         seconds = time.perf_counter() - self._start
+        self.retries = self._relaunches + _reruns(t.client, {f.key for f in self._held})
+        self._held = []
         t.stats.append(StepStats(seconds, compute, max(0.0, seconds - compute - reduce), reduce, self.retries))
         loss = np.asarray(value).astype(dtypes[0])[()]
         grads = [np.asarray(g).astype(d, copy=False) for g, d in zip(grads, dtypes[1])]
         return loss, (grads[0] if isinstance(t.argnums, int) else tuple(grads))
 
 
+def _reruns(client, keys):
+    """How many of `keys` (tasks the caller holds) were running or queued on a worker when it was
+    lost, so that Dask ran them again elsewhere (the scheduler's `suspicious` count; one round trip)."""
+    def count(dask_scheduler, keys):  # nested: sent by value, the scheduler need not import autograph_lite
+        tasks = dask_scheduler.tasks
+        return sum(1 for k in keys if k in tasks and tasks[k].suspicious)
+    return client.run_on_scheduler(count, keys=list(keys))
+
+
 def _param(p, k):
-    if isinstance(p, np.ndarray) or isinstance(p, np.generic):
+    if isinstance(p, (np.ndarray, np.generic)):
         return p
     if isinstance(p, float):
         return np.float64(p)
@@ -546,15 +664,6 @@ def _interleave(params, data, positions):
     return [next(params) if i in positions else next(data) for i in range(count)]
 
 
-def _named(fn, count, name):
-    """`fn` with exactly `count` positional parameters, called `name` (the saved function's name)."""
-    names = [f"arg{i}" for i in range(count)]
-    namespace = {"fn": fn}
-    exec(compile(f"def {name}({', '.join(names)}):\n    return fn({', '.join(names)})\n",
-                 "<autograph_lite distributed>", "exec"), namespace)  # internal: errors name the user's line
-    return namespace[name]
-
-
 # ---- what runs on the workers (module functions: pickled by name, autograph_lite installed there) ----
 
 def _pack(*arrays):
@@ -563,6 +672,7 @@ def _pack(*arrays):
 
 def _shard_value_and_grad(shipped, params, shard, positions, weight, sum_dtype):
     """One shard's (value, gradients) in the summing dtype, times its rows' weight."""
+    _cap_this_thread()
     start = time.perf_counter()
     value, grads = shipped.function(*_interleave(params, shard, positions))
     grads = list(grads) if isinstance(grads, (tuple, list)) else [grads]

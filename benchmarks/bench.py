@@ -31,6 +31,7 @@ import autograph_lite as ag  # noqa: E402
 from autograph_lite import loader, operators  # noqa: E402
 from autograph_lite.runtime.native import compiler  # noqa: E402
 from benchmarks.peer_workloads import jax_workloads, numba_workloads  # noqa: E402
+from benchmarks.stats import quartiles  # noqa: E402
 from benchmarks.workloads import WORKLOADS  # noqa: E402
 from examples.timing import fmt_time, warm_up  # noqa: E402
 
@@ -69,12 +70,6 @@ def interleaved_samples(ways, args, repeats):
 def interleaved_medians(ways, args, repeats):
     """Median per-call time of each way (interleaved rounds)."""
     return {name: statistics.median(s) for name, s in interleaved_samples(ways, args, repeats).items()}
-
-
-def spread(samples):
-    """(p25, p75) of a list of times: the interquartile range printed beside each median."""
-    q = statistics.quantiles(samples, n=4) if len(samples) > 1 else [samples[0]] * 3
-    return q[0], q[2]
 
 
 def thread_scaling(fn, args, seconds=1.0):
@@ -343,7 +338,7 @@ def main():
             ways[label] = (lambda f, a: lambda *_: f(*a))(peer_fn, peer_args)
         samples = interleaved_samples(ways, args, opts.repeats)
         t = {k: statistics.median(v) for k, v in samples.items()}
-        iqr = {k: spread(v) for k, v in samples.items()}
+        iqr = {k: quartiles(v)[::2] for k, v in samples.items()}  # (p25, p75)
         time.sleep(SETTLE)  # the peers' thread pools may still be spinning from the rounds above
         split = first_call_split(ag_fn, args)
         time.sleep(SETTLE)

@@ -15,13 +15,16 @@ No assertions on time: the figures are for the reader (issue 27's targets beside
 import argparse
 import os
 import statistics
+import sys
 import time
 import tracemalloc
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("AG_NATIVE_BUILD", "wait")  # steady state: native code in place from its tier-up run
 import autograph_lite as ag  # noqa: E402
+from benchmarks.stats import quartiles  # noqa: E402
 
 
 def mandelbrot(c):
@@ -86,8 +89,8 @@ def early_return_150(x):
 
 
 def _spread(samples, scale=1.0):
-    q = statistics.quantiles(samples, n=4) if len(samples) > 1 else [samples[0]] * 3
-    return f"{statistics.median(samples) * scale:9.3f} (IQR {(q[2] - q[0]) * scale:.3f})"
+    low, median, high = quartiles(samples)
+    return f"{median * scale:9.3f} (IQR {(high - low) * scale:.3f})"
 
 
 def _timed(fn, args, repeats, inner=1):

@@ -7,7 +7,6 @@ the last line printed is the one-line summary scripts/gpu_check.sh shows.
 """
 import json
 import os
-import statistics
 import sys
 import time
 
@@ -16,6 +15,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import autograph_lite as ag  # noqa: E402
+from benchmarks.stats import quartiles  # noqa: E402
 from examples.models import (elementwise_chain, elementwise_inputs, mlp_step, mlp_step_inputs,  # noqa: E402
                              rnn, rnn_inputs)
 
@@ -76,8 +76,8 @@ def timed(fn, args, sync, repeats):
             fn(*args)
         sync()
         samples.append((time.perf_counter() - start) / calls)
-    q = statistics.quantiles(samples, n=4) if len(samples) > 1 else samples * 3
-    return statistics.median(samples), (q[0], q[2])
+    low, median, high = quartiles(samples)
+    return median, (low, high)
 
 
 def main(repeats, out_dir):

@@ -38,6 +38,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from benchmarks import npbench  # noqa: E402
+from benchmarks.stats import quartiles  # noqa: E402
 
 WAYS = ("numpy", "ag", "numba", "numba_npbench", "jax")
 WARMUP = 2
@@ -140,8 +141,8 @@ def time_kernel(root, name, preset, repeats):
                 out.block_until_ready()
             samples[way].append(time.perf_counter() - start)
     for way, times in samples.items():
-        q = statistics.quantiles(times, n=4) if len(times) > 1 else [times[0]] * 3
-        record["ways"][way].update(median_s=statistics.median(times), q1_s=q[0], q3_s=q[2])
+        low, median, high = quartiles(times)
+        record["ways"][way].update(median_s=median, q1_s=low, q3_s=high)
     return record
 
 

@@ -49,8 +49,9 @@ def main():
     worst = max(abs(a - b) / abs(b) for a, b in zip(distributed, local))
     print(f"  loss fell {distributed[0]:.4g} -> {distributed[-1]:.4g}; largest relative difference from the "
           f"one-process run over {STEPS} steps: {worst:.1e}")
-    median = lambda k: np.median([getattr(s, k) for s in trainer.stats[1:]]) * 1e3  # noqa: E731
-    print(f"  median step {median('seconds'):.1f} ms: compute {median('compute'):.1f}, transfer "
+    def median(part):
+        return np.median([getattr(s, part) for s in trainer.stats[1:]]) * 1e3
+    print(f"  median step {median('seconds'):.1f} ms: compute {median('compute'):.1f}, transfer and waiting "
           f"{median('transfer'):.1f}, reduce {median('reduce'):.2f}")
     assert distributed[-1] < distributed[0] and worst < 1e-9
 

@@ -1,8 +1,12 @@
-"""benchmarks/bench.py's measuring helpers (the timings themselves are not asserted: machines are noisy)."""
+"""benchmarks/bench.py's measuring helpers and benchmarks/stats.py's quartiles (the timings
+themselves are not asserted: machines are noisy)."""
+import statistics
+
 import numpy as np
 import pytest
 
 from benchmarks import bench, peer_workloads
+from benchmarks.stats import quartiles
 from benchmarks.workloads import WORKLOADS
 from helpers import cpu_only
 
@@ -11,9 +15,10 @@ def test_interleaved_samples_spread_and_thread_scaling():
     x = np.ones(8)
     samples = bench.interleaved_samples({"add": np.add, "mul": np.multiply}, (x, x), repeats=5)
     assert set(samples) == {"add", "mul"} and all(len(s) == 5 and min(s) > 0 for s in samples.values())
-    low, high = bench.spread(samples["add"])
-    assert min(samples["add"]) <= low <= high <= max(samples["add"])
-    assert bench.spread([2.0]) == (2.0, 2.0)
+    low, median, high = quartiles(samples["add"])
+    assert min(samples["add"]) <= low <= median <= high <= max(samples["add"])
+    assert median == statistics.median(samples["add"]) and quartiles([2.0]) == (2.0, 2.0, 2.0)
+    assert list(quartiles([1.0, 2.0, 3.0, 4.0, 5.0])) == statistics.quantiles([1.0, 2.0, 3.0, 4.0, 5.0], n=4)
     assert bench.thread_scaling(np.add, (x, x), seconds=0.05) > 0
     round_trip = bench.core_round_trip()  # None without a second CPU or a C compiler
     assert round_trip is None or 1 < round_trip < 1e6

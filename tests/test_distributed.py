@@ -1,10 +1,15 @@
 """ag.distributed on a two-process LocalCluster: compiled blocks and data-parallel steps against
 the eager (or single-process) run, a worker killed mid-step, and functions shipped without code."""
 import importlib
+import io
+import json
 import os
+import pickle
 import signal
+import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -55,6 +60,52 @@ def test_map_blocks_equals_the_eager_map_over_blocks(client):
     eager_losses = [block_loss(a, b) for a, b in zip(_blocks(X), _blocks(Y))]
     assert np.array_equal(client.compute(per_block).result().ravel(), eager_losses)
     assert np.isclose(client.compute(per_block.sum()).result(), sum(eager_losses), rtol=1e-15)
+
+
+def test_map_blocks_computes_on_the_current_client_where_dask_would(client):
+    X = da.from_array(np.linspace(-1, 1, 12).reshape(6, 2), chunks=(4, 2))
+    result = agd.map_blocks(scaled_tanh, X, X)   # no client=: dask's current Client, the fixture's
+    assert getattr(client, "_ag_thread_cap", False)
+    with distributed.get_task_stream(client) as stream:
+        got = result.compute()                   # dask's default scheduler: that Client
+    assert len([t for t in stream.data if "scaled_tanh" in str(t["key"])]) == 2
+    x = X.compute(scheduler="sync")
+    assert np.array_equal(got, scaled_tanh(x, x))
+
+
+def scaled(x, s):
+    return x * s
+
+
+def test_map_blocks_passes_python_and_numpy_scalars_to_every_block_as_eagerly(client):
+    x = np.arange(10, dtype=np.float32).reshape(5, 2)
+    X = da.from_array(x, chunks=(2, 2))
+    for s in (2.0, 3, np.float64(2.5), np.float32(0.5), True):
+        got = client.compute(agd.map_blocks(scaled, X, s)).result()
+        eager = np.concatenate([scaled(b, s) for b in _blocks(X)])
+        assert got.dtype == eager.dtype and np.array_equal(got, eager), s  # 2.0 weak: float32 stays
+    with pytest.raises(TypeError, match=r"a numpy array, a numpy scalar or a Python number .*not str"):
+        agd.map_blocks(scaled, X, "2")
+
+
+def transposed(x):
+    return x.T
+
+
+def drop_first(x):
+    return x[1:]
+
+
+def test_map_blocks_asks_for_chunks_where_the_result_does_not_follow_the_blocks(client):
+    X = da.from_array(np.ones((10, 3)), chunks=(4, 3))   # dim 0 None in the trace (4, 4, 2), dim 1 is 3
+    with pytest.raises(ValueError, match=r"transposed's result has a dim 1 .*blocks' dim 1 is 3 .*pass chunks="):
+        agd.map_blocks(transposed, X)
+    wrong = agd.map_blocks(drop_first, X)     # dim 0 None from None: taken as the blocks', which it is not
+    with pytest.raises(ValueError, match=r"block \((\d), 0\) of drop_first's result has shape \((3|1), 3\), but "
+                                         r"the result's chunks say \((4|2), 3\): pass chunks="):
+        client.compute(wrong).result()
+    right = agd.map_blocks(drop_first, X, chunks=((3, 3, 1), (3,)))
+    assert np.array_equal(client.compute(right).result(), np.ones((7, 3)))
 
 
 def test_map_blocks_of_an_ag_function_with_a_signature_names_the_block_that_does_not_fit():
@@ -108,25 +159,82 @@ def test_a_data_parallel_step_equals_the_single_process_step(client, shards):
     assert np.isclose(stats.compute + stats.transfer + stats.reduce, stats.seconds)
 
 
-def test_workers_cap_their_blas_threads(client):
+def _pools():
+    from threadpoolctl import threadpool_info
+    return [p["num_threads"] for p in threadpool_info()]
+
+
+def test_workers_cap_their_blas_threads_inside_their_tasks(client):
     from autograph_lite.distributed import ThreadCap
-    def pools():
-        from threadpoolctl import threadpool_info
-        return [p["num_threads"] for p in threadpool_info()]
     assert agd.client(client) is client
     assert all(ThreadCap.name in found for found in client.run(lambda dask_worker: list(dask_worker.plugins)).values())
-    share = max(1, os.cpu_count() // 2)
-    assert all(n <= share for found in client.run(pools).values() for n in found)
+    share = max(1, agd.cores() // 2)
+    workers = list(client.scheduler_info(n_workers=-1)["workers"])
+    inside = [client.submit(_pools, workers=[w], allow_other_workers=False, pure=False).result() for w in workers]
+    assert inside and all(found and all(n <= share for n in found) for found in inside)
 
 
-def test_ag_dask_scheduler_names_the_cluster(client, monkeypatch):
-    monkeypatch.setenv("AG_DASK_SCHEDULER", client.scheduler.address)
-    connected = agd.client()
-    try:
-        assert connected is not client and connected.scheduler.address == client.scheduler.address
-        assert agd.client() is connected  # one connection per address
-    finally:
-        agd._clients.pop(client.scheduler.address).close()
+def test_the_thread_cap_is_registered_per_client_object(client):
+    with distributed.Client(client.scheduler.address, set_as_default=False) as other:
+        assert not getattr(other, "_ag_thread_cap", False)
+        assert agd.client(other) is other and other._ag_thread_cap
+
+
+_CONNECT = """
+import json, os, sys
+import dask, distributed, numpy as np, dask.array as da
+from autograph_lite import distributed as agd
+
+def f(x):
+    return np.tanh(x) * 2.0
+
+def inside():
+    from threadpoolctl import threadpool_info
+    return {"env": {k: os.environ.get(k) for k in agd._THREAD_VARIABLES},
+            "pools": [p["num_threads"] for p in threadpool_info()]}
+
+if __name__ == "__main__":
+    # dask's own default for the workers' OMP_NUM_THREADS is 1: make it 7, to see that ours is applied
+    dask.config.set({"distributed.nanny.pre-spawn-environ.OMP_NUM_THREADS": 7})
+    x = np.linspace(-1, 1, 12).reshape(6, 2)
+    result = agd.map_blocks(f, da.from_array(x, chunks=(4, 2)))   # no client=, no Client yet
+    current = distributed.default_client()
+    with distributed.get_task_stream(current) as stream:
+        got = result.compute()
+    workers = list(current.scheduler_info(n_workers=-1)["workers"])
+    print(json.dumps({"address": current.scheduler.address, "equal": bool(np.array_equal(got, f(x))),
+                      "tasks": len([t for t in stream.data if "ag-f" in str(t["key"])]),
+                      "workers": len(workers), "cores": agd.cores(),
+                      "inside": [current.submit(inside, workers=[w], pure=False).result() for w in workers]}))
+"""
+
+
+def _connect_in_a_new_process(tmp_path, scheduler=None):
+    script = tmp_path / "connect.py"
+    script.write_text(_CONNECT)
+    env = {k: v for k, v in os.environ.items() if k not in ("AG_DASK_SCHEDULER",) + agd._THREAD_VARIABLES}
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(os.path.abspath(__file__)))] +
+                                        [p for p in [os.environ.get("PYTHONPATH")] if p])
+    if scheduler:
+        env["AG_DASK_SCHEDULER"] = scheduler
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
+
+
+def test_map_blocks_with_no_client_connects_to_ag_dask_scheduler_and_computes_there(client, tmp_path):
+    found, _ = _connect_in_a_new_process(tmp_path, scheduler=client.scheduler.address)
+    assert found["address"] == client.scheduler.address and found["workers"] == 2
+    assert found["equal"] and found["tasks"] == 2     # its two blocks ran on the cluster named
+
+
+def test_map_blocks_with_no_client_starts_the_embedded_cluster_with_capped_workers(tmp_path):
+    found, stderr = _connect_in_a_new_process(tmp_path)
+    assert "started a local cluster of" in stderr
+    assert found["equal"] and found["tasks"] == 2 and found["workers"] == found["cores"]
+    for worker in found["inside"]:  # from inside a task on each worker
+        assert worker["env"] == {k: "1" for k in agd._THREAD_VARIABLES}
+        assert all(n == 1 for n in worker["pools"])
 
 
 def test_a_shard_that_does_not_fit_is_refused_naming_it_before_any_worker_runs(client, monkeypatch):
@@ -142,20 +250,53 @@ def test_a_shard_that_does_not_fit_is_refused_naming_it_before_any_worker_runs(c
         trainer.value_and_grad((w1, b1, w2, b2), data)
 
 
+def _until(condition, timeout=30):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def _wait_for(name):
+    distributed.Event(name).wait(120)
+
+
 def test_a_worker_killed_mid_step_costs_a_retry_not_a_wrong_result(client):
     w1, b1, w2, b2, x, y, lr = mlp_step_inputs(n=4096)
     params = (w1, b1, w2, b2)
     trainer = agd.DataParallel(mlp_loss, argnums=PARAMS, client=client)
     data = trainer.shard(x, y, shards=4)
-    want = trainer.value_and_grad(params, data)
-    pending = trainer.submit(params, data)
+    want = trainer.value_and_grad(params, data)   # the fault-free step
+    assert trainer.stats[-1].retries == 0
     holder = client.who_has(data.futures[0])[data.futures[0].key][0]
+    # each worker's one thread sleeps, so the step's tasks wait where their shards are until the kill
+    workers = list(client.scheduler_info(n_workers=-1)["workers"])
+    release = distributed.Event(f"release-{os.getpid()}", client=client)
+    busy = [client.submit(_wait_for, release.name, workers=[w], allow_other_workers=False, pure=False)
+            for w in workers]
+    _until(lambda: all(f.key in client.processing(workers=[w])[w] for f, w in zip(busy, workers)))
+    pending = trainer.submit(params, data)
+    _until(lambda: len(client.processing(workers=[holder])[holder]) > 1)  # a shard's task queued behind it
     pid = client.run(os.getpid, workers=[holder])[holder]
     os.kill(pid, signal.SIGKILL)
+    release.set()
     loss, grads = pending.result()
     assert holder not in client.scheduler_info(n_workers=-1)["workers"]  # it died before the step's result came
+    assert trainer.stats[-1].retries >= 1   # its tasks ran again on the other worker
     assert loss == want[0] and all(np.array_equal(a, b) for a, b in zip(grads, want[1]))
     client.wait_for_workers(2, timeout=60)  # the nanny starts a new worker process
+
+
+def _modules_imported(data):
+    """The modules unpickling `data` imports classes and functions from."""
+    modules = set()
+
+    class Recording(pickle.Unpickler):
+        def find_class(self, module, name):
+            modules.add(module)
+            return super().find_class(module, name)
+    Recording(io.BytesIO(data)).load()
+    return modules
 
 
 def test_a_traced_function_runs_on_restarted_workers_without_its_module(client, tmp_path, monkeypatch):
@@ -169,11 +310,19 @@ def test_a_traced_function_runs_on_restarted_workers_without_its_module(client, 
         def loss(w, x, y):
             return np.mean((np.tanh(x @ w) - y) ** 2)
     """))
-    monkeypatch.syspath_prepend(str(tmp_path))  # the workers import what this process can, unless the file is gone
+    # this process imports it from tmp_path; the workers, started before, do not have tmp_path on sys.path
+    # (the ones restarted below inherit it from this process, and find the file gone)
+    monkeypatch.syspath_prepend(str(tmp_path))
     module = importlib.import_module(name)
+    assert all(client.run(lambda: importlib.util.find_spec(name) is None).values())
     x = np.random.default_rng(2).standard_normal((9, 4))
     X = da.from_array(x, chunks=(4, 4))
     result = agd.map_blocks(module.shifted_tanh, X)
+    graph = pickle.dumps(dict(result.__dask_graph__()))  # plain pickle: no function travels by reference
+    assert name.encode() not in graph
+    imported = _modules_imported(graph)
+    assert name not in imported and {m.split(".")[0] for m in imported} <= {"autograph_lite", "dask", "numpy"}, \
+        imported
     trainer = agd.DataParallel(module.loss, argnums=0, client=client)
     w, y = np.full((4, 2), 0.1), np.ones((9, 2))
     data = trainer.shard(x, y)

@@ -43,6 +43,17 @@ class LoadedConcreteFunction:
         self._optimized, self._plans, self._lock = None, {}, threading.Lock()
 
     @property
+    def output_specs(self):
+        """The result's structure with a TensorSpec (shape, dims None where they vary, and dtype)
+        for each leaf that is a graph output, None for other leaves (literals, updated arguments)."""
+        def spec(out):
+            if out.kind != "output":
+                return None
+            t = self.graph.outputs[out.index]
+            return TensorSpec(t.shape, t.dtype)
+        return self._treedef.unflatten([spec(o) for o in self._outputs])
+
+    @property
     def optimized_graph(self):
         """The graph after the optimization passes, derived here as for a fresh trace."""
         if self._optimized is None:
