@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import user_location
 from ..runtime import memory
 from ..runtime.boxes import ARRAY, box_of
-from ..runtime.graph import Tensor, supersede
+from ..runtime.graph import Tensor
 from ..runtime.opdef import PLACEHOLDER
 from . import array_ops, math_ops, numpy_api
 
@@ -63,10 +63,10 @@ def _assigned_name(frame):
 def _in_place(name, op):
     """`x op= y` on a Tensor, as numpy does it on an ndarray: the result keeps x's dtype (an
     unsafe cast raises TypeError) and x's shape (a broadcast that would grow x raises
-    ValueError). Through a view (`row += 1`, and `x[i] += 1`, which reads x[i] first) the update
-    writes the memory the view shares (runtime/memory.py); otherwise the old Tensor is
-    superseded (views of it read the new one, other aliases may no longer be read) and an
-    argument's final value is written back into the caller's array."""
+    ValueError). The update writes x's memory (runtime/memory.py), the whole array or the part
+    a view shares (`row += 1`, and `x[i] += 1`, which reads x[i] first), as `x[...] op= y` does:
+    every other name, view and container of the array reads it, and an argument's final
+    contents are written back into the caller's array."""
     symbol = _SYMBOLS[name]
 
     def method(x, y):
@@ -77,15 +77,11 @@ def _in_place(name, op):
         target = _assigned_name(sys._getframe(1))
         label = f"'{target}'" if target else "an array"
         location = user_location(2)
-        if x.mem is not None and x.mem.steps:
-            # a view (`x[i] += 1` reads x[i] first, `row = x[0]; row *= 2`): its memory is written
-            memory.update(x, lambda current: _updated(current, op(current, y), name, symbol, label, location),
-                          label, symbol, location)
-            return x
-        memory.check_loop_variable(x, label, symbol, location)
-        new = _updated(x, op(x, y), name, symbol, label, location)
-        supersede(x, new, label, symbol, location)
-        return new
+        # x's memory is written (a view's too: `row = x[0]; row *= 2`), as by `x[...] op= y`: every
+        # alias (another name, a view, a container, the caller's argument) reads the new contents
+        memory.update(x, lambda current: _updated(current, op(current, y), name, symbol, label, location),
+                      label, symbol, location)
+        return x
     return method
 
 
