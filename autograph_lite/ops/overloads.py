@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import user_location
 from ..runtime import memory
-from ..runtime.boxes import ARRAY, box_of
+from ..runtime.boxes import ARRAY, VARIES, box_of
 from ..runtime.graph import Tensor
 from ..runtime.opdef import PLACEHOLDER
 from . import array_ops, math_ops, numpy_api
@@ -70,9 +70,10 @@ def _in_place(name, op):
     symbol = _SYMBOLS[name]
 
     def method(x, y):
-        if x.weak or (x.shape == () and x.node.opdef is not PLACEHOLDER and box_of(x) != ARRAY):
-            # a Python scalar staged as a tensor, or a numpy scalar (`s = x[0]`): `+=` rebinds, as in Python
-            # (an argument's trace may be shared by a 0-d array, written back; a numpy scalar is not)
+        if x.weak or (x.shape == () and box_of(x) not in (ARRAY, VARIES) and not _argument(x)):
+            # a Python scalar staged as a tensor, or a numpy scalar (`s = x[0]`, a loop variable that
+            # is one): `+=` rebinds, as in Python (an argument's trace may be shared by a 0-d array,
+            # written back; a numpy scalar is not)
             return op(x, y)
         target = _assigned_name(sys._getframe(1))
         label = f"'{target}'" if target else "an array"
@@ -83,6 +84,11 @@ def _in_place(name, op):
                       label, symbol, location)
         return x
     return method
+
+
+def _argument(x):
+    """Whether `x` is a placeholder of the function's arguments (or of an array read from outside)."""
+    return x.node.opdef is PLACEHOLDER and bool(x.node.attrs.get("argument") or x.node.attrs.get("outside"))
 
 
 def _updated(x, new, name, symbol, label, location):

@@ -368,9 +368,8 @@ def carried_out(storages, values, location):
     from .graph import current_graph
     graph = current_graph()
     for s, value in zip(storages, values):
-        if not _local(s, graph):
-            if graph.carries:
-                _carry(s, graph, s.label, "[...] =", location)
+        # (a loop variable whose writes stay in the loop, `_carry` True: as for a write there)
+        if not _local(s, graph) and not (graph.carries and _carry(s, graph, s.label, "[...] =", location)):
             raise ConversionError(
                 f"{s.label} is updated in place inside a tensor `if` (at {location}), inside a block that cannot "
                 f"carry its new contents out (issue 26); build the new value with ag.where, or update it "

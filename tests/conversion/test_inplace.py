@@ -453,3 +453,27 @@ def test_reading_an_if_result_that_may_be_the_updated_array_is_an_error():
     with pytest.raises(ag.ConversionError, match=rf"on some runs the same array.*test_inplace.py:"
                                                  rf"{line_of(branch_result_aliases_updated_array, 'first *= 2.0')}"):
         ag.function(branch_result_aliases_updated_array)(np.array([1.0, 2.0], np.float32), np.array(0, np.int32))
+
+
+def _number_accumulated_under_an_if_in_a_loop(x):
+    total = 0.0                      # a Python float, then x's numpy scalars: `+=` rebinds
+    for i in ag.range(ag.size(x)):
+        if i % 3 == 0:
+            continue
+        total += x[i]
+    return total
+
+
+def _array_from_the_function_written_under_an_if_in_a_loop(x):
+    total = np.zeros(4)              # the loop's own array: its writes stay in the loop
+    for i in ag.range(4):
+        if i % 3 == 0:
+            total[i] = x[i]
+        total += 1
+    return total
+
+
+def test_a_loop_variable_updated_under_an_if_in_the_loop_equals_eager():
+    for dtype in (np.float64, np.float32):
+        both(_number_accumulated_under_an_if_in_a_loop, lambda: np.arange(5, dtype=dtype))
+        both(_array_from_the_function_written_under_an_if_in_a_loop, lambda: np.arange(4, dtype=dtype))
