@@ -507,7 +507,7 @@ def _stage_while(cond_fn, step, loop_vars, names, location, unknown, var_names, 
     # that handle: it reads the loop's final contents of its memory, and later writes reach it
     # (and one the body hands on untouched, `x = x`, is its start value: the same array, as eagerly)
     results = [flat[i] if (_linked(body_in[k]) and _same_place(out_flat[i], body_in[k]))
-               or (body_out[k] is body_in[k] and isinstance(flat[i], (Tensor, np.ndarray))) else node.outputs[k]
+               or (body_out[k] is body_in[k] and isinstance(flat[i], Tensor)) else node.outputs[k]
                for k, i in enumerate(carried)]
     return with_values(results)
 

@@ -830,3 +830,19 @@ def test_a_list_a_tensor_if_stacked_holding_a_written_argument_is_refused():
     with pytest.raises(ag.ConversionError, match=r"'x' \(a list holding it\) was updated in place \(`\[\.\.\.\] =`\) "
                                                  r"at .*test_item_assignment.py:\d+"):
         ag.function(_list_holding_an_argument_through_a_tensor_if)(np.arange(4.0), np.ones(4), np.array(1))
+
+
+def _python_bool_item_of_a_list_a_loop_hands_on(y, n):
+    L1 = [False]
+    w = 0
+    while w < 2 and y[1]:
+        w += 1
+        if ag.cast(False, np.int8):
+            L1.append(L1[0])    # never runs: the loop hands the list's stack on untouched
+    return L1[0]
+
+
+def test_a_list_a_loop_hands_on_untouched_keeps_its_python_items():
+    # fuzzer seed 32001910: handing back a loop variable's start value (the stack numpy made of the
+    # list) gave its item as np.False_ where eager's list holds the Python bool
+    both(_python_bool_item_of_a_list_a_loop_hands_on, arange(4), lambda: np.int32(1))
