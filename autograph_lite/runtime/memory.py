@@ -30,6 +30,7 @@ import itertools
 import sys
 
 from ..errors import ConversionError
+from .boxes import ARRAY
 from .opdef import PLACEHOLDER
 
 _versions = itertools.count(1)
@@ -195,6 +196,8 @@ def update(handle, compute, label, symbol, location):
     # what holds a copy of the memory's contents (a stacked list holding an array of it, a tensor
     # `if`/loop result that is on some runs a view of it) no longer shows them: stale
     _mark_copies(storage, handle, graph, label, symbol, location)
+    if new.shape == () and not new.weak:
+        new.box = ARRAY  # memory is an array's: a 0-d one written stays a 0-d array (a ufunc's result would be a scalar)
     storage.base, storage.version = new, next(_versions)
     storage.written.append(new)
     storage.handles[id(new)] = new
