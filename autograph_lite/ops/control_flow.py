@@ -10,7 +10,7 @@ import numpy as np
 from .. import nest
 from ..errors import ConversionError, NeedsPython, user_location
 from ..runtime import devices, memory
-from ..runtime.boxes import VARIES, PythonBox, box_of
+from ..runtime.boxes import ARRAY, VARIES, PythonBox, box_of
 from ..runtime.graph import Graph, Tensor, building, current_graph
 from ..runtime.opdef import COND, WHILE, always
 from .core import apply, convert_to_tensor, define, exemplar
@@ -394,6 +394,8 @@ def stage_while(cond_fn, step, loop_vars, names, location, unknown=(), var_names
         try:
             return _stage_while(cond_fn, step, loop_vars, names, location, unknown, var_names, settled, carried,
                                 private)
+        except _CarryOut as c:
+            raise c.carry from None  # memory the loop's own result writes: the block around carries it
         except memory.Carry as c:
             if any(c.storage is s for s in carried):
                 raise
@@ -403,6 +405,16 @@ def stage_while(cond_fn, step, loop_vars, names, location, unknown=(), var_names
                 raise p.error from None
             private |= p.positions
             del carried[:]  # found again by tracing: the permuted variables' arrays are not carried
+
+
+class _CarryOut(BaseException):
+    """A `memory.Carry` raised after the loop node is built, in the graph around the loop (its carried
+    memory's final contents written there, `memory.carried_out`, a body around it carrying them on):
+    for the block around to catch, not this loop, which carries that memory already."""
+
+    def __init__(self, carry):
+        super().__init__(str(carry))
+        self.carry = carry
 
 
 class _Permuted(Exception):
@@ -448,6 +460,9 @@ def _stage_while(cond_fn, step, loop_vars, names, location, unknown, var_names, 
             t.box = box if t.shape == () and not t.weak else None
         cond_memory = [cond_g.placeholder(t.shape, t.dtype, name="memory") for t in memory_init + count_init]
         body_memory = [body_g.placeholder(t.shape, t.dtype, name="memory") for t in memory_init + count_init]
+        for t in cond_memory[:len(memory_init)] + body_memory[:len(memory_init)]:
+            if t.shape == ():
+                t.box = ARRAY  # memory is an array's: a 0-d one read through a handle is a 0-d array
         _link_loop_variables(cond_g, cond_in, [flat[i] for i in carried], memory_carried, private_k)
         _link_loop_variables(body_g, body_in, [flat[i] for i in carried], memory_carried, private_k)
         with memory.loop_block(cond_g, memory_carried, cond_memory), building(cond_g):
@@ -512,10 +527,16 @@ def _stage_while(cond_fn, step, loop_vars, names, location, unknown, var_names, 
         out.weak = w
         out.box = box if out.shape == () and not w else None
     n = len(specs)
-    memory.carried_out(memory_carried, node.outputs[n:n + len(memory_carried)], location)
-    if private_k:
-        _settle_permuted(private_k, permutation, [flat[i] for i in carried], node.outputs, node.outputs[-1],
-                         [labels[i] for i in carried], location)
+    for out in node.outputs[n:n + len(memory_carried)]:
+        if out.shape == ():
+            out.box = ARRAY
+    try:
+        memory.carried_out(memory_carried, node.outputs[n:n + len(memory_carried)], location)
+        if private_k:
+            _settle_permuted(private_k, permutation, [flat[i] for i in carried], node.outputs, node.outputs[-1],
+                             [labels[i] for i in carried], location)
+    except memory.Carry as c:
+        raise _CarryOut(c) from None
     # a loop variable that is a handle of carried memory and that the body hands on as it is stays
     # that handle: it reads the loop's final contents of its memory, and later writes reach it
     # (and one the body hands on untouched, `x = x`, is its start value: the same array, as eagerly)
@@ -689,6 +710,9 @@ def _discover_start_values(step, loop_vars, flat, unknown, labels, graph, memory
             t = convert_to_tensor(v, graph)
             args[i] = probe.placeholder(t.shape, t.dtype, name=_ph_name(labels[i]), weak=t.weak)
     placeholders = [probe.placeholder(s.base.shape, s.base.dtype, name="memory") for s in memory_carried]
+    for t in placeholders:
+        if t.shape == ():
+            t.box = ARRAY
     _link_loop_variables(probe, args, flat, memory_carried)
     with memory.loop_block(probe, memory_carried, placeholders), building(probe):
         out = step(nest.pack(loop_vars, args))
