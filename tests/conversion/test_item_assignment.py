@@ -847,3 +847,64 @@ def test_a_list_a_loop_hands_on_untouched_keeps_its_python_items():
     # fuzzer seed 32001910: handing back a loop variable's start value (the stack numpy made of the
     # list) gave its item as np.False_ where eager's list holds the Python bool
     both(_python_bool_item_of_a_list_a_loop_hands_on, arange(4), lambda: np.int32(1))
+
+
+def _independent_inner_while(a, b):
+    p = 0
+    while a > 0:
+        tmp = b                 # the argument's array under another name
+        while tmp > 0:
+            p += 1
+            tmp -= 1            # eagerly: decrements b itself, in place
+        a -= 1
+    return p
+
+
+def _inner_while_on_an_argument(a, b):
+    p = 0
+    while a > 0:
+        while b > 0:
+            p += 1
+            b -= 1
+        a -= 1
+    return p
+
+
+def _dependent_inner_while(a, b):
+    r = 1
+    while a > 0:
+        r += 1
+        tmp = b
+        while tmp > 0:
+            a -= 1
+            tmp -= 1
+        a -= 1
+    return r
+
+
+_NESTED_WHILES = [_independent_inner_while, _inner_while_on_an_argument, _dependent_inner_while]
+
+
+def _int(v):
+    return lambda: v
+
+
+def _zero_d(v):
+    return lambda: np.array(v)
+
+
+@pytest.mark.parametrize("fn", _NESTED_WHILES)
+@pytest.mark.parametrize("a, b", [(0, 0), (1, 0), (2, 2), (3, 1), (1, 3)])
+def test_an_inner_tensor_loop_writing_an_argument_of_the_outer_loop_equals_eager(fn, a, b):
+    # TF AutoGraph's loop tests (translated): the inner loop wrote its own copy of the outer loop's
+    # memory (p=4, the caller's b unchanged: silently wrong), or `b -= 1` on the 0-d memory rebound
+    # ("rebound to another array" refused); results and the arguments' final contents as eagerly
+    both(fn, _zero_d(a), _zero_d(b))
+    both(fn, _int(a), _int(b))
+    both(fn, _zero_d(a), _int(b))
+
+
+@pytest.mark.parametrize("fn", _NESTED_WHILES[:2])
+@pytest.mark.parametrize("a, b", [(0, 0), (1, 0), (2, 2), (3, 1)])
+def test_an_inner_tensor_loop_in_a_python_loop_writing_an_argument_equals_eager(fn, a, b):
+    both(fn, _int(a), _zero_d(b))
