@@ -455,7 +455,10 @@ ZERO_D_CASES = [lambda x: np.cumsum(x), lambda x: np.argmin(x), lambda x: np.arg
  lambda x: max(x, x * 2), lambda x: math.sqrt(x), lambda x: np.linspace(x, 5, 3), lambda x: np.cumprod(x, dtype=np.float32), lambda x: np.nancumsum(x),
  lambda x: np.nanargmax(x), lambda x: np.nanprod(x), lambda x: np.diff(x), lambda x: np.nonzero(x), lambda x: np.sort(x), lambda x: np.delete(x, 0),
  lambda x: np.trace(x), lambda x: np.searchsorted(np.arange(5.0), x), lambda x: np.clip(x, 0, 1), lambda x: np.array([x, x]), lambda x: divmod(x, 2),
- lambda x: np.eye(3, k=x.astype(int)), lambda x: np.arange(x), lambda x: np.zeros(x.astype(int)), lambda x: np.pad(x, 1), lambda x: np.rot90(x)]
+ lambda x: np.eye(3, k=x.astype(int)), lambda x: np.arange(x), lambda x: np.zeros(x.astype(int)), lambda x: np.pad(x, 1), lambda x: np.rot90(x),
+ # numpy reduces a 0-d float over an int axis 0 or -1 as over all (an int's or a tuple's is AxisError; fuzzer seed 23001199)
+ lambda x: np.nanvar(x, 0), lambda x: np.nanstd(x, -1, ddof=1), lambda x: np.nanvar(x, 0, keepdims=True),
+ lambda x: np.nanvar(x, (0,)), lambda x: np.nanstd(x, 1)]
 
 
 @pytest.mark.parametrize("x", [np.array(3.0), np.float64(3.0), np.array(-2, np.int32), np.float32(np.nan)],

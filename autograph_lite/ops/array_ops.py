@@ -663,6 +663,7 @@ def _broadcast_to_infer(x, s):
 
 OPS["broadcast_to"] = define("BroadcastTo", lambda xp: lambda x, s: xp.broadcast_to(x, _as_shape(s)),
                              _broadcast_to_infer, view=_always)
+memory.READ_ONLY[OPS["broadcast_to"]] = _always
 
 
 def broadcast_to(x, shape):

@@ -10,7 +10,7 @@ import numpy as np
 from .. import nest
 from ..errors import ConversionError, NeedsPython, user_location
 from ..runtime import devices, memory
-from ..runtime.boxes import VARIES, PythonBox, box_of
+from ..runtime.boxes import ARRAY, VARIES, PythonBox, box_of
 from ..runtime.graph import Graph, Tensor, building, current_graph
 from ..runtime.opdef import COND, WHILE, always
 from .core import apply, convert_to_tensor, define, exemplar
@@ -182,9 +182,9 @@ def build_cond(pred, then_g, then_out, else_g, else_out, names, location, var_na
                                       f"arrays (at {location})")
             continue
         handles = t, e
-        if t is e and isinstance(t, Tensor) and t.mem is not None and t.node.graph is not then_g:
-            # both branches give the same handle of memory from outside (`v = x if c else x` after
-            # `x[0] = 1`): it stays that handle, so writes through it reach x (fuzz seed 23000299)
+        if t is e and isinstance(t, Tensor) and t.node.graph is not then_g and t.node.graph is not else_g:
+            # both branches give the same array from outside (`v = x if c else x`): it stays that
+            # handle, so writes through it reach x (fuzz seed 23000299)
             continue
         (t,), (e,) = _to_tensors(then_g, [t]), _to_tensors(else_g, [e])
         same = _captured_from(then_g, t)
@@ -389,16 +389,45 @@ def stage_while(cond_fn, step, loop_vars, names, location, unknown=(), var_names
     loop variable that is a handle of it stays that handle.
     """
     carried = []  # storages the loop writes (runtime/memory.py), found by tracing
+    private = set()  # flat positions of variables whose arrays the body permutes (`_Permuted`)
     while True:
         try:
-            return _stage_while(cond_fn, step, loop_vars, names, location, unknown, var_names, settled, carried)
+            return _stage_while(cond_fn, step, loop_vars, names, location, unknown, var_names, settled, carried,
+                                private)
+        except _CarryOut as c:
+            raise c.carry from None  # memory the loop's own result writes: the block around carries it
         except memory.Carry as c:
             if any(c.storage is s for s in carried):
                 raise
             carried.append(c.storage)
+        except _Permuted as p:
+            if p.positions <= private:
+                raise p.error from None
+            private |= p.positions
+            del carried[:]  # found again by tracing: the permuted variables' arrays are not carried
 
 
-def _stage_while(cond_fn, step, loop_vars, names, location, unknown, var_names, settled, carried):
+class _CarryOut(BaseException):
+    """A `memory.Carry` raised after the loop node is built, in the graph around the loop (its carried
+    memory's final contents written there, `memory.carried_out`, a body around it carrying them on):
+    for the block around to catch, not this loop, which carries that memory already."""
+
+    def __init__(self, carry):
+        super().__init__(str(carry))
+        self.carry = carry
+
+
+class _Permuted(Exception):
+    """Loop variables written in place whose arrays the body permutes (`b[1:-1] = f(a); a, b = b, a`):
+    the loop traces again with them private (each iteration owns the arrays they hold, carried as
+    ordinary loop variables, and an iteration count says which array each holds after the loop)."""
+
+    def __init__(self, positions, error):
+        super().__init__(str(error))
+        self.positions, self.error = frozenset(positions), error
+
+
+def _stage_while(cond_fn, step, loop_vars, names, location, unknown, var_names, settled, carried, private=frozenset()):
     graph = current_graph()
     memory_carried = carried
     flat = nest.flatten(loop_vars)
@@ -411,6 +440,11 @@ def _stage_while(cond_fn, step, loop_vars, names, location, unknown, var_names, 
     specs = [(t.shape, t.dtype, t.weak) for t in init]
     boxes = [_box(t) for t in init]  # numpy scalar or 0-d array: VARIES once an iteration changes it
     memory_init = [convert_to_tensor(s.base, graph) for s in memory_carried]
+    private_k = [k for k, i in enumerate(carried) if i in private]
+    if private_k:
+        _check_private_starts([flat[carried[k]] for k in private_k], [labels[carried[k]] for k in private_k],
+                              memory_carried, location)
+    count_init = [convert_to_tensor(np.int64(0), graph)] if private_k else []  # the iterations run
 
     def with_values(values):
         full = list(flat)
@@ -424,10 +458,13 @@ def _stage_while(cond_fn, step, loop_vars, names, location, unknown, var_names, 
         body_in = [body_g.placeholder(s, d, name=_ph_name(labels[i]), weak=w) for i, (s, d, w) in zip(carried, specs)]
         for t, box in zip(cond_in + body_in, boxes + boxes):
             t.box = box if t.shape == () and not t.weak else None
-        cond_memory = [cond_g.placeholder(t.shape, t.dtype, name="memory") for t in memory_init]
-        body_memory = [body_g.placeholder(t.shape, t.dtype, name="memory") for t in memory_init]
-        _link_loop_variables(cond_g, cond_in, [flat[i] for i in carried], memory_carried)
-        _link_loop_variables(body_g, body_in, [flat[i] for i in carried], memory_carried)
+        cond_memory = [cond_g.placeholder(t.shape, t.dtype, name="memory") for t in memory_init + count_init]
+        body_memory = [body_g.placeholder(t.shape, t.dtype, name="memory") for t in memory_init + count_init]
+        for t in cond_memory[:len(memory_init)] + body_memory[:len(memory_init)]:
+            if t.shape == ():
+                t.box = ARRAY  # memory is an array's: a 0-d one read through a handle is a 0-d array
+        _link_loop_variables(cond_g, cond_in, [flat[i] for i in carried], memory_carried, private_k)
+        _link_loop_variables(body_g, body_in, [flat[i] for i in carried], memory_carried, private_k)
         with memory.loop_block(cond_g, memory_carried, cond_memory), building(cond_g):
             pred = convert_to_tensor(cond_fn(*with_values(cond_in)), cond_g)
         if pred.ndim != 0:
@@ -447,7 +484,13 @@ def _stage_while(cond_fn, step, loop_vars, names, location, unknown, var_names, 
                                           f"and arrays (at {location})")
             body_out = [convert_to_tensor(out_flat[i], body_g) for i in carried]
             memory_out = [convert_to_tensor(s.base, body_g) for s in memory_carried]
-            _check_rebound_handles(body_in, [out_flat[i] for i in carried], [labels[i] for i in carried], location)
+            if private_k:
+                memory_out.append(body_memory[-1] + np.int64(1))
+            memory.check_held_across_iterations(body_g, location)
+            _check_rebound_handles(body_in, [out_flat[i] for i in carried], [labels[i] for i in carried], location,
+                                   carried)
+            permutation = _permutation(private_k, body_in, [out_flat[i] for i in carried],
+                                       [labels[i] for i in carried], location)
         new_specs = []
         for k, ((shape, dtype, weak), o) in enumerate(zip(specs, body_out)):
             label = labels[carried[k]]
@@ -474,27 +517,45 @@ def _stage_while(cond_fn, step, loop_vars, names, location, unknown, var_names, 
     captures = _union_captures(cond_g, body_g)
     _close(cond_g, cond_in + cond_memory, captures, [pred])
     _close(body_g, body_in + body_memory, captures, body_out + memory_out)
-    node = graph.add_node(WHILE, [*init, *memory_init, *captures], {"cond": cond_g, "body": body_g},
-                          [(s, d) for s, d, _ in specs] + [(t.shape, t.dtype) for t in memory_init], location=location)
+    if private_k:
+        _check_private_not_read([init[k] for k in private_k], [flat[carried[k]] for k in private_k], captures,
+                                [labels[carried[k]] for k in private_k], location)
+    node = graph.add_node(WHILE, [*init, *memory_init, *count_init, *captures], {"cond": cond_g, "body": body_g},
+                          [(s, d) for s, d, _ in specs] + [(t.shape, t.dtype) for t in memory_init + count_init],
+                          location=location)
     for out, (_, _, w), box in zip(node.outputs, specs, boxes):
         out.weak = w
         out.box = box if out.shape == () and not w else None
     n = len(specs)
-    memory.carried_out(memory_carried, node.outputs[n:], location)
+    for out in node.outputs[n:n + len(memory_carried)]:
+        if out.shape == ():
+            out.box = ARRAY
+    try:
+        memory.carried_out(memory_carried, node.outputs[n:n + len(memory_carried)], location)
+        if private_k:
+            _settle_permuted(private_k, permutation, [flat[i] for i in carried], node.outputs, node.outputs[-1],
+                             [labels[i] for i in carried], location)
+    except memory.Carry as c:
+        raise _CarryOut(c) from None
     # a loop variable that is a handle of carried memory and that the body hands on as it is stays
     # that handle: it reads the loop's final contents of its memory, and later writes reach it
-    results = [flat[i] if _linked(body_in[k]) and _same_place(out_flat[i], body_in[k]) else node.outputs[k]
+    # (and one the body hands on untouched, `x = x`, is its start value: the same array, as eagerly)
+    results = [flat[i] if (_linked(body_in[k]) and _same_place(out_flat[i], body_in[k]))
+               or (body_out[k] is body_in[k] and isinstance(flat[i], Tensor)) else node.outputs[k]
                for k, i in enumerate(carried)]
     return with_values(results)
 
 
-def _link_loop_variables(sub, placeholders, starts, storages):
+def _link_loop_variables(sub, placeholders, starts, storages, private_k=()):
     """Loop variables whose start value is a handle of carried memory are handles of it inside the
     loop too (read by replaying their view on the memory's placeholder); the others' placeholders
-    remember their start value (`sub.loop_starts`), so a write to one says which memory to carry."""
+    remember their start value (`sub.loop_starts`), so a write to one says which memory to carry;
+    a private one's (at a position in `private_k`) writes stay in the iteration (`memory.PRIVATE`)."""
     sub.loop_starts = {}
-    for ph, start in zip(placeholders, starts):
-        if isinstance(start, Tensor) and start.mem is not None and any(start.mem.storage is s for s in storages):
+    for k, (ph, start) in enumerate(zip(placeholders, starts)):
+        if k in private_k:
+            sub.loop_starts[id(ph)] = memory.PRIVATE
+        elif isinstance(start, Tensor) and start.mem is not None and any(start.mem.storage is s for s in storages):
             ph.mem = memory.View(start.mem.storage, start.mem.steps, ph)
             ph.mem.seen = -1  # never read as its own value: always through the memory
         else:
@@ -508,21 +569,127 @@ def _linked(placeholder):
 
 
 def _same_place(value, handle):
-    """Whether `value` is `handle` or a handle of the same place in the same memory (what `x += y`
-    rebinds `x` to: runtime/memory.py `superseded`)."""
+    """Whether `value` is `handle` or a handle of the same place in the same memory."""
     return value is handle or (isinstance(value, Tensor) and value.mem is not None
                                and value.mem.storage is handle.mem.storage and value.mem.steps == handle.mem.steps)
 
 
-def _check_rebound_handles(placeholders, outs, labels, location):
+def _check_rebound_handles(placeholders, outs, labels, location, positions):
     """A loop variable that is a handle of carried memory and that the body rebinds to another array:
-    the next iteration would write that other array, not the memory the first one wrote."""
-    for ph, out, label in zip(placeholders, outs, labels):
+    the next iteration would write that other array, not the memory the first one wrote. Where the
+    other array is another loop variable's (`a, b = b, a`), the loop traces again with the variables
+    whose arrays it permutes private (`_Permuted`)."""
+    moved = set()  # the positions of variables given another variable's array, and of those
+    for k, o in enumerate(outs):
+        for j, p in enumerate(placeholders):
+            if j != k and (o is p or (_linked(p) and _same_place(o, p))):
+                moved |= {positions[k], positions[j]}
+    for k, (ph, out, label) in enumerate(zip(placeholders, outs, labels)):
         if _linked(ph) and not _same_place(out, ph):
-            raise ConversionError(f"loop variable '{label}' is written in place in a loop on a tensor and rebound "
-                                  f"to another array in the same body (at {location}); the next iteration would "
-                                  f"write that array. Copy it first (`{label} = {label}.copy()`) or write "
-                                  f"`{label} = ...` without the in-place update")
+            symbol, where = ph.mem.storage.last_write
+            error = ConversionError(f"loop variable '{label}' is written in place (`{symbol}` at {where}) in a loop on "
+                                    f"a tensor and rebound to another array in the same body (at {location}); the "
+                                    f"next iteration would write that array. Copy it first (`{label} = "
+                                    f"{label}.copy()`) or write `{label} = ...` without the in-place update")
+            if positions[k] in moved:
+                raise _Permuted(moved, error)
+            raise error
+
+
+def _permutation(private_k, placeholders, outs, labels, location):
+    """{k: j}: private loop variable k ends each iteration holding the array variable j held at its
+    start (`a, b = b, a`); any other value (a new array) is refused: which array the caller's
+    memory would end in depends on the iteration where it was replaced."""
+    permutation = {}
+    for k in private_k:
+        j = next((j for j in private_k if outs[k] is placeholders[j]), None)
+        if j is None:
+            raise ConversionError(
+                f"loop variable '{labels[k]}' is written in place in a loop on a tensor whose body passes arrays "
+                f"between loop variables (at {location}), and the body gives it a new array; only a permutation of "
+                f"the variables' arrays (`a, b = b, a`) is followed. Copy the array first (`{labels[k]} = "
+                f"{labels[k]}.copy()`)")
+        permutation[k] = j
+    if sorted(permutation.values()) != sorted(private_k):
+        raise ConversionError(
+            f"loop variables {', '.join(repr(labels[k]) for k in private_k)} are written in place in a loop on a "
+            f"tensor (at {location}) and two of them end an iteration holding the same array; copy it first")
+    return permutation
+
+
+def _check_private_starts(starts, labels, storages, location):
+    """The arrays a loop permutes among private variables: distinct memory, none carried by the loop
+    otherwise (written through another name), a numpy array held by nothing else."""
+    seen = []
+    for start, label in zip(starts, labels):
+        if isinstance(start, Tensor):
+            storage = memory.storage_of(start).storage
+            if any(storage is s for s in seen) or any(storage is s for s in storages):
+                raise ConversionError(
+                    f"loop variable '{label}' holds an array that the loop on a tensor at {location} swaps with "
+                    f"another variable's and that it also reaches another way (the same array, or a view of it, "
+                    f"under another name); copy it first (`{label} = {label}.copy()`)")
+            seen.append(storage)
+        elif isinstance(start, np.ndarray):
+            memory._check_unshared(start, f"'{label}'", "a, b = b, a", location)
+        else:
+            raise ConversionError(f"loop variable '{label}' is swapped with another array in a loop on a tensor "
+                                  f"(at {location}) but starts as {_short(start)}; start it as an array")
+
+
+def _reaches(t, base):
+    """Whether `t` is `base` or a view of it taken by the ops the memory model replays."""
+    while t is not base:
+        if t.node.opdef not in memory.VIEWS or not t.node.inputs:
+            return False
+        t = t.node.inputs[0]
+    return True
+
+
+def _check_private_not_read(inits, starts, captures, labels, location):
+    """A private variable's array read inside the loop under another name would read its contents
+    from before the loop, where eagerly earlier iterations wrote it: refused."""
+    for init, start, label in zip(inits, starts, labels):
+        bases = [init] + ([start.mem.storage.base] if isinstance(start, Tensor) and start.mem is not None else [])
+        if any(_reaches(outer, b) for outer in captures for b in bases):
+            raise ConversionError(
+                f"loop variable '{label}' is swapped with another array in a loop on a tensor (at {location}) that "
+                f"also reads its array under another name; read it through the loop variable")
+
+
+def _settle_permuted(private_k, permutation, starts, outputs, count, labels, location):
+    """After a loop permuting private variables' arrays `count` times: each start array's final
+    contents are those of the variable holding it at the end (selected by `count` modulo the
+    permutation's order), written into its memory; the variables and those arrays may not be
+    written afterwards (which array a variable is depends on the count)."""
+    from .math_ops import equal, mod, where
+    powers = [{k: k for k in private_k}]  # powers[r][k]: whose start array variable k holds after r iterations
+    while True:
+        nxt = {k: powers[-1][permutation[k]] for k in private_k}
+        if nxt == powers[0]:
+            break
+        powers.append(nxt)
+    order = len(powers)
+    phase = mod(count, np.int64(order))
+    names = " and ".join(f"'{labels[k]}'" for k in private_k)
+    why = (f"a loop on a tensor at {location} swaps the arrays of {names}, so which array each holds "
+           f"afterwards depends on the number of iterations; copy it first (`v = v.copy()`)")
+    finals = {}
+    for j in private_k:
+        holder = [next(k for k in private_k if powers[r][k] == j) for r in range(order)]
+        finals[j] = outputs[holder[0]]
+        for r in range(1, order):
+            finals[j] = where(equal(phase, np.int64(r)), outputs[holder[r]], finals[j])
+    for j in private_k:
+        start = starts[j]
+        if isinstance(start, Tensor):
+            memory.update(start, lambda current, final=finals[j]: final, f"'{labels[j]}'", "a, b = b, a", location)
+            memory.storage_of(start).storage.entangled = (why, count)
+    for k in private_k:
+        # each holds its final contents (the writes above take them for a start array's other names,
+        # "on some runs the same array": they are that array's contents, and may not be written)
+        outputs[k].stale = None
+        memory.storage_of(outputs[k]).storage.entangled = (why, count)
 
 
 def _box(t):
@@ -543,6 +710,9 @@ def _discover_start_values(step, loop_vars, flat, unknown, labels, graph, memory
             t = convert_to_tensor(v, graph)
             args[i] = probe.placeholder(t.shape, t.dtype, name=_ph_name(labels[i]), weak=t.weak)
     placeholders = [probe.placeholder(s.base.shape, s.base.dtype, name="memory") for s in memory_carried]
+    for t in placeholders:
+        if t.shape == ():
+            t.box = ARRAY
     _link_loop_variables(probe, args, flat, memory_carried)
     with memory.loop_block(probe, memory_carried, placeholders), building(probe):
         out = step(nest.pack(loop_vars, args))

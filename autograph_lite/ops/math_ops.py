@@ -8,6 +8,7 @@ import operator
 
 import numpy as np
 
+from ..runtime import memory
 from ..runtime.fp_errors import report_eagerly
 from ..runtime.graph import Tensor, _tracing
 from ..runtime.lowering import SPELLINGS
@@ -431,6 +432,8 @@ def _part(name, op, doc):
 
 real = _part("real", "Real", "The real part (x.real): a view of a complex x, x itself viewed otherwise.")
 imag = _part("imag", "Imag", "The imaginary part (x.imag): zeros of a real x.")
+# numpy's imaginary part of a real array is a new read-only array (fuzzer seed 26002074)
+memory.READ_ONLY[OPS["imag"]] = lambda node: node.inputs[0].dtype.kind != "c"
 
 
 # --- any binary ufunc's reduce and accumulate ----------------------------------------------

@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import ConversionError, NeedsPython, user_location
 from ..runtime import memory
 from ..runtime.boxes import ARRAY, VARIES, box_of
-from ..runtime.graph import Tensor, supersede
+from ..runtime.graph import InPlaceUpdate, Tensor, current_graph
 from ..runtime.opdef import PLACEHOLDER
 from . import array_ops, math_ops, numpy_api, python_values
 
@@ -70,49 +70,54 @@ def _assigned_name(frame):
 def _in_place(name, op):
     """`x op= y` on a Tensor, as numpy does it on an ndarray: the result keeps x's dtype (an
     unsafe cast raises TypeError) and x's shape (a broadcast that would grow x raises
-    ValueError). Through a view (`row += 1`, and `x[i] += 1`, which reads x[i] first) the update
-    writes the memory the view shares (runtime/memory.py); otherwise the old Tensor is
-    superseded (views of it read the new one, other aliases may no longer be read) and an
-    argument's final value is written back into the caller's array."""
+    ValueError). The update writes x's memory (runtime/memory.py), the whole array or the part
+    a view shares (`row += 1`, and `x[i] += 1`, which reads x[i] first), as `x[...] op= y` does:
+    every other name, view and container of the array reads it, and an argument's final
+    contents are written back into the caller's array."""
     symbol = _SYMBOLS[name]
 
     def method(x, y):
         if x.shape == () and not x.weak and box_of(x) == VARIES:
             return _in_place_either_box(x, op(x, y), symbol, user_location(2))
-        if x.weak or (x.shape == () and x.node.opdef is not PLACEHOLDER and box_of(x) != ARRAY):
-            # a Python scalar staged as a tensor, or a numpy scalar (`s = x[0]`): `+=` rebinds, as in Python
-            # (an argument's trace may be shared by a 0-d array, written back; a numpy scalar is not)
+        if x.weak or (x.shape == () and box_of(x) not in (ARRAY, VARIES) and not _argument(x)):
+            # a Python scalar staged as a tensor, or a numpy scalar (`s = x[0]`, a loop variable that
+            # is one): `+=` rebinds, as in Python (an argument's trace may be shared by a 0-d array,
+            # written back; a numpy scalar is not)
             return op(x, y)
         target = _assigned_name(sys._getframe(1))
         label = f"'{target}'" if target else "an array"
         location = user_location(2)
-        _refuse_stored_python_value(y, label, location)
-        if x.mem is not None and x.mem.steps:
-            # a view (`x[i] += 1` reads x[i] first, `row = x[0]; row *= 2`): its memory is written
-            memory.update(x, lambda current: _updated(current, op(current, y), name, symbol, label, location),
-                          label, symbol, location)
-            return x
-        memory.check_loop_variable(x, label, symbol, location)
-        new = _updated(x, op(x, y), name, symbol, label, location)
-        supersede(x, new, label, symbol, location)
-        return new
+        # x's memory is written (a view's too: `row = x[0]; row *= 2`), as by `x[...] op= y`: every
+        # alias (another name, a view, a container, the caller's argument) reads the new contents
+        memory.update(x, lambda current: _updated(current, op(current, y), name, symbol, label, location),
+                      label, symbol, location)
+        return x
     return method
+
+
+def _argument(x):
+    """Whether `x` is a placeholder of the function's arguments (or of an array read from outside)."""
+    return x.node.opdef is PLACEHOLDER and bool(x.node.attrs.get("argument") or x.node.attrs.get("outside"))
 
 
 def _in_place_either_box(x, new, symbol, location):
     """`x op= y` on a 0-d value that is a 0-d array on some runs (updated in place: still an array, of
     x's dtype) and a numpy scalar on others (rebound: numpy's scalar result), picked when the graph
-    runs (BoxLike). Where the two would differ in more than the box (dtype, shape): refused."""
+    runs (BoxLike). Where the two would differ in more than the box (dtype, shape), or where another
+    holder could see the difference (its memory was viewed or written): refused; other names of
+    the value from before may no longer be read (an array's would see the update, a scalar's not)."""
     target = _assigned_name(sys._getframe(2))
     label = f"'{target}'" if target else "the value"
-    if new.dtype != x.dtype or new.shape != ():
+    if new.dtype != x.dtype or new.shape != () or x.mem is not None:
+        differs = ("a view of its memory would see the update on the array runs only" if x.mem is not None else
+                   f"here to a {new.dtype}{list(new.shape) if new.shape else ''}, not {x.dtype}: the two would differ")
         raise ConversionError(f"{label} {symbol} ...: {label} is a numpy scalar on some runs and a 0-d array on "
                               f"others (by the data: a tensor loop or `if`), and eagerly `{symbol}` updates the "
-                              f"array in place but rebinds the scalar, here to a {new.dtype}"
-                              f"{list(new.shape) if new.shape else ''}, not {x.dtype}: the two would differ. "
+                              f"array in place but rebinds the scalar, {differs}. "
                               f"Make it one type first (np.asarray(v), or v[()]) (at {location})")
     result = math_ops.box_like(x, new)
-    supersede(x, result, label, symbol, location)  # where it is an array, other holders would see the update
+    x.stale = InPlaceUpdate(current_graph(), f"{label} (a numpy scalar on some runs, a 0-d array on others)",
+                            symbol, location)
     return result
 
 

@@ -24,12 +24,13 @@ class Tensor:
 
     `shape` is a tuple whose dims may be None; `dtype` a numpy dtype. `weak` marks a
     Python scalar staged as a constant: like numpy (NEP 50) it takes the dtype of the
-    other operand. An in-place operator (`x += y`) makes a new Tensor whose `previous` is
-    the one it replaces; the replaced one gets `stale` (an `InPlaceUpdate`) and may no
-    longer be read, since compiled code cannot make every alias of the array see the update.
+    other operand. A handle of memory (`mem`, runtime/memory.py) reads what the array holds
+    now; a value that holds a copy of memory written since (a stacked list holding the array,
+    a tensor `if`/loop result that is the array on some runs only) gets `stale` (an
+    `InPlaceUpdate`) and may no longer be read, since eagerly it would show the write.
     """
 
-    __slots__ = ("node", "index", "shape", "dtype", "weak", "previous", "stale", "_users", "box", "python_box", "mem")
+    __slots__ = ("node", "index", "shape", "dtype", "weak", "stale", "_users", "box", "python_box", "mem")
     # Make numpy hand `ndarray + Tensor` and `np.tanh(Tensor)` to us (see ops/overloads.py).
     __array_priority__ = 1000
     __hash__ = object.__hash__  # == is elementwise; dict keys must use id()
@@ -37,7 +38,7 @@ class Tensor:
     def __init__(self, node, index, shape, dtype, weak=False):
         self.node, self.index = node, index
         self.shape, self.dtype, self.weak = tuple(shape), np.dtype(dtype), weak
-        self.previous = self.stale = None
+        self.stale = None
         self._users = []
         self.box = None  # an argument's box ("scalar" for a numpy scalar), or a Python-number merge's numpy one; runtime/boxes.py
         self.python_box = None  # a tensor `if`'s merge of a Python number and a numpy value (ops/control_flow.py)
@@ -189,12 +190,12 @@ class Graph:
         self.name, self.parent = name, parent
         self.nodes, self.inputs, self.outputs = [], [], []
         self.captures = []       # [(outer Tensor as the parent sees it, inner placeholder)]
-        self.updated = []        # Tensors this graph's code updated in place (see InPlaceUpdate)
         self.maybe_updated = []  # its placeholders whose array an update changed on some runs only
         self.write_backs = {}    # top graph: id(argument placeholder) -> (placeholder, its final value)
         self.write_back_outputs = []  # top graph: (input index, output index) to copy after a call
         self.views = {}          # id(tensor) -> tensors that numpy would give as views of its array
         self.holders = {}        # id(tensor) -> stacked lists holding its array (operators/lists.py)
+        self.held = {}           # id(tensor) -> that tensor, for the keys of `holders`
         self.python_ranges = {}  # id(Range tensor) -> it, for Python's range() on tensors: ints are weak
         self.made_generators = {}  # top graph: id -> a random generator the traced code made from a seed
         self.storages = []       # top graph: the memory.Storage of every array viewed or written in the trace
@@ -218,7 +219,7 @@ class Graph:
                                 location or user_location(2), name=self.unique_name(name or _name(op)))
         if node.opdef in CONTROL_FLOW:
             self.control_nodes.append(node)
-            _carry_updates(node)
+            _carry_maybe_updates(node, node.subgraphs())
             _carry_views(node)
         elif _is_view(node):
             self.views.setdefault(id(node.inputs[0]), []).append(node.outputs[0])
@@ -340,10 +341,7 @@ def source_arguments(tensor):
     return [f"argument '{n}'" for n in names]
 
 
-# --- in-place updates (`x += y`) -----------------------------------------------------------
-
-_LOOP_GRAPHS = ("cond", "body", "probe")  # the sub-graphs of a While (ops/control_flow.stage_while)
-
+# --- what may no longer be read after a write to memory (runtime/memory.py) ---------------
 
 class InPlaceUpdate:
     """Why a Tensor may no longer be read: `label` ('x') was updated in place (`symbol`, '+=')
@@ -392,6 +390,7 @@ def holds(holder, value):
     """Record that `holder` (a list's stacked tensor) holds `value`'s array, as a Python list holds
     the array itself: an in-place update of `value` makes `holder` stale, as for a view."""
     value.node.graph.holders.setdefault(id(value), []).append(holder)
+    value.node.graph.held[id(value)] = value
 
 
 def _mark_views(graph, old, scope, label, symbol, location, modeled=False):
@@ -409,80 +408,7 @@ def _mark_views(graph, old, scope, label, symbol, location, modeled=False):
                 _mark_maybe_aliases(view, None, scope, f"{label} ({what})", symbol, location)
 
 
-def supersede(old, new, label, symbol, location):
-    """Record that `new` holds the contents of `old`'s array after an in-place update.
-
-    `new` is None where the final contents are not one value (a loop variable rebound to
-    another array after an in-place update). An argument's final value is written back
-    into the caller's array after each call (`Graph.write_backs`)."""
-    graph = current_graph()
-    between = graph
-    while between is not None and between is not old.graph:
-        if between.name in _LOOP_GRAPHS:
-            raise ConversionError(
-                f"{label} is updated in place (`{symbol}`) at {location} inside a loop on a tensor, but its "
-                f"array comes from before the loop under another name (it is not a loop variable); each "
-                f"iteration would have to see the update of the previous one. Write `x = x {symbol[:-1]} y`, "
-                f"or update the variable that the loop carries")
-        between = between.parent
-    if old.mem is not None and any(old.mem.storage is s for s in getattr(graph, "carried_now", ())):
-        # the whole-array path and the memory a block carries out do not meet yet (fuzz seed 26000129:
-        # `v[0] = 2; if t: v[1:3] = n; v *= y` lost the block's updates)
-        raise ConversionError(
-            f"{label} is updated in place (`{symbol}`) at {location} inside a tensor `if` or loop that also "
-            f"writes into its items; write `{label.strip(chr(39))}[...] {symbol}` (an item update) or "
-            f"`{label.strip(chr(39))} = {label.strip(chr(39))} {symbol[:-1]} ...` instead")
-    if new is not None:
-        new.previous = old
-    old.stale = InPlaceUpdate(graph, label, symbol, location)
-    # views of its memory read the new value (runtime/memory.py), or are stale
-    rebased = old.mem is not None and memory.superseded(
-        old, new, InPlaceUpdate(graph, f"{label} (this value is a view of it)", symbol, location))
-    _mark_views(old.node.graph, old, graph, label, symbol, location, rebased)
-    base = old
-    while _is_view(base.node) and base.node.graph is old.node.graph:
-        # updating a view updates the array it views: that array and its other views are stale too
-        base = base.node.inputs[0]
-        if base.stale is None:
-            base.stale = InPlaceUpdate(graph, f"{label} (a slice or view of this value)", symbol, location)
-            _mark_views(base.node.graph, base, graph, label, symbol, location)
-        home = base.node.graph
-        if home.name in _LOOP_GRAPHS and base.node.opdef is PLACEHOLDER and _origin(base) is base \
-                and not any(base is t for t in home.updated):
-            # a loop variable's array updated through its view (in a loop nested in the body, too): the
-            # loop's own checks apply, as to `v += 1` (fuzzer seed 2024007781)
-            home.updated.append(base)
-        for maybe in _maybe_same(base):
-            # on some runs the viewed array is another one (a branch gave it): the update reaches it
-            # too (fuzzer seed 22010576: a view of what was the argument on some runs)
-            _refuse_if_argument(maybe, label, symbol, location)
-            if maybe.stale is None:
-                maybe.stale = InPlaceUpdate(graph, f"{label} (on some runs a view of this array)", symbol, location)
-        argument = _argument_of(_origin(base))
-        if argument is not None:
-            raise ConversionError(
-                f"{label} is a slice or view of argument '{argument}' and is updated in place "
-                f"(`{symbol}`) at {location}; the compiled function cannot update part of the caller's "
-                f"array. Update a copy (`{label.strip(chr(39))} = {label.strip(chr(39))}.copy()` first), or build "
-                f"the whole new value with ag.where / ag.concat")
-    if base is not old and _origin(base) is not base:
-        supersede(_origin(base), None, label, symbol, location)  # a view of a value from outside this block
-    check_partial_aliases(old, label, symbol, location, new)
-    if not any(t is old for t in graph.updated):
-        graph.updated.append(old)
-    if graph.parent is None:
-        root, argument = _first_version(old), _argument_of(old)
-        if argument is not None:
-            if new is None:
-                raise ConversionError(
-                    f"argument '{argument}' is updated in place (`{symbol}`) at {location} in a way whose final "
-                    f"value the graph does not keep (in a tensor loop that then rebinds the variable to another "
-                    f"array, or in a tensor `if` whose result the variable does not hold); update it outside "
-                    f"the block or write `x = x {symbol[:-1]} y`")
-            graph.write_backs[id(root)] = (root, new)
-
-
-def check_partial_aliases(old, label, symbol, location, new=None):
+def check_partial_aliases(old, label, symbol, location, new=None, own=()):
     """Before `old`'s array is updated in place (by `supersede`, or runtime/memory.py writing the
     memory `old` started; `new`: the updated value where one Tensor holds it): where on some runs
     `old` is another array (a tensor `if` or loop gave it, or a view of one), an argument's is an
@@ -499,7 +425,7 @@ def check_partial_aliases(old, label, symbol, location, new=None):
             # same array (an inner loop may have passed it on): the Cond/While built around it hands
             # the update on (fuzzer seeds 6000624, 23000869)
             maybe.node.graph.maybe_updated.append(maybe)
-    _mark_maybe_aliases(old, new, graph, label, symbol, location)
+    _mark_maybe_aliases(old, new, graph, label, symbol, location, own)
 
 
 def _refuse_if_argument(maybe, label, symbol, location):
@@ -508,7 +434,7 @@ def _refuse_if_argument(maybe, label, symbol, location):
     argument = _argument_of(_origin(maybe))
     if argument is None and (written := memory.written_storage(_origin(maybe))) is not None:
         # the argument's contents after an earlier write (`y[0] = 1; v = y if c else y[::-1]`: seed 23001280)
-        argument = _argument_of(_first_version(written.root))
+        argument = _argument_of(written.root)
     if argument is not None:
         raise ConversionError(
             f"{label} is updated in place (`{symbol}`) at {location}, and on some runs it is the array of "
@@ -537,32 +463,28 @@ def _reach_view_bases(t, scope, label, symbol, location):
 def _argument_of(t):
     """The name of the argument whose array `t` holds (after any in-place updates), or None; an
     array read from outside the arguments (`self.W`, an `outside` input) is written back as one."""
-    root = _first_version(t)
+    root = t
     if root.node.opdef is not PLACEHOLDER:
         return None
     return root.node.attrs.get("argument") or root.node.attrs.get("outside")
 
 
-def _mark_maybe_aliases(old, new, graph, label, symbol, location):
+def _mark_maybe_aliases(old, new, graph, label, symbol, location, own=()):
     """Cond/While results that are `old`'s array on some runs (a branch returned it) are stale:
-    eagerly they see the update on those runs. `new`, the result that carries the update, is not."""
+    eagerly they see the update on those runs. `new`, the result that carries the update, is not;
+    nor those whose ids are in `own`: the written memory's own contents (a loop's or `if`'s output
+    for the memory it carried, runtime/memory.py), which the update moves on from, never read again."""
     scope = graph
     while scope is not None:
         for node in scope.control_nodes:
             if node.graph is scope:
                 for t in node.outputs:
-                    if t.stale is None and t is not old and t is not new and any(m is old for m in _maybe_same(t)):
+                    if t.stale is None and t is not old and t is not new and id(t) not in own \
+                            and any(m is old for m in _maybe_same(t)):
                         t.stale = InPlaceUpdate(graph, f"{label} (on some runs the same array)", symbol, location)
         if scope is old.node.graph:
             break
         scope = scope.parent
-
-
-def _first_version(t):
-    """The tensor `t`'s array held before any in-place update made `t`."""
-    while t.previous is not None:
-        t = t.previous
-    return t
 
 
 def _maybe_same(t):
@@ -632,14 +554,6 @@ def _origin(t):
             break
         t = outer
     return t
-
-
-def _version_of(value, sub):
-    """The outer tensor whose array `value` (an output of sub-graph `sub`) holds, or None."""
-    while value.previous is not None and value.node.graph is sub:
-        value = value.previous
-    value = _origin(value)
-    return None if _within(value.node.graph, sub) else value
 
 
 def _carry_maybe_updates(node, subs):
@@ -728,75 +642,6 @@ def _compute_view_bases(t):
         if other.node.opdef not in CONTROL_FLOW:
             found += _view_bases(other)
     return found
-
-
-def _carry_updates(node):
-    """After a Cond or While is built: an outer array updated in place inside it is updated by
-    the node, when one of the node's outputs holds its final value (else it is only stale)."""
-    graph = node.graph
-    _carry_maybe_updates(node, (node.attrs["then_branch"], node.attrs["else_branch"]) if node.opdef is COND
-                         else (node.attrs["cond"], node.attrs["body"]))
-    if node.opdef is COND:
-        then_g, else_g = node.attrs["then_branch"], node.attrs["else_branch"]
-        for sub in (then_g, else_g):
-            for updated in list(sub.updated):
-                old = _origin(updated)  # a branch's placeholder for an outer array stands for that array
-                if _within(old.node.graph, sub):
-                    continue  # made inside the branch: nobody outside sees it
-                k = next((k for k, (t, e) in enumerate(zip(then_g.outputs, else_g.outputs))
-                          if _version_of(t, then_g) is old and _version_of(e, else_g) is old), None)
-                info = updated.stale
-                supersede(old, None if k is None else node.outputs[k], info.label, info.symbol, info.location)
-        return
-    cond_g, body = node.attrs["cond"], node.attrs["body"]
-    n = len(node.outputs)
-    for sub in (cond_g, body):
-        for old in list(sub.updated):
-            k = next((k for k, t in enumerate(sub.inputs[:n]) if t is old), None)
-            if k is None and _origin(old) is not old:
-                # an array from before the loop, captured (a branch gave the variable that very array:
-                # `if c: v = x else: v = x`, then `v += y`; fuzzer seed 11016926)
-                info = old.stale
-                raise ConversionError(
-                    f"{info.label} is updated in place (`{info.symbol}`) at {info.location} inside a loop on a "
-                    f"tensor, but its array comes from before the loop under another name (it is not a loop "
-                    f"variable); each iteration would have to see the update of the previous one. Write "
-                    f"`x = x {info.symbol[:-1]} y`, or update the variable that the loop carries")
-            if k is None:
-                continue  # made inside the loop body
-            outer, info = node.inputs[k], old.stale
-            if any(o is outer for o, _ in body.captures + cond_g.captures):
-                raise ConversionError(
-                    f"{info.label} is updated in place (`{info.symbol}`) at {info.location} inside a loop on a "
-                    f"tensor, and the loop also reads the same array under another name; compiled code "
-                    f"cannot make that name see the update. Write `x = x {info.symbol[:-1]} y`")
-            version = body.outputs[k] if sub is body else None
-            while version is not None:  # the versions of the loop variable's array the body made
-                if version.node.graph is body and body.holders.get(id(version)):
-                    # a list keeps this array across iterations, and the next one updates it in place
-                    # (fuzzer seed 22012065: every item eagerly became the last value)
-                    raise ConversionError(
-                        f"{info.label} is appended to a list in a loop on a tensor and updated in place "
-                        f"(`{info.symbol}`) at {info.location} by the next iteration; eagerly the list holds "
-                        f"that one array, so every item would change with it. Append a copy "
-                        f"(`.append(x.copy())`) or write `x = x {info.symbol[:-1]} y`")
-                version = None if version is body.inputs[k] else version.previous
-            final = body.outputs[k]
-            while final is not body.inputs[k] and final.previous is not None:
-                final = final.previous
-            kept = sub is body and final is body.inputs[k]
-            if sub is body and not kept:
-                carried = [body.outputs[k]] + _maybe_same(body.outputs[k])
-                if any(t.node.opdef is PLACEHOLDER and t.node.graph is body for t in carried):
-                    raise ConversionError(
-                        f"{info.label} is updated in place (`{info.symbol}`) at {info.location} inside a loop on a "
-                        f"tensor, and the loop then gives it an array from outside the iteration (another "
-                        f"variable or argument), which the next iteration would update in place too; compiled "
-                        f"code cannot update that array. Write `x = x {info.symbol[:-1]} y`, or copy the array "
-                        f"when you assign it (`x = y.copy()`)")
-            # a loop inside a branch starts from the branch's placeholder for an outer array: that array
-            # is the one updated (so the branch can hand the update on)
-            supersede(_origin(outer), node.outputs[k] if kept else None, info.label, info.symbol, info.location)
 
 
 # --- the graph being built (one stack per thread) ----------------------------------------

@@ -30,6 +30,7 @@ import itertools
 import sys
 
 from ..errors import ConversionError
+from .boxes import ARRAY
 from .opdef import PLACEHOLDER
 
 _versions = itertools.count(1)
@@ -51,6 +52,17 @@ class ViewRule:
 # `OpDef.view` fact) not in this table gives an unmodeled view: refused where a write meets it.
 VIEWS = {}
 
+# OpDef -> predicate(node): whether numpy gives the op's result as a read-only array (np.imag of a
+# real array, np.broadcast_to); a write into it, or into a view of it, is numpy's ValueError
+READ_ONLY = {}
+
+
+def _read_only(handle):
+    """Whether `handle` is (a view of) an array numpy makes read-only."""
+    mem = handle.mem
+    nodes = [handle.node] if mem is None else [mem.storage.root.node, *mem.steps]
+    return any(n.opdef in READ_ONLY and READ_ONLY[n.opdef](n) for n in nodes)
+
 
 class Storage:
     """One array's memory: `base`, the Tensor of its whole contents now; `version`, moved on by
@@ -58,12 +70,16 @@ class Storage:
     `views`, the handles of its modeled views; `unmodeled`, views of it taken by ops the model
     does not replay."""
 
-    __slots__ = ("base", "version", "root", "views", "unmodeled", "label", "written")
+    __slots__ = ("base", "version", "root", "views", "unmodeled", "label", "written", "last_write", "entangled",
+                 "handles")
 
     def __init__(self, base):
         self.base, self.root, self.version = base, base, next(_versions)
+        self.handles = {id(base): base}  # id -> the root, its bases so far and modeled views (`_mark_copies`)
         self.written = []    # the bases its writes made (SetItem outputs, blocks' outputs), in order
         self.label = "an array"  # the name of its first write, for messages
+        self.last_write = ("[...] =", "?")  # the symbol and location of its last write, for messages
+        self.entangled = None  # (why, a Tensor): not to be written where it is visible (a loop swapped it)
         self.views = []      # handles of views of it (modeled)
         self.unmodeled = []  # (view, line) of views the model does not replay
 
@@ -131,6 +147,7 @@ def track_view(handle, out):
     if node.opdef in VIEWS:
         out.mem = View(mem.storage, mem.steps + (node,), out)
         mem.storage.views.append(out)
+        mem.storage.handles[id(out)] = out
     else:
         mem.storage.unmodeled.append((out, node.location))
 
@@ -141,6 +158,10 @@ def update(handle, compute, label, symbol, location):
     handle of the storage reads the new contents."""
     from .graph import current_graph
     graph = current_graph()
+    if _read_only(handle):
+        # numpy's words: a store (`x[i] = v`) meets the assignment's check, an in-place operator its out=
+        raise ValueError(f"{'assignment destination' if symbol == '[...] =' else 'output array'} is read-only "
+                         f"(written at {location})")
     unmodeled = _unmodeled_step(handle)
     if unmodeled is not None:
         raise ConversionError(
@@ -150,19 +171,23 @@ def update(handle, compute, label, symbol, location):
             f"was made from, or copy the view first (`.copy()`)")
     mem = storage_of(handle)
     storage = mem.storage
+    if storage.entangled is not None and _visible(storage.entangled[1], graph):
+        raise ConversionError(f"{label} is updated in place (`{symbol}`) at {location}, but {storage.entangled[0]}")
     if not _local(storage, graph) and not (graph.carries and _carry(storage, graph, label, symbol, location)):
         raise ConversionError(
             f"{label} is updated in place (`{symbol}`) at {location} inside a tensor `if` or loop, but its "
             f"array was made before the block (it holds the memory of an array from outside); a compiled "
             f"block cannot yet carry that array's new contents out (issue 26). Build the new value with "
             f"ag.where, or update the array outside the block")
-    storage.label = label
-    from .graph import InPlaceUpdate, _first_version, _mark_maybe_aliases, building, check_partial_aliases
-    check_partial_aliases(_first_version(storage.root), label, symbol, location)
+    storage.label, storage.last_write = label, (symbol, location)
+    from .graph import InPlaceUpdate, _mark_maybe_aliases, building, check_partial_aliases
+    # (the memory's own contents a block carried out are not "on some runs the same array": the
+    # write moves them on; `storage.handles`)
+    check_partial_aliases(storage.root, label, symbol, location, own=storage.handles)
     if storage.base is not storage.root:
         # a tensor `if` or loop result that is the array's contents written before on some runs only
         # (`m = y[:-1]; m[1] *= 2; v = y if c else x; y[3] = 1`) misses this write: stale (seed 2057)
-        _mark_maybe_aliases(storage.base, None, graph, label, symbol, location)
+        _mark_maybe_aliases(storage.base, None, graph, label, symbol, location, storage.handles)
     with building(graph):
         prefixes = [storage.base]  # the value of each prefix of the steps, for the scatter back
         for step in mem.steps[:-1]:
@@ -170,12 +195,58 @@ def update(handle, compute, label, symbol, location):
         new = compute(resolve(handle, graph))
         for step, prefix in zip(reversed(mem.steps), reversed(prefixes)):
             new = VIEWS[step.opdef].scatter(step, prefix, new)
+    # what holds a copy of the memory's contents (a stacked list holding an array of it, a tensor
+    # `if`/loop result that is on some runs a view of it) no longer shows them: stale
+    _mark_copies(storage, handle, graph, label, symbol, location)
+    if new.shape == () and not new.weak:
+        new.box = ARRAY  # memory is an array's: a 0-d one written stays a 0-d array (a ufunc's result would be a scalar)
     storage.base, storage.version = new, next(_versions)
     storage.written.append(new)
+    storage.handles[id(new)] = new
     for view, made in storage.unmodeled:
         if view.stale is None:
             view.stale = InPlaceUpdate(graph, f"{label} (of which this value is a view made at {made})",
                                        symbol, location)
+
+
+def _mark_copies(storage, handle, graph, label, symbol, location):
+    """Before a write to `storage`: the stacked lists holding a handle of it (graph.holders) and the
+    tensor `if`/loop results recorded as views of one (graph.views, unmodeled) are stale."""
+    from .graph import _mark_views
+    handles = storage.handles  # the root, the bases so far, the modeled views
+    scope = graph
+    while scope is not None:
+        for table in (scope.holders, scope.views):
+            # the smaller side drives the lookups: a storage written many times, or many views
+            keys = [k for k in table if k in handles] if len(table) < len(handles) else \
+                [k for k in handles if k in table]
+            if id(handle) in table and id(handle) not in handles:
+                keys.append(id(handle))
+            for key in keys:
+                _mark_views(scope, handles.get(key, handle), graph, label, symbol, location, modeled=True)
+        scope = scope.parent
+
+
+def check_held_across_iterations(body, location):
+    """After a loop body is traced: a stacked list of it holding a handle of memory that lives
+    across iterations and that the body writes (`v += y; L.append(v)`): eagerly the list holds the
+    array itself, so the next iteration's write changes the items appended before (seed 22012065)."""
+    from .graph import _within
+    for value in body.held.values():
+        if value.mem is None:
+            continue
+        s = value.mem.storage
+        made_here = s.root.node.graph is body and s.root.node.opdef is not PLACEHOLDER
+        if not made_here and any(_within(w.node.graph, body) for w in s.written):
+            raise ConversionError(
+                f"{s.label} is appended to a list in a loop on a tensor (at {location}) and updated in place "
+                f"(`{s.last_write[0]}`) at {s.last_write[1]} by the next iteration; eagerly the list holds that "
+                f"one array, so every item would change with it. Append a copy (`.append(x.copy())`)")
+
+
+# `Graph.loop_starts` value of a loop variable that holds, iteration by iteration, one of several
+# arrays the body permutes (`a, b = b, a`): its writes stay in the iteration (ops/control_flow.py)
+PRIVATE = object()
 
 
 class Carry(BaseException):
@@ -247,11 +318,13 @@ def _carry(storage, graph, label, symbol, location):
     base is from outside the block, the start value's when it is a loop variable's placeholder.
     Returns True when the write may stay inside the block: a loop variable that starts as a numpy
     array made in the function and held by nothing else (the loop's result replaces it)."""
-    from .graph import Tensor, _first_version
+    from .graph import Tensor
     storage.label = label
     if storage.base.node.graph is not graph:
         raise Carry(storage)  # the block traces again, carrying this memory
-    start = graph.loop_starts.get(id(_first_version(storage.root)))
+    start = graph.loop_starts.get(id(storage.root))
+    if start is PRIVATE:
+        return True  # a loop variable whose array the loop permutes with others': each iteration's own
     if isinstance(start, Tensor):
         outer = storage_of(start).storage  # the loop variable's array from before the loop
         outer.label = label
@@ -294,37 +367,21 @@ def shared_arrays(values, known=()):
             del _shared[key]
 
 
-def check_loop_variable(x, label, symbol, location):
-    """Before the whole-array path updates `x` in place (`x += y`, ops/overloads.py): a loop
-    variable's placeholder whose start value is a handle of memory (a view, or an array with
-    views) is that memory on the first iteration, so the loop must carry it (`Carry`)."""
-    from .graph import Tensor, current_graph
-    graph = current_graph()
-    if graph is None or not graph.carries or x.mem is not None:
-        return
-    start = graph.loop_starts.get(id(x))
-    if isinstance(start, Tensor) and start.mem is not None:
-        start.mem.storage.label = label
-        raise Carry(start.mem.storage)
-    if start is not None and not isinstance(start, Tensor):
-        _check_unshared(start, label, symbol, location)
-
-
 def carried_out(storages, values, location):
     """After a block node is built: each carried storage's base is the node's output for it. In a
     block that does not carry it (a branch inside a loop body), that is a write there: `Carry`."""
     from .graph import current_graph
     graph = current_graph()
     for s, value in zip(storages, values):
-        if not _local(s, graph):
-            if graph.carries:
-                _carry(s, graph, s.label, "[...] =", location)
+        # (a loop variable whose writes stay in the loop, `_carry` True: as for a write there)
+        if not _local(s, graph) and not (graph.carries and _carry(s, graph, s.label, "[...] =", location)):
             raise ConversionError(
                 f"{s.label} is updated in place inside a tensor `if` (at {location}), inside a block that cannot "
                 f"carry its new contents out (issue 26); build the new value with ag.where, or update it "
                 f"outside the block")
         s.base, s.version = value, next(_versions)
         s.written.append(value)
+        s.handles[id(value)] = value
 
 
 def written_storage(t):
@@ -344,27 +401,8 @@ def _local(storage, graph):
     loop variable's placeholder of it (whose array comes from outside on the first iteration)."""
     if storage.base.node.graph is not graph:
         return False
-    from .graph import _first_version
-    root = _first_version(storage.root)
+    root = storage.root
     return graph.parent is None or root.node.opdef is not PLACEHOLDER or root.node.graph is not graph
-
-
-def superseded(old, new, stale):
-    """The old whole-array path (runtime/graph.py `supersede`: `x += 1` rebinding the name, or a
-    tensor block carrying such an update out) replaced handle `old` by `new`. When `old` is its
-    storage's base, `new` becomes the storage's base and handle, so views taken before read it;
-    otherwise (or with no `new`) the storage's views may no longer be read (`stale`). Returns
-    whether the views read `new`."""
-    storage = old.mem.storage
-    if not old.mem.steps and new is not None and new.mem is None and new.node.graph is storage.base.node.graph:
-        new.mem = View(storage, (), new)
-        storage.base, storage.version = new, next(_versions)
-        new.mem.seen = storage.version
-        return True
-    for view in [storage.root] + storage.views:
-        if view is not new and view.stale is None:
-            view.stale = stale
-    return False
 
 
 def _unmodeled_step(handle):
@@ -378,15 +416,12 @@ def _unmodeled_step(handle):
 
 def finish(graph):
     """At the end of a trace: every argument (or array read from outside) whose storage was
-    written gets its final contents written back (`graph.write_backs`); write-backs the old
-    whole-array path recorded read their value's storage too."""
-    from .graph import _argument_of, _first_version
-    for key, (root, value) in list(graph.write_backs.items()):
-        graph.write_backs[key] = (root, resolve(value, graph))
+    written gets its final contents written back (`graph.write_backs`)."""
+    from .graph import _argument_of
     for storage in graph.storages:
         if storage.base is storage.root:
             continue
-        root = _first_version(storage.root)
+        root = storage.root
         if _argument_of(root) is not None and root.node.graph is graph:
             graph.write_backs[id(root)] = (root, storage.base)
 

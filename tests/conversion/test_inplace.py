@@ -222,12 +222,9 @@ def read_old_alias(x):
     return x * 2.0
 
 
-def test_reading_an_alias_after_an_in_place_update_is_an_error():
-    with pytest.raises(ag.ConversionError,
-                       match=rf"'tmp' was updated in place \(`\+=`\) at .*test_inplace.py:"
-                             rf"{line_of(read_old_alias, 'tmp += 1.0')}.*read again at .*test_inplace.py:"
-                             rf"{line_of(read_old_alias, 'return x')}"):
-        ag.function(read_old_alias)(np.ones(2))
+def test_reading_an_alias_after_an_in_place_update_sees_it():
+    # the update writes the array's memory (runtime/memory.py), which every name of it reads
+    both(read_old_alias, lambda: np.ones(2))
 
 
 def return_old_alias(x):
@@ -237,11 +234,8 @@ def return_old_alias(x):
     return alias
 
 
-def test_returning_an_alias_after_an_in_place_update_is_an_error():
-    with pytest.raises(ag.ConversionError,
-                       match=rf"'tmp' was updated in place \(`-=`\) at .*test_inplace.py:"
-                             rf"{line_of(return_old_alias, 'tmp -= 1.0')}.*is returned"):
-        ag.function(return_old_alias)(np.ones(2))
+def test_returning_an_alias_after_an_in_place_update_returns_the_updated_array():
+    both(return_old_alias, lambda: np.ones(2))
 
 
 def alias_read_after_loop(x, n):
@@ -254,10 +248,8 @@ def alias_read_after_loop(x, n):
     return before
 
 
-def test_reading_an_alias_after_a_loop_that_updated_the_array_is_an_error():
-    with pytest.raises(ag.ConversionError,
-                       match=rf"'acc' was updated in place.*test_inplace.py:{line_of(alias_read_after_loop, 'acc += 1.0')}"):
-        ag.function(alias_read_after_loop)(np.ones(2), np.int64(2))
+def test_reading_an_alias_after_a_loop_that_updated_the_array_sees_the_updates():
+    both(alias_read_after_loop, lambda: np.ones(2), lambda: np.int64(2))
 
 
 def loop_reads_the_updated_array_under_another_name(x, n):
@@ -269,11 +261,8 @@ def loop_reads_the_updated_array_under_another_name(x, n):
     return acc
 
 
-def test_a_loop_reading_the_array_it_updates_under_another_name_is_an_error():
-    with pytest.raises(ag.ConversionError,
-                       match=rf"'acc' is updated in place.*test_inplace.py:"
-                             rf"{line_of(loop_reads_the_updated_array_under_another_name, 'acc += x')}.*another name"):
-        ag.function(loop_reads_the_updated_array_under_another_name)(np.ones(2), np.int64(2))
+def test_a_loop_reading_the_array_it_updates_under_another_name_reads_the_updates():
+    both(loop_reads_the_updated_array_under_another_name, lambda: np.ones(2), lambda: np.int64(2))
 
 
 def outer_array_updated_in_loop(x, n):
@@ -287,11 +276,8 @@ def outer_array_updated_in_loop(x, n):
     return total
 
 
-def test_updating_an_array_from_before_the_loop_under_a_local_name_is_an_error():
-    with pytest.raises(ag.ConversionError,
-                       match=rf"'y' is updated in place.*test_inplace.py:"
-                             rf"{line_of(outer_array_updated_in_loop, 'y += 1.0')} inside a loop on a tensor"):
-        ag.function(outer_array_updated_in_loop)(np.ones(2), np.int64(2))
+def test_updating_an_array_from_before_the_loop_under_a_local_name_updates_it_each_iteration():
+    both(outer_array_updated_in_loop, lambda: np.ones(2), lambda: np.int64(2))
 
 
 def argument_rebound_in_loop(x, n):
@@ -305,7 +291,8 @@ def argument_rebound_in_loop(x, n):
 
 def test_argument_updated_then_rebound_in_a_loop_is_an_error():
     with pytest.raises(ag.ConversionError,
-                       match=rf"argument 'x' is updated in place.*test_inplace.py:{line_of(argument_rebound_in_loop, 'x += 1.0')}"):
+                       match=rf"loop variable 'x' is written in place \(`\+=` at .*test_inplace.py:"
+                             rf"{line_of(argument_rebound_in_loop, 'x += 1.0')}\).*rebound"):
         ag.function(argument_rebound_in_loop)(np.ones(2), np.int64(2))
 
 
@@ -426,7 +413,7 @@ def _rebinds_in_inner_loop(x, y, n):
 def test_loop_variable_updated_in_place_then_given_an_outside_array_is_refused(fn, line):
     # fuzzer long run, seeds 1000368 / 1006139 / 1002452: silently left the caller's array alone
     x, y = np.array([1.0, 2.0]), np.array([0.5, 0.25])
-    with pytest.raises(ag.ConversionError, match="array from outside the iteration") as info:
+    with pytest.raises(ag.ConversionError, match="written in place .* and rebound to another array") as info:
         ag.function(fn)(x, y, np.array(2, np.int32))
     lineno = next(i for i, text in enumerate(open(__file__).read().splitlines(), 1)
                   if text.strip().startswith(line) and i > fn.__code__.co_firstlineno)
@@ -444,11 +431,10 @@ def argument_updated_in_nested_if(y, n, s):
 
 def test_argument_updated_in_an_if_nested_in_a_branch_is_written_back_or_refused():
     # fuzzer long run seed 1002744: the update of the outer branch's placeholder for y was
-    # taken for a value made inside the branch, and the caller's y was silently left alone
-    y = np.array([3.0, -4.0, -2.5, -3.0])
-    with pytest.raises(ag.ConversionError, match=rf"argument 'y' is updated in place.*test_inplace.py:"
-                                                 rf"{line_of(argument_updated_in_nested_if, 'v -= n')}"):
-        ag.function(argument_updated_in_nested_if)(y, np.array(4, np.int32), 2)
+    # taken for a value made inside the branch, and the caller's y was silently left alone; the
+    # inner `if` giving `v = y` in both branches keeps y's handle, so the write reaches y
+    for n in (4, 0):
+        both(argument_updated_in_nested_if, arr(3.0, -4.0, -2.5, -3.0), lambda: np.array(n, np.int32), lambda: 2)
 
 
 def branch_result_aliases_updated_array(x, n):
@@ -467,3 +453,27 @@ def test_reading_an_if_result_that_may_be_the_updated_array_is_an_error():
     with pytest.raises(ag.ConversionError, match=rf"on some runs the same array.*test_inplace.py:"
                                                  rf"{line_of(branch_result_aliases_updated_array, 'first *= 2.0')}"):
         ag.function(branch_result_aliases_updated_array)(np.array([1.0, 2.0], np.float32), np.array(0, np.int32))
+
+
+def _number_accumulated_under_an_if_in_a_loop(x):
+    total = 0.0                      # a Python float, then x's numpy scalars: `+=` rebinds
+    for i in ag.range(ag.size(x)):
+        if i % 3 == 0:
+            continue
+        total += x[i]
+    return total
+
+
+def _array_from_the_function_written_under_an_if_in_a_loop(x):
+    total = np.zeros(4)              # the loop's own array: its writes stay in the loop
+    for i in ag.range(4):
+        if i % 3 == 0:
+            total[i] = x[i]
+        total += 1
+    return total
+
+
+def test_a_loop_variable_updated_under_an_if_in_the_loop_equals_eager():
+    for dtype in (np.float64, np.float32):
+        both(_number_accumulated_under_an_if_in_a_loop, lambda: np.arange(5, dtype=dtype))
+        both(_array_from_the_function_written_under_an_if_in_a_loop, lambda: np.arange(4, dtype=dtype))

@@ -114,6 +114,12 @@ def _nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=NO, *, where=NO
     """numpy's nanvar step for step: the mean of the non-NaN values (kept dims), the deviations
     squared with NaN's places 0, summed, over count - ddof (NaN where that is <= 0)."""
     keywords(name, dict(out=out, where=where, mean=mean), out=None, where=True, mean=NO)
+    if a.ndim == 0 and a.dtype.kind in "fc" and type(axis) in (int, np.intp, np.int64, np.int32) and axis in (0, -1):
+        # numpy reduces a 0-d float (a numpy scalar once masked) over an int axis 0 or -1 as over
+        # all axes (seed 23001199); a tuple axis or another int is numpy's AxisError
+        axis = None
+    if axis is not None:
+        np.lib.array_utils.normalize_axis_tuple(axis, a.ndim)  # numpy's AxisError for an axis out of bounds
     if a.dtype.kind not in "fc":
         return functions._var(a, axis, dtype, None, ddof, keepdims, correction=correction, name=name[3:])
     if correction is not NO:

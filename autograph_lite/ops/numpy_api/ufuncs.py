@@ -4,8 +4,8 @@
 A call takes numpy's keywords: `dtype=` (the loop numpy picks for it: inputs cast to the loop's
 dtypes, as numpy casts them), `casting=`, and `out=` a Tensor (the result cast to out's dtype
 under `casting`, filling out's shape, with `where=` keeping out's values where the mask is
-false; out's old value is superseded, as by `out += y`: reading it later is an error naming
-the update). `ufunc.at(a, indices[, b])` on a tensor is a functional update of its memory, as
+false; out's memory is written, as by `out[...] = ...`, so every name of it reads the result,
+and the call returns out). `ufunc.at(a, indices[, b])` on a tensor is a functional update of its memory, as
 `a[indices] = ...` is (runtime/memory.py). `out=` an ndarray, `where=` without `out=`, `order=`,
 `subok=`, `signature=` and `.at` into a numpy array are refused by name.
 """
@@ -16,7 +16,7 @@ import numpy as np
 from ...errors import ConversionError, user_location
 from ...runtime import memory
 from ...runtime.boxes import ARRAY, box_of
-from ...runtime.graph import Tensor, supersede
+from ...runtime.graph import Tensor
 from .. import array_ops, math_ops
 from ..core import apply, broadcast_shapes, convert_to_tensor, exemplar
 
@@ -163,14 +163,18 @@ def _into(ufunc, result, out, where, casting):
     if shape != out.shape:
         raise ValueError(f"non-broadcastable output operand with shape {out.shape} doesn't match the broadcast "
                          f"shape {shape} (at {location})")
-    new = math_ops.cast(result, out.dtype) if result.dtype != out.dtype else result
-    new = math_ops.where(where, new, out)  # out's shape, and box: numpy gives back out itself
-    if new.shape == () and box_of(out) == ARRAY and box_of(new) != ARRAY:
-        new = math_ops.where(True, new, new)
+
+    def compute(current):
+        new = math_ops.cast(result, out.dtype) if result.dtype != out.dtype else result
+        new = math_ops.where(where, new, current)  # out's shape, and box
+        if new.shape == () and box_of(out) == ARRAY and box_of(new) != ARRAY:
+            new = math_ops.where(True, new, new)
+        return new
     # `x *= y` is np.multiply(x, y, out=x): named by its operator where it has one
     symbol = _OPERATOR_SYMBOLS[ufunc] + "=" if ufunc in _OPERATOR_SYMBOLS else f"np.{ufunc.__name__}(..., out=)"
-    supersede(out, new, "the out= array", symbol, location)
-    return new
+    # out's memory is written, as by `out[...] = ...`, and numpy gives back out itself
+    memory.update(out, compute, "the out= array", symbol, location)
+    return out
 
 
 def _at(ufunc, a, indices, b=None, **kwargs):
