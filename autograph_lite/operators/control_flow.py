@@ -263,6 +263,9 @@ def _staged_if(cond, body, orelse, state, names, location, soft=(), droppable={}
         except memory.Carry as c:
             carried.append(c.storage)
     if isinstance(then_out, _Raises) and isinstance(else_out, _Raises):
+        first, second = then_out.error, else_out.error
+        if type(first) is type(second) and str(first) == str(second):
+            raise first  # whichever branch runs raises this: eager raises it on every call
         raise then_out.refusal from then_out.error
     # a branch that raises when it runs gives stand-ins of the other's values (never used)
     ran = [side for side, out in ((then_in, then_out), (else_in, else_out)) if not isinstance(out, _Raises)]
@@ -432,7 +435,8 @@ RAISED_WHEN_TAKEN = (KeyError, IndexError, AttributeError, TypeError, ValueError
 
 class _Raises:
     """What a branch that raised one of RAISED_WHEN_TAKEN while traced gives instead of its values:
-    its graph raises `error` when it runs; `refusal` is the ConversionError if the other raises too."""
+    its graph raises `error` when it runs; `refusal` is the ConversionError if the other raises
+    another error too (both raising the same one: it is raised as it is, as on every eager call)."""
 
     def __init__(self, error, refusal):
         self.error, self.refusal = error, refusal

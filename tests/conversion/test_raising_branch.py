@@ -106,6 +106,24 @@ def both_raise(a):
     return y
 
 
+def both_raise_the_same(a):
+    x = {"a": {"a": a}}
+    if x["a"]["a"] > 0:
+        x["b"]["a"] = 1
+    else:
+        x["b"]["a"] = -1
+    return x
+
+
+def test_branches_raising_the_same_error_raise_it_as_on_every_eager_call():
+    for a in (np.array(1), np.array(0)):
+        with pytest.raises(KeyError) as eager:
+            both_raise_the_same(a)
+        with pytest.raises(KeyError) as compiled:
+            ag.function(both_raise_the_same)(a)
+        assert str(compiled.value) == str(eager.value)
+
+
 def compiler_limit(a):
     if a > 0:
         y = np.zeros(ag.range(a))
