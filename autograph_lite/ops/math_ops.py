@@ -226,7 +226,16 @@ def python_not(x):
 
 # --- where, cast --------------------------------------------------------------------------
 
-OPS["where"] = define("Select", lambda xp: xp.where,
+def _where_kernel(xp):
+    if xp is np:
+        return np.where
+
+    def where(c, x, y):  # a device's where (cupy's) takes an array condition only: not a Python bool
+        return xp.where(c if isinstance(c, xp.ndarray) else xp.asarray(c), x, y)
+    return where
+
+
+OPS["where"] = define("Select", _where_kernel,
                       lambda c, x, y: [(broadcast_shapes(c.shape, x.shape, y.shape),
                                         result_dtype(np.where, (c, x, y)))],
                       elementwise=True, fresh=True, may_raise=False, primitive="where", in_place="copyto",
