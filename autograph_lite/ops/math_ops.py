@@ -467,11 +467,17 @@ def _ufunc_reduce_infer(x, ufunc, axis, dtype, keepdims, initial):
     return [(shape, np.asarray(out).dtype)]
 
 
+def _method_value_errors(node):
+    """ufunc.reduce / .accumulate raise for values where the ufunc does: a signed integer power
+    (a negative exponent: numpy's ValueError), so an unused one is kept."""
+    return node.attrs["ufunc"] == "power" and node.outputs[0].dtype.kind == "i"
+
+
 OPS["ufunc_reduce"] = define(
     "UfuncReduce", lambda xp, ufunc, axis, dtype, keepdims, initial: functools.partial(
         getattr(xp, ufunc).reduce, **_ufunc_method_kwargs(axis, dtype, keepdims, initial)),
     _ufunc_reduce_infer, attrs={"ufunc": STR, "axis": AXES, "dtype": OptionalOf(DTYPE), "keepdims": BOOL,
-                                "initial": OptionalOf(SCALAR)}, float_errors="reduce")
+                                "initial": OptionalOf(SCALAR)}, float_errors="reduce", value_errors=_method_value_errors)
 
 
 def ufunc_reduce(ufunc, x, axis=0, dtype=None, keepdims=False, initial=None):
@@ -494,7 +500,7 @@ OPS["accumulate"] = define(
     "Accumulate", lambda xp, ufunc, axis, dtype: functools.partial(getattr(xp, ufunc).accumulate, axis=axis,
                                                                    dtype=dtype),
     _accumulate_infer, attrs={"ufunc": STR, "axis": OptionalOf(INT), "dtype": OptionalOf(DTYPE)}, float_errors="accumulate",
-    fresh=True, box="array")
+    fresh=True, box="array", value_errors=_method_value_errors)
 
 
 def accumulate(ufunc, x, axis=0, dtype=None):

@@ -1466,3 +1466,15 @@ def test_an_augmented_item_assignment_reads_the_item_before_its_right_side_runs(
         assert_same(_item_updated_by_a_right_side_that_writes_it(eager_a, k),
                     ag.function(_item_updated_by_a_right_side_that_writes_it)(compiled_a, k))
         assert_same(eager_a, compiled_a)
+
+
+def _unused_integer_power_reduce_and_accumulate(y):
+    r = np.power.reduce(y)          # numpy raises for a negative integer exponent
+    a = np.power.accumulate(y)
+    return y + 1
+
+
+def test_an_unused_integer_power_reduce_or_accumulate_still_raises():
+    # fuzzer seeds 1133008891 and 32001337: the unused reduce was dropped where eager raises
+    for y in (np.array([2, 1, 3, -2], np.int32), np.array([2, 1, 3, 2], np.int32), np.array([2.0, -1.0])):
+        assert_every_call_same(_unused_integer_power_reduce_and_accumulate, y)
