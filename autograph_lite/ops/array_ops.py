@@ -327,7 +327,15 @@ def _expand_dims_infer(x, axis):
     return [(x.shape[:axis] + (1,) + x.shape[axis:], x.dtype)]
 
 
-OPS["expand_dims"] = define("ExpandDims", lambda xp, axis: lambda x: xp.expand_dims(x, axis), _expand_dims_infer,
+def _expand_dims_kernel(xp, axis):
+    if xp is np:
+        return lambda x: np.expand_dims(x, axis)
+    # a device's expand_dims (cupy's) takes its own arrays only: a Python or numpy number (a stacked
+    # list's item) becomes one first
+    return lambda x: xp.expand_dims(x if isinstance(x, xp.ndarray) else xp.asarray(x), axis)
+
+
+OPS["expand_dims"] = define("ExpandDims", _expand_dims_kernel, _expand_dims_infer,
                             attrs={"axis": INT},
                             may_raise=False, view=_always)
 
