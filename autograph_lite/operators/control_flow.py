@@ -430,7 +430,7 @@ def _trace_branch(graph, name, fn, state, location, carried=None, raising=True):
 # division by zero, a wrong type). Subclasses (numpy's AxisError), errors raised inside the
 # compiler (its own limits, whatever their type) and errors of both branches stay refusals.
 RAISED_WHEN_TAKEN = (KeyError, IndexError, AttributeError, TypeError, ValueError, ZeroDivisionError,
-                     OverflowError, AssertionError)
+                     OverflowError, AssertionError, UnboundLocalError, NameError)
 
 
 class _Raises:
@@ -462,13 +462,15 @@ def _raised_by_user(error):
     """The user's `file:line` that raised `error` when the innermost frame outside numpy is the
     user's code (converted or not), else None (the compiler raised it)."""
     from .call import PASS_THROUGH
+    from .variables import Undefined
+    passing = PASS_THROUGH | {Undefined._fail.__code__}  # a variable read before assignment: the reader's line
     frames, tb = [], error.__traceback__
     while tb is not None:
         frames.append((tb.tb_frame.f_code, tb.tb_lineno))
         tb = tb.tb_next
     for code, line in reversed(frames):
         filename = code.co_filename
-        if filename.startswith(_NUMPY_DIR) or code in PASS_THROUGH:
+        if filename.startswith(_NUMPY_DIR) or code in passing:
             continue
         mapped = mapped_location(filename, line)
         if mapped:

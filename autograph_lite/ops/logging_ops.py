@@ -142,7 +142,7 @@ def _refuse_nested_tensors(value, depth=0):
 # checks Python or numpy itself makes, not `assert`s: the loops' zero-trip checks, a branch of a
 # tensor `if` that raised while traced (operators/control_flow.py RAISED_WHEN_TAKEN)
 _CHECK_ERRORS = {e.__name__: e for e in (ValueError, UnboundLocalError, ZeroDivisionError, KeyError, IndexError,
-                                         AttributeError, TypeError, OverflowError, AssertionError)}
+                                         AttributeError, TypeError, OverflowError, AssertionError, NameError)}
 
 
 def _assert_kernel(xp, message, location, error=None):

@@ -161,3 +161,34 @@ def inside_try_finally(a):
 def test_inside_a_try_with_finally_it_stays_refused():
     with pytest.raises(ConversionError, match=rf"true branch of an `if` on a tensor \(at .*{HERE}\) raised IndexError"):
         ag.function(inside_try_finally)(np.array(1))
+
+
+def loop_initializing_variant_variable(n):
+    for i in range(n):
+        if i == 0:
+            a = 1
+        else:
+            a = a + 1   # unbound on the first iteration's trace, bound on every run that takes it
+    return a
+
+
+def branch_reading_a_missing_global(c):
+    if c > 0:
+        y = 1
+    else:
+        y = not_defined_anywhere + 1  # noqa: F821
+    return y
+
+
+@pytest.mark.parametrize("fn", [loop_initializing_variant_variable, branch_reading_a_missing_global])
+def test_a_name_read_before_assignment_raises_only_where_the_branch_runs(fn):
+    compiled = ag.function(fn)
+    for n in (0, 1, 2, 3):
+        a = np.array(n, np.int32)
+        try:
+            expected = fn(a)
+        except NameError as e:  # UnboundLocalError too
+            with pytest.raises(type(e)):
+                compiled(a)
+        else:
+            assert_same(expected, compiled(a))
