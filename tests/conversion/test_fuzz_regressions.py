@@ -1480,3 +1480,13 @@ def test_an_unused_integer_power_reduce_or_accumulate_still_raises():
     # fuzzer seeds 1133008891 and 32001337: the unused reduce was dropped where eager raises
     for y in (np.array([2, 1, 3, -2], np.int32), np.array([2, 1, 3, 2], np.int32), np.array([2.0, -1.0])):
         assert_every_call_same(_unused_integer_power_reduce_and_accumulate, y)
+
+
+def _like_with_a_numpy_scalar_as_dtype(x, n):
+    return np.ones_like(np.abs(x - np.int64(2)), -n + n)   # -n + n: a numpy int32 scalar
+
+
+def test_a_numpy_scalar_given_as_the_dtype_stands_for_its_dtype():
+    # fuzzer seed 1135010137: numpy reads a numpy scalar's dtype where it refuses an array
+    assert_every_call_same(_like_with_a_numpy_scalar_as_dtype, np.array([2, -3, -5, -4], np.int32),
+                           np.array(3, np.int32))

@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from ...errors import ConversionError, user_location
+from ...runtime.boxes import PYTHON, SCALAR, VARIES, box_of
 from ...runtime.graph import Tensor
 from .. import array_ops, math_ops
 from ..core import normalize_axes, normalize_axis
@@ -15,8 +16,18 @@ from .common import NO, keywords, static_shape
 
 
 def _dtype_argument(dtype):
-    """A dtype argument as numpy takes it: an array (a tensor) is not one."""
+    """A dtype argument as numpy takes it: a numpy scalar stands for its dtype; an array or a Python
+    number is not one (numpy's TypeError)."""
     if isinstance(dtype, Tensor):
+        box = box_of(dtype)
+        if box == SCALAR:
+            return dtype.dtype
+        if box == PYTHON:
+            raise TypeError("Cannot interpret a Python number as a data type")
+        if box == VARIES:
+            raise ConversionError(f"a value that is a numpy scalar on some runs and an array on others is given "
+                                  f"as a dtype (at {user_location(3)}): numpy takes the scalar's dtype and refuses "
+                                  f"the array; pass a dtype")
         raise TypeError("Cannot construct a dtype from an array")
     return dtype
 
