@@ -408,7 +408,7 @@ def _mark_views(graph, old, scope, label, symbol, location, modeled=False):
                 _mark_maybe_aliases(view, None, scope, f"{label} ({what})", symbol, location)
 
 
-def check_partial_aliases(old, label, symbol, location, new=None, own=()):
+def check_partial_aliases(old, label, symbol, location, new=None):
     """Before `old`'s array is updated in place (by `supersede`, or runtime/memory.py writing the
     memory `old` started; `new`: the updated value where one Tensor holds it): where on some runs
     `old` is another array (a tensor `if` or loop gave it, or a view of one), an argument's is an
@@ -425,7 +425,7 @@ def check_partial_aliases(old, label, symbol, location, new=None, own=()):
             # same array (an inner loop may have passed it on): the Cond/While built around it hands
             # the update on (fuzzer seeds 6000624, 23000869)
             maybe.node.graph.maybe_updated.append(maybe)
-    _mark_maybe_aliases(old, new, graph, label, symbol, location, own)
+    _mark_maybe_aliases(old, new, graph, label, symbol, location)
 
 
 def _refuse_if_argument(maybe, label, symbol, location):
@@ -469,18 +469,15 @@ def _argument_of(t):
     return root.node.attrs.get("argument") or root.node.attrs.get("outside")
 
 
-def _mark_maybe_aliases(old, new, graph, label, symbol, location, own=()):
+def _mark_maybe_aliases(old, new, graph, label, symbol, location):
     """Cond/While results that are `old`'s array on some runs (a branch returned it) are stale:
-    eagerly they see the update on those runs. `new`, the result that carries the update, is not;
-    nor those whose ids are in `own`: the written memory's own contents (a loop's or `if`'s output
-    for the memory it carried, runtime/memory.py), which the update moves on from, never read again."""
+    eagerly they see the update on those runs. `new`, the result that carries the update, is not."""
     scope = graph
     while scope is not None:
         for node in scope.control_nodes:
             if node.graph is scope:
                 for t in node.outputs:
-                    if t.stale is None and t is not old and t is not new and id(t) not in own \
-                            and any(m is old for m in _maybe_same(t)):
+                    if t.stale is None and t is not old and t is not new and any(m is old for m in _maybe_same(t)):
                         t.stale = InPlaceUpdate(graph, f"{label} (on some runs the same array)", symbol, location)
         if scope is old.node.graph:
             break

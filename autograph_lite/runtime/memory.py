@@ -181,13 +181,11 @@ def update(handle, compute, label, symbol, location):
             f"ag.where, or update the array outside the block")
     storage.label, storage.last_write = label, (symbol, location)
     from .graph import InPlaceUpdate, _mark_maybe_aliases, building, check_partial_aliases
-    # (the memory's own contents a block carried out are not "on some runs the same array": the
-    # write moves them on; `storage.handles`)
-    check_partial_aliases(storage.root, label, symbol, location, own=storage.handles)
+    check_partial_aliases(storage.root, label, symbol, location)
     if storage.base is not storage.root:
         # a tensor `if` or loop result that is the array's contents written before on some runs only
         # (`m = y[:-1]; m[1] *= 2; v = y if c else x; y[3] = 1`) misses this write: stale (seed 2057)
-        _mark_maybe_aliases(storage.base, None, graph, label, symbol, location, storage.handles)
+        _mark_maybe_aliases(storage.base, None, graph, label, symbol, location)
     with building(graph):
         prefixes = [storage.base]  # the value of each prefix of the steps, for the scatter back
         for step in mem.steps[:-1]:
