@@ -1490,3 +1490,20 @@ def test_a_numpy_scalar_given_as_the_dtype_stands_for_its_dtype():
     # fuzzer seed 1135010137: numpy reads a numpy scalar's dtype where it refuses an array
     assert_every_call_same(_like_with_a_numpy_scalar_as_dtype, np.array([2, -3, -5, -4], np.int32),
                            np.array(3, np.int32))
+
+
+def _view_of_an_argument_on_some_runs_then_the_argument_written(x, y, n, s):
+    v2 = x[::-1]
+    if n:
+        v2[s % 4] -= 1            # writes x through the view
+    else:
+        v2 = n + y                # another array
+    x[n % 4] = -s                 # on the runs v2 is x's view, v2 sees this
+    return v2 + n
+
+
+def test_an_if_result_that_views_an_argument_on_some_runs_is_refused_after_the_argument_is_written():
+    # fuzzer seed 1136007883: it read the contents from before the write (a silent wrong answer)
+    args = (np.array([0, -2, 4, -4], np.int32), np.array([9, 8, 9, 8], np.uint8), np.array(2, np.int32), 0)
+    with pytest.raises(ag.ConversionError, match="on some runs the same array"):
+        ag.function(_view_of_an_argument_on_some_runs_then_the_argument_written)(*args)
