@@ -66,7 +66,14 @@ class _ItemAssignment(gast.NodeTransformer):
 
     def visit_Assign(self, node):
         if len(node.targets) == 1 and not self._unpacked(node.targets[0]):
-            return self._rewrite(node, node.targets[0], node.value, None)
+            if self._target(node.targets[0]) is None or not _calls(node.targets[0].slice) \
+                    or isinstance(node.value, (gast.Name, gast.Constant)):
+                return self._rewrite(node, node.targets[0], node.value, None)
+            # Python evaluates the value before an index that calls something (`v[v != draw()] =
+            # draw_too()`): the value first
+            value = self.ctx.new_name("value")
+            first = at_line(templates.replace("value = v", value=value, v=node.value), node)
+            return first + self._assign(node, node.targets[0], value)
         if not any(self._target(t) or self._unpacked(t) for t in node.targets):
             return node
         # `a[i] = b[j] = v`: v once, then each target from the left, as Python assigns them
@@ -99,6 +106,11 @@ class _ItemAssignment(gast.NodeTransformer):
         thunk = gast.Lambda(args=gast.arguments(args=[], posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[],
                                                 kwarg=None, defaults=[]), body=node.value)
         return self._rewrite(node, node.target, thunk, _OPS[type(node.op)])
+
+
+def _calls(node):
+    """Whether evaluating expression `node` may run code (a call, `:=`): its order then matters."""
+    return any(isinstance(n, (gast.Call, gast.NamedExpr)) for n in gast.walk(node))
 
 
 def transform(node, ctx):

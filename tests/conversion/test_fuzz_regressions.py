@@ -1507,3 +1507,21 @@ def test_an_if_result_that_views_an_argument_on_some_runs_is_refused_after_the_a
     args = (np.array([0, -2, 4, -4], np.int32), np.array([9, 8, 9, 8], np.uint8), np.array(2, np.int32), 0)
     with pytest.raises(ag.ConversionError, match="on some runs the same array"):
         ag.function(_view_of_an_argument_on_some_runs_then_the_argument_written)(*args)
+
+
+def _stores_whose_value_and_index_both_draw(x):
+    v = np.zeros(4)
+    v[v != np.random.randint(5)] = np.random.random()   # Python draws the value first, then the index
+    x[np.random.randint(4)] = np.random.random()
+    return v, x
+
+
+def test_an_item_assignment_evaluates_its_value_before_its_index():
+    # fuzzer seed 1137007594: the index's draw came first, so the two draws swapped
+    np.random.seed(3)
+    eager_x = np.zeros(4)
+    expected = _stores_whose_value_and_index_both_draw(eager_x)
+    np.random.seed(3)
+    compiled_x = np.zeros(4)
+    assert_same(expected, ag.function(_stores_whose_value_and_index_both_draw)(compiled_x))
+    assert_same(eager_x, compiled_x)
