@@ -66,11 +66,12 @@ class _ItemAssignment(gast.NodeTransformer):
 
     def visit_Assign(self, node):
         if len(node.targets) == 1 and not self._unpacked(node.targets[0]):
-            if self._target(node.targets[0]) is None or not _calls(node.targets[0].slice) \
-                    or isinstance(node.value, (gast.Name, gast.Constant)):
+            if self._target(node.targets[0]) is None or not (
+                    (_calls(node.targets[0].slice) and not _plain(node.value))
+                    or (_calls(node.value) and not _plain(node.targets[0].slice))):
                 return self._rewrite(node, node.targets[0], node.value, None)
-            # Python evaluates the value before an index that calls something (`v[v != draw()] =
-            # draw_too()`): the value first
+            # Python evaluates the value before the index: where either may run code the other sees
+            # (`v[v != draw()] = draw_too()`, `y[y == 0] = helper_writing(y)`), the value first
             value = self.ctx.new_name("value")
             first = at_line(templates.replace("value = v", value=value, v=node.value), node)
             return first + self._assign(node, node.targets[0], value)
@@ -106,6 +107,13 @@ class _ItemAssignment(gast.NodeTransformer):
         thunk = gast.Lambda(args=gast.arguments(args=[], posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[],
                                                 kwarg=None, defaults=[]), body=node.value)
         return self._rewrite(node, node.target, thunk, _OPS[type(node.op)])
+
+
+def _plain(node):
+    """Whether expression `node` reads nothing code could change: names, constants, and tuples and
+    slices of them (a local name cannot be rebound by a call)."""
+    return all(isinstance(n, (gast.Name, gast.Constant, gast.Tuple, gast.Slice, gast.UnaryOp, gast.unaryop,
+                              gast.expr_context)) for n in gast.walk(node))
 
 
 def _calls(node):

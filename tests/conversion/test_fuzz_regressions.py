@@ -1525,3 +1525,21 @@ def test_an_item_assignment_evaluates_its_value_before_its_index():
     compiled_x = np.zeros(4)
     assert_same(expected, ag.function(_stores_whose_value_and_index_both_draw)(compiled_x))
     assert_same(eager_x, compiled_x)
+
+
+def _zero_the_small(a):
+    a[a < 2] = 0
+    return 7
+
+
+def _store_whose_value_writes_the_array_its_mask_reads(y):
+    y[y == 0] = _zero_the_small(y)   # Python runs the value first: the mask sees the zeroed items
+    return y
+
+
+def test_a_store_whose_value_writes_the_target_builds_its_index_after_the_value():
+    # fuzzer seed 1138006124: the mask was built from the array before the value's writes
+    eager_y, compiled_y = np.array([0, 1, 5, 3]), np.array([0, 1, 5, 3])
+    assert_same(_store_whose_value_writes_the_array_its_mask_reads(eager_y),
+                ag.function(_store_whose_value_writes_the_array_its_mask_reads)(compiled_y))
+    assert_same(eager_y, compiled_y)
