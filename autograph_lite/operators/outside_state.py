@@ -31,6 +31,7 @@ import types
 import numpy as np
 
 from ..errors import ConversionError, user_location
+from ..pyct.activity import code_names
 from ..runtime import devices
 from ..runtime.graph import Tensor
 
@@ -298,7 +299,7 @@ class Reads:
         k = self._root_index(globals_)
         names = entry[2]
         changed = {}
-        for name in _global_names(code):
+        for name in code_names(code):
             if name not in names:
                 value = globals_.get(name, _MISSING)  # missing: a global the trace may create
                 names[name] = (value, value if value is _MISSING else self.see((("global", k, name),), name, value))
@@ -708,17 +709,6 @@ def _unhookable(value):
                                                              types.MethodType, functools.partial)):
         return False
     return isinstance(getattr(value, "__dict__", None), dict)
-
-
-def _global_names(code, _cache={}):
-    names = _cache.get(code)
-    if names is None:
-        found = set(code.co_names)
-        for c in code.co_consts:
-            if isinstance(c, types.CodeType):
-                found |= _global_names(c)
-        names = _cache[code] = frozenset(found)
-    return names
 
 
 def _attr_label(name):

@@ -25,6 +25,7 @@ import numpy as np
 
 from .. import nest
 from ..errors import ConversionError, NeedsPython, user_location
+from ..pyct.activity import code_names
 from ..runtime import devices
 from ..runtime.boxes import ARRAY, PYTHON, SCALAR, box_of
 from ..runtime.graph import Tensor, current_graph
@@ -252,7 +253,7 @@ class Templates:
                     contents = _EMPTY
                 known = self._cells[id(cell)] = _Cell(cell, contents)
             template.cells.append(known)
-        for name in _global_names(fn.__code__):
+        for name in code_names(fn.__code__):
             value = fn.__globals__.get(name, _EMPTY)
             if holds_symbols(value):  # a global the trace holds a tensor in (outside state read as an input)
                 template.globals[name] = self.template(value)
@@ -449,14 +450,3 @@ def unviewed(value, views):
     if not any(id(v) in views for v in leaves):
         return value
     return nest.pack(value, [views.get(id(v), v) for v in leaves])
-
-
-def _global_names(code, _cache={}):
-    names = _cache.get(code)
-    if names is None:
-        names = set(code.co_names)
-        for const in code.co_consts:
-            if isinstance(const, types.CodeType):
-                names |= _global_names(const)
-        names = _cache[code] = frozenset(names)
-    return names
