@@ -22,6 +22,22 @@ DTYPES = [np.float32, np.int64]
 both = identical_both_ways
 
 
+def same_or_raises_alike(fn, x):
+    """fn(x) compiled identical to eager; where eager raises, compiled raises its builtin kind
+    (numpy's own subclasses, UFuncTypeError or AxisError, are not rebuilt)."""
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            fn(x)
+    except Exception as e:  # noqa: BLE001 - any error numpy raises, compiled must raise alike
+        with pytest.raises(next(t for t in type(e).__mro__ if t.__module__ == "builtins")), \
+                warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            ag.function(fn)(x)
+        return
+    both(fn, x)
+
+
 def data(dtype, shape=(3, 4)):
     values = np.array([3, -1, 4, 1, -5, 9, 2, -6, 5, 3, -5, 8, 9, 7, -9, 3, 2, 3, 8, 4, -6, 2, 6, 4])
     return values[:int(np.prod(shape))].reshape(shape).astype(dtype)
@@ -431,18 +447,7 @@ def test_other_dtypes_match_eager_or_fail_alike(dtype):
         if name == "pow()" and dtype == np.bool_ and os.environ.get("AG_TEST_DEVICE", "cpu") != "cpu":
             continue  # a device's `bool_array ** 2` is int64, numpy's int8 (the Pow op, not this area)
         for fn in fns:
-            try:
-                with warnings.catch_warnings(), np.errstate(all="ignore"):
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    fn(x)
-            except Exception as e:  # noqa: BLE001 - any error numpy raises, compiled must raise alike
-                # its builtin kind: numpy's own subclasses (UFuncTypeError, AxisError) are not rebuilt
-                with pytest.raises(next(t for t in type(e).__mro__ if t.__module__ == "builtins")), \
-                        warnings.catch_warnings(), np.errstate(all="ignore"):
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    ag.function(fn)(x)
-                continue
-            both(fn, x)
+            same_or_raises_alike(fn, x)
 
 
 ZERO_D_CASES = [lambda x: np.cumsum(x), lambda x: np.argmin(x), lambda x: np.argmax(x, keepdims=True), lambda x: np.ptp(x), lambda x: np.count_nonzero(x),
@@ -466,17 +471,7 @@ ZERO_D_CASES = [lambda x: np.cumsum(x), lambda x: np.argmin(x), lambda x: np.arg
 def test_0d_arguments_match_eager_or_fail_alike(x):
     """A 0-d array and a numpy scalar in: numpy's box out (a numpy scalar or a 0-d array), or its error."""
     for fn in ZERO_D_CASES:
-        try:
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
-                warnings.simplefilter("ignore", RuntimeWarning)
-                fn(x)
-        except Exception as e:  # noqa: BLE001 - any error numpy raises, compiled must raise alike
-            with pytest.raises(next(t for t in type(e).__mro__ if t.__module__ == "builtins")), \
-                    warnings.catch_warnings(), np.errstate(all="ignore"):
-                warnings.simplefilter("ignore", RuntimeWarning)
-                ag.function(fn)(x)
-            continue
-        both(fn, x)
+        same_or_raises_alike(fn, x)
 
 
 # known only while tracing as None: `x.shape[0]` itself (np.zeros(x.shape[0])), squeeze without an axis
