@@ -25,17 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("AG_NATIVE_BUILD", "wait")  # steady state: native code in place from its tier-up run
 import autograph_lite as ag  # noqa: E402
 from benchmarks.stats import quartiles  # noqa: E402
-
-
-def mandelbrot(c):
-    z = np.zeros_like(c)
-    count = np.zeros(c.shape, np.int32)
-    for _ in range(60):
-        z = z * z + c
-        inside = np.abs(z) <= 2.0
-        count = count + inside
-        z = np.where(inside, z, 2.0)
-    return count
+from examples.models import mandelbrot  # noqa: E402
 
 
 def _deriv(y):

@@ -71,6 +71,18 @@ def newton_sqrt(a):
     return x, steps
 
 
+def mandelbrot(c):
+    """Escape counts of complex points `c` over 60 steps of a Python loop (unrolled when traced)."""
+    z = np.zeros_like(c)
+    count = np.zeros(c.shape, np.int32)
+    for _ in range(60):
+        z = z * z + c
+        inside = np.abs(z) <= 2.0
+        count = count + inside
+        z = np.where(inside, z, 2.0)
+    return count
+
+
 def newton_inputs(seed=0):
     return (np.random.default_rng(seed).uniform(1, 100, 1000),)
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import autograph_lite as ag
+from examples.models import mandelbrot
 from helpers import assert_same, cpu_only, to_host
 
 
@@ -394,26 +395,15 @@ def test_buffer_reuse_marks_the_node_not_a_side_table():
     assert marked == {"MatMul": None, "Tanh": 0, "Mul": 0}
 
 
-def _unrolled_mandelbrot(c):
-    z = np.zeros_like(c)
-    count = np.zeros(c.shape, np.int32)
-    for _ in range(40):
-        z = z * z + c
-        inside = np.abs(z) <= 2.0
-        count = count + inside
-        z = np.where(inside, z, 2.0)
-    return count
-
-
 def test_the_plan_frees_each_value_after_its_last_use():
     """An unrolled loop's intermediates are freed as eager's are (a variable of the plan whose value
     is dead is rebound to the next result): peak memory near eager's, not one array per step."""
     import tracemalloc
     c = np.linspace(-2, 1, 120)[None, :] + 1j * np.linspace(-1.2, 1.2, 80)[:, None]
-    compiled = ag.function(_unrolled_mandelbrot)
-    assert_same(_unrolled_mandelbrot(c), compiled(c))
+    compiled = ag.function(mandelbrot)
+    assert_same(mandelbrot(c), compiled(c))
     peaks = []
-    for fn in (_unrolled_mandelbrot, compiled):
+    for fn in (mandelbrot, compiled):
         tracemalloc.start()
         fn(c)
         peaks.append(tracemalloc.get_traced_memory()[1])
