@@ -31,8 +31,8 @@ import types
 import numpy as np
 
 from ..errors import ConversionError, user_location
-from ..pyct.activity import code_names
 from ..runtime import devices
+from ..ops.python_values import code_names
 from ..runtime.graph import Tensor
 
 _local = threading.local()  # .reads: the Reads of the trace running on this thread

@@ -25,7 +25,6 @@ import numpy as np
 
 from .. import nest
 from ..errors import ConversionError, NeedsPython, user_location
-from ..pyct.activity import code_names
 from ..runtime import devices
 from ..runtime.boxes import ARRAY, PYTHON, SCALAR, box_of
 from ..runtime.graph import Tensor, current_graph
@@ -450,3 +449,16 @@ def unviewed(value, views):
     if not any(id(v) in views for v in leaves):
         return value
     return nest.pack(value, [views.get(id(v), v) for v in leaves])
+
+
+def code_names(code, _cache={}):
+    """The names compiled `code` and the code nested in it read as globals or attributes
+    (`co_names`), cached per code object."""
+    names = _cache.get(code)
+    if names is None:
+        found = set(code.co_names)
+        for c in code.co_consts:
+            if isinstance(c, types.CodeType):
+                found |= code_names(c)
+        names = _cache[code] = frozenset(found)
+    return names

@@ -4,8 +4,6 @@ Nested functions, lambdas and comprehensions are their own scopes: their own
 parameters and locals are not visible outside, but the enclosing names they read are
 reads of the enclosing scope. Names declared `global`/`nonlocal` are reported apart.
 """
-import types
-
 import gast
 
 
@@ -183,15 +181,3 @@ def _own_statements(fn):
             stack.extend(gast.iter_child_nodes(n))
     return out
 
-
-def code_names(code, _cache={}):
-    """The names compiled `code` and the code nested in it read as globals or attributes
-    (`co_names`), cached per code object."""
-    names = _cache.get(code)
-    if names is None:
-        found = set(code.co_names)
-        for c in code.co_consts:
-            if isinstance(c, types.CodeType):
-                found |= code_names(c)
-        names = _cache[code] = frozenset(found)
-    return names
