@@ -180,4 +180,3 @@ def _own_statements(fn):
         if not isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)):
             stack.extend(gast.iter_child_nodes(n))
     return out
-
