@@ -70,6 +70,7 @@ def main(argv=None):
     pool = None
     if args.jobs > 1:
         import multiprocessing
+        runner.scratch()
         pool = multiprocessing.get_context("fork").Pool(args.jobs)
         results = pool.imap_unordered(_one, jobs, chunksize=4)
     else:

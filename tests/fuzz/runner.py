@@ -10,12 +10,14 @@ TypeError, ValueError or NotImplementedError whose message names the program's f
 The compiled function is called on every argument set twice (8 calls; sets 0-2 share one
 trace, so that trace runs 6 times, past the native tier-up at its 3rd run).
 """
+import atexit
 import contextlib
 import copy
 import importlib.util
 import io
 import itertools
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -43,13 +45,20 @@ class Outcome:
         return f"Outcome({self.status}: {self.detail})"
 
 
-def load(source):
-    """Write `source` to a fresh file and import it, so inspect.getsource works."""
+def scratch():
+    """The folder programs are written to, made once per run and removed when the process that
+    made it exits (call it before forking workers: they share it, and exit without atexit)."""
     global _DIR
     if _DIR is None:
         _DIR = tempfile.mkdtemp(prefix="ag_fuzz_")
+        atexit.register(shutil.rmtree, _DIR, True)
+    return _DIR
+
+
+def load(source):
+    """Write `source` to a fresh file and import it, so inspect.getsource works."""
     name = f"fuzz_prog_{os.getpid()}_{next(_COUNTER)}"
-    path = os.path.join(_DIR, name + ".py")
+    path = os.path.join(scratch(), name + ".py")
     with open(path, "w") as fh:
         fh.write(source)
     spec = importlib.util.spec_from_file_location(name, path)
