@@ -618,7 +618,13 @@ def _view_bases(t):
     node = t.node
     if _is_view(node):
         base = node.inputs[0]
-        return [base] + _view_bases(base)
+        found = [base] + _view_bases(base)
+        written = memory.written_storage(base)
+        if written is not None and written.root is not base:
+            # a view replayed on an array's contents after a write (`y[0] = 1` in a branch, then
+            # `v = y[::-1]` read): a view of that array (fuzzer seed 1141004447)
+            found += [written.root] + _view_bases(written.root)
+        return found
     if node.opdef is PLACEHOLDER:
         outer = _origin(t)
         return [] if outer is t else _view_bases(outer)

@@ -1007,6 +1007,27 @@ def test_an_update_through_a_view_carried_by_nested_loops_reaches_its_base(fn):
         on_fresh_arguments(fn, lambda: np.array([1, 4, 0, 1], np.int8), lambda: np.array(n, np.int32))
 
 
+def _update_of_a_view_that_a_branch_writing_its_base_kept(y, n, s):
+    v = y[::-1]
+    if n:
+        y[n % 4] = -y[1]   # the branch writes y: v is read back as a view of y's new contents
+    else:
+        v = ag.minimum(0, y)
+    v -= s                 # eagerly changes the caller's y on the runs that took the first branch
+    return y
+
+
+def test_an_update_of_a_view_replayed_after_a_write_in_a_branch_is_refused():
+    """Fuzzer seed 1141004447: the first branch's v was the view replayed on y's written contents,
+    whose base was not followed back to argument y, so the compiled call left y unchanged."""
+    y = np.array([3.5, 1.0, 3.5, -3.5], np.float32)
+    fn = _update_of_a_view_that_a_branch_writing_its_base_kept
+    with pytest.raises(ag.ConversionError, match="slice or view of argument 'y'") as info:
+        ag.function(fn)(y, np.array(4, np.int32), 1)
+    assert f"{__file__}:{fn.__code__.co_firstlineno + 6}" in str(info.value)
+    np.testing.assert_array_equal(y, [3.5, 1.0, 3.5, -3.5])
+
+
 def _printed_before_its_update(x, n):
     v = ag.ones([4], np.float32)  # a numpy array while tracing: no tensor argument made it
     for _ in range(3):
