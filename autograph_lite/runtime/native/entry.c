@@ -8,7 +8,9 @@ for the whole call (and takes it back without sleeping when another thread hands
 below), handles PAUSED (the interpreter's signal handlers run between calls, so
 Ctrl-C raises KeyboardInterrupt) and boxes the results as the Python plan would.
 
-Any argument in another form (a 0-d array, another dtype, a strided view, an int that does
+An array argument of its dtype and shape in another layout (a strided, transposed or offset
+view) is read through a C-contiguous copy made here, as the Python caller makes one. Any
+argument in another form (another dtype, a byte-swapped array, a subclass, an int that does
 not fit) is not converted here: the call goes to `fallback` (the Python caller, functions.py)
 with the same arguments, which converts it as numpy does. What this file does is the fast
 case only; what the results are is decided by the Python code it mirrors.
@@ -228,6 +230,16 @@ static int fits(PyObject* o, const Spec* s) {
     return memcmp(PyArray_DIMS(a), s->dims, s->ndim * sizeof(npy_intp)) == 0;
 }
 
+/* An array argument the C reads through a C-contiguous copy: a plain ndarray of the spec's
+   dtype and shape in another layout (a strided or transposed view, an offset or misaligned
+   buffer), copied here as the Python caller would copy it (np.array(v, order="C")). */
+static int copyable(PyObject* o, const Spec* s) {
+    if (!PyArray_CheckExact(o)) return 0;
+    PyArrayObject* a = (PyArrayObject*)o;
+    if (PyArray_TYPE(a) != s->typenum || PyArray_NDIM(a) != s->ndim || PyArray_ISBYTESWAPPED(a)) return 0;
+    return memcmp(PyArray_DIMS(a), s->dims, s->ndim * sizeof(npy_intp)) == 0;
+}
+
 /* Runs self's C, without the GIL unless its last run took under SHORT_NS: releasing and
 taking back the GIL costs more than such a run (numpy keeps the GIL for small arrays too).
 A long run is at most a budget's worth (about a millisecond) before it PAUSEs. */
@@ -279,8 +291,9 @@ static PyObject* entry_vectorcall(PyObject* self_, PyObject* const* args, size_t
             if (arrays[k] == NULL) goto error;
             pointers[k] = PyArray_DATA((PyArrayObject*)arrays[k]);
         } else {
-            if (!fits(o, s)) goto fallback;
-            if (s->role == UPDATE) {  /* a fresh copy the loop updates in place */
+            int in_form = fits(o, s);
+            if (!in_form && (s->role == DONATE || !copyable(o, s))) goto fallback;
+            if (s->role == UPDATE || !in_form) {  /* a fresh copy the loop updates in place, or a view's C-contiguous copy */
                 arrays[k] = PyArray_NewCopy((PyArrayObject*)o, NPY_CORDER);
                 if (arrays[k] == NULL) goto error;
                 pointers[k] = PyArray_DATA((PyArrayObject*)arrays[k]);
@@ -305,6 +318,8 @@ static PyObject* entry_vectorcall(PyObject* self_, PyObject* const* args, size_t
         flags |= status & ~STATUS;
     }
     status &= STATUS;
+    for (k = 0; k < n; k++)  /* the copies of views the C read */
+        if (self->specs[k].role == READ) Py_CLEAR(arrays[k]);
     if (status == INEXACT) {
         for (k = 0; k < n; k++) Py_XDECREF(arrays[k]);
         if (self->n_donated)  /* a given-up array may be half updated: finish says what the caller does */
