@@ -95,6 +95,7 @@ static long long now_ns(void) { return 0; }
 
 typedef struct {
     int role, typenum, ndim, box;  /* ndim -1: a scalar, passed as a pointer to its cell */
+    int python_bit;  /* >= 0: boxed as a Python number where this bit of the state cell is set (loops.tracked_boxes) */
     npy_intp dims[NPY_MAXDIMS];
     npy_intp size;
 } Spec;
@@ -190,9 +191,11 @@ static PyObject* cell_int(int typenum, const void* cell) {
     }
 }
 
-/* A scalar result, boxed as its spec says (as functions.py's BOX and render.zero_d_box do). */
-static PyObject* box_cell(const Spec* s, const void* cell) {
-    switch (s->box) {
+/* A scalar result, boxed as its spec says (as functions.py's BOX and render.zero_d_box do); a
+   Python float where the C's state cell says eager holds one there. */
+static PyObject* box_cell(const Spec* s, const void* cell, npy_int64 state) {
+    int box = s->python_bit >= 0 && (state >> s->python_bit) & 1 ? AS_FLOAT : s->box;
+    switch (box) {
         case AS_FLOAT:
             if (s->typenum == NPY_DOUBLE) return PyFloat_FromDouble(*(const double*)cell);
             if (s->typenum == NPY_FLOAT) return PyFloat_FromDouble(*(const float*)cell);
@@ -274,8 +277,8 @@ static PyObject* entry_vectorcall(PyObject* self_, PyObject* const* args, size_t
     }
     if (self->fn == NULL || kwnames != NULL || nargs != self->n_args)
         return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
-    npy_int64 cells[MAX_VALUES];
-    void* pointers[MAX_VALUES + 2];
+    npy_int64 cells[MAX_VALUES], state = 0;  /* state: a cell the C keeps across PAUSEs and leaves for box_cell */
+    void* pointers[MAX_VALUES + 3];
     PyObject* arrays[MAX_VALUES];  /* the arrays this call made (copies, outputs), per value */
     Py_ssize_t a = 0, made = 0;  /* arrays[:made] are set */
     for (k = 0; k < n; k++) {
@@ -309,6 +312,7 @@ static PyObject* entry_vectorcall(PyObject* self_, PyObject* const* args, size_t
     }
     pointers[n] = self->tables[0];
     pointers[n + 1] = self->tables[1];
+    pointers[n + 2] = &state;
     int status = run_native(self, pointers), first, flags;
     first = status & STATUS;
     flags = status & ~STATUS;
@@ -343,7 +347,7 @@ static PyObject* entry_vectorcall(PyObject* self_, PyObject* const* args, size_t
         for (k = 0; k < n; k++) {
             const Spec* s = &self->specs[k];
             if (s->role == READ) continue;
-            PyObject* r = s->ndim < 0 ? box_cell(s, &cells[k]) : arrays[k];
+            PyObject* r = s->ndim < 0 ? box_cell(s, &cells[k], state) : arrays[k];
             arrays[k] = NULL;
             if (r == NULL) {
                 Py_DECREF(results);
@@ -386,7 +390,7 @@ static void entry_dealloc(Entry* self) {
     Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
-/* Entry(fallback, finish, specs, loop): specs a sequence of (role, typenum, shape or None, box). */
+/* Entry(fallback, finish, specs, loop): specs a sequence of (role, typenum, shape or None, box[, python_bit]). */
 static PyObject* entry_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
     PyObject *fallback, *finish, *specs;
     int loop, zero_d = 0;
@@ -416,7 +420,9 @@ static PyObject* entry_new(PyTypeObject* type, PyObject* args, PyObject* kwargs)
     for (Py_ssize_t k = 0; k < n; k++) {
         Spec* s = &self->specs[k];
         PyObject* shape;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, k), "iiOi", &s->role, &s->typenum, &shape, &s->box))
+        s->python_bit = -1;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, k), "iiOi|i", &s->role, &s->typenum, &shape, &s->box,
+                              &s->python_bit))
             goto error;
         s->ndim = -1;
         if (shape != Py_None) {

@@ -87,7 +87,7 @@ class NativeFunction:
     loop = False
     scalar_inputs = False  # a 0-d argument must come as a numpy scalar (NativeLoop: a loop variable may pass it on)
 
-    def __init__(self, text, symbol, values, written=(), numpy_loops=(), boxes=(), donated=()):
+    def __init__(self, text, symbol, values, written=(), numpy_loops=(), boxes=(), donated=(), state=False):
         self.symbol, self.runs = symbol, 0
         self.fn = None  # the C function once built; False when it could not be (warned)
         self.written = set(written)
@@ -103,8 +103,12 @@ class NativeFunction:
         if numpy_loops:
             pointers = [inner_loop(ufunc, dtypes) for ufunc, dtypes in numpy_loops]
             self.tables = tuple((ctypes.c_void_p * len(pointers))(*column) for column in zip(*pointers))
+        if numpy_loops or state:
             self.arg_types += [ctypes.c_void_p, ctypes.c_void_p]
             params += [("void* const", True)] * 2
+        if state:  # a cell the C keeps state in across PAUSEs, and leaves for the boxing (loops.tracked_boxes)
+            self.arg_types.append(ctypes.POINTER(ctypes.c_int64))
+            params.append(("int64_t", True))
         self.text = text + entry.unpack(symbol, params)
         written_boxes = iter(boxes)
         role = entry.UPDATE if self.loop else entry.WRITE

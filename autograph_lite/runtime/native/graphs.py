@@ -58,9 +58,9 @@ def source(graph, language=None):
         if not t.weak and t.shape == ():
             zero_d_box(t, sources, f"output {j}")  # raises where numpy's kind varies
         if made_by is None or made_by.opdef in (PLACEHOLDER, CONST, COND) or made_by.opdef.view is not None \
-                or value.shape != _static_shape(t, local=False):
+                or value.shape != _static_shape(t, local=False) or getattr(value, "python", None):
             # numpy gives back an input, a constant's copy or a view as such, and a branch may pass
-            # one through: the Python plan does it
+            # one through (or give a Python number on one path): the Python plan does it
             raise Unsupported(f"output {j} is not a value the graph computes")
         t_c = emitter.language.type(t.dtype)
         params.append(f"{t_c}* {restrict} o{j}")
