@@ -140,7 +140,8 @@ class Float64Subclass(np.float64):
 
 @pytest.mark.parametrize("value", [np.int32(3), np.float32(1), np.bool_(True), np.uint8(3), np.complex64(1),
                                    np.str_("ab"), Float64Subclass(2.0), np.ones((2, 3)), np.ones(3)[::2],
-                                   np.ones((2, 2)).view(np.matrix), np.datetime64("2020"), np.void(b"ab"), 1.5])
+                                   np.ones((2, 2)).view(np.matrix), np.datetime64("2020"), np.void(b"ab"), 1.5,
+                                   -0.0, float("nan"), 0, 2 ** 70, True, "ab", None])
 def test_the_c_fast_key_is_the_python_one(value):
     """Function.__call__'s fast-path key, built in C once the module is loaded, is the very
     tuple the Python spelling builds (else a call could reach another signature's trace)."""
@@ -209,7 +210,7 @@ def test_function_call_is_entry_cs_fast_call_and_keeps_every_python_path():
     g(x, x)
     assert concrete._last_use > g.get_concrete_function(x[:2], x[:2])._last_use > stamp
     assert_identical(f(x, y=x), g(x, y=x))          # keywords
-    assert_identical(f(x, 1.5), g(x, 1.5))          # a Python scalar (no fast key)
+    assert_identical(f(x, 1.5), g(x, 1.5))          # a Python number (keyed by value)
     assert_identical(f(x[:2], x[:2]), g(x[:2], x[:2]))  # another signature
     assert g.trace_count == 3  # (x, y=x) is the (x, x) trace, x[:2] traced above
 
@@ -334,3 +335,45 @@ def test_a_view_argument_is_read_through_a_copy_the_entry_makes(fn, rest, form, 
         assert_identical(fn(view, *rest), compiled(view, *rest))
     assert fallbacks == []
     assert_identical(view, before)
+
+
+def offset(x, s, t):
+    return x * s + t, 1.0 / s
+
+
+def reciprocal(x, s):
+    return 1.0 / (x + s)  # inf or -inf at x + s == 0.0 or -0.0
+
+
+@pytest.mark.parametrize("fast", ["C", "Python"])
+def test_python_numbers_take_the_fast_path_keyed_by_value(fast, monkeypatch):
+    """A call with Python numbers (a trace's constants) takes the fast path: keyed by each
+    number's type and value (a float by its bits), the plan given the other arguments. No call
+    reaches another value's trace: 0.0 and -0.0, 1 and 1.0 and True, NaN, a big int."""
+    from autograph_lite.function import Function
+    entry.module()
+    if fast == "Python":  # the Python spelling of the fast path (before the entry module loads)
+        from autograph_lite.function import PYTHON_CALL
+        monkeypatch.setattr(Function, "__call__", PYTHON_CALL)
+        monkeypatch.setattr(entry, "fast_key", entry.python_fast_key)
+    g = ag.function(offset)
+    x = np.arange(3, dtype=np.int32)
+    values = [0.5, 0.25, 0.0, -0.0, 1, 1.0, True, False, 2 ** 70, float("nan"), float("inf")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for _ in range(3):
+            for s in values:
+                for args in [(x, s, 2), (x, s, np.int32(2)), (x, np.float32(0.5), s)]:
+                    try:
+                        eager = offset(*args)
+                    except (ZeroDivisionError, OverflowError) as e:  # 1.0 / 0, int32 * 2 ** 70
+                        with pytest.raises(type(e)):
+                            g(*args)
+                        continue
+                    assert_identical(eager, g(*args))
+        h = ag.function(reciprocal)
+        for a, b in [(0.0, -0.0), (1.0, 1.0000000000000002), (5, 6), (True, False)]:  # the memo of the last hit
+            for s in (a, a, a, b, a, b):
+                assert_identical(reciprocal(x, s), h(x, s))
+    hits = g._fast_cache.values()
+    assert any(c._positions == (0,) for c in hits) and any(c._positions == (0, 1) for c in hits)

@@ -631,7 +631,8 @@ static int find_scalar_kinds(void) {
     return 0;
 }
 
-/* The (shape, dtype) of an argument, as operator.attrgetter("shape", "dtype") gives it. */
+/* The (shape, dtype) of an array argument, as operator.attrgetter("shape", "dtype") gives it; a
+   Python int or bool itself, a Python float's bits as an int (entry.python_fast_key). */
 static int scalar_kind(PyObject* a) {  /* index of a's type among numpy's scalar kinds, or -1 */
     for (int i = 0; i < n_scalar_kinds; i++)
         if (Py_TYPE(a) == scalar_types[i]) return i;
@@ -639,6 +640,16 @@ static int scalar_kind(PyObject* a) {  /* index of a's type among numpy's scalar
 }
 
 static PyObject* shape_dtype(PyObject* a) {
+    if (PyFloat_CheckExact(a)) {  /* a Python number: keyed by value (a trace's constant), a float by its bits */
+        double f = PyFloat_AS_DOUBLE(a);
+        long long bits;
+        memcpy(&bits, &f, sizeof bits);
+        return PyLong_FromLongLong(bits);
+    }
+    if (PyLong_CheckExact(a) || PyBool_Check(a)) {
+        Py_INCREF(a);
+        return a;
+    }
     if (PyArray_CheckExact(a)) {
         PyArrayObject* array = (PyArrayObject*)a;
         int ndim = PyArray_NDIM(array);
@@ -716,7 +727,7 @@ typedef struct {
 } FastCall;
 
 static PyObject *s_stack, *s_fast_path, *s_device, *s_fast_cache, *s_fast_memo, *s_clock, *s_last_use, *s_mru,
-    *s_single_plain, *s_active, *s_plan, *s_note_failure, *s_run;
+    *s_single_plain, *s_active, *s_plan, *s_note_failure, *s_run, *s_positions;
 
 /* Memo: the last fast-cache hit of a Function (its `_fast_memo`): the device and each array
 argument's type, shape and dtype object (a numpy scalar's type alone), and the trace they found. A call whose arguments
@@ -725,6 +736,8 @@ allocations, no reference counts of shared types, dtypes and small ints written:
 write moves a cache line between the cores of two threads calling at once). Only calls of
 plain ndarrays (not subclasses) and numpy's scalars are memoized; TraceCache drops the memo when it evicts a trace. */
 #define MEMO_ARGS 8
+#define PYTHON_NUMBER -2  /* a Memo's ndim for a Python int, float or bool: its value is its key (held in descrs) */
+static int python_number(PyObject* a) { return PyFloat_CheckExact(a) || PyLong_CheckExact(a) || PyBool_Check(a); }
 typedef struct {
     PyObject_HEAD
     PyObject *device, *concrete;
@@ -742,6 +755,15 @@ static int memo_matches(Memo* memo, PyObject* device, PyObject* const* args, Py_
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject* a = args[i];
         if ((PyObject*)Py_TYPE(a) != memo->types[i]) return 0;
+        if (memo->ndims[i] == PYTHON_NUMBER) {  /* keyed by value: a float by its bits */
+            PyObject* v = memo->descrs[i];
+            if (PyFloat_CheckExact(a) ? memcmp(&((PyFloatObject*)a)->ob_fval, &((PyFloatObject*)v)->ob_fval,
+                                               sizeof(double)) != 0 : a != v && PyObject_RichCompareBool(a, v, Py_EQ) != 1) {
+                PyErr_Clear();
+                return 0;
+            }
+            continue;
+        }
         if (memo->ndims[i] < 0) continue;  /* a numpy scalar of a builtin kind: its type is its key */
         PyArrayObject* array = (PyArrayObject*)a;
         if ((PyObject*)PyArray_DESCR(array) != memo->descrs[i] || PyArray_NDIM(array) != memo->ndims[i]
@@ -755,7 +777,7 @@ static PyObject* memo_new(PyObject* device, PyObject* const* args, Py_ssize_t n,
     /* a Memo of this hit, or NULL with no error when the arguments are not all plain ndarrays */
     if (n > MEMO_ARGS) return NULL;
     for (Py_ssize_t i = 0; i < n; i++)
-        if (!PyArray_CheckExact(args[i]) && scalar_kind(args[i]) < 0) return NULL;
+        if (!PyArray_CheckExact(args[i]) && scalar_kind(args[i]) < 0 && !python_number(args[i])) return NULL;
     Memo* memo = PyObject_GC_New(Memo, &MemoType);
     if (memo == NULL) return NULL;
     Py_INCREF(device);
@@ -764,13 +786,13 @@ static PyObject* memo_new(PyObject* device, PyObject* const* args, Py_ssize_t n,
     memo->concrete = concrete;
     memo->n = n;
     for (Py_ssize_t i = 0; i < n; i++) {
-        int kind = scalar_kind(args[i]);
+        int kind = scalar_kind(args[i]), number = python_number(args[i]);
         memo->types[i] = (PyObject*)Py_TYPE(args[i]);
-        memo->descrs[i] = kind >= 0 ? scalar_descrs[kind] : (PyObject*)PyArray_DESCR((PyArrayObject*)args[i]);
+        memo->descrs[i] = number ? args[i] : kind >= 0 ? scalar_descrs[kind] : (PyObject*)PyArray_DESCR((PyArrayObject*)args[i]);
         Py_INCREF(memo->types[i]);
         Py_INCREF(memo->descrs[i]);
-        memo->ndims[i] = kind >= 0 ? -1 : PyArray_NDIM((PyArrayObject*)args[i]);
-        if (kind < 0) memcpy(memo->dims[i], PyArray_DIMS((PyArrayObject*)args[i]), memo->ndims[i] * sizeof(npy_intp));
+        memo->ndims[i] = number ? PYTHON_NUMBER : kind >= 0 ? -1 : PyArray_NDIM((PyArrayObject*)args[i]);
+        if (kind < 0 && !number) memcpy(memo->dims[i], PyArray_DIMS((PyArrayObject*)args[i]), memo->ndims[i] * sizeof(npy_intp));
     }
     PyObject_GC_Track(memo);
     return (PyObject*)memo;
@@ -924,13 +946,37 @@ static PyObject* fastcall_vectorcall(PyObject* self_, PyObject* const* args, siz
     PyObject* active = fn == NULL ? NULL : PyObject_GetAttr(self->debugging, s_active);
     int debugging = active == NULL ? -1 : PyObject_IsTrue(active);
     Py_XDECREF(active);
-    if (debugging < 0) {
+    /* the positions of the arguments that are graph inputs, where some are not (Python numbers:
+       the trace's constants), else None */
+    PyObject* positions = debugging < 0 ? NULL : PyObject_GetAttr(concrete, s_positions);
+    if (positions == NULL || (positions != Py_None && (!PyTuple_CheckExact(positions)
+                                                       || PyTuple_GET_SIZE(positions) > MAX_VALUES))) {
+        if (positions != NULL) PyErr_SetString(PyExc_TypeError, "autograph_lite FastCall: bad _positions");
+        Py_XDECREF(positions);
         Py_XDECREF(fn);
         Py_DECREF(concrete);
         return NULL;
     }
+    PyObject* picked[MAX_VALUES];
+    PyObject* const* inputs = args + 1;
+    Py_ssize_t n_inputs = nargs - 1;
+    if (positions != Py_None) {
+        n_inputs = PyTuple_GET_SIZE(positions);
+        for (Py_ssize_t i = 0; i < n_inputs; i++) {
+            Py_ssize_t at = PyLong_AsSsize_t(PyTuple_GET_ITEM(positions, i));
+            if (at < 0 || at >= nargs - 1) {
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_IndexError, "autograph_lite FastCall: bad _positions");
+                Py_DECREF(positions);
+                Py_DECREF(fn);
+                Py_DECREF(concrete);
+                return NULL;
+            }
+            picked[i] = args[1 + at];
+        }
+        inputs = picked;
+    }
     if (fn != Py_None && !debugging) {  /* _run's commonest case */
-        PyObject* results = PyObject_Vectorcall(fn, args + 1, nargs - 1, NULL);
+        PyObject* results = PyObject_Vectorcall(fn, inputs, n_inputs, NULL);
         if (results != NULL) {
             result = PySequence_GetItem(results, 0);
             Py_DECREF(results);
@@ -953,15 +999,26 @@ static PyObject* fastcall_vectorcall(PyObject* self_, PyObject* const* args, siz
         }
     } else if (fn != NULL) {
         PyObject* values = PyTuple_New(nargs - 1);
-        if (values != NULL) {
+        PyObject* arrays = positions == Py_None || values == NULL ? NULL : PyTuple_New(n_inputs);
+        if (values != NULL && (positions == Py_None || arrays != NULL)) {
             for (Py_ssize_t i = 1; i < nargs; i++) {
                 Py_INCREF(args[i]);
                 PyTuple_SET_ITEM(values, i - 1, args[i]);
             }
-            result = PyObject_CallMethodOneArg(concrete, s_run, values);
-            Py_DECREF(values);
+            if (arrays == NULL) {
+                result = PyObject_CallMethodOneArg(concrete, s_run, values);
+            } else {
+                for (Py_ssize_t i = 0; i < n_inputs; i++) {
+                    Py_INCREF(inputs[i]);
+                    PyTuple_SET_ITEM(arrays, i, inputs[i]);
+                }
+                result = PyObject_CallMethodObjArgs(concrete, s_run, arrays, values, NULL);
+            }
         }
+        Py_XDECREF(values);
+        Py_XDECREF(arrays);
     }
+    Py_DECREF(positions);
     Py_XDECREF(fn);
     Py_DECREF(concrete);
     return result;
@@ -1050,7 +1107,7 @@ static int intern_names(void) {
     struct { PyObject** name; const char* text; } names[] = {
         {&s_stack, "stack"}, {&s_fast_path, "_fast_path"}, {&s_device, "device"}, {&s_fast_cache, "_fast_cache"}, {&s_fast_memo, "_fast_memo"},
         {&s_clock, "_clock"}, {&s_last_use, "_last_use"}, {&s_mru, "_mru"}, {&s_single_plain, "_single_plain"}, {&s_active, "active"},
-        {&s_plan, "_plan"}, {&s_note_failure, "_note_failure"}, {&s_run, "_run"},
+        {&s_plan, "_plan"}, {&s_note_failure, "_note_failure"}, {&s_run, "_run"}, {&s_positions, "_positions"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL) return -1;
