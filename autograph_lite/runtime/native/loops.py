@@ -180,7 +180,7 @@ def source(node, language=None):
         params.append("int64_t* ag_state")
     text = "\n".join(["#include <fenv.h>", emitter.prelude(), FLAG_BITS,
                       f"{emitter.language.entry_prefix}int loop({', '.join(params)}) {{",
-                      "    feclearexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID);", "    int ag_seen = 0;",
+                      "    ag_clear_flags();", "    int ag_seen = 0;",
                       *renderer.lines, "}", ""])
     return text, renderer.numpy_loops
 
