@@ -75,6 +75,8 @@ class ConcreteFunction:
         self.check_numerics = False  # run through ag.debug's NumericsChecker (ag.function(check_numerics=True))
         self._plain = False  # True when a call is only the plan's (no write-backs, effects, GPU, checks): set by Function
         self._single_plain = None  # the plan's function once built, when _plain and _single: __call__ calls it
+        self._positions = None  # on the fast path: the positions of the arguments that are graph inputs, where
+        # some are not (Python numbers: the trace's constants); None: all are
         self._on_device = device is not devices.CPU
         # the argument leaves that are graph inputs, and their specs (Python numbers become arrays)
         self._input_leaves = [(i, spec) for i, spec in enumerate(nest.flatten(input_specs))
@@ -337,13 +339,14 @@ class Function(TraceCache):
             if concrete is not None:
                 self._stamp(concrete)
                 fn = concrete._single_plain
+                arrays = args if concrete._positions is None else [args[i] for i in concrete._positions]
                 if fn is not None and not debugging.active:  # _run's commonest case, a frame less
                     try:
-                        return fn(*args)[0]
+                        return fn(*arrays)[0]
                     except Exception as e:
                         concrete._note_failure(concrete._plan, e)
                         raise
-                return concrete._run(args)
+                return concrete._run(args) if concrete._positions is None else concrete._run(tuple(arrays), args)
         return self._call(*args, **kwargs)
 
     def _call(self, *args, **kwargs):
@@ -367,14 +370,29 @@ class Function(TraceCache):
         if concrete._outside is not None:  # state read from outside the arguments: guarded, fed
             concrete, feeds = self._with_outside(concrete, key, values)
             concrete._last_outside = feeds
-        if self._input_signature is None and not kwargs and len(args) == self._n_simple and all(
-                isinstance(a, (np.ndarray, np.generic)) for a in args):
-            # array types that reach here were accepted by _key, and the fast key holds the type;
-            # a trace with outside state checks its guards in _run (it is never _plain)
-            self._remember_fast(_entry.fast_key(key[0], args), concrete)
+        if self._input_signature is None and not kwargs and len(args) == self._n_simple:
+            self._remember_fast_call(key[0], args, concrete)
         if concrete._outside is not None:
             return concrete._run(arrays + feeds, values)
         return concrete._run(arrays, values)
+
+    def _remember_fast_call(self, device, args, concrete):
+        """Let the fast path take calls like this one (positional arguments, each a leaf): array types
+        that reach here were accepted by _key, and the fast key holds the type; a trace with outside
+        state checks its guards in _run (it is never _plain). Python numbers (int, float, bool)
+        are keyed by value, and the plan is given the other arguments (`_positions`), where the
+        trace reads no outside state (_run is given the arguments then, not its guards' feeds)."""
+        numbers = [type(a) in (int, float, bool) for a in args]
+        if not all(n or isinstance(a, (np.ndarray, np.generic)) for n, a in zip(numbers, args)):
+            return
+        if any(numbers):
+            positions = tuple(i for i, number in enumerate(numbers) if not number)
+            if concrete._outside is not None or positions != tuple(i for i, _ in concrete._input_leaves):
+                return
+            concrete._positions = positions
+        elif concrete._positions is not None:
+            return
+        self._remember_fast(_entry.fast_key(device, args), concrete)
 
     def _with_outside(self, concrete, key, values):
         """(a trace whose guards hold for this call, the arrays it reads from outside): `concrete`,
@@ -601,6 +619,7 @@ def _install_fast_call(module):
     Function.__call__ = module.FastCall(Function._call, _tracing, _placement, debugging)
 
 
+PYTHON_CALL = Function.__call__  # the fast path's Python spelling (tests run it with the module loaded too)
 _entry.on_load(_install_fast_call)
 
 

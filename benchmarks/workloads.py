@@ -9,7 +9,8 @@ W4 elementwise_chain: `tanh(x*1.5 + 0.5) * sigmoid(x) - 0.25*x*x` on 4,000,000 f
    memory bandwidth, where fusion makes six passes over memory one.
 W5 mlp_step: one SGD step of a 2-layer ReLU MLP (N 64, D 1000, H 100, 10 outputs) with
    `ag.grad`: gradients and a training loop.
-W6 collatz: steps of the Collatz sequence from int32 27 (111): an `if` inside a `while`.
+W6 collatz: steps of the Collatz sequence from int32 27 (111): an `if` inside a `while`;
+   `W6 collatz_0d` the same from a 0-d array, np.array(27, np.int32): no per-call tax for one.
 W7 edit_distance: Levenshtein distance of two 1000-long int arrays, the DP table filled cell by
    cell in nested loops: a preallocate-and-fill loop (numba's home ground).
 W8 jacobi_2d: NPBench's jacobi_2d, 50 steps on 200x200, two buffers written from each other
@@ -82,6 +83,11 @@ def edit_distance_numpy(a, b):
 jacobi_2d_numpy = jacobi_2d
 
 
+def collatz_zero_d_inputs():
+    """W6 as a user may call it: n a 0-d array (np.array(27, np.int32)), not a numpy scalar."""
+    return (np.array(27, np.int32),)
+
+
 # id -> (handwritten numpy, ag function, inputs)
 WORKLOADS = {
     "W1 tanh_loop": (tanh_loop_numpy, tanh_loop, tanh_loop_inputs),
@@ -90,6 +96,7 @@ WORKLOADS = {
     "W4 elementwise_chain": (elementwise_chain_numpy, elementwise_chain, elementwise_inputs),
     "W5 mlp_step": (mlp_step_numpy, mlp_step, mlp_step_inputs),
     "W6 collatz": (collatz_numpy, collatz, collatz_inputs),
+    "W6 collatz_0d": (collatz_numpy, collatz, collatz_zero_d_inputs),
     "W7 edit_distance": (edit_distance_numpy, edit_distance, edit_distance_inputs),
     "W8 jacobi_2d": (jacobi_2d_numpy, jacobi_2d, jacobi_2d_inputs),
 }

@@ -6,7 +6,7 @@ import pytest
 import autograph_lite as ag
 from autograph_lite.runtime.native import compiler, loops as scalar_loop
 from examples.models import collatz
-from helpers import assert_same, force_native
+from helpers import assert_identical, assert_same, force_native
 
 pytestmark = pytest.mark.skipif(compiler.compiler() is None, reason="no C compiler on this machine")
 
@@ -335,3 +335,127 @@ def test_numpy_math_ufuncs_in_a_c_loop_call_numpy_own_loops(name, dtype):
     assert loop.fn, "the C loop was not built"
     for result in results:
         assert_same(eager, result)
+
+
+# --- loop variables eager holds as a Python float on one path, a numpy float64 on another ------
+
+def bisect(c):
+    lo, hi = 0.0, c  # lo a Python float until the else branch first runs
+    while hi - lo > 1e-12:
+        mid = (lo + hi) / 2
+        if mid * mid - c > 0:
+            hi = mid
+        else:
+            lo = mid
+    return lo, hi
+
+
+def made_numpy_late(a, n):
+    y, z = 1.0, 1.0  # y is a Python float after one iteration (z was one), np.float64 after two
+    i = 0
+    while i < n:
+        y = y * 2.0 + z
+        z = z * a
+        i += 1
+    return y, z
+
+
+def made_python_again(a, n):
+    x = a
+    i = 0
+    while i < n:
+        if i == 2:
+            x = 0.5  # a Python float again
+        else:
+            x = x * a
+        i += 1
+    return x
+
+
+def reset_every(a, n, period):
+    x = 0.0
+    i = 0
+    while i < n:
+        if i % period == 0:
+            x = 0.0
+        else:
+            x = x + a
+        i += 1
+    return x
+
+
+def tracked_loop(compiled, *args):
+    (region,) = [r for r in compiled.get_concrete_function(*args).plan.native if r.native is not None]
+    return region.native
+
+
+@pytest.mark.parametrize("fn, calls", [
+    (bisect, [(np.float64(2.0),), (np.float64(0.0),), (np.float64(1e-30),), (np.float64(7.0),)]),
+    (made_numpy_late, [(np.float64(3.0), np.int64(n)) for n in (0, 1, 2, 5)]),
+    (made_python_again, [(np.float64(3.0), np.int64(n)) for n in (0, 1, 3, 4)]),
+    (reset_every, [(np.float64(0.25), np.int64(n), np.int64(4)) for n in (0, 1, 4, 5, 9)]),
+])
+@pytest.mark.parametrize("way_in", ["entry", "ctypes"])
+def test_a_loop_variable_boxed_by_its_path_runs_as_c_and_keeps_eagers_box(fn, calls, way_in):
+    """Each was a silent difference (np.float64 where eager holds a Python float) or a loop left to
+    numpy: the C carries a flag per such variable (loops.tracked_boxes) and boxes by it."""
+    compiled = ag.function(fn)
+    for _ in range(scalar_loop.TIER_UP_AFTER + 1):
+        compiled(*calls[0])
+    loop = tracked_loop(compiled, *calls[0])
+    assert loop.fn and loop.tracked
+    if way_in == "ctypes":
+        loop.call = loop._python_call
+    for args in calls:
+        assert_identical(fn(*args), compiled(*args))
+
+
+def set_once(a, n, k):
+    x = 0.0
+    i = 0
+    while i < n:
+        if i == k:
+            x = x + a  # np.float64 from iteration k on, passed through unchanged after it
+        i += 1
+    return x
+
+
+def test_the_boxes_survive_a_pause(monkeypatch):
+    """A loop that spends its budget PAUSEs and is called again: the boxes' flags are kept in the
+    state cell across the calls (a tiny budget makes every call pause many times)."""
+    monkeypatch.setattr(scalar_loop, "BUDGET", 16)
+    compiled = ag.function(set_once)
+    for n, k in [(200, 3), (200, 199), (200, 500), (0, 0), (1, 0)]:
+        args = (np.float64(0.5), np.int64(n), np.int64(k))
+        for _ in range(scalar_loop.TIER_UP_AFTER + 1):
+            assert_identical(set_once(*args), compiled(*args))
+    assert tracked_loop(compiled, *args).fn
+
+
+def divide(a, n, switch):
+    x = 1.0
+    i = 0
+    while i < n:
+        if i == switch:
+            x = x * a
+        x = x / (i - 2)  # by zero at i == 2: Python raises on a Python float, numpy warns on np.float64
+        i += 1
+    return x
+
+
+@pytest.mark.parametrize("switch", [1, 3])
+def test_python_floats_raise_where_eager_raises_and_numpy_floats_warn(switch):
+    args = (np.float64(3.0), np.int64(4), np.int64(switch))
+    compiled = ag.function(divide)
+    for _ in range(scalar_loop.TIER_UP_AFTER + 1):
+        if switch == 3:
+            with pytest.raises(ZeroDivisionError):
+                divide(*args)
+            with pytest.raises(ZeroDivisionError):
+                compiled(*args)
+        else:
+            with pytest.warns(RuntimeWarning, match="divide by zero"):
+                eager = divide(*args)
+            with pytest.warns(RuntimeWarning, match="divide by zero"):
+                assert_identical(eager, compiled(*args))
+    assert tracked_loop(compiled, *args).fn

@@ -8,7 +8,9 @@ for the whole call (and takes it back without sleeping when another thread hands
 below), handles PAUSED (the interpreter's signal handlers run between calls, so
 Ctrl-C raises KeyboardInterrupt) and boxes the results as the Python plan would.
 
-Any argument in another form (a 0-d array, another dtype, a strided view, an int that does
+An array argument of its dtype and shape in another layout (a strided, transposed or offset
+view) is read through a C-contiguous copy made here, as the Python caller makes one. Any
+argument in another form (another dtype, a byte-swapped array, a subclass, an int that does
 not fit) is not converted here: the call goes to `fallback` (the Python caller, functions.py)
 with the same arguments, which converts it as numpy does. What this file does is the fast
 case only; what the results are is decided by the Python code it mirrors.
@@ -93,6 +95,7 @@ static long long now_ns(void) { return 0; }
 
 typedef struct {
     int role, typenum, ndim, box;  /* ndim -1: a scalar, passed as a pointer to its cell */
+    int python_bit;  /* >= 0: boxed as a Python number where this bit of the state cell is set (loops.tracked_boxes) */
     npy_intp dims[NPY_MAXDIMS];
     npy_intp size;
 } Spec;
@@ -188,9 +191,11 @@ static PyObject* cell_int(int typenum, const void* cell) {
     }
 }
 
-/* A scalar result, boxed as its spec says (as functions.py's BOX and render.zero_d_box do). */
-static PyObject* box_cell(const Spec* s, const void* cell) {
-    switch (s->box) {
+/* A scalar result, boxed as its spec says (as functions.py's BOX and render.zero_d_box do); a
+   Python float where the C's state cell says eager holds one there. */
+static PyObject* box_cell(const Spec* s, const void* cell, npy_int64 state) {
+    int box = s->python_bit >= 0 && (state >> s->python_bit) & 1 ? AS_FLOAT : s->box;
+    switch (box) {
         case AS_FLOAT:
             if (s->typenum == NPY_DOUBLE) return PyFloat_FromDouble(*(const double*)cell);
             if (s->typenum == NPY_FLOAT) return PyFloat_FromDouble(*(const float*)cell);
@@ -228,6 +233,16 @@ static int fits(PyObject* o, const Spec* s) {
     return memcmp(PyArray_DIMS(a), s->dims, s->ndim * sizeof(npy_intp)) == 0;
 }
 
+/* An array argument the C reads through a C-contiguous copy: a plain ndarray of the spec's
+   dtype and shape in another layout (a strided or transposed view, an offset or misaligned
+   buffer), copied here as the Python caller would copy it (np.array(v, order="C")). */
+static int copyable(PyObject* o, const Spec* s) {
+    if (!PyArray_CheckExact(o)) return 0;
+    PyArrayObject* a = (PyArrayObject*)o;
+    if (PyArray_TYPE(a) != s->typenum || PyArray_NDIM(a) != s->ndim || PyArray_ISBYTESWAPPED(a)) return 0;
+    return memcmp(PyArray_DIMS(a), s->dims, s->ndim * sizeof(npy_intp)) == 0;
+}
+
 /* Runs self's C, without the GIL unless its last run took under SHORT_NS: releasing and
 taking back the GIL costs more than such a run (numpy keeps the GIL for small arrays too).
 A long run is at most a budget's worth (about a millisecond) before it PAUSEs. */
@@ -262,8 +277,8 @@ static PyObject* entry_vectorcall(PyObject* self_, PyObject* const* args, size_t
     }
     if (self->fn == NULL || kwnames != NULL || nargs != self->n_args)
         return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
-    npy_int64 cells[MAX_VALUES];
-    void* pointers[MAX_VALUES + 2];
+    npy_int64 cells[MAX_VALUES], state = 0;  /* state: a cell the C keeps across PAUSEs and leaves for box_cell */
+    void* pointers[MAX_VALUES + 3];
     PyObject* arrays[MAX_VALUES];  /* the arrays this call made (copies, outputs), per value */
     Py_ssize_t a = 0, made = 0;  /* arrays[:made] are set */
     for (k = 0; k < n; k++) {
@@ -279,8 +294,9 @@ static PyObject* entry_vectorcall(PyObject* self_, PyObject* const* args, size_t
             if (arrays[k] == NULL) goto error;
             pointers[k] = PyArray_DATA((PyArrayObject*)arrays[k]);
         } else {
-            if (!fits(o, s)) goto fallback;
-            if (s->role == UPDATE) {  /* a fresh copy the loop updates in place */
+            int in_form = fits(o, s);
+            if (!in_form && (s->role == DONATE || !copyable(o, s))) goto fallback;
+            if (s->role == UPDATE || !in_form) {  /* a fresh copy the loop updates in place, or a view's C-contiguous copy */
                 arrays[k] = PyArray_NewCopy((PyArrayObject*)o, NPY_CORDER);
                 if (arrays[k] == NULL) goto error;
                 pointers[k] = PyArray_DATA((PyArrayObject*)arrays[k]);
@@ -296,6 +312,7 @@ static PyObject* entry_vectorcall(PyObject* self_, PyObject* const* args, size_t
     }
     pointers[n] = self->tables[0];
     pointers[n + 1] = self->tables[1];
+    pointers[n + 2] = &state;
     int status = run_native(self, pointers), first, flags;
     first = status & STATUS;
     flags = status & ~STATUS;
@@ -305,6 +322,8 @@ static PyObject* entry_vectorcall(PyObject* self_, PyObject* const* args, size_t
         flags |= status & ~STATUS;
     }
     status &= STATUS;
+    for (k = 0; k < n; k++)  /* the copies of views the C read */
+        if (self->specs[k].role == READ) Py_CLEAR(arrays[k]);
     if (status == INEXACT) {
         for (k = 0; k < n; k++) Py_XDECREF(arrays[k]);
         if (self->n_donated)  /* a given-up array may be half updated: finish says what the caller does */
@@ -328,7 +347,7 @@ static PyObject* entry_vectorcall(PyObject* self_, PyObject* const* args, size_t
         for (k = 0; k < n; k++) {
             const Spec* s = &self->specs[k];
             if (s->role == READ) continue;
-            PyObject* r = s->ndim < 0 ? box_cell(s, &cells[k]) : arrays[k];
+            PyObject* r = s->ndim < 0 ? box_cell(s, &cells[k], state) : arrays[k];
             arrays[k] = NULL;
             if (r == NULL) {
                 Py_DECREF(results);
@@ -371,7 +390,7 @@ static void entry_dealloc(Entry* self) {
     Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
-/* Entry(fallback, finish, specs, loop): specs a sequence of (role, typenum, shape or None, box). */
+/* Entry(fallback, finish, specs, loop): specs a sequence of (role, typenum, shape or None, box[, python_bit]). */
 static PyObject* entry_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
     PyObject *fallback, *finish, *specs;
     int loop, zero_d = 0;
@@ -401,7 +420,9 @@ static PyObject* entry_new(PyTypeObject* type, PyObject* args, PyObject* kwargs)
     for (Py_ssize_t k = 0; k < n; k++) {
         Spec* s = &self->specs[k];
         PyObject* shape;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, k), "iiOi", &s->role, &s->typenum, &shape, &s->box))
+        s->python_bit = -1;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, k), "iiOi|i", &s->role, &s->typenum, &shape, &s->box,
+                              &s->python_bit))
             goto error;
         s->ndim = -1;
         if (shape != Py_None) {
@@ -610,7 +631,8 @@ static int find_scalar_kinds(void) {
     return 0;
 }
 
-/* The (shape, dtype) of an argument, as operator.attrgetter("shape", "dtype") gives it. */
+/* The (shape, dtype) of an array argument, as operator.attrgetter("shape", "dtype") gives it; a
+   Python int or bool itself, a Python float's bits as an int (entry.python_fast_key). */
 static int scalar_kind(PyObject* a) {  /* index of a's type among numpy's scalar kinds, or -1 */
     for (int i = 0; i < n_scalar_kinds; i++)
         if (Py_TYPE(a) == scalar_types[i]) return i;
@@ -618,6 +640,16 @@ static int scalar_kind(PyObject* a) {  /* index of a's type among numpy's scalar
 }
 
 static PyObject* shape_dtype(PyObject* a) {
+    if (PyFloat_CheckExact(a)) {  /* a Python number: keyed by value (a trace's constant), a float by its bits */
+        double f = PyFloat_AS_DOUBLE(a);
+        long long bits;
+        memcpy(&bits, &f, sizeof bits);
+        return PyLong_FromLongLong(bits);
+    }
+    if (PyLong_CheckExact(a) || PyBool_Check(a)) {
+        Py_INCREF(a);
+        return a;
+    }
     if (PyArray_CheckExact(a)) {
         PyArrayObject* array = (PyArrayObject*)a;
         int ndim = PyArray_NDIM(array);
@@ -695,7 +727,7 @@ typedef struct {
 } FastCall;
 
 static PyObject *s_stack, *s_fast_path, *s_device, *s_fast_cache, *s_fast_memo, *s_clock, *s_last_use, *s_mru,
-    *s_single_plain, *s_active, *s_plan, *s_note_failure, *s_run;
+    *s_single_plain, *s_active, *s_plan, *s_note_failure, *s_run, *s_positions;
 
 /* Memo: the last fast-cache hit of a Function (its `_fast_memo`): the device and each array
 argument's type, shape and dtype object (a numpy scalar's type alone), and the trace they found. A call whose arguments
@@ -704,6 +736,8 @@ allocations, no reference counts of shared types, dtypes and small ints written:
 write moves a cache line between the cores of two threads calling at once). Only calls of
 plain ndarrays (not subclasses) and numpy's scalars are memoized; TraceCache drops the memo when it evicts a trace. */
 #define MEMO_ARGS 8
+#define PYTHON_NUMBER -2  /* a Memo's ndim for a Python int, float or bool: its value is its key (held in descrs) */
+static int python_number(PyObject* a) { return PyFloat_CheckExact(a) || PyLong_CheckExact(a) || PyBool_Check(a); }
 typedef struct {
     PyObject_HEAD
     PyObject *device, *concrete;
@@ -721,6 +755,15 @@ static int memo_matches(Memo* memo, PyObject* device, PyObject* const* args, Py_
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject* a = args[i];
         if ((PyObject*)Py_TYPE(a) != memo->types[i]) return 0;
+        if (memo->ndims[i] == PYTHON_NUMBER) {  /* keyed by value: a float by its bits */
+            PyObject* v = memo->descrs[i];
+            if (PyFloat_CheckExact(a) ? memcmp(&((PyFloatObject*)a)->ob_fval, &((PyFloatObject*)v)->ob_fval,
+                                               sizeof(double)) != 0 : a != v && PyObject_RichCompareBool(a, v, Py_EQ) != 1) {
+                PyErr_Clear();
+                return 0;
+            }
+            continue;
+        }
         if (memo->ndims[i] < 0) continue;  /* a numpy scalar of a builtin kind: its type is its key */
         PyArrayObject* array = (PyArrayObject*)a;
         if ((PyObject*)PyArray_DESCR(array) != memo->descrs[i] || PyArray_NDIM(array) != memo->ndims[i]
@@ -734,7 +777,7 @@ static PyObject* memo_new(PyObject* device, PyObject* const* args, Py_ssize_t n,
     /* a Memo of this hit, or NULL with no error when the arguments are not all plain ndarrays */
     if (n > MEMO_ARGS) return NULL;
     for (Py_ssize_t i = 0; i < n; i++)
-        if (!PyArray_CheckExact(args[i]) && scalar_kind(args[i]) < 0) return NULL;
+        if (!PyArray_CheckExact(args[i]) && scalar_kind(args[i]) < 0 && !python_number(args[i])) return NULL;
     Memo* memo = PyObject_GC_New(Memo, &MemoType);
     if (memo == NULL) return NULL;
     Py_INCREF(device);
@@ -743,13 +786,13 @@ static PyObject* memo_new(PyObject* device, PyObject* const* args, Py_ssize_t n,
     memo->concrete = concrete;
     memo->n = n;
     for (Py_ssize_t i = 0; i < n; i++) {
-        int kind = scalar_kind(args[i]);
+        int kind = scalar_kind(args[i]), number = python_number(args[i]);
         memo->types[i] = (PyObject*)Py_TYPE(args[i]);
-        memo->descrs[i] = kind >= 0 ? scalar_descrs[kind] : (PyObject*)PyArray_DESCR((PyArrayObject*)args[i]);
+        memo->descrs[i] = number ? args[i] : kind >= 0 ? scalar_descrs[kind] : (PyObject*)PyArray_DESCR((PyArrayObject*)args[i]);
         Py_INCREF(memo->types[i]);
         Py_INCREF(memo->descrs[i]);
-        memo->ndims[i] = kind >= 0 ? -1 : PyArray_NDIM((PyArrayObject*)args[i]);
-        if (kind < 0) memcpy(memo->dims[i], PyArray_DIMS((PyArrayObject*)args[i]), memo->ndims[i] * sizeof(npy_intp));
+        memo->ndims[i] = number ? PYTHON_NUMBER : kind >= 0 ? -1 : PyArray_NDIM((PyArrayObject*)args[i]);
+        if (kind < 0 && !number) memcpy(memo->dims[i], PyArray_DIMS((PyArrayObject*)args[i]), memo->ndims[i] * sizeof(npy_intp));
     }
     PyObject_GC_Track(memo);
     return (PyObject*)memo;
@@ -903,13 +946,37 @@ static PyObject* fastcall_vectorcall(PyObject* self_, PyObject* const* args, siz
     PyObject* active = fn == NULL ? NULL : PyObject_GetAttr(self->debugging, s_active);
     int debugging = active == NULL ? -1 : PyObject_IsTrue(active);
     Py_XDECREF(active);
-    if (debugging < 0) {
+    /* the positions of the arguments that are graph inputs, where some are not (Python numbers:
+       the trace's constants), else None */
+    PyObject* positions = debugging < 0 ? NULL : PyObject_GetAttr(concrete, s_positions);
+    if (positions == NULL || (positions != Py_None && (!PyTuple_CheckExact(positions)
+                                                       || PyTuple_GET_SIZE(positions) > MAX_VALUES))) {
+        if (positions != NULL) PyErr_SetString(PyExc_TypeError, "autograph_lite FastCall: bad _positions");
+        Py_XDECREF(positions);
         Py_XDECREF(fn);
         Py_DECREF(concrete);
         return NULL;
     }
+    PyObject* picked[MAX_VALUES];
+    PyObject* const* inputs = args + 1;
+    Py_ssize_t n_inputs = nargs - 1;
+    if (positions != Py_None) {
+        n_inputs = PyTuple_GET_SIZE(positions);
+        for (Py_ssize_t i = 0; i < n_inputs; i++) {
+            Py_ssize_t at = PyLong_AsSsize_t(PyTuple_GET_ITEM(positions, i));
+            if (at < 0 || at >= nargs - 1) {
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_IndexError, "autograph_lite FastCall: bad _positions");
+                Py_DECREF(positions);
+                Py_DECREF(fn);
+                Py_DECREF(concrete);
+                return NULL;
+            }
+            picked[i] = args[1 + at];
+        }
+        inputs = picked;
+    }
     if (fn != Py_None && !debugging) {  /* _run's commonest case */
-        PyObject* results = PyObject_Vectorcall(fn, args + 1, nargs - 1, NULL);
+        PyObject* results = PyObject_Vectorcall(fn, inputs, n_inputs, NULL);
         if (results != NULL) {
             result = PySequence_GetItem(results, 0);
             Py_DECREF(results);
@@ -932,15 +999,26 @@ static PyObject* fastcall_vectorcall(PyObject* self_, PyObject* const* args, siz
         }
     } else if (fn != NULL) {
         PyObject* values = PyTuple_New(nargs - 1);
-        if (values != NULL) {
+        PyObject* arrays = positions == Py_None || values == NULL ? NULL : PyTuple_New(n_inputs);
+        if (values != NULL && (positions == Py_None || arrays != NULL)) {
             for (Py_ssize_t i = 1; i < nargs; i++) {
                 Py_INCREF(args[i]);
                 PyTuple_SET_ITEM(values, i - 1, args[i]);
             }
-            result = PyObject_CallMethodOneArg(concrete, s_run, values);
-            Py_DECREF(values);
+            if (arrays == NULL) {
+                result = PyObject_CallMethodOneArg(concrete, s_run, values);
+            } else {
+                for (Py_ssize_t i = 0; i < n_inputs; i++) {
+                    Py_INCREF(inputs[i]);
+                    PyTuple_SET_ITEM(arrays, i, inputs[i]);
+                }
+                result = PyObject_CallMethodObjArgs(concrete, s_run, arrays, values, NULL);
+            }
         }
+        Py_XDECREF(values);
+        Py_XDECREF(arrays);
     }
+    Py_DECREF(positions);
     Py_XDECREF(fn);
     Py_DECREF(concrete);
     return result;
@@ -1029,7 +1107,7 @@ static int intern_names(void) {
     struct { PyObject** name; const char* text; } names[] = {
         {&s_stack, "stack"}, {&s_fast_path, "_fast_path"}, {&s_device, "device"}, {&s_fast_cache, "_fast_cache"}, {&s_fast_memo, "_fast_memo"},
         {&s_clock, "_clock"}, {&s_last_use, "_last_use"}, {&s_mru, "_mru"}, {&s_single_plain, "_single_plain"}, {&s_active, "active"},
-        {&s_plan, "_plan"}, {&s_note_failure, "_note_failure"}, {&s_run, "_run"},
+        {&s_plan, "_plan"}, {&s_note_failure, "_note_failure"}, {&s_run, "_run"}, {&s_positions, "_positions"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL) return -1;

@@ -14,6 +14,7 @@ the same results, at the older cost.
 import functools
 import operator
 import os
+import struct
 import sysconfig
 import threading
 
@@ -34,10 +35,20 @@ _shape_dtype = operator.attrgetter("shape", "dtype")
 
 
 def python_fast_key(device, args):
-    """The key of `Function.__call__`'s fast path: (device, arg types, (shape, dtype) per arg);
-    AttributeError for an argument without them. The module's C spelling replaces this one
-    as `fast_key` once the module is loaded (the same tuple, in a third of the time)."""
-    return device, tuple(map(type, args)), tuple(map(_shape_dtype, args))
+    """The key of `Function.__call__`'s fast path: (device, arg types, per arg its (shape, dtype),
+    or a Python number's value: an int or bool itself, a float's bits as an int); AttributeError
+    for another argument without them. The module's C spelling replaces this one as `fast_key`
+    once the module is loaded (the same tuple, in a third of the time)."""
+    return device, tuple(map(type, args)), tuple(map(_fast_leaf, args))
+
+
+def _fast_leaf(a):
+    t = type(a)
+    if t is float:  # by bits, as the full key (-0.0 and 0.0 are other traces)
+        return struct.unpack("<q", struct.pack("<d", a))[0]
+    if t is int or t is bool:
+        return a
+    return _shape_dtype(a)
 
 
 fast_key = python_fast_key

@@ -35,16 +35,20 @@ FLAGS = 16 | 32 | 64
 # a C helper: the flags numpy reports ('divide', 'over', 'invalid') raised since the call began
 # (on x86-64 the SSE status register alone, read in one instruction: numpy and this code compute
 # floats with SSE/AVX, and the helper runs before every call of a numpy loop)
+# (`ag_clear_flags` likewise clears the SSE flags alone: glibc's feclearexcept saves and reloads the
+# x87 environment too, which costs more than a short loop's whole run)
 FLAG_BITS = """#if defined(__x86_64__) && defined(__SSE__)
 static inline int ag_flags(void) {
     unsigned f = __builtin_ia32_stmxcsr();
     return (f & 0x4 ? 16 : 0) | (f & 0x8 ? 32 : 0) | (f & 0x1 ? 64 : 0);
 }
+static inline void ag_clear_flags(void) { __builtin_ia32_ldmxcsr(__builtin_ia32_stmxcsr() & ~0x3fu); }
 #else
 static inline int ag_flags(void) {
     int f = fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID);
     return (f & FE_DIVBYZERO ? 16 : 0) | (f & FE_OVERFLOW ? 32 : 0) | (f & FE_INVALID ? 64 : 0);
 }
+static inline void ag_clear_flags(void) { feclearexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID); }
 #endif"""
 _KINDS = {16: "divide", 32: "over", 64: "invalid"}
 
@@ -87,7 +91,7 @@ class NativeFunction:
     loop = False
     scalar_inputs = False  # a 0-d argument must come as a numpy scalar (NativeLoop: a loop variable may pass it on)
 
-    def __init__(self, text, symbol, values, written=(), numpy_loops=(), boxes=(), donated=()):
+    def __init__(self, text, symbol, values, written=(), numpy_loops=(), boxes=(), donated=(), state=False):
         self.symbol, self.runs = symbol, 0
         self.fn = None  # the C function once built; False when it could not be (warned)
         self.written = set(written)
@@ -103,8 +107,12 @@ class NativeFunction:
         if numpy_loops:
             pointers = [inner_loop(ufunc, dtypes) for ufunc, dtypes in numpy_loops]
             self.tables = tuple((ctypes.c_void_p * len(pointers))(*column) for column in zip(*pointers))
+        if numpy_loops or state:
             self.arg_types += [ctypes.c_void_p, ctypes.c_void_p]
             params += [("void* const", True)] * 2
+        if state:  # a cell the C keeps state in across PAUSEs, and leaves for the boxing (loops.tracked_boxes)
+            self.arg_types.append(ctypes.POINTER(ctypes.c_int64))
+            params.append(("int64_t", True))
         self.text = text + entry.unpack(symbol, params)
         written_boxes = iter(boxes)
         role = entry.UPDATE if self.loop else entry.WRITE

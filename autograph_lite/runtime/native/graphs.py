@@ -19,7 +19,6 @@ from .language import C, Unsupported
 from .render import Renderer, Val, _static_shape, placeholder_sources, zero_d_box
 
 
-_FLAGS = "FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID"   # numpy's 'divide', 'over' and 'invalid'
 FLAGGED = 4
 # nodes of a graph written as one C function at most: a Python loop unrolled into a graph of
 # 100,000 stores (NPBench's seidel_2d) takes seconds to write and minutes to compile
@@ -58,9 +57,9 @@ def source(graph, language=None):
         if not t.weak and t.shape == ():
             zero_d_box(t, sources, f"output {j}")  # raises where numpy's kind varies
         if made_by is None or made_by.opdef in (PLACEHOLDER, CONST, COND) or made_by.opdef.view is not None \
-                or value.shape != _static_shape(t, local=False):
+                or value.shape != _static_shape(t, local=False) or getattr(value, "python", None):
             # numpy gives back an input, a constant's copy or a view as such, and a branch may pass
-            # one through: the Python plan does it
+            # one through (or give a Python number on one path): the Python plan does it
             raise Unsupported(f"output {j} is not a value the graph computes")
         t_c = emitter.language.type(t.dtype)
         params.append(f"{t_c}* {restrict} o{j}")
@@ -79,7 +78,7 @@ def source(graph, language=None):
     if renderer.numpy_loops:
         params += ["void* const* ag_fn", "void* const* ag_data"]
     text = "\n".join(["#include <fenv.h>", emitter.prelude(), FLAG_BITS, f"{emitter.language.entry_prefix}int graph({', '.join(params)}) {{",
-                      "    int64_t ag_budget = 0; (void)ag_budget;", f"    feclearexcept({_FLAGS});",
+                      "    int64_t ag_budget = 0; (void)ag_budget;", "    ag_clear_flags();",
                       "    int ag_seen = 0;",
                       *renderer.lines, "}", ""])
     return text, renderer.numpy_loops

@@ -27,6 +27,7 @@ The C function returns a status:
   loop; the Python loop then runs the whole loop, so a result never depends on how often
   the function ran (and raises where eager raises).
 """
+import ctypes
 import threading
 
 import numpy as np
@@ -63,12 +64,59 @@ def _typed_by_body(node, i):
     return made_by is not None and made_by.opdef not in (PLACEHOLDER, COND, WHILE)
 
 
+def tracked_boxes(node):
+    """The loop variables of While `node` that eager may hold as a Python float on one path and
+    as a numpy float64 on another (`x = 0.0`, then `x = mid` in one branch of an `if`; or a Python
+    float start that the body makes a numpy value): the C carries each as a double with a flag
+    saying which box it has (render.Val.python), kept across PAUSEs in the state cell (bit i + 1;
+    bit 0: resumed). Raises Unsupported for such a variable of another dtype."""
+    n = len(node.attrs["body"].outputs)
+    captures = [t.weak for t in node.inputs[n:]]
+    python = [t.weak for t in node.inputs[:n]]  # may hold a Python number at the start of an iteration
+    while True:
+        made = _python_numbers(node.attrs["body"], python + captures)
+        grown = [a or b for a, b in zip(python, made)]
+        if grown == python:
+            break
+        python = grown
+    tracked = []
+    for i, (t, out) in enumerate(zip(node.inputs[:n], node.outputs)):
+        if out.weak or out.shape != () or not python[i] or (not made[i] and not t.weak):
+            continue
+        if np.dtype(t.dtype) == np.dtype(out.dtype) == np.float64:
+            tracked.append(i)
+        elif made[i]:
+            raise Unsupported(f"loop variable {i} may be a Python number or a numpy {out.dtype} depending on the path")
+    if tracked and tracked[-1] >= 62:
+        raise Unsupported("more than 62 loop variables")
+    return tracked
+
+
+def _python_numbers(graph, inputs):
+    """Per output of `graph`: whether it may hold a Python number, given that per input (an op's
+    result is one where it is typed weak, or keeps Python numbers and takes only such: NEP 50)."""
+    python = {id(p): w for p, w in zip(graph.inputs, inputs)}
+    for node in graph.nodes:
+        ins = [python.get(id(t), t.weak) for t in node.inputs]
+        if node.opdef is COND:
+            outs = [a or b for a, b in zip(_python_numbers(node.attrs["then_branch"], ins[1:]),
+                                           _python_numbers(node.attrs["else_branch"], ins[1:]))]
+        elif node.opdef is WHILE:
+            outs = [t.weak or w for t, w in zip(node.outputs, ins)]
+        else:
+            outs = [t.weak or bool(node.opdef.weak_result and ins and all(ins)) for t in node.outputs]
+        python.update((id(t), w) for t, w in zip(node.outputs, outs))
+    return [python.get(id(t), t.weak) for t in graph.outputs]
+
+
 def source(node, language=None):
-    """C source of `int loop(T* vars..., captures..., [numpy loop tables])` for While `node`,
-    and the (ufunc, dtypes) of the numpy inner loops it calls; raises Unsupported."""
+    """C source of `int loop(T* vars..., captures..., [numpy loop tables, state cell])` for While
+    `node` (the tables and the state cell where `tracked_boxes` finds variables), and the
+    (ufunc, dtypes) of the numpy inner loops it calls; raises Unsupported."""
     emitter = cexpr.Emitter(language or C(compiler.vector_math()))
     renderer = Renderer(emitter)
     n = len(node.attrs["body"].outputs)
+    tracked = tracked_boxes(node)
     params, loop_vars, captures = [], [], []
     renderer.emit(f"int64_t ag_budget = {BUDGET};", 1)
     renderer.emit("int ag_ran = 0;  /* the body ran: loop variables have their loop types */", 1)
@@ -78,6 +126,11 @@ def source(node, language=None):
         # start), which ops may read and store into but not make a large local of
         shape = _static_shape(t, local=False)
         dtype, t_c = np.dtype(out.dtype), emitter.language.type(out.dtype)
+        if i in tracked:  # a Python float or a numpy float64: a double and its box's flag
+            params.append(f"{t_c}* p{i}")
+            loop_vars.append(renderer.declare(dtype, False, (), 1, f"*p{i}")._replace(python=f"ag_w{i}"))
+            renderer.emit(f"int ag_w{i} = (*ag_state & 1) ? (int)((*ag_state >> {i + 1}) & 1) : {int(t.weak)};", 1)
+            continue
         if i < n and (shape != _static_shape(out, local=False) or t.dtype != out.dtype or t.weak != out.weak) and (
                 shape != () or dtype == np.bool_ or not _typed_by_body(node, i)):
             # the Python loop returns such a variable as the path that last set it left it: as it
@@ -110,17 +163,24 @@ def source(node, language=None):
                         f"for (int64_t k = 0; k < {size_of(v.shape)}; k++) p{i}[k] = {v.expr}[k];"
                         for i, v in enumerate(values) if v.expr != f"p{i}")
 
-    outs = renderer.while_(node, loop_vars + captures, 1, loop_vars=loop_vars,
-                           pause=lambda values: f"{write_back(values)} return {PAUSED} | ag_seen | ag_flags();", ran="ag_ran")
+    def save_boxes(resumed):
+        return f"*ag_state = {' | '.join([resumed] + [f'((int64_t)ag_w{i} << {i + 1})' for i in tracked])};" \
+            if tracked else ""
+
+    outs = renderer.while_(node, loop_vars + captures, 1, loop_vars=loop_vars, ran="ag_ran", pause=lambda values: (
+        f"{write_back(values)} {save_boxes('1')} return {PAUSED} | ag_seen | ag_flags();"))
     renderer.emit(write_back(outs), 1)
+    renderer.emit(save_boxes("0"), 1)
     renderer.emit(f"return (ag_ran ? {DONE} : {UNCHANGED}) | ag_seen | ag_flags();", 1)
     if renderer.inexact:
         renderer.lines += ["ag_inexact:", f"    return {INEXACT};"]
-    if renderer.numpy_loops:  # the tables of numpy inner loops it calls (numpy_loops.py)
+    if renderer.numpy_loops or tracked:  # the tables of numpy inner loops it calls (numpy_loops.py)
         params += ["void* const* ag_fn", "void* const* ag_data"]
+    if tracked:
+        params.append("int64_t* ag_state")
     text = "\n".join(["#include <fenv.h>", emitter.prelude(), FLAG_BITS,
                       f"{emitter.language.entry_prefix}int loop({', '.join(params)}) {{",
-                      "    feclearexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID);", "    int ag_seen = 0;",
+                      "    ag_clear_flags();", "    int ag_seen = 0;",
                       *renderer.lines, "}", ""])
     return text, renderer.numpy_loops
 
@@ -138,9 +198,11 @@ class NativeLoop(NativeFunction):
         boxes = [(BOX[t.dtype.kind], False) if t.weak else zero_d_box(t, sources, f"loop variable {i}")
                  if t.shape == () else (None, False) for i, t in enumerate(node.attrs["body"].outputs)]
         self.boxes = [box for box, _ in boxes]
+        self.tracked = tracked_boxes(node)  # boxed as Python floats where the state cell's bit i + 1 says
         # loop variables by pointer (an array's buffer, a scalar's cell), captures read as they are
         super().__init__(text, "loop", carried, written=range(self.n), numpy_loops=numpy_loops, boxes=self.boxes,
-                         donated=donated)
+                         donated=donated, state=bool(self.tracked))
+        self.entry_specs = [spec + (i + 1 if i in self.tracked else -1,) for i, spec in enumerate(self.entry_specs)]
         # a 0-d argument a loop variable may pass on must be a numpy scalar, as the box says
         self.scalar_inputs = any(needs for _, needs in boxes)
         # Python ints may not fit the C type that carries them: (index, min, max + 1); a literal
@@ -167,6 +229,9 @@ class NativeLoop(NativeFunction):
         if self.scalar_inputs and not all(type(a) is not np.ndarray or a.shape for a in args):
             return None  # a 0-d array argument: the Python loop gives it back as it is
         cells, held = self.arguments(args)
+        state = ctypes.c_int64(0)
+        if self.tracked:
+            cells += [None, None] * (not self.tables) + [ctypes.byref(state)]
         status = fn(*cells)
         flags, first = status & ~STATUS, status & STATUS
         while status & STATUS == PAUSED:  # back in the interpreter: a pending Ctrl-C raises here
@@ -176,7 +241,8 @@ class NativeLoop(NativeFunction):
             return self.finish(INEXACT, None)  # the Python loop runs from the start
         if first == UNCHANGED:  # the body never ran: the loop gives its inputs back as they came
             return self.finish(UNCHANGED | flags | BODY_NEVER_RAN, tuple(args[:self.n]))
-        return self.finish(status & STATUS | flags, self.results(cells[:self.n], held, self.boxes))
+        boxes = [float if i in self.tracked and state.value >> (i + 1) & 1 else box for i, box in enumerate(self.boxes)]
+        return self.finish(status & STATUS | flags, self.results(cells[:self.n], held, boxes))
 
     def finish(self, status, results):
         """The loop's final values, once the floating-point errors it raised are reported

@@ -26,8 +26,12 @@ from .language import Unsupported
 from .numpy_loops import LOOP_TYPEDEF
 
 # a value in the function: `expr` names a scalar local, or the start of an array's elements
-# (`base`: the array it points into, so a write to that array is known to reach it)
-Val = collections.namedtuple("Val", "expr dtype weak shape base", defaults=((), None))
+# (`base`: the array it points into, so a write to that array is known to reach it); `python`: for
+# a scalar whose box eager decides on the path (a loop variable that is a Python float or a numpy
+# float64 by the path that set it, `loops.tracked_boxes`; a Cond's output whose branches box it
+# differently), a C int expression, nonzero while eager holds a Python number there (the dtype the
+# same); None: the box is `weak`'s
+Val = collections.namedtuple("Val", "expr dtype weak shape base python", defaults=((), None, None))
 # a large array not computed yet: `element(indices)` is the C expression of its element at one C
 # index expression per dim; `reads`: the arrays it reads (a store into one must wait for its uses).
 # An elementwise op or a slice too large for a local is one; its consumer computes it where it
@@ -166,6 +170,8 @@ class Renderer:
                 ins = [self.materialize(v, indent) for v in ins]
             mark = len(self.declared)
             outs = self.node(node, ins, indent)
+            if node.opdef is not COND and any(getattr(v, "python", None) for v in ins):
+                outs = self.tracked_box(node, ins, outs, indent)
             # a Lazy value read twice is computed twice: one read by several ops is written once
             outs = [self.materialize(v, indent) if isinstance(v, Lazy) and (
                 self.heap is not None or len(v.element(["i"] * len(v.shape))) > MAX_LAZY_TEXT) and (
@@ -539,6 +545,27 @@ class Renderer:
 
     # --- Python scalars ----------------------------------------------------------------
 
+    def tracked_box(self, node, ins, outs, indent):
+        """`outs` of op `node`, some of whose operands have a box known only at run time (`Val.python`),
+        with theirs: a Python number where every operand is one and the op keeps Python numbers
+        (NEP 50 arithmetic, `OpDef.weak_result`), else a numpy value. Where eager computes on
+        Python floats, a result Python would raise on or that is not finite (numpy warns, Python
+        does not) jumps to `ag_inexact`: the Python code runs instead."""
+        if not node.opdef.weak_result or not all(v.weak or getattr(v, "python", None) for v in ins):
+            return outs  # a numpy operand (or a numpy function, a store into an array): a numpy value, as typed
+        if len(outs) != 1 or outs[0].shape != ():
+            raise Unsupported(f"{node.op} (node '{node.name}') on a value that is a Python number or a numpy "
+                              f"one depending on the path")
+        flag = self.name()
+        self.emit(f"int {flag} = {' && '.join(f'({v.python})' for v in ins if getattr(v, 'python', None))};", indent)
+        (out,) = outs
+        if out.dtype.kind == "f":
+            self.bail(f"{flag} && !isfinite({out.expr})", indent)
+        elif out.dtype.kind != "b":
+            raise Unsupported(f"{node.op} (node '{node.name}') on a Python number on one path and a numpy "
+                              f"value on another: only float64 is carried both ways")
+        return [out._replace(python=flag)]
+
     def weak_op(self, op, ins, dtype, indent):
         """Op `op` on Python scalars: exactly Python's result, or a jump to `ag_inexact`."""
         ins = [_scalar(v) for v in ins]
@@ -595,12 +622,34 @@ class Renderer:
 
     def cond(self, node, ins, indent):
         outs = [self.local(t, indent) for t in node.outputs]
+        # an operand whose box is known only at run time, or branches giving a Python number and a
+        # numpy value: each output's box is the branch's
+        then_outs, else_outs = node.attrs["then_branch"].outputs, node.attrs["else_branch"].outputs
+        dynamic = any(getattr(v, "python", None) for v in ins[1:])
+        flags = [self.name() if t.shape == () and (dynamic or a.weak != b.weak) else None
+                 for t, a, b in zip(node.outputs, then_outs, else_outs)]
+        for flag in filter(None, flags):
+            self.emit(f"int {flag};", indent)
         self.emit(f"if ({self.emitter.cast(_scalar(ins[0]), np.bool_)}) {{", indent)
-        self.assign(outs, self.graph(node.attrs["then_branch"], ins[1:], indent + 1), indent + 1)
+        then_boxes = self.branch(node.attrs["then_branch"], ins[1:], outs, flags, indent + 1)
         self.emit("} else {", indent)
-        self.assign(outs, self.graph(node.attrs["else_branch"], ins[1:], indent + 1), indent + 1)
+        else_boxes = self.branch(node.attrs["else_branch"], ins[1:], outs, flags, indent + 1)
         self.emit("}", indent)
-        return outs
+        # an output both branches box alike, as typed, keeps its static box
+        return [out if not flag or a == b == box_flag(out) else out._replace(python=flag)
+                for out, flag, a, b in zip(outs, flags, then_boxes, else_boxes)]
+
+    def branch(self, graph, ins, outs, flags, indent):
+        """Write a Cond branch into `outs` (and the flags of their boxes); the boxes' C, per output."""
+        values = self.graph(graph, ins, indent)
+        for value, flag in zip(values, flags):
+            if flag is None and getattr(value, "python", None):
+                raise Unsupported("an array output of a branch taking a value that is a Python number or a numpy "
+                                  "one depending on the path")
+            if flag:
+                self.emit(f"{flag} = {box_flag(value)};", indent)
+        self.assign(outs, values, indent)
+        return [box_flag(v) if isinstance(v, Val) else "0" for v in values]
 
     def while_(self, node, ins, indent, loop_vars=None, pause=None, ran=None):
         """The loop; `loop_vars`: where its variables live if the caller set them up (else
@@ -609,6 +658,9 @@ class Renderer:
         loop only)."""
         cond, body = node.attrs["cond"], node.attrs["body"]
         n = len(body.outputs)
+        if loop_vars is None and any(getattr(v, "python", None) for v in ins):
+            raise Unsupported("a nested loop taking a value that is a Python number or a numpy one depending on "
+                              "the path")
         if loop_vars is None:  # a nested loop: an array start value no one reads later is its own buffer
             loop_vars = [ins[i] if ins[i].shape == _static_shape(t, local=False) and ins[i].dtype == t.dtype and
                          self.writable(node.inputs[i], ins[i]) else self.local(t, indent)
@@ -623,12 +675,28 @@ class Renderer:
         work = self.work
         (pred,) = self.graph(cond, loop_vars + ins[n:], indent + 1)
         self.emit(f"if (!{self.emitter.cast(_scalar(pred), np.bool_)}) break;", indent + 1)
-        self.assign(loop_vars, self.graph(body, loop_vars + ins[n:], indent + 1, owned), indent + 1)
+        outs = self.graph(body, loop_vars + ins[n:], indent + 1, owned)
+        flags = []  # the boxes a tracked loop variable takes for the next iteration, read before any is set
+        for i, (target, value) in enumerate(zip(loop_vars, outs)):
+            if target.python:
+                flags.append((target.python, self.name()))
+                self.emit(f"int {flags[-1][1]} = {box_flag(value)};", indent + 1)
+            elif getattr(value, "python", None):
+                raise Unsupported(f"loop variable {i} may become a Python number or a numpy value depending "
+                                  f"on the path")
+        self.assign(loop_vars, outs, indent + 1)
+        for target, flag in flags:
+            self.emit(f"{target} = {flag};", indent + 1)
         if ran:
             self.emit(f"{ran} = 1;", indent + 1)
         self.emit(f"ag_budget -= {max(1, self.work - work)};", indent + 1)
         self.emit("}", indent)
         return loop_vars
+
+
+def box_flag(value):
+    """C of "eager holds `value` as a Python number" (Val.python, or its static box)."""
+    return getattr(value, "python", None) or ("1" if value.weak else "0")
 
 
 # how a structural node is written: Renderer method (self, node, operand Vals, indent) -> its
