@@ -165,3 +165,43 @@ def test_concatenation_copies_each_piece_into_place_cast_as_numpy_casts():
 def test_a_zero_size_result_stays_numpy():
     (region,) = regions(lambda x: (np.concatenate([x[:, :0], x[:, 3:]], axis=1) + 1.0, x.sum()), np.ones((3, 3)))
     assert region.native is None and "empty" in region.why
+
+
+def sgd_update(w, x, d):
+    return w - 0.1 * (x.T @ d)
+
+
+def sgd_update_and_gradient_sum(w, x, d):
+    g = x.T @ d
+    return w - 0.1 * g, g.sum()
+
+
+def test_a_matmul_read_only_by_an_outputs_elementwise_op_is_made_in_that_output():
+    """W5's `w1 - lr * dw1`: dw1 is made in the output's buffer (no array of its own, whose pages
+    the OS would give on every call); each element is read before it is written."""
+    rng = np.random.default_rng(9)
+    w, x, d = rng.standard_normal((200, 100)), rng.standard_normal((30, 200)), rng.standard_normal((30, 100))
+    all_native(sgd_update, w, x, d)
+    (region,) = regions(sgd_update, w, x, d)
+    assert "(char*)o0}" in region.native.text and "malloc" not in region.native.text
+    (region,) = regions(sgd_update_and_gradient_sum, w, x, d)  # read twice: an array of its own
+    assert region.native is not None and "(char*)o0}" not in region.native.text
+
+
+def nested_loop_over_a_view(x, n):
+    total = x[0] * 0.0
+    i = 0
+    while i < n:
+        row = x.T[i % 3]             # a strided row of a transpose, carried into the inner loop
+        j = 0
+        while j < 2:
+            row = row * 0.5 + x[:, 0]
+            j += 1
+        total = total + row
+        i += 1
+    return total
+
+
+def test_loops_carry_views_as_copies_of_their_own():
+    x = np.random.default_rng(10).standard_normal((3, 3))
+    all_native(nested_loop_over_a_view, x, np.int64(4))

@@ -87,6 +87,7 @@ class Renderer:
         # later array of up to that size takes over (an unrolled loop's steps reuse a few buffers)
         self.dead = collections.defaultdict(list)
         self.sizes = {}        # name -> (C type, elements) of the arrays declared at the top level
+        self.homes = {}        # id(matmul result) -> the output buffer it is made in (graphs.py: `homes`)
         self.scopes = []       # per graph being written, innermost last: a _Scope
 
     # --- locals ------------------------------------------------------------------------
@@ -254,7 +255,8 @@ class Renderer:
         if node.op == "StridedSlice":
             return [self.subscript(node, ins, out, indent)]
         if node.opdef.ufunc and getattr(np, node.opdef.ufunc).signature == _MATMUL:
-            return [self.numpy_matmul(node.opdef.ufunc, ins, np.dtype(out.dtype), _static_shape(out, local=False), indent)]
+            return [self.numpy_matmul(node.opdef.ufunc, ins, np.dtype(out.dtype), _static_shape(out, local=False), indent,
+                                      self.homes.get(id(out)))]
         if node.opdef.elementwise or cexpr.rule_for(node.opdef) is not None or node.opdef.expansion is not None:
             return [self.apply(node.op, ins, np.dtype(out.dtype), out.weak, _static_shape(out, local=False), indent)]
         raise Unsupported(f"{node.op} (node '{node.name}') has no C form in a native region")
@@ -295,17 +297,18 @@ class Renderer:
         self.elementwise_loop(result, ins, lambda v: self.emitter.op(op, v, dtype), indent)
         return result
 
-    def numpy_matmul(self, ufunc, ins, dtype, shape, indent):
+    def numpy_matmul(self, ufunc, ins, dtype, shape, indent, home=None):
         """a @ b of two matrices through numpy's own matmul loop (its BLAS call for floats), as
         eager numpy calls it: once, over operands laid out as eager's (a transpose as a view: the
-        loop picks BLAS's transposed form from its strides), so the result is numpy's."""
+        loop picks BLAS's transposed form from its strides), so the result is numpy's. `home`: an
+        output buffer to make it in (the output an elementwise op computes from it, element by element)."""
         a, b = ins
         if len(a.shape) != 2 or len(b.shape) != 2 or a.dtype != dtype or b.dtype != dtype or dtype.kind not in "iuf":
             raise Unsupported(f"{ufunc} of {a.shape} and {b.shape} ({a.dtype}, {b.dtype})")
         a, b = (self.as_eager(v, f"{ufunc}'s operand", indent) for v in (a, b))
         (m, k), (_, p) = a.shape, b.shape
         size = dtype.itemsize
-        result = self.declare(dtype, False, shape, indent)
+        result = Val(home, dtype, False, shape, home) if home else self.declare(dtype, False, shape, indent)
         (a0, a1), (b0, b1) = a.strides or strides_of(a.shape), b.strides or strides_of(b.shape)
         # gufunc arguments: dims (outer count, m, k, p); steps: outer strides, then the core strides
         steps = [0, 0, 0, a0 * size, a1 * size, b0 * size, b1 * size, p * size, size]
@@ -779,7 +782,7 @@ class Renderer:
         n = len(body.outputs)
         if loop_vars is None:  # a nested loop: an array start value no one reads later is its own buffer
             loop_vars = [ins[i] if ins[i].shape == _static_shape(t, local=False) and ins[i].dtype == t.dtype and
-                         self.writable(node.inputs[i], ins[i]) else self.local(t, indent)
+                         contiguous(ins[i]) and self.writable(node.inputs[i], ins[i]) else self.local(t, indent)
                          for i, t in enumerate(node.outputs)]
             for target, value in zip(loop_vars, ins[:n]):
                 if target is not value:
