@@ -205,3 +205,19 @@ def nested_loop_over_a_view(x, n):
 def test_loops_carry_views_as_copies_of_their_own():
     x = np.random.default_rng(10).standard_normal((3, 3))
     all_native(nested_loop_over_a_view, x, np.int64(4))
+
+
+def empty_views(x):
+    return x[:, 2:2].sum(axis=1), x[:, 2:2] @ x[2:2], x[1:, ::-1] + 1.0
+
+
+def test_views_with_a_zero_size_dim_run_as_numpy_does():
+    x = np.arange(12.0).reshape(3, 4)
+    (region,) = regions(empty_views, x)
+    assert region.native is None and "empty" in region.why
+    compiled = ag.function(lambda x: np.max(x[:, 1:1], axis=1))
+    with pytest.raises(ValueError):
+        np.max(x[:, 1:1], axis=1)
+    for _ in range(CALLS):
+        with pytest.raises(ValueError):
+            compiled(x)

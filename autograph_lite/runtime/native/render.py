@@ -239,7 +239,7 @@ class Renderer:
             return []
         if node.opdef.in_place == "store":  # x[index] = value (SetItem)
             return self.set_item(node, ins, indent)
-        view = VIEWS.get(node.op)
+        view = VIEWS.get(node.opdef.primitive) or (Renderer.fused if node.op == "FusedElementwise" else None)
         if view is not None:
             return view(self, node, ins, indent)
         rule = RULES.get(node.opdef)
@@ -305,6 +305,8 @@ class Renderer:
         a, b = ins
         if len(a.shape) != 2 or len(b.shape) != 2 or a.dtype != dtype or b.dtype != dtype or dtype.kind not in "iuf":
             raise Unsupported(f"{ufunc} of {a.shape} and {b.shape} ({a.dtype}, {b.dtype})")
+        if size_of(a.shape) == 0 or size_of(b.shape) == 0:
+            raise Unsupported(f"{ufunc} of an empty array")
         a, b = (self.as_eager(v, f"{ufunc}'s operand", indent) for v in (a, b))
         (m, k), (_, p) = a.shape, b.shape
         size = dtype.itemsize
@@ -566,7 +568,11 @@ class Renderer:
     def fused(self, node, ins, indent):
         """A FusedElementwise node: its steps written one by one (large results stay Lazy: the
         chain is computed where it is read)."""
+        from ..fused import BLOCKED_MIN_SIZE, THREADS  # fused.py builds these nodes (and imports this package)
         out = node.outputs[0]
+        size = size_of(_static_shape(out, local=False))
+        if THREADS > 1 and size >= BLOCKED_MIN_SIZE * THREADS:
+            raise Unsupported(f"a fused chain of {size} elements: its own kernel splits it among {THREADS} threads")
         steps = []
         for op, args, dtype in node.attrs["steps"]:
             operands = [ins[k] if kind == "in" else steps[k] for kind, k in args]
@@ -589,7 +595,8 @@ class Renderer:
         if not axes:
             return [self.reshape(g, out, indent)]
         kept = tuple(n for d, n in enumerate(g.shape) if d not in axes)
-        summed = self.reduce(REGISTRY["Sum"], g, axes, np.dtype(out.dtype), out.weak, kept, indent)
+        fold = Fold(node.op, cexpr._op_of_ufunc("add"), False)
+        summed = self.reduce(fold, g, axes, np.dtype(out.dtype), out.weak, kept, indent)
         if summed.shape == () and shape != ():  # all summed, into a [1, 1]
             array = self.declare(summed.dtype, summed.weak, shape, indent)
             self.emit(f"{array.expr}[0] = {summed.expr};", indent)
@@ -600,6 +607,8 @@ class Renderer:
         """The reduction `opdef` (Sum, Mean, Max, ...) of x over `axes` (None: all), in numpy's order."""
         if x.shape == ():
             raise Unsupported(f"{opdef.name} of a scalar")
+        if size_of(x.shape) == 0:
+            raise Unsupported(f"{opdef.name} of an empty array")
         ndim = len(x.shape)
         axes = tuple(range(ndim)) if axes is None else tuple(sorted({a % ndim for a in (
             axes if isinstance(axes, tuple) else (axes,))}))
@@ -807,10 +816,10 @@ class Renderer:
 # table) or not at all (`Unsupported`: the region stays Python)
 RULES = {CONST: lambda self, node, ins, indent: [self.constant(node, node.outputs[0], indent)],
          COND: Renderer.cond, WHILE: Renderer.while_}
-# ops written as views, copies into place, or steps of their own: by op name (gradient_ops and
-# fused sit above this module)
-VIEWS = {"Transpose": Renderer.transpose, "Identity": Renderer.identity, "BroadcastLike": Renderer.broadcast_like,
-         "SumToShape": Renderer.sum_to_shape, "Concat": Renderer.concat, "FusedElementwise": Renderer.fused}
+# ops written as views or copies into place, by what they compute (OpDef.primitive); a fused
+# node (FusedElementwise, which fused.py builds) by its steps
+VIEWS = {"transpose": Renderer.transpose, "identity": Renderer.identity, "broadcast_to": Renderer.broadcast_like,
+         "sum_to": Renderer.sum_to_shape, "concatenate": Renderer.concat}
 NOT_RENDERED = {PLACEHOLDER: "a graph input: a parameter of the generated function"}
 
 
@@ -837,6 +846,10 @@ class _Scope:
     def last_use(self, t):
         """The position of the last node reading `t` (past the end: returned), -1 if none."""
         return self.uses.get(id(t), -1)
+
+
+# the facts of a reduction `reduce` asks: SumToShape sums as np.sum does
+Fold = collections.namedtuple("Fold", "name reduce_with averages")
 
 
 def placeholder_sources(graph, sources=None):
@@ -924,7 +937,8 @@ def _scalar(value):
 def _takes_lazy(node):
     """True if the renderer writes `node` with Lazy operands as they are: an elementwise op
     (C of its own, not numpy's loop) or a store."""
-    if node.opdef.in_place == "store" or node.op in ("BroadcastLike", "Concat", "FusedElementwise"):
+    if node.opdef.in_place == "store" or node.op == "FusedElementwise" or node.opdef.primitive in (
+            "broadcast_to", "concatenate"):
         return True
     if node.opdef.structural or node.opdef.reduce_with or node.opdef.reshapes or len(node.outputs) != 1:
         return False
