@@ -221,3 +221,40 @@ def test_views_with_a_zero_size_dim_run_as_numpy_does():
     for _ in range(CALLS):
         with pytest.raises(ValueError):
             compiled(x)
+
+
+VIEWS = {"x": lambda x: x, "x.T": lambda x: x.T, "x[::-1]": lambda x: x[::-1], "x[:, ::-2]": lambda x: x[:, ::-2],
+         "x[1:, :1]": lambda x: x[1:, :1], "x[None, 1]": lambda x: x[None, 1], "x.T[::2]": lambda x: x.T[::2],
+         "x[2]": lambda x: x[2], "x[:, 3:4].T": lambda x: x[:, 3:4].T}
+
+
+def combinations(view_a, view_b):
+    def fn(x, y):
+        a, b = view_a(x), view_b(y)
+        both = a * 2 + b                                  # broadcast against each other
+        out = [both, np.maximum(a, b).sum(axis=0), np.where(a > 0, a, b), both.max()]
+        if a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0]:
+            out.append(a @ b)
+        if a.ndim == b.ndim and a.shape[1:] == b.shape[1:]:
+            out.append(np.concatenate([a, b]))
+        return tuple(out)
+    return fn
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_every_pair_of_views_broadcast_reduced_multiplied_and_joined_equals_eager(dtype):
+    """A differential sweep: views with negative steps, size-1 dims and new axes, in pairs that
+    broadcast, through elementwise ops, reductions, matmul and concatenation."""
+    rng = np.random.default_rng(11)
+    x, y = (rng.standard_normal((4, 4)) * 4).astype(dtype), (rng.standard_normal((4, 4)) * 4).astype(dtype)
+    native = 0
+    for name_a, view_a in VIEWS.items():
+        for name_b, view_b in VIEWS.items():
+            try:
+                np.broadcast_shapes(view_a(x).shape, view_b(y).shape)
+            except ValueError:
+                continue
+            fn = combinations(view_a, view_b)
+            fn.__name__ = f"views_{len(name_a)}_{len(name_b)}"
+            native += all(r.native is not None for r in regions(fn, x, y))
+    assert native >= 30

@@ -650,7 +650,8 @@ class Renderer:
                 raise Unsupported(f"{opdef.name} over axes {axes}")
             (i,) = reduced
             outer, count, inner = size_of([n for n, _ in groups[:i]]), groups[i][0], size_of([n for n, _ in groups[i + 1:]])
-        if accumulate != x.dtype and inner != 1:
+        if accumulate != x.dtype and inner != 1 and (accumulate.kind not in "iu" or averages):
+            # (integers add exactly in any order: each element is cast as it is added)
             raise Unsupported(f"{opdef.name} over a leading axis cast to {accumulate}")
         self.work += size_of(x.shape)
         if accumulate.kind == "f" and inner == 1:
