@@ -4,6 +4,8 @@ W1 tanh_loop: `while reduce_sum(x) > 1: x = tanh(x)` on a seeded float32 [10] ve
    (about 145 data-dependent iterations): per-op and per-iteration overhead.
 W2 rnn: a basic RNN (batch 32, 50 steps, input 16, state 64) with per-example lengths
    masked by `where`, looping over a tensor range: a realistic recurrent loop.
+W2b rnn_by_columns: W2 with batch-major inputs as a user writes it: `inputs[:, i]` (a strided
+   column) per step, joined to the state by `np.concatenate` for one matmul (`--only W2` runs both).
 W3 lstm_cell: one LSTM cell (units 10, input [10, 10]): dispatch cost of a short graph.
 W4 elementwise_chain: `tanh(x*1.5 + 0.5) * sigmoid(x) - 0.25*x*x` on 4,000,000 float32:
    memory bandwidth, where fusion makes six passes over memory one.
@@ -20,7 +22,8 @@ import numpy as np
 
 from examples.models import (collatz, collatz_inputs, edit_distance, edit_distance_inputs, elementwise_chain,
                              elementwise_inputs, jacobi_2d, jacobi_2d_inputs, lstm_cell, lstm_inputs, mlp_step,
-                             mlp_step_inputs, rnn, rnn_inputs, tanh_loop, tanh_loop_inputs)
+                             mlp_step_inputs, rnn, rnn_by_columns, rnn_by_columns_inputs, rnn_inputs, tanh_loop,
+                             tanh_loop_inputs)
 
 
 def elementwise_chain_numpy(x):
@@ -31,6 +34,14 @@ def rnn_numpy(inputs, seq_len, w_in, w_state, b, w_out, b_out):
     state = np.zeros((inputs.shape[1], w_state.shape[0]), inputs.dtype)
     for i in range(inputs.shape[0]):
         updated = np.tanh(inputs[i] @ w_in + state @ w_state + b)
+        state = np.where(i >= seq_len[:, None], state, updated)
+    return state @ w_out + b_out
+
+
+def rnn_by_columns_numpy(inputs, seq_len, w, b, w_out, b_out):
+    state = np.zeros((inputs.shape[0], w.shape[1]), inputs.dtype)
+    for i in range(inputs.shape[1]):
+        updated = np.tanh(np.concatenate([inputs[:, i], state], axis=1) @ w + b)
         state = np.where(i >= seq_len[:, None], state, updated)
     return state @ w_out + b_out
 
@@ -92,6 +103,7 @@ def collatz_zero_d_inputs():
 WORKLOADS = {
     "W1 tanh_loop": (tanh_loop_numpy, tanh_loop, tanh_loop_inputs),
     "W2 rnn": (rnn_numpy, rnn, rnn_inputs),
+    "W2b rnn_by_columns": (rnn_by_columns_numpy, rnn_by_columns, rnn_by_columns_inputs),
     "W3 lstm_cell": (lstm_cell_numpy, lstm_cell, lstm_inputs),
     "W4 elementwise_chain": (elementwise_chain_numpy, elementwise_chain, elementwise_inputs),
     "W5 mlp_step": (mlp_step_numpy, mlp_step, mlp_step_inputs),

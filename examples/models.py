@@ -96,6 +96,22 @@ def rnn(inputs, seq_len, w_in, w_state, b, w_out, b_out):
     return ag.matmul(state, w_out) + b_out
 
 
+def rnn_by_columns(inputs, seq_len, w, b, w_out, b_out):
+    """W2 as a user with batch-major inputs [batch, steps, input] writes it: column i of the
+    inputs per step, joined to the state by np.concatenate for one matmul."""
+    state = np.zeros((inputs.shape[0], w.shape[1]), inputs.dtype)
+    for i in ag.range(ag.shape(inputs)[1]):
+        updated = np.tanh(np.concatenate([inputs[:, i], state], axis=1) @ w + b)
+        state = np.where(i >= seq_len[:, None], state, updated)
+    return state @ w_out + b_out
+
+
+def rnn_by_columns_inputs(seed=0, **sizes):
+    """W2's inputs laid out for rnn_by_columns: [batch, steps, input], w_in stacked on w_state."""
+    inputs, seq_len, w_in, w_state, b, w_out, b_out = rnn_inputs(seed, **sizes)
+    return np.ascontiguousarray(inputs.transpose(1, 0, 2)), seq_len, np.concatenate([w_in, w_state]), b, w_out, b_out
+
+
 def rnn_loss(w_in, w_state, b, w_out, b_out, inputs, seq_len, targets):
     """W2's squared error against targets."""
     return ag.reduce_mean(ag.square(rnn(inputs, seq_len, w_in, w_state, b, w_out, b_out) - targets))

@@ -208,7 +208,7 @@ def _concat_infer(*values, axis=0):
 
 
 OPS["concat"] = define("Concat", lambda xp, axis=0: lambda *v: xp.concatenate(v, axis=axis), _concat_infer,
-                       attrs={"axis": INT})
+                       attrs={"axis": INT}, primitive="concatenate")
 
 
 def concat(values, axis=0):
@@ -286,7 +286,7 @@ def _transpose_of_transpose(node):
 
 OPS["transpose"] = define("Transpose", lambda xp, perm=None: lambda x: xp.transpose(x, perm), _transpose_infer,
                           attrs={"perm": OptionalOf(TupleOf(INT))},
-                          may_raise=False, simplify=_transpose_of_transpose, view=_always)
+                          may_raise=False, simplify=_transpose_of_transpose, view=_always, primitive="transpose")
 
 
 def transpose(x, perm=None):

@@ -17,7 +17,7 @@ def _sum_to_kernel(xp):
     return sum_to
 
 
-SUM_TO = define("SumToShape", _sum_to_kernel, lambda g, like: [(like.shape, g.dtype)])
+SUM_TO = define("SumToShape", _sum_to_kernel, lambda g, like: [(like.shape, g.dtype)], primitive="sum_to")
 
 
 def sum_to(g, like):
@@ -38,7 +38,8 @@ def _broadcast_kernel(xp):
     return lambda g, like: xp.broadcast_to(g, xp.shape(like)).copy()
 
 
-BROADCAST = define("BroadcastLike", _broadcast_kernel, lambda g, like: [(like.shape, g.dtype)])
+BROADCAST = define("BroadcastLike", _broadcast_kernel, lambda g, like: [(like.shape, g.dtype)],
+                   primitive="broadcast_to")
 
 
 def broadcast_like(g, like):

@@ -31,6 +31,33 @@ def _ignored():
     return all(modes[k] == "ignore" for k in ("divide", "over", "invalid"))
 
 
+def homes(graph):
+    """id(tensor) -> "oJ": a matmul result (a large fresh array, pages the OS must give on every call)
+    made in the buffer of output J, which elementwise ops compute from it element by element (its
+    only readers, each of the output's shape): every read of an element comes before the output's
+    value is written there, at the end (W5's `w1 - lr * dw1`)."""
+    found = {}
+
+    def only_here(x, shape):
+        return x.shape == shape and len(x.users) == 1 and all(o is not x for o in graph.outputs)
+
+    for j, t in enumerate(graph.outputs):
+        if t.node is None or not t.node.opdef.elementwise or sum(o is t for o in graph.outputs) != 1 or t.shape == ():
+            continue
+        chain = [t.node]
+        while chain and f"o{j}" not in found.values():
+            for x in chain.pop().inputs:
+                made_by = x.node
+                if made_by is None or not only_here(x, t.shape):
+                    continue
+                if made_by.opdef.ufunc == "matmul" and x.dtype == t.dtype and id(x) not in found:
+                    found[id(x)] = f"o{j}"
+                    break
+                if made_by.opdef.elementwise:
+                    chain.append(made_by)
+    return found
+
+
 def source(graph, language=None):
     """C source of `int graph(inputs..., outputs..., [numpy loop tables])` for `graph`, and the
     numpy inner loops it calls; raises Unsupported."""
@@ -50,6 +77,7 @@ def source(graph, language=None):
         count += 1
     if count > MAX_NODES:
         raise Unsupported(f"a graph of {count} nodes: more than one C function is written for ({MAX_NODES})")
+    renderer.homes = homes(graph)
     outs = renderer.graph(graph, inputs, 1)
     sources = placeholder_sources(graph)
     for j, (t, value) in enumerate(zip(graph.outputs, outs)):

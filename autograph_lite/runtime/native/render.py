@@ -26,17 +26,25 @@ from .language import Unsupported
 from .numpy_loops import LOOP_TYPEDEF
 
 # a value in the function: `expr` names a scalar local, or the start of an array's elements
-# (`base`: the array it points into, so a write to that array is known to reach it); `python`: for
-# a scalar whose box eager decides on the path (a loop variable that is a Python float or a numpy
-# float64 by the path that set it, `loops.tracked_boxes`; a Cond's output whose branches box it
-# differently), a C int expression, nonzero while eager holds a Python number there (the dtype the
-# same); None: the box is `weak`'s
-Val = collections.namedtuple("Val", "expr dtype weak shape base python", defaults=((), None, None))
+# (`base`: the array it points into, so a write to that array is known to reach it). `strides`:
+# the element step per dim of a view (a transpose, a slice, a column, a broadcast), None where
+# the elements lie C-contiguous. `layout`: None where eager numpy's array has this memory
+# layout; "c" where eager's is a fresh C-contiguous array read here through a broadcast view;
+# "unknown" where eager's may be laid out otherwise (an elementwise result of a transposed
+# operand: numpy allocates it in its operands' order). Ops whose result depends on the order
+# memory is read in (numpy's reductions, its matmul) take only values laid out as eager's.
+# `python`: for a scalar whose box eager decides on the path (a loop variable that is a Python
+# float or a numpy float64 by the path that set it, `loops.tracked_boxes`; a Cond's output whose
+# branches box it differently), a C int expression, nonzero while eager holds a Python number
+# there (the dtype the same); None: the box is `weak`'s
+Val = collections.namedtuple("Val", "expr dtype weak shape base strides layout python",
+                             defaults=((), None, None, None, None))
 # a large array not computed yet: `element(indices)` is the C expression of its element at one C
 # index expression per dim; `reads`: the arrays it reads (a store into one must wait for its uses).
 # An elementwise op or a slice too large for a local is one; its consumer computes it where it
 # needs it (a store's loop, another such op), or writes it into a buffer (`materialize`)
-Lazy = collections.namedtuple("Lazy", "element dtype weak shape reads expr base", defaults=(None, None))
+Lazy = collections.namedtuple("Lazy", "element dtype weak shape reads expr base strides layout",
+                              defaults=(None, None, None, None))
 
 MAX_ELEMENTS = 1 << 14     # a larger array stays on numpy
 MAX_LOCAL_BYTES = 1 << 18  # stack bytes of local arrays per function (threads have small stacks)
@@ -80,6 +88,11 @@ class Renderer:
         self.work = 0          # elements computed per pass over the nodes written (for budgets)
         self.declared = []     # the names of the local arrays declared, in order
         self.heap = None       # a list where large arrays may live on the heap (graphs.py), else None
+        # a straight-line function's arrays no later node reads, by C type: [(elements, name)], which a
+        # later array of up to that size takes over (an unrolled loop's steps reuse a few buffers)
+        self.dead = collections.defaultdict(list)
+        self.sizes = {}        # name -> (C type, elements) of the arrays declared at the top level
+        self.homes = {}        # id(matmul result) -> the output buffer it is made in (graphs.py: `homes`)
         self.scopes = []       # per graph being written, innermost last: a _Scope
 
     # --- locals ------------------------------------------------------------------------
@@ -95,12 +108,23 @@ class Renderer:
         return self.declare(np.dtype(t.dtype), t.weak, _static_shape(t), indent, expr)
 
     def materialize(self, value, indent):
-        """`value` as an array in memory: a Lazy one written into a new buffer."""
+        """`value` as an array in memory: a Lazy one written into a new buffer (a view is one)."""
         if not isinstance(value, Lazy):
             return value
         out = self.declare(value.dtype, value.weak, value.shape, indent)
         self.elementwise_loop(out, [value], lambda v: v[0].expr, indent)
-        return out
+        return out._replace(layout=value.layout)
+
+    def packed(self, value, indent):
+        """`value` as C-contiguous elements: a Lazy value or a view copied into a new buffer. The
+        copy of a view is not laid out as eager's array (a reduction would read it in another
+        order), except where eager's is a fresh C array read here through a broadcast."""
+        if not isinstance(value, Lazy) and contiguous(value):
+            return value
+        out = self.declare(value.dtype, value.weak, value.shape, indent)
+        self.elementwise_loop(out, [value], lambda v: v[0].expr, indent)
+        view = not isinstance(value, Lazy) and value.layout != "c"
+        return out._replace(layout="unknown" if view or value.layout == "unknown" else None)
 
     def declare(self, dtype, weak, shape, indent, expr=None):
         name, t_c = self.name(), self.language.type(dtype)
@@ -109,17 +133,26 @@ class Renderer:
             return Val(name, dtype, weak)
         if size_of(shape) == 0:
             raise Unsupported("an empty array")
+        spare = [d for d in self.dead[t_c] if d[0] >= size_of(shape)] if indent == 1 else ()
+        if spare:
+            size, reused = min(spare)
+            self.dead[t_c].remove((size, reused))
+            self.declared.append(reused)
+            return Val(reused, dtype, weak, shape, reused)
         if size_of(shape) > MAX_ELEMENTS or self.local_bytes + size_of(shape) * dtype.itemsize > MAX_LOCAL_BYTES:
             if self.heap is None or indent != 1:
                 raise Unsupported(f"an array of {size_of(shape)} elements: more than a function's locals hold")
             # a straight-line function's large array: allocated here, freed at every return
             self.heap.append((name, t_c))
+            self.sizes[name] = (t_c, size_of(shape))
             self.emit(f"{name} = ({t_c}*)malloc({size_of(shape)} * sizeof({t_c}));", indent)
             self.emit(f"if (!{name}) goto ag_inexact;", indent)  # the Python plan raises numpy's MemoryError
             self.inexact = True
             self.declared.append(name)
             return Val(name, dtype, weak, shape, name)
         self.local_bytes += size_of(shape) * dtype.itemsize
+        if indent == 1:
+            self.sizes[name] = (t_c, size_of(shape))
         self.emit(f"{t_c} {name}[{size_of(shape)}];", indent)
         self.declared.append(name)
         return Val(name, dtype, weak, shape, name)
@@ -137,7 +170,8 @@ class Renderer:
         """out[...] = element(operand elements) over out's shape, operands broadcast to it."""
         self.work += size_of(out.shape)
         pad = indent
-        if all(v.shape in ((), out.shape) and not isinstance(v, Lazy) for v in operands):
+        if contiguous(out) and all(v.shape == () or (v.shape == out.shape and not isinstance(v, Lazy) and
+                                                     contiguous(v)) for v in operands):
             self.emit(f"for (int64_t k = 0; k < {size_of(out.shape)}; k++) {{", pad)
             index = {id(v): "k" for v in operands}
             flat = "k"
@@ -146,8 +180,8 @@ class Renderer:
             for d, (i, n) in enumerate(zip(names, out.shape)):
                 self.emit("    " * d + f"for (int64_t {i} = 0; {i} < {n}; {i}++) {{", pad)
             index = {id(v): _broadcast_names(v.shape, out.shape, names) if isinstance(v, Lazy) else
-                     _broadcast_index(v.shape, out.shape, names) for v in operands}
-            flat = _broadcast_index(out.shape, out.shape, names)
+                     _broadcast_index(v.shape, out.shape, names, v.strides) for v in operands}
+            flat = _broadcast_index(out.shape, out.shape, names, out.strides)
         depth = 1 if flat == "k" else len(out.shape)
         values = [cexpr.Value(v.element(index[id(v)]), v.dtype, v.weak) if isinstance(v, Lazy) else _at(v, index[id(v)])
                   for v in operands]
@@ -165,6 +199,8 @@ class Renderer:
         scope = _Scope(graph, values, {inputs[k].base for k in owned if inputs[k].shape != ()})
         self.scopes.append(scope)
         for scope.position, node in enumerate(graph.nodes):
+            if self.heap is not None and indent == 1:
+                self.reclaim(scope)
             ins = [values[id(t)] for t in node.inputs]
             if not _takes_lazy(node):
                 ins = [self.materialize(v, indent) for v in ins]
@@ -181,6 +217,13 @@ class Renderer:
             scope.hold(zip(node.outputs, outs))
         self.scopes.pop()
         return [values[id(t)] for t in graph.outputs]
+
+    def reclaim(self, scope):
+        """Put the top-level arrays this graph made that no node from here on reads among the dead."""
+        for name in list(scope.owned):
+            if scope.read_until.get(name, -1) < scope.position and name in self.sizes:
+                scope.owned.discard(name)
+                self.dead[self.sizes[name][0]].append((self.sizes[name][1], name))
 
     def writable(self, t, value):
         """True if the current node may write tensor `t`'s array (Val `value`) in place: the
@@ -203,6 +246,9 @@ class Renderer:
             return []
         if node.opdef.in_place == "store":  # x[index] = value (SetItem)
             return self.set_item(node, ins, indent)
+        view = VIEWS.get(node.opdef.primitive) or (Renderer.fused if node.op == "FusedElementwise" else None)
+        if view is not None:
+            return view(self, node, ins, indent)
         rule = RULES.get(node.opdef)
         if rule is not None:
             return rule(self, node, ins, indent)
@@ -212,11 +258,12 @@ class Renderer:
         if node.opdef.reduce_with:
             return [self.reduction(node, ins, out, indent)]
         if node.opdef.reshapes:
-            return [self.reshape(ins[0], out)]
+            return [self.reshape(ins[0], out, indent)]
         if node.op == "StridedSlice":
             return [self.subscript(node, ins, out, indent)]
         if node.opdef.ufunc and getattr(np, node.opdef.ufunc).signature == _MATMUL:
-            return [self.numpy_matmul(node.opdef.ufunc, ins, np.dtype(out.dtype), _static_shape(out), indent)]
+            return [self.numpy_matmul(node.opdef.ufunc, ins, np.dtype(out.dtype), _static_shape(out, local=False), indent,
+                                      self.homes.get(id(out)))]
         if node.opdef.elementwise or cexpr.rule_for(node.opdef) is not None or node.opdef.expansion is not None:
             return [self.apply(node.op, ins, np.dtype(out.dtype), out.weak, _static_shape(out, local=False), indent)]
         raise Unsupported(f"{node.op} (node '{node.name}') has no C form in a native region")
@@ -225,8 +272,13 @@ class Renderer:
         """The Val of elementwise op `op` over `ins`, of `dtype` and `shape`."""
         if shape == () and weak:
             return self.weak_op(op, ins, dtype, indent)
+        # numpy lays its result out in its operands' order: C unless an operand is transposed
+        layout = None if all(c_ordered(v) for v in ins if v.shape != ()) else "unknown"
+        return self._apply(op, ins, dtype, weak, shape, indent)._replace(layout=layout)
+
+    def _apply(self, op, ins, dtype, weak, shape, indent):
         if cexpr.needs_numpy_loop(op):
-            ins = [self.materialize(v, indent) for v in ins]
+            ins = [self.packed(v, indent) for v in ins]
             opdef = REGISTRY[op]
             if opdef.expansion is None:
                 return self.numpy_loop(opdef.ufunc, ins, dtype, shape, indent)
@@ -235,7 +287,7 @@ class Renderer:
             for ufunc, args in opdef.expansion:  # the steps numpy's kernel runs, one by one
                 operands = [x if a == "x" else y if a == "y" else Val(cexpr.literal(a, dtype), dtype, True)
                             for a in args]
-                y = self.apply(cexpr._op_of_ufunc(ufunc), operands, dtype, False, shape, indent)
+                y = self._apply(cexpr._op_of_ufunc(ufunc), operands, dtype, False, shape, indent)
             return y
         if shape == ():
             return self.declare(dtype, weak, (), indent, self.emitter.op(op, [_scalar(v) for v in ins], dtype))
@@ -252,20 +304,37 @@ class Renderer:
         self.elementwise_loop(result, ins, lambda v: self.emitter.op(op, v, dtype), indent)
         return result
 
-    def numpy_matmul(self, ufunc, ins, dtype, shape, indent):
+    def numpy_matmul(self, ufunc, ins, dtype, shape, indent, home=None):
         """a @ b of two matrices through numpy's own matmul loop (its BLAS call for floats), as
-        eager numpy calls it: once, over contiguous operands, so the result is numpy's."""
+        eager numpy calls it: once, over operands laid out as eager's (a transpose as a view: the
+        loop picks BLAS's transposed form from its strides), so the result is numpy's. `home`: an
+        output buffer to make it in (the output an elementwise op computes from it, element by element)."""
         a, b = ins
         if len(a.shape) != 2 or len(b.shape) != 2 or a.dtype != dtype or b.dtype != dtype or dtype.kind not in "iuf":
             raise Unsupported(f"{ufunc} of {a.shape} and {b.shape} ({a.dtype}, {b.dtype})")
+        if size_of(a.shape) == 0 or size_of(b.shape) == 0:
+            raise Unsupported(f"{ufunc} of an empty array")
+        a, b = (self.as_eager(v, f"{ufunc}'s operand", indent) for v in (a, b))
         (m, k), (_, p) = a.shape, b.shape
         size = dtype.itemsize
-        result = self.declare(dtype, False, shape, indent)
+        result = Val(home, dtype, False, shape, home) if home else self.declare(dtype, False, shape, indent)
+        (a0, a1), (b0, b1) = a.strides or strides_of(a.shape), b.strides or strides_of(b.shape)
         # gufunc arguments: dims (outer count, m, k, p); steps: outer strides, then the core strides
-        steps = [0, 0, 0, k * size, size, p * size, size, p * size, size]
+        steps = [0, 0, 0, a0 * size, a1 * size, b0 * size, b1 * size, p * size, size]
         self.call_numpy_loop(ufunc, 2, [a.expr, b.expr, result.expr], [1, m, k, p], steps, dtype, indent)
         self.work += m * k * p
         return result
+
+    def as_eager(self, value, what, indent):
+        """`value` in memory laid out as eager numpy's array, for an op whose result depends on
+        the layout (numpy's matmul picks its BLAS call by strides); raises Unsupported where eager's
+        layout is not known here."""
+        value = self.materialize(value, indent)
+        if value.layout == "c":
+            return self.packed(value, indent)
+        if value.layout == "unknown":
+            raise Unsupported(f"{what} laid out as numpy lays out an elementwise result of a transposed operand")
+        return value
 
     def call_numpy_loop(self, ufunc, nin, pointers, dims, steps, dtype, indent):
         key = (ufunc, (dtype,) * (nin + 1))
@@ -291,7 +360,7 @@ class Renderer:
                 local = self.declare(dtype, False, (), indent, self.emitter.cast(_scalar(v), dtype))
                 pointers.append(f"&{local.expr}")
                 steps.append(0 if shape != () else dtype.itemsize)
-            elif v.shape == shape and v.dtype == dtype:
+            elif v.shape == shape and v.dtype == dtype and contiguous(v):
                 pointers.append(v.expr)
                 steps.append(dtype.itemsize)
             else:
@@ -315,10 +384,16 @@ class Renderer:
         self.emit(f"static const {c_type} {name}[{size_of(shape)}] = {{{items}}};", indent)
         return Val(name, dtype, out.weak, shape, name)
 
-    def reshape(self, value, out):
+    def reshape(self, value, out, indent):
+        """A reshape: the same elements (a view's copied first, as numpy copies one it cannot
+        view), C order."""
         if value.shape == ():
             raise Unsupported("a reshape of a scalar")
-        return value._replace(shape=_static_shape(out))
+        # numpy reshapes in C order whatever the layout (a copy where it cannot view): these elements;
+        # a result numpy may have laid out otherwise stays so
+        layout = value.layout
+        value = self.packed(self.materialize(value, indent), indent)
+        return value._replace(shape=_static_shape(out, local=False), strides=None, layout=layout)
 
     def subscript(self, node, ins, out, indent):
         """x[i] by a scalar (a view of row i), or x[...] by constant ints and slices (a copy of
@@ -327,31 +402,23 @@ class Renderer:
         index, x = node.attrs["index"], ins[0]
         if index == () and len(ins) == 1 and x.shape == ():  # x[()] of a scalar: itself (only its box changes)
             return x
+        if x.layout == "c":  # a broadcast read in place: eager slices a C array
+            x = self.packed(x, indent)
         if len(index) == 1 and (len(ins) == 2 or type(index[0]) is int):
             return self.row(node, ins, out, indent)
         offset, axes = self.region(index, x, ins[1:], indent)
         shape = _static_shape(out, local=False)
         if tuple(c for c, _ in axes) != shape:
             raise Unsupported(f"indexing {index!r}")
-        if size_of(shape) > MAX_ELEMENTS:  # read where it is used, from x's elements
-
-            def element(names):
-                return " + ".join([offset] + [f"{name} * {step}" for name, (_, step) in zip(names, axes)])
-            return Lazy(lambda names: f"{x.expr}[{element(names)}]", x.dtype, x.weak, shape, frozenset({x.base}))
-        result = self.declare(x.dtype, x.weak, shape, indent)
         if shape == ():
-            self.emit(f"{result.expr} = {x.expr}[{offset}];", indent)
-            return result
-        names = [f"i{d}" for d in range(len(shape))]
-        for d, (name, (count, _)) in enumerate(zip(names, axes)):
-            self.emit("    " * d + f"for (int64_t {name} = 0; {name} < {count}; {name}++) {{", indent)
-        source = " + ".join([str(offset)] + [f"{name} * {step}" for name, (_, step) in zip(names, axes)])
-        self.emit("    " * len(shape) + f"{result.expr}[{_broadcast_index(shape, shape, names)}] = {x.expr}[{source}];",
-                  indent)
-        for d in reversed(range(len(shape))):
-            self.emit("    " * d + "}", indent)
-        self.work += size_of(shape)
-        return result
+            return self.declare(x.dtype, x.weak, (), indent, f"{x.expr}[{offset}]")
+        return self.view(x, offset, shape, tuple(step for _, step in axes))._replace(layout=x.layout)
+
+    def view(self, x, offset, shape, strides):
+        """A view into x's elements from flat `offset` (a C expression), `strides` per dim, as
+        numpy's basic indexing and transposes make; never written in place (stores copy it)."""
+        start = x.expr if offset == "0" else f"({x.expr} + {offset})"
+        return Val(start, x.dtype, x.weak, shape, x.base, None if strides == strides_of(shape) else strides)
 
     def region(self, index, x, slots, indent):
         """(the flat offset of the first element, (count, element step) per dim) of x[index]:
@@ -367,7 +434,7 @@ class Renderer:
                 for i in picks):
             raise Unsupported(f"indexing {index!r}")
         offset, terms, axes = 0, [], []  # offset + terms: the first element; axes: (count, element step) per output dim
-        dims = iter(zip(x.shape, strides_of(x.shape)))
+        dims = iter(zip(x.shape, x.strides or strides_of(x.shape)))
         for i in list(index) + [slice(None)] * (len(x.shape) - len(picks)):
             if i is None:
                 axes.append((1, 0))
@@ -404,7 +471,8 @@ class Renderer:
                                                              if info.max < 2 ** 63 else ""), indent)
         if isinstance(x, Lazy):
             x = self.materialize(x, indent)  # a buffer of its own: this graph's to write
-        elif not self.writable(node.inputs[0], x):
+        elif not self.writable(node.inputs[0], x) or not contiguous(x) or x.layout is not None:
+            # numpy's SetItem stores into a C-ordered copy (a view is never written in place here)
             copy = self.declare(x.dtype, x.weak, _static_shape(node.outputs[0], local=False), indent)
             self.copy(copy, x, indent)
             x = copy
@@ -451,71 +519,185 @@ class Renderer:
             self.emit(f"if ({position.expr} < 0) {position.expr} += {n};", indent)
         else:
             raise Unsupported(f"indexing {index!r}")
-        rest = size_of(x.shape[1:])
+        strides = x.strides or strides_of(x.shape)
+        at = position.expr if strides[0] == 1 else f"{position.expr} * {strides[0]}"
         if x.shape[1:] == ():
-            return self.declare(x.dtype, x.weak, (), indent, f"{x.expr}[{position.expr}]")
-        return Val(f"({x.expr} + {position.expr} * {rest})", x.dtype, x.weak, _static_shape(out), x.base)
+            return self.declare(x.dtype, x.weak, (), indent, f"{x.expr}[{at}]")
+        return Val(f"({x.expr} + {at})", x.dtype, x.weak, _static_shape(out, local=False), x.base,
+                   x.strides and x.strides[1:], x.layout)
+
+    def transpose(self, node, ins, indent):
+        """x.T, np.transpose(x, perm): a view with x's strides permuted, as numpy's."""
+        (x,) = ins
+        if x.shape == ():
+            return [x]
+        perm = node.attrs["perm"] or tuple(reversed(range(len(x.shape))))
+        strides = x.strides or strides_of(x.shape)
+        return [Val(x.expr, x.dtype, x.weak, tuple(x.shape[p] for p in perm), x.base,
+                    tuple(strides[p] for p in perm), x.layout)]
+
+    def identity(self, node, ins, indent):
+        """A copy (ag.identity, the gradient's copies of its arguments): an array is read where
+        it lies (a write into either is known through their shared base)."""
+        (x,) = ins
+        out = node.outputs[0]
+        if x.shape == () or np.dtype(out.dtype) != x.dtype:
+            return [self.apply(node.op, ins, np.dtype(out.dtype), out.weak, _static_shape(out, local=False), indent)]
+        return [x._replace(weak=out.weak)]
+
+    def broadcast_like(self, node, ins, indent):
+        """BroadcastLike (a gradient's broadcast): g read at the element it broadcasts to, where
+        it is used; numpy's is a fresh C array, which an op reading memory in order gets."""
+        g = ins[0]
+        out = node.outputs[0]
+        shape = _static_shape(out, local=False)
+        if np.dtype(out.dtype) != g.dtype or shape == ():
+            raise Unsupported(f"BroadcastLike of {g.dtype}{list(g.shape)} to {out.dtype}{list(shape)}")
+
+        def element(names):
+            return _element(g, shape, names).expr
+        reads = g.reads if isinstance(g, Lazy) else {g.base}
+        return [Lazy(element, g.dtype, out.weak, shape, frozenset(reads) - {None})]
+
+    def concat(self, node, ins, indent):
+        """np.concatenate: each piece copied (cast as numpy casts) into its place in a new array."""
+        out = node.outputs[0]
+        shape, dtype = _static_shape(out, local=False), np.dtype(out.dtype)
+        axis = node.attrs["axis"] % len(shape)
+        result = self.declare(dtype, out.weak, shape, indent)
+        strides, at = strides_of(shape), 0
+        for piece in ins:
+            if piece.shape[axis]:
+                self.copy(self.view(result, str(at * strides[axis]), piece.shape, strides), piece, indent)
+            at += piece.shape[axis]
+        return [result]
+
+    def fused(self, node, ins, indent):
+        """A FusedElementwise node: its steps written one by one (large results stay Lazy: the
+        chain is computed where it is read)."""
+        from ..fused import BLOCKED_MIN_SIZE, THREADS  # fused.py builds these nodes (and imports this package)
+        out = node.outputs[0]
+        size = size_of(_static_shape(out, local=False))
+        if THREADS > 1 and size >= BLOCKED_MIN_SIZE * THREADS:
+            raise Unsupported(f"a fused chain of {size} elements: its own kernel splits it among {THREADS} threads")
+        steps = []
+        for op, args, dtype in node.attrs["steps"]:
+            operands = [ins[k] if kind == "in" else steps[k] for kind, k in args]
+            shape = tuple(np.broadcast_shapes(*(v.shape for v in operands)))
+            steps.append(self.apply(op, operands, np.dtype(dtype), False, shape, indent))
+        return [steps[-1]._replace(weak=out.weak)]
 
     def reduction(self, node, ins, out, indent):
         (x,) = ins
-        if x.shape == ():
-            raise Unsupported(f"{node.op} of a scalar")
         axes = node.attrs.get("axis")
+        return self.reduce(node.opdef, x, axes, np.dtype(out.dtype), out.weak, _static_shape(out, local=False), indent)
+
+    def sum_to_shape(self, node, ins, indent):
+        """SumToShape (a gradient undoing a broadcast): the sum over the axes `like` was broadcast
+        along, reshaped to its shape, as its kernel computes it."""
+        g, like = ins
+        shape, out = _static_shape(node.outputs[0], local=False), node.outputs[0]
+        lead = len(g.shape) - len(shape)
+        axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape) if d == 1 and g.shape[lead + i] != 1)
+        if not axes:
+            return [self.reshape(g, out, indent)]
+        kept = tuple(n for d, n in enumerate(g.shape) if d not in axes)
+        fold = Fold(node.op, cexpr._op_of_ufunc("add"), False)
+        summed = self.reduce(fold, g, axes, np.dtype(out.dtype), out.weak, kept, indent)
+        if summed.shape == () and shape != ():  # all summed, into a [1, 1]
+            array = self.declare(summed.dtype, summed.weak, shape, indent)
+            self.emit(f"{array.expr}[0] = {summed.expr};", indent)
+            return [array]
+        return [summed._replace(shape=shape)]
+
+    def reduce(self, opdef, x, axes, dtype, weak, shape, indent):
+        """The reduction `opdef` (Sum, Mean, Max, ...) of x over `axes` (None: all), in numpy's order."""
+        if x.shape == ():
+            raise Unsupported(f"{opdef.name} of a scalar")
+        if size_of(x.shape) == 0:
+            raise Unsupported(f"{opdef.name} of an empty array")
         ndim = len(x.shape)
-        axes = tuple(range(ndim)) if axes is None else tuple(a % ndim for a in (axes if isinstance(axes, tuple)
-                                                                                   else (axes,)))
-        dtype = np.dtype(out.dtype)
-        combine, averages = node.opdef.reduce_with, node.opdef.averages
+        axes = tuple(range(ndim)) if axes is None else tuple(sorted({a % ndim for a in (
+            axes if isinstance(axes, tuple) else (axes,))}))
+        combine, averages = opdef.reduce_with, opdef.averages
         accumulate = _mean_accumulator(x.dtype, dtype) if averages else dtype
         if not averages and x.dtype.kind == "f" and dtype != x.dtype:
-            raise Unsupported(f"a float {node.op} in another dtype")
-        result = self.declare(dtype, out.weak, _static_shape(out), indent)
-        whole = sorted(set(axes)) == list(range(ndim))
-        if not (whole or len(set(axes)) == 1):
-            raise Unsupported(f"{node.op} over axes {axes}")
-        axis = 0 if whole else axes[0]
-        count = size_of(x.shape) if whole else x.shape[axis]
-        outer, inner = (1, 1) if whole else (size_of(x.shape[:axis]), size_of(x.shape[axis + 1:]))
-        if accumulate != x.dtype and inner != 1:
-            raise Unsupported(f"{node.op} over a leading axis cast to {accumulate}")
+            raise Unsupported(f"a float {opdef.name} in another dtype")
+        step = 1
+        count_each = size_of([x.shape[a] for a in axes])
+        if x.layout == "unknown" or (x.layout is None and not contiguous(x)):
+            line = one_dim(x) if x.layout is None else None
+            if line is not None and count_each == size_of(x.shape):
+                step = line[1]  # a column, a reversed row: numpy's loop reads it with its stride
+            elif x.layout is None and c_ordered(x) and len(axes) == 1 and ndim > 1:
+                pass  # one axis of a slice in C order: numpy reduces it as it does a C array's
+            elif count_each > 1 and (accumulate.kind not in "biu" or averages):
+                raise Unsupported(f"a float {opdef.name} of a strided view or a transposed result: numpy "
+                                  f"reduces in the order of its memory layout")
+        if step == 1:
+            x = self.packed(x, indent)
+        result = self.declare(dtype, weak, shape, indent)
+        whole = list(axes) == list(range(ndim))
+        if step != 1:
+            outer, count, inner = 1, size_of(x.shape), 1
+        elif whole or len(axes) == 1:
+            axis = 0 if whole else axes[0]
+            count = size_of(x.shape) if whole else x.shape[axis]
+            outer, inner = (1, 1) if whole else (size_of(x.shape[:axis]), size_of(x.shape[axis + 1:]))
+        else:  # axes side by side in memory: numpy's iterator merges them into one
+            groups = []  # (size, reduced) of runs of adjacent dims (length-1 dims dropped)
+            for d, n in enumerate(x.shape):
+                if n != 1:
+                    if groups and groups[-1][1] == (d in axes):
+                        groups[-1] = (groups[-1][0] * n, d in axes)
+                    else:
+                        groups.append((n, d in axes))
+            reduced = [i for i, (_, r) in enumerate(groups) if r]
+            if len(reduced) != 1:
+                raise Unsupported(f"{opdef.name} over axes {axes}")
+            (i,) = reduced
+            outer, count, inner = size_of([n for n, _ in groups[:i]]), groups[i][0], size_of([n for n, _ in groups[i + 1:]])
+        if accumulate != x.dtype and inner != 1 and (accumulate.kind not in "iu" or averages):
+            # (integers add exactly in any order: each element is cast as it is added)
+            raise Unsupported(f"{opdef.name} over a leading axis cast to {accumulate}")
         self.work += size_of(x.shape)
         if accumulate.kind == "f" and inner == 1:
             # a float reduction of contiguous runs: numpy's own loop in reduce mode (its pairwise
             # sum, its SIMD max with its choice between -0.0 and 0.0), so the result is numpy's
             return self.numpy_reduction(REGISTRY[combine].ufunc, x, result, outer, count, accumulate, averages,
-                                        indent)
+                                        indent, step)
         # numpy's order otherwise: out starts at the identity (0 for a sum) or the first row, then
         # adds the rows one by one, element by element
         self.emit(f"for (int64_t o = 0; o < {outer}; o++) for (int64_t j = 0; j < {inner}; j++) {{", indent)
         start = f"({x.expr} + o * {count * inner} + j)"
-        total = self.fold(combine, start, str(inner), count, x.dtype, accumulate, indent + 1)
+        total = self.fold(combine, start, str(inner * step), count, x.dtype, accumulate, indent + 1)
         target = f"{result.expr}[o * {inner} + j]" if result.shape != () else result.expr
         self.emit(f"    {target} = {self.finish(averages, total, count, accumulate, dtype)};", indent)
         self.emit("}", indent)
         return result
 
-    def numpy_reduction(self, ufunc, x, result, runs, count, dtype, averages, indent):
+    def numpy_reduction(self, ufunc, x, result, runs, count, dtype, averages, indent, step=1):
         """Each of `runs` contiguous runs of `count` elements of x reduced by numpy's `ufunc` loop
         called as numpy's reduce calls it: (out, in, out) with out's step 0, out starting at the
         identity (a sum) or the first element. x is cast to `dtype` first if it differs (a mean of
-        integers: numpy casts too, in 8192-element buffers)."""
+        integers: numpy casts too, in 8192-element buffers). `step`: the element step of a 1-d view."""
         if x.dtype != dtype:
             if size_of(x.shape) > 8192:
                 raise Unsupported(f"a reduction of {size_of(x.shape)} elements cast to {dtype}")
             cast = self.declare(dtype, False, x.shape, indent)
             self.copy(cast, x, indent)
-            x = cast
+            x, step = cast, 1
         identity = getattr(np, ufunc).identity
         t = self.language.type(dtype)
         acc = self.name()
         self.emit(f"for (int64_t r = 0; r < {runs}; r++) {{", indent)
         start = f"({x.expr} + r * {count})"
         first = cexpr.literal(identity, dtype) if identity is not None else f"{start}[0]"
-        skip = 0 if identity is not None else 1
+        skip = 0 if identity is not None else step
         self.emit(f"{t} {acc} = {first};", indent + 1)
-        if count > skip:
-            self.call_numpy_loop(ufunc, 2, [f"&{acc}", f"({start} + {skip})", f"&{acc}"], [count - skip],
-                                 [0, dtype.itemsize, 0], dtype, indent + 1)
+        if count > (skip != 0):
+            self.call_numpy_loop(ufunc, 2, [f"&{acc}", f"({start} + {skip})", f"&{acc}"], [count - (skip != 0)],
+                                 [0, step * dtype.itemsize, 0], dtype, indent + 1)
         target = f"{result.expr}[r]" if result.shape != () else result.expr
         self.emit(f"{target} = {self.finish(averages, acc, count, dtype, result.dtype)};", indent + 1)
         self.emit("}", indent)
@@ -663,7 +845,7 @@ class Renderer:
                               "the path")
         if loop_vars is None:  # a nested loop: an array start value no one reads later is its own buffer
             loop_vars = [ins[i] if ins[i].shape == _static_shape(t, local=False) and ins[i].dtype == t.dtype and
-                         self.writable(node.inputs[i], ins[i]) else self.local(t, indent)
+                         contiguous(ins[i]) and self.writable(node.inputs[i], ins[i]) else self.local(t, indent)
                          for i, t in enumerate(node.outputs)]
             for target, value in zip(loop_vars, ins[:n]):
                 if target is not value:
@@ -704,6 +886,10 @@ def box_flag(value):
 # table) or not at all (`Unsupported`: the region stays Python)
 RULES = {CONST: lambda self, node, ins, indent: [self.constant(node, node.outputs[0], indent)],
          COND: Renderer.cond, WHILE: Renderer.while_}
+# ops written as views or copies into place, by what they compute (OpDef.primitive); a fused
+# node (FusedElementwise, which fused.py builds) by its steps
+VIEWS = {"transpose": Renderer.transpose, "identity": Renderer.identity, "broadcast_to": Renderer.broadcast_like,
+         "sum_to": Renderer.sum_to_shape, "concatenate": Renderer.concat}
 NOT_RENDERED = {PLACEHOLDER: "a graph input: a parameter of the generated function"}
 
 
@@ -730,6 +916,10 @@ class _Scope:
     def last_use(self, t):
         """The position of the last node reading `t` (past the end: returned), -1 if none."""
         return self.uses.get(id(t), -1)
+
+
+# the facts of a reduction `reduce` asks: SumToShape sums as np.sum does
+Fold = collections.namedtuple("Fold", "name reduce_with averages")
 
 
 def placeholder_sources(graph, sources=None):
@@ -817,7 +1007,8 @@ def _scalar(value):
 def _takes_lazy(node):
     """True if the renderer writes `node` with Lazy operands as they are: an elementwise op
     (C of its own, not numpy's loop) or a store."""
-    if node.opdef.in_place == "store":
+    if node.opdef.in_place == "store" or node.op == "FusedElementwise" or node.opdef.primitive in (
+            "broadcast_to", "concatenate"):
         return True
     if node.opdef.structural or node.opdef.reduce_with or node.opdef.reshapes or len(node.outputs) != 1:
         return False
@@ -829,7 +1020,7 @@ def _element(value, shape, names):
     """`value`'s element (a cexpr.Value) broadcast to `shape` at the loop indices `names`."""
     if isinstance(value, Lazy):
         return cexpr.Value(value.element(_broadcast_names(value.shape, shape, names)), value.dtype, value.weak)
-    return _at(value, _broadcast_index(value.shape, shape, names))
+    return _at(value, _broadcast_index(value.shape, shape, names, value.strides))
 
 
 def _broadcast_names(shape, out_shape, names):
@@ -845,13 +1036,36 @@ def _at(value, index):
     return cexpr.Value(f"{value.expr}[{index}]", value.dtype, value.weak)
 
 
-def _broadcast_index(shape, out_shape, names):
-    """The flat index into a C-contiguous array of `shape` broadcast to `out_shape`, at the
-    loop indices `names` (one per output dim)."""
+def _broadcast_index(shape, out_shape, names, strides=None):
+    """The flat index into an array of `shape` (C-contiguous, or with element `strides`)
+    broadcast to `out_shape`, at the loop indices `names` (one per output dim)."""
     offset = len(out_shape) - len(shape)
     terms = [f"{names[offset + d]} * {stride}" if stride != 1 else names[offset + d]
-             for d, (n, stride) in enumerate(zip(shape, strides_of(shape))) if n != 1]
+             for d, (n, stride) in enumerate(zip(shape, strides or strides_of(shape))) if n != 1 and stride != 0]
     return " + ".join(terms) or "0"
+
+
+def contiguous(value):
+    """True if `value`'s elements lie C-contiguous (a scalar's too): a flat index reads them."""
+    return value.shape == () or value.strides is None or all(
+        s == c for n, s, c in zip(value.shape, value.strides, strides_of(value.shape)) if n != 1)
+
+
+def c_ordered(value):
+    """True if eager numpy lays `value` out with its axes in C order (a slice, a column, a C
+    array; not a transpose): numpy's ufuncs then make their results C-contiguous, as here."""
+    if value.layout == "unknown":
+        return False
+    if value.strides is None or value.layout == "c":
+        return True
+    steps = [abs(s) for n, s in zip(value.shape, value.strides) if n != 1 and s != 0]
+    return all(a > b for a, b in zip(steps, steps[1:]))
+
+
+def one_dim(value):
+    """(count, element step) of a view with one axis longer than 1, else None."""
+    dims = [(n, s) for n, s in zip(value.shape, value.strides or strides_of(value.shape)) if n != 1]
+    return dims[0] if len(dims) == 1 else (1, 1) if not dims else None
 
 
 def _mean_accumulator(x_dtype, out_dtype):
