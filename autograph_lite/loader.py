@@ -29,7 +29,7 @@ import weakref
 
 import gast
 
-from . import converters, disk_cache, errors, operators
+from . import converters, disk_cache, errors, operators, recursion
 from .pyct import parser
 
 log = logging.getLogger("autograph_lite")
@@ -93,6 +93,12 @@ def _convert(fn, name, display_name):
     """(module source defining the converted function `name` in a factory over its free
     variables, {generated line: the user's file:line}, the converted function's own source)."""
     node, filename, _ = parser.parse_function(fn)
+    # the converters, gast and `ast.unparse` recurse per level: an `elif` chain of 1,000 is 1,000 deep
+    with recursion.headroom(parser.FRAMES_PER_LEVEL * parser.depth(node)):
+        return _converted_source(fn, node, filename, name, display_name)
+
+
+def _converted_source(fn, node, filename, name, display_name):
     taken = set(fn.__code__.co_varnames) | set(fn.__code__.co_names) | set(fn.__code__.co_freevars)
     ctx = converters.base.Context(filename, taken | converters.base.all_names(node))
     node.name = name

@@ -9,7 +9,7 @@ import pathlib
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "autograph_lite"
 
-# layer -> the layers it may import (besides itself); `util` (nest, errors, disk_cache) imports no layer
+# layer -> the layers it may import (besides itself); `util` (nest, errors, disk_cache, recursion) imports no layer
 MAY_IMPORT = {
     "util": set(),
     "runtime": {"util"},
@@ -34,7 +34,7 @@ def _layer(module):
     if not parts:
         return None  # the package's __init__: the top
     head = parts[0]
-    if head in ("nest", "errors", "disk_cache"):
+    if head in ("nest", "errors", "disk_cache", "recursion"):
         return "util"
     if head in ("runtime", "ops", "pyct", "converters", "operators", "loader", "tensor_spec", "call_signature",
                 "function", "autodiff"):

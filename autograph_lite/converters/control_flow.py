@@ -428,6 +428,7 @@ def convert_function(fn, ctx):
 
 
 def transform(node, ctx):
-    liveness.annotate(node)
-    convert_function(node, ctx)
+    with activity.memoized():  # each `if` asks about all it holds: an elif chain would be quadratic
+        liveness.annotate(node)
+        convert_function(node, ctx)
     return node

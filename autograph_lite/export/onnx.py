@@ -97,6 +97,9 @@ def rule(*op_names):
     return register
 
 
+MAX_NESTING = 31  # If/Loop graphs in If/Loop graphs: protobuf's readers stop at 100 message levels, 3 per graph
+
+
 def export_onnx(f, path, opset=DEFAULT_OPSET, *, args=None):
     """Write the traced graph of `f` to `path` as an ONNX model; returns the `onnx.ModelProto`.
 
@@ -127,6 +130,12 @@ def export_onnx(f, path, opset=DEFAULT_OPSET, *, args=None):
         name = ctx.names.fresh(t.node.name)
         ctx.env[id(t)] = name
         inputs.append(ctx.value_info(name, t, dim_prefix=name))
+    nesting = graph.nesting()
+    if nesting > MAX_NESTING:
+        raise ConversionError(
+            f"cannot export {graph.name} to ONNX: its tensor `if`s and loops nest {nesting} deep (an `elif` chain "
+            f"nests one level per condition), and ONNX's protobuf readers refuse a model whose If/Loop graphs nest "
+            f"more than {MAX_NESTING} deep")
     ctx.emit_nodes(graph)
     outputs = []
     for name, t in zip(output_names, graph.outputs):

@@ -4,7 +4,40 @@ Nested functions, lambdas and comprehensions are their own scopes: their own
 parameters and locals are not visible outside, but the enclosing names they read are
 reads of the enclosing scope. Names declared `global`/`nonlocal` are reported apart.
 """
+import contextlib
+import threading
+
 import gast
+
+
+class _Memo(threading.local):
+    table = None  # while `memoized()` is open: (kind, id(statement)) -> (statement, result)
+
+
+_memo = _Memo()
+
+
+@contextlib.contextmanager
+def memoized():
+    """Inside: each statement's activity is computed once, and a statement's is the union of its
+    parts' (a converter that asks about every `if` of an `elif` chain of 1,000 walks it once, not
+    1,000 times). Only for a pass that asks before it rewrites: a statement changed after it was
+    asked about answers as before."""
+    outer, _memo.table = _memo.table, {}
+    try:
+        yield
+    finally:
+        _memo.table = outer
+
+
+def _remembered(kind, node, compute):
+    table = _memo.table
+    if table is None or not isinstance(node, gast.stmt):
+        return compute(node)
+    hit = table.get((kind, id(node)))
+    if hit is None:
+        hit = table[(kind, id(node))] = (node, compute(node))
+    return hit[1]
 
 
 class Activity:
@@ -15,6 +48,18 @@ class Activity:
 class _Collector(gast.NodeVisitor):
     def __init__(self):
         self.activity = Activity()
+
+    def generic_visit(self, node):
+        if _memo.table is None:
+            return super().generic_visit(node)
+        for child in gast.iter_child_nodes(node):  # a statement's activity: its parts' together
+            if isinstance(child, gast.stmt):
+                sub = of(child)
+                self.activity.reads |= sub.reads
+                self.activity.writes |= sub.writes
+                self.activity.declared |= sub.declared
+            else:
+                self.visit(child)
 
     def visit_Name(self, node):
         if isinstance(node.ctx, gast.Load):
@@ -87,9 +132,26 @@ def _param_names(args):
 
 def of(node):
     """Activity of one node (statement or expression) or a list of them."""
+    if isinstance(node, list) or _memo.table is None:
+        collector = _Collector()
+        for n in node if isinstance(node, list) else [node]:
+            if _memo.table is None:
+                collector.visit(n)
+            else:
+                sub = of(n)
+                collector.activity.reads |= sub.reads
+                collector.activity.writes |= sub.writes
+                collector.activity.declared |= sub.declared
+        return collector.activity
+    a = _remembered("of", node, _collect)
+    copy = Activity()
+    copy.reads, copy.writes, copy.declared = set(a.reads), set(a.writes), set(a.declared)
+    return copy
+
+
+def _collect(node):
     collector = _Collector()
-    for n in node if isinstance(node, list) else [node]:
-        collector.visit(n)
+    collector.visit(node)
     return collector.activity
 
 
@@ -133,9 +195,15 @@ def composite_writes(node):
         elif isinstance(n, gast.withitem) and n.optional_vars is not None:
             targets(n.optional_vars)
         for child in gast.iter_child_nodes(n):
-            walk(child)
+            if isinstance(child, gast.stmt) and _memo.table is not None:
+                found.extend(_remembered("composite", child, composite_writes))
+            else:
+                walk(child)
     for n in node if isinstance(node, list) else [node]:
-        walk(n)
+        if isinstance(n, gast.stmt) and _memo.table is not None and n is not node:
+            found.extend(_remembered("composite", n, composite_writes))
+        else:
+            walk(n)
     return found
 
 

@@ -22,6 +22,17 @@ def _block(stmts, live_out):
 
 
 def _stmt(node, live_out):
+    table = activity._memo.table
+    if table is None:
+        return _live_in(node, live_out)
+    key = ("live", id(node), frozenset(live_out))  # asked again for each `if` of an elif chain
+    hit = table.get(key)
+    if hit is None:
+        hit = table[key] = (node, _live_in(node, live_out))
+    return set(hit[1])
+
+
+def _live_in(node, live_out):
     if isinstance(node, gast.If):
         anno.set(node, anno.LIVE_OUT, frozenset(live_out))
         return activity.reads(node.test) | _block(node.body, live_out) | _block(node.orelse, live_out)

@@ -6,6 +6,7 @@ import textwrap
 
 import gast
 
+from .. import recursion
 from ..errors import ConversionError
 
 
@@ -21,6 +22,19 @@ def _source_error(fn, why):
         f"to call it as plain Python")
 
 
+FRAMES_PER_LEVEL = 30  # Python frames a visitor (gast's, ast's, the converters') takes per level of the AST
+
+
+def depth(tree):
+    """How deeply nodes nest in `tree` (an `ast` or gast tree): an `elif` chain of n nests n deep."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, d = stack.pop()
+        deepest = max(deepest, d)
+        stack.extend((child, d + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
 def parse_function(fn):
     """(gast FunctionDef, file name, first line) for `fn`; a lambda becomes a FunctionDef."""
     try:
@@ -33,9 +47,11 @@ def parse_function(fn):
     block = inspect.getblock(lines[first:])
     source = textwrap.dedent("".join(block))
     try:
-        tree = gast.parse(source)
+        tree = ast.parse(source)
     except SyntaxError as e:
         raise _source_error(fn, f"its source does not parse on its own ({e.msg})") from None
+    with recursion.headroom(FRAMES_PER_LEVEL * depth(tree)):  # gast's visitor recurses
+        tree = gast.ast_to_gast(tree)
     node = tree.body[0]
     if not isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)):
         raise _source_error(fn, "its source is not a function definition")

@@ -9,6 +9,7 @@ its inputs' boxes (one element each), which is how numpy itself boxes it.
 """
 import numpy as np
 
+from ..recursion import iterate
 from .opdef import COND, CONST, PLACEHOLDER, WHILE, lookup
 
 ARRAY, SCALAR, PYTHON = "array", "scalar", "python"
@@ -17,6 +18,12 @@ VARIES = "varies"  # a Cond's output whose branches give different boxes: known 
 
 def box_of(t):
     """ARRAY, SCALAR or PYTHON: how eager numpy holds the value Tensor `t` stands for."""
+    return iterate(_box(t))
+
+
+def _box(t):
+    """box_of as a walk for `iterate`: the boxes it depends on (a captured value's outer value, a
+    branch's output, an op's inputs) are yielded walks, so a chain of 10,000 takes no frames."""
     if t.weak:
         return PYTHON
     if t.shape != ():
@@ -26,15 +33,18 @@ def box_of(t):
     node = t.node
     rule = _RULES.get(node.opdef)
     if rule is not None:
-        return rule(node, t)
+        return (yield from rule(node, t))
     opdef = node.opdef
     if opdef.box == ARRAY:
         return ARRAY
     if opdef.box == "input":
-        return ARRAY if node.inputs[0].weak else box_of(node.inputs[0])
+        return ARRAY if node.inputs[0].weak else (yield _box(node.inputs[0]))
     if opdef.ufunc is not None or opdef.reduce_with is not None or opdef.stateful:
         return SCALAR
-    return by_example(node, t.index)
+    boxes = []
+    for i in node.inputs:
+        boxes.append((yield _box(i)))
+    return by_example(node, t.index, boxes)
 
 
 def eager_type(t):
@@ -48,8 +58,7 @@ def eager_type(t):
     return t.dtype.type if box == SCALAR else np.ndarray
 
 
-def _example(t):
-    box = box_of(t)
+def _example(t, box):
     if box in (ARRAY, VARIES):
         return np.zeros(tuple(1 if d is None else d for d in t.shape), t.dtype)
     value = t.dtype.type(0)
@@ -58,19 +67,27 @@ def _example(t):
 
 def _placeholder(node, t):
     outer = next((o for o, inner in node.graph.captures if inner is t), None)
-    return box_of(outer) if outer is not None else SCALAR
+    return (yield _box(outer)) if outer is not None else SCALAR
+
+
+def _const(node, t):
+    return ARRAY if isinstance(node.attrs["value"], np.ndarray) else SCALAR
+    yield
 
 
 def _cond(node, t):
-    boxes = {box_of(node.attrs[k].outputs[t.index]) for k in ("then_branch", "else_branch")}
+    boxes = set()
+    for key in ("then_branch", "else_branch"):
+        boxes.add((yield _box(node.attrs[key].outputs[t.index])))
     return boxes.pop() if len(boxes) == 1 else VARIES
 
 
-# the box of a structural node's output; other ops: their OpDef's facts, else by example
-_RULES = {PLACEHOLDER: _placeholder,
-          CONST: lambda node, t: ARRAY if isinstance(node.attrs["value"], np.ndarray) else SCALAR,
-          COND: _cond,
-          WHILE: lambda node, t: box_of(node.inputs[t.index])}
+def _while(node, t):
+    return (yield _box(node.inputs[t.index]))
+
+
+# the box of a structural node's output (a walk, as `_box`); other ops: their OpDef's facts, else by example
+_RULES = {PLACEHOLDER: _placeholder, CONST: _const, COND: _cond, WHILE: _while}
 
 
 class PythonBox:
@@ -84,11 +101,12 @@ class PythonBox:
         self.pick, self.python_when, self.value, self.location = pick, python_when, value, location
 
 
-def by_example(node, index):
-    """The box of output `index` of op `node` as its kernel gives it on one-element examples."""
+def by_example(node, index, boxes):
+    """The box of output `index` of op `node` as its kernel gives it on one-element examples of
+    its inputs, boxed as `boxes`."""
     try:
         with np.errstate(all="ignore"):
-            result = lookup(node.op).kernel(np, **node.attrs)(*[_example(i) for i in node.inputs])
+            result = lookup(node.op).kernel(np, **node.attrs)(*[_example(i, b) for i, b in zip(node.inputs, boxes)])
     except Exception:  # noqa: BLE001 - an op numpy refuses on the examples: numpy's usual rule
         return SCALAR
     if len(node.outputs) > 1:

@@ -13,6 +13,7 @@ import threading
 
 import numpy as np
 
+from .. import recursion
 from ..errors import ConversionError, SymbolicValueError, short_location, user_location
 from .opdef import CONST, CONTROL_FLOW, COND, OpDef, PLACEHOLDER, WHILE
 from .opdef import check_attrs
@@ -306,12 +307,26 @@ class Graph:
         self._captured[id(tensor)] = (tensor, hit[1])
         return hit[1]
 
+    def nesting(self):
+        """How deeply Cond and While sub-graphs nest in this graph (0: none)."""
+        deepest, stack = 0, [(self, 0)]
+        while stack:
+            graph, depth = stack.pop()
+            deepest = max(deepest, depth)
+            stack.extend((sub, depth + 1) for node in graph.nodes for sub in node.subgraphs())
+        return deepest
+
     def walk(self):
-        """Every node of this graph and of its sub-graphs, parents before children."""
-        for node in self.nodes:
+        """Every node of this graph and of its sub-graphs, parents before children (an explicit
+        stack: Conds nest 1,000 deep in an `elif` chain)."""
+        stack = [iter(self.nodes)]
+        while stack:
+            node = next(stack[-1], None)
+            if node is None:
+                stack.pop()
+                continue
             yield node
-            for sub in node.subgraphs():
-                yield from sub.walk()
+            stack.extend(iter(sub.nodes) for sub in reversed(node.subgraphs()))
 
     def __str__(self):
         from .printing import format_graph
@@ -649,6 +664,9 @@ def _compute_view_bases(t):
 
 # --- the graph being built (one stack per thread) ----------------------------------------
 
+FRAMES_PER_BLOCK = 40  # frames allowed per level of nested blocks being traced: each takes ~12
+
+
 class _Tracing(threading.local):
     def __init__(self):
         self.stack = []
@@ -670,8 +688,13 @@ def building(graph):
     """Ops called inside this block add nodes to `graph` instead of running."""
     stack = _tracing.stack
     stack.append(graph)
+    # a block nested in a block: the user's code traces it from inside the outer one's trace, some
+    # ten frames deeper per level (an `elif` chain of 1,000 tensor conditions)
+    room = recursion.limit_at_least(recursion.base_limit() + FRAMES_PER_BLOCK * len(stack)) if len(stack) > 8 \
+        else contextlib.nullcontext()
     try:
-        yield graph
+        with room:
+            yield graph
     except BaseException as e:
         # a `raise` in a staged block that no `except` of that block handled (operators/exceptions.py)
         refusal = getattr(e, "_ag_staged_raise", None)
@@ -709,6 +732,10 @@ def copy_graph(graph, parent=None, outer=None, freeze=None):
     ids of inputs to arrays: those inputs become Const nodes holding them (ag.save of a trace that
     reads state outside its arguments).
     """
+    return recursion.iterate(_copy(graph, parent, outer, freeze))
+
+
+def _copy(graph, parent, outer, freeze):
     new = Graph(graph.name, parent=parent)
     new._name_counts = graph._name_counts
     values, freeze = {}, freeze or {}
@@ -727,7 +754,9 @@ def copy_graph(graph, parent=None, outer=None, freeze=None):
             new.nodes.append(node)
     new.inputs = [values[id(t)] for t in graph.inputs if id(t) not in freeze]
     for node in graph.nodes:
-        attrs = {k: copy_graph(v, new, values) if isinstance(v, Graph) else v for k, v in node.attrs.items()}
+        attrs = {}
+        for k, v in node.attrs.items():
+            attrs[k] = (yield _copy(v, new, values, None)) if isinstance(v, Graph) else v
         copy = new.create_node(node.op, [values[id(i)] for i in node.inputs], attrs,
                                [(o.shape, o.dtype, o.weak) for o in node.outputs], node.location, name=node.name)
         copy.forward, copy.unrolled = node.forward, node.unrolled

@@ -16,6 +16,7 @@ import threading
 
 import numpy as np
 
+from .. import recursion
 from ..errors import short_location
 from . import devices
 from .opdef import COND, CONST, CONTROL_FLOW, PLACEHOLDER, WHILE
@@ -42,6 +43,7 @@ class Interpreter:
         self.xp = self.device.xp
         self.iterations = []
         self._kernels = {}  # id(node) -> its kernel, built once per node as the plan does
+        self._nesting = None  # how deeply sub-graphs nest in the graph, once known
 
     def run(self, *args):
         """The graph's outputs for input arrays `args` (one per graph input)."""
@@ -49,7 +51,12 @@ class Interpreter:
             raise TypeError(f"graph {self.graph.name} takes {len(self.graph.inputs)} inputs, got {len(args)}")
         if self.device is not devices.CPU:  # host arrays go to the device, as a compiled call's do
             args = [self.device.put(a) for a in args]
-        results = self.run_graph(self.graph, args)
+        if self._nesting is None:
+            self._nesting = self.graph.nesting()
+        # a Cond runs its branch from inside run_node: frames per level of nesting (a subclass's
+        # run_node hook included); an `elif` chain of 1,000 tensor conditions nests 1,000 deep
+        with recursion.headroom(FRAMES_PER_LEVEL * self._nesting):
+            results = self.run_graph(self.graph, args)
         # as the plan does: a returned constant array is a copy, so the caller may change it
         return tuple(r.copy() if t.node.opdef is CONST and (isinstance(r, np.ndarray) or devices.is_device_array(r))
                      else r for t, r in zip(self.graph.outputs, results))
@@ -115,6 +122,9 @@ class Interpreter:
         """Where the running node is, as text: 'While 'w' (f.py:3) iteration 2, ...' ('' outside loops)."""
         return ", ".join(f"While '{n.name}' ({short_location(n.location)}) iteration {k}"
                          for n, k in self.iterations)
+
+
+FRAMES_PER_LEVEL = 12
 
 
 # the interpreter's rule per node kind: the name of the Interpreter method (node, inputs) -> output

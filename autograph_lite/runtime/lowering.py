@@ -14,6 +14,7 @@ import weakref
 import numpy as np
 
 from ..errors import printable, short_location
+from ..recursion import iterate
 from . import fp_errors
 from .devices import is_device_array
 from .graph import Graph
@@ -24,6 +25,9 @@ from .opdef import COND, CONST, PLACEHOLDER, WHILE
 
 _plan_ids = itertools.count()
 MAX_INLINE_DEPTH = 32  # operators nested in one plan expression before it is stored in a variable
+# plan indentation past which a Cond's branches are written flat, each under a guard of its own at
+# one level: Python's parser stops at 100 levels (an `elif` chain of 1,000 tensor conditions)
+MAX_NESTED_INDENT = 24
 
 
 class Plan:
@@ -83,14 +87,20 @@ def _restarting(fn):
 
 def _made_after(t, start=None):
     """True if array `t` is `start` or an array made after it, by the plan: a fresh op's result or
-    what a loop gives from such arrays; never an input's, a constant's or a view's array."""
-    if t is start:
-        return True
-    node = t.node
-    if node.opdef is WHILE:
-        body = node.attrs["body"]
-        return _made_after(node.inputs[t.index], start) and _made_after(body.outputs[t.index], body.inputs[t.index])
-    return node.opdef.fresh and node.opdef not in (PLACEHOLDER, CONST)
+    what a loop gives from such arrays; never an input's, a constant's or a view's array. (Loops
+    after loops: a worklist, not recursion.)"""
+    pending = [(t, start)]
+    while pending:
+        t, start = pending.pop()
+        if t is start:
+            continue
+        node = t.node
+        if node.opdef is WHILE:
+            body = node.attrs["body"]
+            pending += [(node.inputs[t.index], start), (body.outputs[t.index], body.inputs[t.index])]
+        elif not (node.opdef.fresh and node.opdef not in (PLACEHOLDER, CONST)):
+            return False
+    return True
 
 
 def _may_warn(node):
@@ -187,6 +197,7 @@ class _Lowering:
         self.native = []     # a NativeRegion per While: native C, or numpy and why
         self.donating = False  # a native loop updates a start array the plan gave up (Restart)
         self.counter = itertools.count()
+        self.segments = []   # where each open guarded segment of a flat Cond starts (its first line)
         self.filename = f"<autograph_lite plan {next(_plan_ids)}>"
         # freeing what is dead, in the graph's top level: a variable whose value no later line reads
         # is given to the next result, so rebinding it frees the array, as CPython frees a local
@@ -212,7 +223,7 @@ class _Lowering:
             self.emit(f"{result} = {self.bind('k', native)}.call({', '.join(params)})", 2)
             self.emit(f"if {result} is not None:", 2)
             self.emit(f"return {result}", 3)
-        outs = self.body(graph, 2)
+        outs = iterate(self.body(graph, 2))
         returned = [f"{o}.copy()" if self._is_const_array(o) else o for o in outs]
         self.emit(f"return ({', '.join(returned)}{',' if len(returned) == 1 else ''})", 2, reads=graph.outputs)
         closure = list(self.env)
@@ -283,8 +294,10 @@ class _Lowering:
         self.lines.append(line)
 
     def body(self, graph, indent):
+        """Lower `graph`'s nodes at `indent`; returns the names of its outputs. A walk for `iterate`:
+        it yields the walks of the blocks nested in it (Cond branches, While bodies)."""
         for node in graph.nodes:
-            self.node(node, indent)
+            yield self.node(node, indent)
             if graph is self.root:
                 self.release(node)
         return [self.names[id(t)] for t in graph.outputs]
@@ -297,7 +310,7 @@ class _Lowering:
         ins = [self.names[id(t)] for t in node.inputs]
         rule = RULES.get(node.opdef)
         if rule is not None:
-            rule(self, node, ins, indent)
+            yield from rule(self, node, ins, indent)
         elif node.in_place_input is not None:
             self.in_place(node, ins, indent)
         else:
@@ -331,6 +344,7 @@ class _Lowering:
         if isinstance(value, np.ndarray):
             value = self.device.put(value)
         self.names[id(node.outputs[0])] = self.bind("c", value)
+        yield from ()
 
     def in_place(self, node, ins, indent):
         """The node's result written into a dead input's buffer (see passes/buffer_reuse.py)."""
@@ -364,6 +378,9 @@ class _Lowering:
     def cond(self, node, ins, indent):
         pred, captured = self.host_bool(ins[0]), ins[1:]
         outs = [self.fresh(t) for t in node.outputs]
+        if indent >= MAX_NESTED_INDENT:
+            yield from self.flat_cond(node, pred, captured, outs, indent, None)
+            return
         self.emit(f"if {pred}:  # {printable(f'{node.name} at {short_location(node.location)}')}", indent, node,
                   node.inputs[:1])
         for i, key in enumerate(("then_branch", "else_branch")):
@@ -372,9 +389,56 @@ class _Lowering:
             branch = node.attrs[key]
             self.alias(branch.inputs, captured)
             start = len(self.lines)
-            self.assign(outs, self.body(branch, indent + 1), indent + 1, node, branch.outputs)
+            self.assign(outs, (yield self.body(branch, indent + 1)), indent + 1, node, branch.outputs)
             if len(self.lines) == start:
                 self.emit("pass", indent + 1)
+
+    def flat_cond(self, node, pred, captured, outs, indent, guard):
+        """A Cond written at `indent` without nesting: each branch's nodes under `if <its guard>:`,
+        a Cond inside a branch flat beside it with guards of its own (`guard`: the enclosing
+        branch's, None at the first level). Its branches' values are plain variables of the plan."""
+        where = printable(f"{node.name} at {short_location(node.location)}")
+        guards = [f"g{next(self.counter)}", f"g{next(self.counter)}"]
+        self.emit(f"{guards[0]} = {guards[1]} = False  # {where}", indent, node)
+        inner = indent if guard is None else indent + 1
+        if guard is not None:
+            self.emit(f"if {guard}:", indent, node)
+        self.emit(f"if {pred}:", inner, node, node.inputs[:1])
+        self.emit(f"{guards[0]} = True", inner + 1, node)
+        self.emit("else:", inner, node)
+        self.emit(f"{guards[1]} = True", inner + 1, node)
+        for key, branch_guard in zip(("then_branch", "else_branch"), guards):
+            branch = node.attrs[key]
+            self.alias(branch.inputs, captured)
+            names = yield self.flat_body(branch, indent, branch_guard)
+            self.segment(branch_guard, indent)
+            self.assign(outs, names, indent + 1, node, branch.outputs)
+            self.end_segment(indent)
+
+    def flat_body(self, graph, indent, guard):
+        """`body` for a branch written flat at `indent`: its nodes at `indent + 1` in segments
+        under `if guard:`, a Cond among them written flat between two segments."""
+        self.segment(guard, indent)
+        for node in graph.nodes:
+            if node.opdef is COND:
+                self.end_segment(indent)
+                pred, captured = self.host_bool(self.names[id(node.inputs[0])]), \
+                    [self.names[id(t)] for t in node.inputs[1:]]
+                outs = [self.fresh(t) for t in node.outputs]
+                yield from self.flat_cond(node, pred, captured, outs, indent, guard)
+                self.segment(guard, indent)
+            else:
+                yield self.node(node, indent + 1)
+        self.end_segment(indent)
+        return [self.names[id(t)] for t in graph.outputs]
+
+    def segment(self, guard, indent):
+        self.emit(f"if {guard}:", indent)
+        self.segments.append(len(self.lines))
+
+    def end_segment(self, indent):
+        if len(self.lines) == self.segments.pop():  # nothing under the guard
+            del self.lines[-1]
 
     def while_(self, node, ins, indent):
         cond, body = node.attrs["cond"], node.attrs["body"]
@@ -401,7 +465,7 @@ class _Lowering:
         where = f"  # {printable(f'{node.name} at {short_location(node.location)}')}"
         header = len(self.lines)
         self.emit(f"while True:{where}", indent, node)
-        (pred,) = self.body(cond, indent + 1)
+        (pred,) = yield self.body(cond, indent + 1)
         pred = self.host_bool(pred)
         if len(self.lines) == header + 1:  # the condition is one expression: a plain `while`
             del self.lines[header]
@@ -411,7 +475,7 @@ class _Lowering:
             self.emit("break", indent + 2, node)
         self.alias(body.inputs, loop_vars + ins[n:])
         start = len(self.lines)
-        self.assign(loop_vars, self.body(body, indent + 1), indent + 1, node, body.outputs)
+        self.assign(loop_vars, (yield self.body(body, indent + 1)), indent + 1, node, body.outputs)
         if len(self.lines) == start:
             self.emit("pass", indent + 1)
 

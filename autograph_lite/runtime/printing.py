@@ -4,6 +4,7 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from ..errors import printable, short_location
+from ..recursion import iterate
 from .opdef import COND, PLACEHOLDER
 
 
@@ -20,7 +21,7 @@ def _attr_str(value):
     return printable(repr(value))
 
 
-def _format(graph, indent, lines):
+def _format(graph, indent, lines):  # a walk for `iterate`: sub-graphs nest 1,000 deep in an elif chain
     pad = "  " * indent
     args = ", ".join(f"%{t.name}: {type_str(t)}" for t in graph.inputs)
     lines.append(f"{pad}graph {printable(graph.name)}({args}) {{")
@@ -37,14 +38,14 @@ def _format(graph, indent, lines):
         for key, value in node.attrs.items():
             if hasattr(value, "nodes"):
                 lines.append(f"{pad}    {key}:")
-                _format(value, indent + 3, lines)
+                yield _format(value, indent + 3, lines)
     lines.append(f"{pad}  return " + ", ".join(f"%{t.name}" for t in graph.outputs))
     lines.append(f"{pad}}}")
 
 
 def format_graph(graph):
     lines = []
-    _format(graph, 0, lines)
+    iterate(_format(graph, 0, lines))
     return "\n".join(lines)
 
 
@@ -86,7 +87,7 @@ def to_dot(graph):
     def source(t, prefix):
         return prefix + (t.name if t.node.opdef is PLACEHOLDER else t.node.name)
 
-    def emit(g, prefix, pad, feeds):
+    def emit(g, prefix, pad, feeds):  # a walk for `iterate`
         for t, outer in zip(g.inputs, feeds):
             label = t.name + "\n" + type_str(t)
             lines.append(f"{pad}{q(prefix + t.name)} [label={q(label)}, shape=ellipse];")
@@ -107,14 +108,14 @@ def to_dot(graph):
                     ins = [source(t, prefix) for t in node.inputs]
                     n = len(sub.inputs)
                     feeds = ins[1:] if node.opdef is COND else ins
-                    emit(sub, inner, pad + "    ", (feeds + [None] * n)[:n])
+                    yield emit(sub, inner, pad + "    ", (feeds + [None] * n)[:n])
                     out = f"{inner}return"
                     lines.append(f"{pad}    {q(out)} [label={q('return')}, shape=plaintext];")
                     lines.extend(f"{pad}    {q(source(t, inner))} -> {q(out)};" for t in sub.outputs)
                     lines.append(f"{pad}  }}")
                 lines.append(f"{pad}}}")
 
-    emit(graph, "", "  ", [None] * len(graph.inputs))
+    iterate(emit(graph, "", "  ", [None] * len(graph.inputs)))
     lines.append(f"  {q('return')} [shape=plaintext];")
     lines += [f"  {q(source(t, ''))} -> {q('return')};" for t in graph.outputs]
     lines.append("}")
@@ -131,7 +132,7 @@ def to_svg(graph):
     each Cond/While a box around its sub-graphs, edges as arcs on the left from producer to user."""
     rows, boxes = [], []  # rows: (depth, id, label lines, node or None); boxes: (depth, first, last, title)
 
-    def walk(g, prefix, depth):
+    def walk(g, prefix, depth):  # a walk for `iterate`
         for t in g.inputs:
             rows.append((depth, prefix + t.name, [f"input {t.name}", type_str(t)], None))
         for node in g.nodes:
@@ -139,10 +140,10 @@ def to_svg(graph):
             for key, sub in node.attrs.items():
                 if hasattr(sub, "nodes"):
                     first = len(rows)
-                    walk(sub, f"{prefix}{node.name}.{key}/", depth + 1)
+                    yield walk(sub, f"{prefix}{node.name}.{key}/", depth + 1)
                     boxes.append((depth + 1, first, len(rows) - 1, f"{node.name}.{key}"))
 
-    walk(graph, "", 0)
+    iterate(walk(graph, "", 0))
     index = {row[1]: i for i, row in enumerate(rows)}
     y = [0]
     for depth, _, label, _ in rows:

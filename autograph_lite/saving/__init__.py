@@ -11,7 +11,7 @@ each graph through the op table (graphs.py), so a bad file raises `ag.LoadError`
 import inspect
 import os
 
-from .. import nest
+from .. import nest, recursion
 from ..errors import LoadError
 from ..runtime import devices
 from ..tensor_spec import TensorSpec
@@ -34,23 +34,36 @@ def save(f, path):
     if a trace holds something a file cannot (an argument that is an arbitrary object, a
     print to a file other than stdout/stderr, effects on the caller's containers)."""
     writer, document = _document(f)
-    writer.write(path, document)
+    with _room(f):  # json's encoder recurses per level of the document
+        writer.write(path, document)
 
 
 def dumps(f):
     """The bytes `ag.save(f, path)` would write: a saved function held in memory (to send to
     another process, `ag.distributed` does). Same bytes for the same traces; `loads` reads them."""
     writer, document = _document(f)
-    return writer.to_bytes(document)
+    with _room(f):
+        return writer.to_bytes(document)
 
 
 def _document(f):
     concretes = _concretes(f)
     writer = _format.Writer()
     name = f.call_signature.name
-    document = {"name": name, "parameters": _parameters(f, writer),
-                "signatures": [_signature(c, writer) for c in concretes]}
+    with _room(f):
+        document = {"name": name, "parameters": _parameters(f, writer),
+                    "signatures": [_signature(c, writer) for c in concretes]}
     return writer, document
+
+
+FRAMES_PER_LEVEL = 16  # the codec's and json's frames per level of nested sub-graphs (Cond in Cond)
+LOAD_FRAMES = 20_000   # a file may nest sub-graphs ~1,000 deep; deeper is refused (a LoadError)
+
+
+def _room(f):
+    """Headroom for encoding the traces of `f`, by how deeply their sub-graphs nest."""
+    nesting = max((c.graph.nesting() for c in _concretes(f)), default=0)
+    return recursion.headroom(FRAMES_PER_LEVEL * nesting)
 
 
 def _concretes(f):
@@ -112,13 +125,7 @@ def _signature(concrete, writer):
 
 def _python_loop(graph):
     """A PythonLoop node of `graph` or its sub-graphs (ops/python_values.py), or None."""
-    for node in graph.nodes:
-        if node.op == "PythonLoop":
-            return node
-        found = next((n for sub in node.subgraphs() if (n := _python_loop(sub)) is not None), None)
-        if found is not None:
-            return found
-    return None
+    return next((node for node in graph.walk() if node.op == "PythonLoop"), None)
 
 
 def _output_slots(concrete, writer):
@@ -177,19 +184,22 @@ def load(path):
         g = ag.load("f.agz")
         g(np.ones(3))
     """
-    document, arrays = _format.read(path)
+    with recursion.headroom(LOAD_FRAMES):
+        document, arrays = _format.read(path)
     return _load(document, arrays, os.fspath(path))
 
 
 def loads(data):
     """The function whose saved bytes (`dumps`, or a file's contents) are `data`, checked as `load` checks a file."""
-    document, arrays = _format.read(bytes(data))
+    with recursion.headroom(LOAD_FRAMES):
+        document, arrays = _format.read(bytes(data))
     return _load(document, arrays, "<bytes>")
 
 
 def _load(document, arrays, path):
     try:
-        loaded = _build(document, arrays)
+        with recursion.headroom(LOAD_FRAMES):
+            loaded = _build(document, arrays)
     except LoadError as e:
         raise LoadError(f"{path}: {e}") from None
     except RecursionError:

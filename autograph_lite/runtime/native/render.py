@@ -16,9 +16,11 @@ and the caller reruns the region in Python from its start (loops.py says how).
 import collections
 import itertools
 import math
+import types
 
 import numpy as np
 
+from ...recursion import iterate
 from ..graph import Slot
 from ..opdef import COND, CONST, PLACEHOLDER, REGISTRY, WHILE
 from . import cexpr
@@ -195,6 +197,11 @@ class Renderer:
         """Write `graph`'s nodes with `inputs` bound to its placeholders; its outputs' Vals.
         `owned`: the positions of inputs whose arrays the graph may write in place (a loop
         variable's buffer: its value at the start of the iteration is not read again)."""
+        return iterate(self.walk(graph, inputs, indent, owned))
+
+    def walk(self, graph, inputs, indent, owned=()):
+        """`graph` as a walk for `iterate`: it yields the walks of the Conds' branches in it (an
+        `elif` chain nests them 1,000 deep)."""
         values = {id(t): v for t, v in zip(graph.inputs, inputs)}
         scope = _Scope(graph, values, {inputs[k].base for k in owned if inputs[k].shape != ()})
         self.scopes.append(scope)
@@ -206,6 +213,8 @@ class Renderer:
                 ins = [self.materialize(v, indent) for v in ins]
             mark = len(self.declared)
             outs = self.node(node, ins, indent)
+            if isinstance(outs, types.GeneratorType):  # a Cond: its branches are walks
+                outs = yield outs
             if node.opdef is not COND and any(getattr(v, "python", None) for v in ins):
                 outs = self.tracked_box(node, ins, outs, indent)
             # a Lazy value read twice is computed twice: one read by several ops is written once
@@ -813,17 +822,18 @@ class Renderer:
         for flag in filter(None, flags):
             self.emit(f"int {flag};", indent)
         self.emit(f"if ({self.emitter.cast(_scalar(ins[0]), np.bool_)}) {{", indent)
-        then_boxes = self.branch(node.attrs["then_branch"], ins[1:], outs, flags, indent + 1)
+        then_boxes = yield from self.branch(node.attrs["then_branch"], ins[1:], outs, flags, indent + 1)
         self.emit("} else {", indent)
-        else_boxes = self.branch(node.attrs["else_branch"], ins[1:], outs, flags, indent + 1)
+        else_boxes = yield from self.branch(node.attrs["else_branch"], ins[1:], outs, flags, indent + 1)
         self.emit("}", indent)
         # an output both branches box alike, as typed, keeps its static box
         return [out if not flag or a == b == box_flag(out) else out._replace(python=flag)
                 for out, flag, a, b in zip(outs, flags, then_boxes, else_boxes)]
 
     def branch(self, graph, ins, outs, flags, indent):
-        """Write a Cond branch into `outs` (and the flags of their boxes); the boxes' C, per output."""
-        values = self.graph(graph, ins, indent)
+        """Write a Cond branch into `outs` (and the flags of their boxes); the boxes' C, per output.
+        A walk for `iterate`, as `walk` is: it yields the branch's walk."""
+        values = yield self.walk(graph, ins, indent)
         for value, flag in zip(values, flags):
             if flag is None and getattr(value, "python", None):
                 raise Unsupported("an array output of a branch taking a value that is a Python number or a numpy "
@@ -922,59 +932,64 @@ class _Scope:
 Fold = collections.namedtuple("Fold", "name reduce_with averages")
 
 
-def placeholder_sources(graph, sources=None):
+def placeholder_sources(graph):
     """id(placeholder) -> the tensors whose values it may hold, for every Cond branch and While
     cond/body placeholder nested in `graph` (a While's loop variable: its initial value and the
     body's result)."""
-    sources = {} if sources is None else sources
-    for node in graph.nodes:
+    sources = {}
+    for node in graph.walk():
         if node.opdef is COND:
             for key in ("then_branch", "else_branch"):
-                branch = node.attrs[key]
-                for p, t in zip(branch.inputs, node.inputs[1:]):
+                for p, t in zip(node.attrs[key].inputs, node.inputs[1:]):
                     sources[id(p)] = [t]
-                placeholder_sources(branch, sources)
         elif node.opdef is WHILE:
             cond, body = node.attrs["cond"], node.attrs["body"]
             n = len(body.outputs)
             for sub in (cond, body):
                 for i, (p, t) in enumerate(zip(sub.inputs, node.inputs)):
                     sources[id(p)] = [t, body.outputs[i]] if i < n else [t]
-                placeholder_sources(sub, sources)
     return sources
 
 
-def zero_d_kinds(t, sources, seen=None):
+def zero_d_kinds(t, sources):
     """What 0-d tensor `t` holds when the Python plan runs: a set of "scalar" (a numpy scalar:
     numpy's ufuncs and reductions give one), "array" (a 0-d array: `where`, a 0-d array
     constant; `astype` boxes as its input) and "input" (whatever a function argument passed through is). A native region
-    returns a 0-d value as one kind, so it takes a value only if its kinds agree."""
-    seen = set() if seen is None else seen
-    if id(t) in seen:
-        return set()  # a loop variable's own earlier value: decided by its other sources
-    seen.add(id(t))
+    returns a 0-d value as one kind, so it takes a value only if its kinds agree. The kinds of
+    every value `t` may be, through placeholders, branches and loops, on an explicit stack (a
+    chain of 10,000 of them is no deeper than one)."""
+    kinds, seen, stack = set(), set(), [t]
+    while stack:
+        t = stack.pop()
+        if id(t) in seen:
+            continue  # a loop variable's own earlier value: decided by its other sources
+        seen.add(id(t))
+        kind, more = _zero_d_kind(t, sources)
+        kinds |= kind
+        stack.extend(more)
+    return kinds
+
+
+def _zero_d_kind(t, sources):
+    """({kinds `t` is known to have}, [the tensors whose kinds it also has])."""
     node = t.node
     if node is None or node.opdef is PLACEHOLDER:
-        if id(t) not in sources:
-            return {"input"}
-        return set().union(*(zero_d_kinds(s, sources, seen) for s in sources[id(t)]))
+        return ({"input"}, []) if id(t) not in sources else (set(), sources[id(t)])
     if node.opdef is CONST:
-        return {"array" if isinstance(node.attrs["value"], np.ndarray) else "scalar"}
+        return {"array" if isinstance(node.attrs["value"], np.ndarray) else "scalar"}, []
     if node.opdef is COND:
-        return set().union(*(zero_d_kinds(node.attrs[key].outputs[t.index], sources, seen)
-                             for key in ("then_branch", "else_branch")))
+        return set(), [node.attrs[key].outputs[t.index] for key in ("then_branch", "else_branch")]
     if node.opdef is WHILE:
-        return zero_d_kinds(node.inputs[t.index], sources, seen) | \
-            zero_d_kinds(node.attrs["body"].outputs[t.index], sources, seen)
+        return set(), [node.inputs[t.index], node.attrs["body"].outputs[t.index]]
     if node.opdef.box == "array":
-        return {"array"}
+        return {"array"}, []
     if node.opdef.box == "input":
-        return {"array"} if node.inputs[0].weak else zero_d_kinds(node.inputs[0], sources, seen)
+        return ({"array"}, []) if node.inputs[0].weak else (set(), [node.inputs[0]])
     if node.opdef.ufunc is not None or node.opdef.reduce_with is not None:
-        return {"scalar"}
+        return {"scalar"}, []
     if node.op == "StridedSlice" and node.inputs[0].ndim == 0:  # x[()] and x[...] of a 0-d value
-        return {"array" if Ellipsis in node.attrs["index"] else "scalar"}
-    return {"unknown"}
+        return {"array" if Ellipsis in node.attrs["index"] else "scalar"}, []
+    return {"unknown"}, []
 
 
 class ZeroDArray:

@@ -7,6 +7,7 @@ casts, transposes; not arithmetic of a Python int with an array, which raises wh
 does not fit the array's dtype) and slicing with slices/None are hoisted: hoisted code runs even when
 the loop runs zero times, and must not fail where the eager program would not have.
 """
+from ...recursion import iterate
 from ..graph import Slot
 from ..opdef import CONST, WHILE
 from .util import is_pure
@@ -98,14 +99,14 @@ def _batch_row_products(loop, graph):
         body.erase_nodes([node])
 
 
-def _visit(graph):
+def _visit(graph):  # a walk for `iterate`: Conds nest 1,000 deep in an `elif` chain
     for node in list(graph.nodes):
         for sub in node.subgraphs():
-            _visit(sub)
+            yield _visit(sub)
         if node.opdef is WHILE:
             _hoist_from(node, graph)
             _batch_row_products(node, graph)
 
 
 def run(graph):
-    _visit(graph)
+    iterate(_visit(graph))

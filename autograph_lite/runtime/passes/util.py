@@ -3,17 +3,30 @@ from ..opdef import CONTROL_FLOW
 
 
 def subgraphs_first(graph, fn):
-    """Apply `fn` to every sub-graph (innermost first), then to `graph`."""
-    for node in graph.nodes:
-        for sub in node.subgraphs():
-            subgraphs_first(sub, fn)
-    fn(graph)
+    """Apply `fn` to every sub-graph (innermost first), then to `graph` (an explicit stack: Conds
+    nest 1,000 deep in an `elif` chain)."""
+    stack = [(graph, _subgraphs_of(graph))]
+    while stack:
+        sub = next(stack[-1][1], None)
+        if sub is not None:
+            stack.append((sub, _subgraphs_of(sub)))
+            continue
+        fn(stack.pop()[0])
+
+
+def _subgraphs_of(graph):
+    return (sub for node in graph.nodes for sub in node.subgraphs())
+
+
+def _nested(node):
+    """The nodes inside Cond or While `node`, at any depth, but for the Conds and Whiles themselves."""
+    return (n for sub in node.subgraphs() for n in sub.walk() if n.opdef not in CONTROL_FLOW)
 
 
 def has_effects(node):
     """True if running `node` does more than compute its outputs (random draws, prints, stacks)."""
     if node.opdef in CONTROL_FLOW:
-        return any(has_effects(n) for sub in node.subgraphs() for n in sub.nodes)
+        return any(n.opdef.stateful for n in _nested(node))
     return node.opdef.stateful
 
 
@@ -21,7 +34,7 @@ def raises(node):
     """True if running `node` can raise where eager code would (`OpDef.raises`; for a Cond or While,
     a node of its sub-graphs): such a node is kept though nothing uses its outputs."""
     if node.opdef in CONTROL_FLOW:
-        return any(raises(n) for sub in node.subgraphs() for n in sub.nodes)
+        return any(n.opdef.raises(n) for n in _nested(node))
     return node.opdef.raises(node)
 
 
