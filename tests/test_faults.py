@@ -106,6 +106,30 @@ def test_a_compiler_that_fails_or_writes_nothing(tmp_path, cc, match):
                   match=match)
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads process states from /proc")
+def test_a_compiler_past_its_timeout_is_killed_with_the_processes_it_started(tmp_path):
+    """A compiler driver that hangs in a child (as gcc waits on cc1) is killed with that child:
+    killing the driver alone left cc1 running for 40 minutes."""
+    pid_file = tmp_path / "child.pid"
+    driver = fake_compiler(tmp_path, f"sleep 600 & echo $! > {pid_file}\nwait\n")
+    with pytest.raises(subprocess.TimeoutExpired):
+        compiler.run_tool([driver], str(tmp_path), timeout=1)
+    child = int(pid_file.read_text())
+    deadline = time.time() + 10
+    while time.time() < deadline and _alive(child):
+        time.sleep(0.05)
+    assert not _alive(child)
+
+
+def _alive(pid):
+    """Whether `pid` runs (a zombie waiting for its reaper does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def test_a_compiler_that_writes_garbage_as_the_library(tmp_path):
     cc = fake_compiler(tmp_path, 'while [ $# -gt 0 ]; do [ "$1" = -o ] && out="$2"; shift; done\n'
                                  '[ -n "$out" ] && head -c 4096 /dev/urandom > "$out"\nexit 0\n')

@@ -32,6 +32,7 @@ the same results. Every failure warns once per process (`NativeKernelWarning`) w
 what failed, how to fix it and how to silence it; later ones are only logged.
 """
 import atexit
+import contextlib
 import ctypes
 import functools
 import hashlib
@@ -41,6 +42,7 @@ import logging
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -327,6 +329,23 @@ def _build(directory, path, source, flags, key, use, purpose):
         return None
 
 
+def run_tool(command, cwd, timeout):
+    """subprocess.run(command) with its output captured, the tool and every process it starts
+    (a compiler driver's cc1, as, ld; nvcc's cicc, ptxas) in a process group of their own that is
+    killed if the tool runs past `timeout` or the caller is interrupted (Ctrl-C): killing only the
+    driver left its cc1 running for 40 minutes on an oversized graph."""
+    proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(command, proc.returncode, out, err)
+
+
 class _Rejected(Exception):
     """The compiler built no library: (what happened, given what was built and what runs instead;
     the fix; whether a working compiler rejecting it is our bug)."""
@@ -340,8 +359,7 @@ def _compile(directory, path, source, flags, key, launcher=()):
             f.write(source)
         # flags after the source file: libraries must follow the objects that use them;
         # relative names, so the library's bytes do not depend on the temporary path
-        done = subprocess.run([*launcher, path, "k.c", "-o", "k.so", *flags], cwd=tmp,
-                              capture_output=True, text=True, timeout=120)
+        done = run_tool([*launcher, path, "k.c", "-o", "k.so", *flags], tmp, timeout=120)
         fix = f"Check that {path} is a working C compiler, or set CC to one."
         if done.returncode != 0:
             message, status = (done.stderr or done.stdout).strip()[-2000:], done.returncode

@@ -22,12 +22,11 @@ import functools
 import glob
 import os
 import shutil
-import subprocess
 import tempfile
 
 import numpy as np
 
-from . import elementwise
+from . import compiler, elementwise
 from .language import CUDA, Unsupported
 
 ARCH = "compute_90"
@@ -125,8 +124,8 @@ def _nvcc_compile(nvcc, source, arch):
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "kernel.cu"), "w") as f:
             f.write(source)
-        done = subprocess.run([nvcc, "--ptx", f"-arch={arch}", *OPTIONS, "kernel.cu", "-o", "kernel.ptx"],
-                              cwd=tmp, capture_output=True, text=True, timeout=300)
+        done = compiler.run_tool([nvcc, "--ptx", f"-arch={arch}", *OPTIONS, "kernel.cu", "-o", "kernel.ptx"],
+                                 tmp, timeout=300)
         if done.returncode != 0:
             raise CompileError(f"nvcc refused the kernel:\n{done.stderr}\n--- source ---\n{source}")
         with open(os.path.join(tmp, "kernel.ptx")) as f:
