@@ -10,7 +10,7 @@ import numpy as np
 from .. import nest
 from ..errors import ConversionError, NeedsPython, user_location
 from ..runtime import devices, memory
-from ..runtime.boxes import ARRAY, VARIES, PythonBox, box_of
+from ..runtime.boxes import ARRAY, SCALAR, VARIES, PythonBox, box_of
 from ..runtime.graph import Graph, Tensor, building, current_graph
 from ..runtime.opdef import COND, WHILE, always
 from .core import apply, convert_to_tensor, define, exemplar
@@ -507,13 +507,18 @@ def _stage_while(cond_fn, step, loop_vars, names, location, unknown, var_names, 
                 raise NeedsPython(f"loop variable '{label}' changes rank from shape {shape} to {o.shape} "
                                   f"in the loop body (at {location})")
             new_specs.append((relax_shape(shape, o.shape), dtype, weak and o.weak))
-        new_boxes = [b if b == _box(o) else VARIES for b, o in zip(boxes, body_out)]
+        # a Python number start rebinds on `+=` and gives numpy scalars in ufuncs, as a numpy scalar does
+        new_boxes = [(SCALAR if _box(o) == SCALAR else VARIES) if weak and not new_weak
+                     else b if b == _box(o) else VARIES
+                     for b, o, (_, _, weak), (_, _, new_weak) in zip(boxes, body_out, specs, new_specs)]
         if new_specs == specs and new_boxes == boxes and (settled is None or settled()):
             break
         specs, boxes = new_specs, new_boxes
     else:
         raise ConversionError(f"loop variable shapes did not settle after {_MAX_RELAXATIONS} traces (at {location})")
-    init = [cast(t, d) if t.dtype != d else t for t, (_, d, _) in zip(init, specs)]
+    # a Python number start cast to the body's dtype is the numpy scalar the body sees, not a 0-d array
+    init = [t if t.dtype == d else cast(t, d)[()] if t.weak and t.shape == () and not w else cast(t, d)
+            for t, (_, d, w) in zip(init, specs)]
     captures = _union_captures(cond_g, body_g)
     _close(cond_g, cond_in + cond_memory, captures, [pred])
     _close(body_g, body_in + body_memory, captures, body_out + memory_out)
