@@ -192,8 +192,11 @@ def build_cond(pred, then_g, then_out, else_g, else_out, names, location, var_na
             results[i] = same  # both branches give the same outer value: it is that value (and its aliases)
             continue
         # a handle of memory the branch wrote gives what it held at the branch's end (fuzz seed 22001258)
-        t, e = [v if (v := memory.at_end(g, h)) is not None else x
-                for g, h, x in ((then_g, handles[0], t), (else_g, handles[1], e))]
+        ends = [memory.at_end(g, h) for g, h in ((then_g, handles[0]), (else_g, handles[1]))]
+        for g, end, h in zip((then_g, else_g), ends, handles):
+            if end is not None:
+                g.ends_of_handles.append((end, h))
+        t, e = [x if end is None else end for end, x in zip(ends, (t, e))]
         if t.python_box is not None or e.python_box is not None:
             # a side that is a Python number on some runs only: which, and the number, as outputs too
             (t_is, t_value), (e_is, e_value) = _python_side(then_g, t), _python_side(else_g, e)
