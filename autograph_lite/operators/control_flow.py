@@ -23,7 +23,7 @@ from . import outside_state, python_loops
 from ..ops import python_values
 from ..ops.logging_ops import ASSERT
 from ..ops.python_values import PythonValue
-from ..ops.control_flow import build_cond, python_int, stage_while, trace_function, zero_like
+from ..ops.control_flow import build_cond, python_int, python_scalar, stage_while, trace_function, zero_like
 from ..runtime import memory
 from ..runtime.boxes import ARRAY, PythonBox, box_of
 from ..runtime.graph import Tensor, _tracing, building, current_graph, holds
@@ -735,14 +735,31 @@ def _box_python_starts(state, result, runs, location):
         for k, (s, e) in enumerate(zip(starts, ends)):
             python = type(s) in (bool, int, float, complex) or (
                 isinstance(s, Tensor) and s.weak and s.shape == () and s.python_box is None)
-            if python and isinstance(e, Tensor) and not e.weak and e.shape == () and e.python_box is None:
-                if not isinstance(runs, Tensor):  # known while tracing (a `for` over a known length)
-                    ends[k] = e if runs else s
-                else:
-                    runs = runs if runs.dtype == np.bool_ else ops.cast(runs, bool)
-                    e.python_box = PythonBox(runs, False, ops.convert_to_tensor(s), location, loop=True)
+            maybe = isinstance(s, Tensor) and s.python_box is not None  # a Python number on some runs (an `if`)
+            if not ((python or maybe) and isinstance(e, Tensor) and e is not s and not e.weak and e.shape == ()
+                    and e.python_box is None):
+                continue
+            if not isinstance(runs, Tensor):  # known while tracing (a `for` over a known length)
+                ends[k] = e if runs else s
+                continue
+            runs = runs if runs.dtype == np.bool_ else ops.cast(runs, bool)
+            if python:
+                e.python_box = PythonBox(runs, False, ops.convert_to_tensor(s), location, loop=True)
+            else:  # the Python number where the start was one and the loop ran zero times
+                box = s.python_box
+                was = ops.cast(box.pick, bool)
+                was = was if box.python_when else ops.logical_not(was)
+                value = box.value if box.value is not None else _as_python_number(s)
+                e.python_box = PythonBox(ops.logical_and(ops.logical_not(runs), was), True, value, location,
+                                         loop=True)
         boxed.append(nest.pack(end, ends))
     return tuple(boxed)
+
+
+def _as_python_number(t):
+    """0-d tensor `t` as the Python number of its value (weak, of the Python type of its kind)."""
+    default = np.dtype(type(t.dtype.type(0).item()))
+    return python_scalar(t if t.dtype == default else ops.cast(t, default))
 
 
 def _refuse_python_boxes(values, names, location):

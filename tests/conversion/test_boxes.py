@@ -416,3 +416,18 @@ def test_arithmetic_on_a_loop_variable_python_on_zero_trips_is_refused_where_dty
     assert f"{__file__}:{accumulated_then_doubled.__code__.co_firstlineno + 4}" in str(info.value)
     ints = [(np.array(2, np.int64), np.array(n)) for n in (3, 0)]   # a Python int and an int64: one number
     _three_calls(accumulated_then_doubled, ints)
+
+
+def merged_then_accumulated(x, n, m):
+    s = 0
+    if n > 1:
+        s = x           # a Python int or a 0-d array, by a tensor `if`
+    while m > 0:
+        s = s + x
+        m = m - 1
+    return s
+
+
+def test_a_loop_variable_starting_as_an_if_s_python_number_stays_one_where_the_loop_ran_zero_times():
+    # the loop carried the numpy value: array(0.) where eager keeps the `if`'s Python 0
+    _three_calls(merged_then_accumulated, [(np.array(1.5), np.array(n), np.array(m)) for n in (0, 2) for m in (0, 2)])
