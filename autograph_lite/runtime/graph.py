@@ -191,7 +191,7 @@ class Graph:
         self.nodes, self.inputs, self.outputs = [], [], []
         self.captures = []       # [(outer Tensor as the parent sees it, inner placeholder)]
         self.maybe_updated = []  # its placeholders whose array an update changed on some runs only
-        self.ends_of_handles = []  # (a branch's result, the handle of carried memory it was: _may_be)
+        self.ends_of_handles = []  # (branch result, the written handle it was made from): _compute_direct_aliases
         self.write_backs = {}    # top graph: id(argument placeholder) -> (placeholder, its final value)
         self.write_back_outputs = []  # top graph: (input index, output index) to copy after a call
         self.views = {}          # id(tensor) -> tensors that numpy would give as views of its array
