@@ -78,7 +78,7 @@ class PythonBox:
     tensor loop's variable that starts as a Python number (`Tensor.python_box`): the Python number
     `value` (a weak tensor; None: the tensor's own value as one) when `pick` is `python_when`, else
     the numpy value. A compiled call returns the one its path made; an op on it keeps the pick where
-    eager's type on both paths allows. `loop`: the pick is whether the loop at `location` ran."""
+    eager's type on both paths allows. `loop`: a loop's result (refusals name the loop at `location`)."""
     __slots__ = ("pick", "python_when", "value", "location", "loop")
 
     def __init__(self, pick, python_when, value, location, loop=False):
