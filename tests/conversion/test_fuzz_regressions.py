@@ -1581,3 +1581,21 @@ def test_a_finally_return_chosen_by_a_tensor_while_an_exception_is_in_flight_is_
                                                  r"test_fuzz_regressions.py:\d+"):
         ag.function(_finally_returning_on_a_tensor_condition)(x, 2)
     assert_every_call_same(_finally_returning_on_a_tensor_condition, x, 0)
+
+
+def _round_of_a_loop_counter(x, n):
+    w = 0
+    total = x * 0
+    while w < 3 and n > 1:
+        w += 1
+        print('p', np.round(w) * x[0])
+        total = total + np.round(w, 1) + np.around(w)
+    return total, np.round(w)
+
+
+def test_np_round_of_a_python_int_loop_counter_is_numpys_scalar():
+    # fuzzer seed 1153009497: np.round of a weak Python int indexed it with () when the graph ran
+    # ("'int' object is not subscriptable"); eagerly numpy converts it and gives an int64 scalar
+    x = np.array([1.5, -2.0], np.float64)
+    for n in (np.array(4, np.int32), np.array(0, np.int32)):
+        assert_every_call_same(_round_of_a_loop_counter, x, n)
