@@ -54,6 +54,9 @@ class _ControlFlow:
         return out
 
     def stmt(self, node, defined):
+        if isinstance(node, gast.If) and anno.get(node, anno.PYTHON_IF):
+            node.body = self.block(node.body, defined)
+            return [node]
         if isinstance(node, gast.If):
             return self.if_(node, defined)
         if isinstance(node, gast.While):
@@ -67,9 +70,6 @@ class _ControlFlow:
             return self.with_(node, defined)
         if isinstance(node, gast.Try):
             return self.try_(node, defined)
-        if isinstance(node, gast.If) and anno.get(node, anno.PYTHON_IF):
-            node.body = self.block(node.body, defined)
-            return [node]
         return [node]
 
     def try_(self, node, defined):

@@ -17,15 +17,15 @@ import numpy as np
 from .. import nest, ops
 from ..errors import (ConversionError, NeedsPython, SymbolicValueError, UnknownRank, is_internal_file, mapped_location,
                       traceback_location, user_location)
-from ..ops.array_ops import constant_value
+from ..ops.array_ops import constant_value, known_int
 from ..ops.core import apply
 from . import outside_state, python_loops
 from ..ops import python_values
 from ..ops.logging_ops import ASSERT
 from ..ops.python_values import PythonValue
-from ..ops.control_flow import build_cond, python_int, stage_while, trace_function, zero_like
+from ..ops.control_flow import build_cond, python_int, python_scalar, stage_while, trace_function, zero_like
 from ..runtime import memory
-from ..runtime.boxes import ARRAY, box_of
+from ..runtime.boxes import ARRAY, PythonBox, box_of
 from ..runtime.graph import Tensor, _tracing, building, current_graph, holds
 from ..runtime.passes.util import has_effects
 from .lists import TensorList, join_kinds
@@ -700,7 +700,7 @@ def while_stmt(test, body, state, names, opts=None):
         return python_loops.while_loop(test, body, state, names, pred, location, extra, opts, e)
     _check_places_set(pred, places, extra, "while", location)
     _mark_maybe_unset(dict_items, pred, "while", location)
-    return result
+    return _box_python_starts(state, result, pred, location)
 
 
 def _while_staged(test, body, state, names, opts, graph, first, pred, location, extra):
@@ -722,6 +722,46 @@ def _while_staged(test, body, state, names, opts, graph, first, pred, location, 
     return _staged_loop(test, body, state, names, location, extra)
 
 
+def _box_python_starts(state, result, runs, location):
+    """`result` of a tensor loop whose first test is `runs`: a variable that starts as a Python number
+    and that the loop makes a numpy value stays the Python number on the runs where the loop runs
+    zero times, as eagerly (a `PythonBox` picked by `runs` when the call returns or an op uses it)."""
+    boxed = []
+    for start, end in zip(state, result):
+        starts, ends = nest.flatten(start), nest.flatten(end)
+        if len(starts) != len(ends):
+            boxed.append(end)
+            continue
+        for k, (s, e) in enumerate(zip(starts, ends)):
+            python = type(s) in (bool, int, float, complex) or (
+                isinstance(s, Tensor) and s.weak and s.shape == () and s.python_box is None)
+            maybe = isinstance(s, Tensor) and s.python_box is not None  # a Python number on some runs (an `if`)
+            if not ((python or maybe) and isinstance(e, Tensor) and e is not s and not e.weak and e.shape == ()
+                    and e.python_box is None):
+                continue
+            if not isinstance(runs, Tensor):  # known while tracing (a `for` over a known length)
+                ends[k] = e if runs else s
+                continue
+            runs = runs if runs.dtype == np.bool_ else ops.cast(runs, bool)
+            if python:
+                e.python_box = PythonBox(runs, False, ops.convert_to_tensor(s), location, loop=True)
+            else:  # the Python number where the start was one and the loop ran zero times
+                box = s.python_box
+                was = ops.cast(box.pick, bool)
+                was = was if box.python_when else ops.logical_not(was)
+                value = box.value if box.value is not None else _as_python_number(s)
+                e.python_box = PythonBox(ops.logical_and(ops.logical_not(runs), was), True, value, location,
+                                         loop=True)
+        boxed.append(nest.pack(end, ends))
+    return tuple(boxed)
+
+
+def _as_python_number(t):
+    """0-d tensor `t` as the Python number of its value (weak, of the Python type of its kind)."""
+    default = np.dtype(type(t.dtype.type(0).item()))
+    return python_scalar(t if t.dtype == default else ops.cast(t, default))
+
+
 def _refuse_python_boxes(values, names, location):
     """A loop variable that starts as a Python float on some runs only (`Tensor.python_box`) and a
     float32 (complex64, float16) on the others is an error: eager's loop computes on whichever it is,
@@ -731,11 +771,11 @@ def _refuse_python_boxes(values, names, location):
         boxed = next((t for t in nest.flatten(value) if isinstance(t, Tensor) and t.python_box is not None
                       and t.dtype.kind in "fc" and t.dtype.itemsize < (16 if t.dtype.kind == "c" else 8)), None)
         if boxed is not None:
+            on_python, on_numpy, remedy = boxed.python_box.paths()
             raise ConversionError(
-                f"'{name}' is a Python number where the tensor `if` at {boxed.python_box.location} took one branch "
-                f"and a numpy value where it took the other, and a loop on a tensor (at {location}) carries it: "
-                f"eager's loop would compute on whichever it is, in its own type. Give both branches the same "
-                f"type (np.float64(0.0), or float(v))")
+                f"'{name}' is a Python number where {on_python} and a numpy value {on_numpy}, and a loop "
+                f"on a tensor (at {location}) carries it: "
+                f"eager's loop would compute on whichever it is, in its own type. {remedy[0].upper()}{remedy[1:]}")
 
 
 def _check_runs_once(runs, opts, state, names, kind, location, extra):
@@ -907,7 +947,8 @@ def for_stmt(iterable, extra_test, body, state, names, opts=None):
             return python_loops.for_loop(iterable, extra_test, body, state, names, location, extra, opts, e)
         _check_places_set(runs, places, extra, "for", location)
         _mark_maybe_unset(dict_items, runs, "for", location)
-        return result
+        count = known_int(sequence[0]) if isinstance(sequence[0], Tensor) else sequence[0]
+        return _box_python_starts(state, result, runs if count is None else count > 0, location)
     state = tuple(state)
     start, iterations, warned = time.perf_counter(), 0, False
     with _unrolling() as level:

@@ -10,7 +10,7 @@ import numpy as np
 from .. import nest
 from ..errors import ConversionError, NeedsPython, user_location
 from ..runtime import devices, memory
-from ..runtime.boxes import ARRAY, VARIES, PythonBox, box_of
+from ..runtime.boxes import ARRAY, SCALAR, VARIES, PythonBox, box_of
 from ..runtime.graph import Graph, Tensor, building, current_graph
 from ..runtime.opdef import COND, WHILE, always
 from .core import apply, convert_to_tensor, define, exemplar
@@ -192,8 +192,11 @@ def build_cond(pred, then_g, then_out, else_g, else_out, names, location, var_na
             results[i] = same  # both branches give the same outer value: it is that value (and its aliases)
             continue
         # a handle of memory the branch wrote gives what it held at the branch's end (fuzz seed 22001258)
-        t, e = [v if (v := memory.at_end(g, h)) is not None else x
-                for g, h, x in ((then_g, handles[0], t), (else_g, handles[1], e))]
+        ends = [memory.at_end(g, h) for g, h in ((then_g, handles[0]), (else_g, handles[1]))]
+        for g, end, h in zip((then_g, else_g), ends, handles):
+            if end is not None:
+                g.ends_of_handles.append((end, h))
+        t, e = [x if end is None else end for end, x in zip(ends, (t, e))]
         if t.python_box is not None or e.python_box is not None:
             # a side that is a Python number on some runs only: which, and the number, as outputs too
             (t_is, t_value), (e_is, e_value) = _python_side(then_g, t), _python_side(else_g, e)
@@ -507,13 +510,18 @@ def _stage_while(cond_fn, step, loop_vars, names, location, unknown, var_names, 
                 raise NeedsPython(f"loop variable '{label}' changes rank from shape {shape} to {o.shape} "
                                   f"in the loop body (at {location})")
             new_specs.append((relax_shape(shape, o.shape), dtype, weak and o.weak))
-        new_boxes = [b if b == _box(o) else VARIES for b, o in zip(boxes, body_out)]
+        # a Python number start rebinds on `+=` and gives numpy scalars in ufuncs, as a numpy scalar does
+        new_boxes = [(SCALAR if _box(o) == SCALAR else VARIES) if weak and not new_weak
+                     else b if b == _box(o) else VARIES
+                     for b, o, (_, _, weak), (_, _, new_weak) in zip(boxes, body_out, specs, new_specs)]
         if new_specs == specs and new_boxes == boxes and (settled is None or settled()):
             break
         specs, boxes = new_specs, new_boxes
     else:
         raise ConversionError(f"loop variable shapes did not settle after {_MAX_RELAXATIONS} traces (at {location})")
-    init = [cast(t, d) if t.dtype != d else t for t, (_, d, _) in zip(init, specs)]
+    # a Python number start cast to the body's dtype is the numpy scalar the body sees, not a 0-d array
+    init = [t if t.dtype == d else cast(t, d)[()] if t.weak and t.shape == () and not w else cast(t, d)
+            for t, (_, d, w) in zip(init, specs)]
     captures = _union_captures(cond_g, body_g)
     _close(cond_g, cond_in + cond_memory, captures, [pred])
     _close(body_g, body_in + body_memory, captures, body_out + memory_out)

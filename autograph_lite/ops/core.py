@@ -118,17 +118,18 @@ def _python_box(op, tensors, attrs, specs):
     if same_pick and len(specs) == 1 and (dtypes[0] == dtypes[1] or (
             python_weak and dtypes[0][0].kind == dtypes[1][0].kind and dtypes[0][0].kind in "biu")):
         # a Python int and an integer numpy value of its value: the same number
-        return PythonBox(first.pick, first.python_when, None, first.location) if python_weak else None
+        return PythonBox(first.pick, first.python_when, None, first.location, first.loop) if python_weak else None
     if not same_pick:
         problem = "values merged from Python numbers and numpy values by different tensor `if`s"
     else:
         python_result = (f"a Python {type(dtypes[1][0].type(0).item()).__name__}" if python_weak
                          else dtypes[1][0] if len(dtypes[1]) == 1 else "other dtypes")
-        problem = (f"a value that is a Python number where the tensor `if` at {first.location} took one "
-                   f"branch and a numpy value where it took the other: eager's result would be "
-                   f"{python_result} on one path and {', '.join(map(str, dtypes[0]))} on the other")
-    raise ConversionError(f"`{op.name}` on {problem}; give both branches the same type "
-                          f"(np.float32(0.0), or float(v)) (at {user_location(4)})")
+        on_python, on_numpy, _ = first.paths()
+        problem = (f"a value that is a Python number where {on_python} and a numpy value {on_numpy}: "
+                   f"eager's result would be {python_result} on one path and {', '.join(map(str, dtypes[0]))} "
+                   f"on the other")
+    remedy = first.paths()[2]
+    raise ConversionError(f"`{op.name}` on {problem}; {remedy} (at {user_location(4)})")
 
 
 def _weak_constant(t):

@@ -91,14 +91,24 @@ _RULES = {PLACEHOLDER: _placeholder, CONST: _const, COND: _cond, WHILE: _while}
 
 
 class PythonBox:
-    """What eager holds for a value a tensor `if` merged from a Python number and a numpy value
-    (`Tensor.python_box`): the Python number `value` (a weak tensor; None: the tensor's own value
-    as one) when `pick` is `python_when`, else the numpy value. A compiled call returns the one
-    its branch made; an op on it keeps the pick where eager's type on both paths allows."""
-    __slots__ = ("pick", "python_when", "value", "location")
+    """What eager holds for a value a tensor `if` merged from a Python number and a numpy value, or a
+    tensor loop's variable that starts as a Python number (`Tensor.python_box`): the Python number
+    `value` (a weak tensor; None: the tensor's own value as one) when `pick` is `python_when`, else
+    the numpy value. A compiled call returns the one its path made; an op on it keeps the pick where
+    eager's type on both paths allows. `loop`: a loop's result (refusals name the loop at `location`)."""
+    __slots__ = ("pick", "python_when", "value", "location", "loop")
 
-    def __init__(self, pick, python_when, value, location):
+    def __init__(self, pick, python_when, value, location, loop=False):
         self.pick, self.python_when, self.value, self.location = pick, python_when, value, location
+        self.loop = loop
+
+    def paths(self):
+        """(where eager's value is the Python number, where the numpy one, the remedy), in words."""
+        if self.loop:
+            return (f"the loop on a tensor at {self.location} ran zero times", "where it ran",
+                    "start it as the type the loop makes (np.float64(0.0), not 0)")
+        return (f"the tensor `if` at {self.location} took one branch", "where it took the other",
+                "give both branches the same type (np.float32(0.0), or float(v))")
 
 
 def by_example(node, index, boxes):

@@ -192,6 +192,7 @@ class Graph:
         self.nodes, self.inputs, self.outputs = [], [], []
         self.captures = []       # [(outer Tensor as the parent sees it, inner placeholder)]
         self.maybe_updated = []  # its placeholders whose array an update changed on some runs only
+        self.ends_of_handles = []  # (branch result, the written handle it was made from): _compute_direct_aliases
         self.write_backs = {}    # top graph: id(argument placeholder) -> (placeholder, its final value)
         self.write_back_outputs = []  # top graph: (input index, output index) to copy after a call
         self.views = {}          # id(tensor) -> tensors that numpy would give as views of its array
@@ -544,6 +545,11 @@ def _compute_direct_aliases(t):
     for sub in passed:
         if t.index < len(sub.outputs):
             inside = _may_be(sub.outputs[t.index])  # what the sub-graph's result may be
+            # a branch result that is what a handle of memory it wrote held at its end is that
+            # handle's array on those runs (fuzzer seed 1141004447: `v = y[::-1]`, `y[0] = 1` in one branch)
+            handles = [h for end, h in sub.ends_of_handles if any(end is v for v in inside)]
+            found += [h for h in handles if not _within(h.node.graph, sub)]
+            inside += [a for h in handles if _within(h.node.graph, sub) for a in _may_be(h)]
             found += [outer for outer, inner in sub.captures if any(inner is v for v in inside)]
             if node.opdef is WHILE:  # a loop variable the body passes on from another one
                 found += [node.inputs[k] for k, ph in enumerate(sub.inputs[:n])

@@ -353,3 +353,81 @@ def test_a_merge_of_a_python_number_and_a_numpy_value_saved_and_loaded(tmp_path)
     loaded = ag.load(path)
     for a in args:
         assert_identical(_python_int_or_int32_doubled(*a), loaded(*a))
+
+
+def accumulated_in_a_while(x, n):
+    s = 0
+    i = 0
+    while i < n:
+        s += x      # a Python int first: `+=` rebinds it to numpy's scalar of x's dtype
+        i += 1
+    return s
+
+
+def summed_in_a_while(x, n):
+    s = 0.0
+    i = 0
+    while i < n:
+        s = s + x
+        i += 1
+    return s, i
+
+
+def accumulated_in_a_for(x, y):
+    s = 0
+    for v in y:
+        s += x * v
+    return s
+
+
+def found_in_a_for(x, y):
+    found = False
+    for v in y:
+        found = v > x
+    return found
+
+
+TRIPS = [np.array(3), np.array(0), np.array(1)]
+
+
+@pytest.mark.parametrize("native", ["off", "always"])
+def test_a_loop_variable_starting_as_a_python_number_is_boxed_by_the_trip_count(native, monkeypatch):
+    # a Python number where the tensor loop ran zero times, the body's numpy scalar where it ran
+    monkeypatch.setenv("AG_NATIVE", native)
+    for x in (np.array(2.5), np.float32(2.5), np.array(7, np.int64), np.int32(-3), np.array(1.5, np.float32)):
+        _three_calls(accumulated_in_a_while, [(x, n) for n in TRIPS])
+        _three_calls(summed_in_a_while, [(x, n) for n in TRIPS])
+    for y in (np.arange(3.0), np.zeros(0), np.ones(1, np.float32)):
+        _three_calls(accumulated_in_a_for, [(np.array(2.5), y), (np.float32(2.5), y)])
+        _three_calls(found_in_a_for, [(np.float64(0.5), y), (np.array(-1.0), y)])
+
+
+def accumulated_then_doubled(x, n):
+    s = 0
+    while n > s:
+        s += x
+    return s * 2
+
+
+def test_arithmetic_on_a_loop_variable_python_on_zero_trips_is_refused_where_dtypes_differ():
+    # eagerly `s * 2` is a Python int where the loop ran zero times and a float64 elsewhere
+    with pytest.raises(ag.ConversionError, match=r"ran zero times") as info:
+        ag.function(accumulated_then_doubled)(np.array(2.5), np.array(3))
+    assert f"{__file__}:{accumulated_then_doubled.__code__.co_firstlineno + 4}" in str(info.value)
+    ints = [(np.array(2, np.int64), np.array(n)) for n in (3, 0)]   # a Python int and an int64: one number
+    _three_calls(accumulated_then_doubled, ints)
+
+
+def merged_then_accumulated(x, n, m):
+    s = 0
+    if n > 1:
+        s = x           # a Python int or a 0-d array, by a tensor `if`
+    while m > 0:
+        s = s + x
+        m = m - 1
+    return s
+
+
+def test_a_loop_variable_starting_as_an_if_s_python_number_stays_one_where_the_loop_ran_zero_times():
+    # the loop carried the numpy value: array(0.) where eager keeps the `if`'s Python 0
+    _three_calls(merged_then_accumulated, [(np.array(1.5), np.array(n), np.array(m)) for n in (0, 2) for m in (0, 2)])

@@ -1564,3 +1564,59 @@ def test_a_store_whose_value_writes_the_target_builds_its_index_after_the_value(
     assert_same(_store_whose_value_writes_the_array_its_mask_reads(eager_y),
                 ag.function(_store_whose_value_writes_the_array_its_mask_reads)(compiled_y))
     assert_same(eager_y, compiled_y)
+
+
+def _finally_returning_from_a_loop(x, k):
+    try:
+        v = [1.5, 2.5][k]
+        x = x + v
+    finally:
+        for i in range(2):
+            w = 0
+            while w < 2 and ag.maximum(w, w) <= k:
+                w += 1
+                return x * w   # cancels the IndexError in flight, as Python's finally does
+
+
+def test_a_finally_whose_return_sits_in_a_python_loop_cancels_the_exception_in_flight():
+    # fuzzer seed 1139005387: the converted `if` that returns at the end of a top-level finally
+    # (written as a Python `if`) was staged as an ag__.if_stmt, whose branch function's `return`
+    # left the finally normally, so the IndexError went on where eager returns
+    x = np.array([1.0, -2.0], np.float32)
+    for k in (2, 0, 1):
+        assert_every_call_same(_finally_returning_from_a_loop, x, k)
+
+
+def _finally_returning_on_a_tensor_condition(x, k):
+    try:
+        v = [1.5, 2.5][k]
+        x = x + v
+    finally:
+        if x[0] > 0:
+            return x
+
+
+def test_a_finally_return_chosen_by_a_tensor_while_an_exception_is_in_flight_is_refused():
+    x = np.array([1.0, -2.0], np.float32)
+    with pytest.raises(ag.ConversionError, match=r"would cancel the exception in flight on some runs only.*"
+                                                 r"test_fuzz_regressions.py:\d+"):
+        ag.function(_finally_returning_on_a_tensor_condition)(x, 2)
+    assert_every_call_same(_finally_returning_on_a_tensor_condition, x, 0)
+
+
+def _round_of_a_loop_counter(x, n):
+    w = 0
+    total = x * 0
+    while w < 3 and n > 1:
+        w += 1
+        print('p', np.round(w) * x[0])
+        total = total + np.round(w, 1) + np.around(w)
+    return total, np.round(w)
+
+
+def test_np_round_of_a_python_int_loop_counter_is_numpys_scalar():
+    # fuzzer seed 1153009497: np.round of a weak Python int indexed it with () when the graph ran
+    # ("'int' object is not subscriptable"); eagerly numpy converts it and gives an int64 scalar
+    x = np.array([1.5, -2.0], np.float64)
+    for n in (np.array(4, np.int32), np.array(0, np.int32)):
+        assert_every_call_same(_round_of_a_loop_counter, x, n)

@@ -910,3 +910,46 @@ def test_an_inner_tensor_loop_writing_an_argument_of_the_outer_loop_equals_eager
 @pytest.mark.parametrize("a, b", [(0, 0), (1, 0), (2, 2), (3, 1)])
 def test_an_inner_tensor_loop_in_a_python_loop_writing_an_argument_equals_eager(fn, a, b):
     both(fn, _int(a), _zero_d(b))
+
+
+def writes_through_a_view_one_branch_kept_after_writing_its_base(y, n):
+    """Fuzz seed 1141004447: `v = y[::-1]`, one branch of a tensor `if` writes y and keeps v, the
+    other rebinds v, then `v += n`: eagerly y changes on the first runs only. The branch's v was
+    its memory's contents at the branch's end, which no alias check saw: y was left unchanged."""
+    v = y[::-1]
+    if n:
+        y[0] = -y[1]
+    else:
+        v = ag.minimum(False, y)
+    v += n
+    return v
+
+
+def writes_through_a_view_of_a_local_one_branch_kept(y, n):
+    a = y * 1.0
+    v = a[::-1]
+    if n:
+        a[0] = -a[1]
+    else:
+        v = ag.minimum(False, a)
+    v += n
+    return a
+
+
+def reads_a_view_one_branch_kept_after_writing_its_base(y, n):
+    a = y * 1.0
+    v = a[::-1]
+    if n:
+        a[0] = -a[1]
+    else:
+        v = ag.minimum(False, a)
+    return v * 2, a
+
+
+def test_an_update_through_a_view_a_writing_branch_kept_is_refused():
+    for fn, name in ((writes_through_a_view_one_branch_kept_after_writing_its_base, r"a slice or view of argument 'y'"),
+                     (writes_through_a_view_of_a_local_one_branch_kept, r"'v' .*on some runs the same array")):
+        with pytest.raises(ag.ConversionError, match=name):
+            ag.function(fn)(np.arange(4.0), np.int32(2))
+    for n in (0, 2):
+        both(reads_a_view_one_branch_kept_after_writing_its_base, arange(4), lambda: np.int32(n))

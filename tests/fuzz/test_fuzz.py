@@ -151,3 +151,39 @@ def test_every_numpy_table_entry_is_drawn():
         if not any(usable(form, env) for form in forms for env in samples):
             undrawn.append(name)
     assert undrawn == [], f"add a form to grammar.NUMPY_FORMS for {undrawn}"
+
+
+STATEFUL_SOURCE = """import numpy as np
+import autograph_lite as ag
+
+
+class _State:
+    pass
+
+
+STATE = _State()
+
+
+def reset():
+    STATE.acc = np.zeros(4)
+
+
+def mutate(step):
+    pass
+
+
+def f(x, y, n, s, lst):
+    if s:
+        STATE.acc = x * 1.0
+        return [1.5, 2.5][s]   # eager keeps the write above; the compiled trace raises first
+    return x
+"""
+
+
+def test_a_call_raising_both_ways_leaves_eagers_state_for_the_next_calls():
+    # fuzzer seed 1137004384: a write eager made before its error was missing compiled (a trace that
+    # raises restores outside state), and the next call, which returns, was compared from there
+    x = np.array([1.0, -2.0, 3.0, 4.0])
+    program = grammar.Program(STATEFUL_SOURCE, ("float64", "float64"), frozenset(), False,
+                              [(x, x, np.array(1, np.int32), s, []) for s in (2, 0)])
+    assert runner.run_program(program).status == "ok"

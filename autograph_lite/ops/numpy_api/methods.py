@@ -38,6 +38,8 @@ def _round(a, decimals=0, out=None):
     decimals = int(decimals)
     integer = a.dtype.kind in "iu"
     if decimals >= 0 and integer:  # a copy; of a 0-d array the numpy scalar (ndarray.round's PyArray_Return)
+        if a.weak:  # a Python int (a loop counter) is a Python int when the graph runs: its 0-d array first
+            a = math_ops.cast(a, a.dtype)
         return array_ops.identity(a) if a.ndim else array_ops.getitem(a, ())
     if decimals == 0:
         return math_ops.rint(a)  # of bools a float16, as numpy's rint
