@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import ConversionError, NeedsPython, user_location
 from ..runtime import memory
 from ..runtime.boxes import ARRAY, VARIES, box_of
-from ..runtime.graph import InPlaceUpdate, Tensor, current_graph
+from ..runtime.graph import InPlaceUpdate, Tensor, check_partial_aliases, current_graph
 from ..runtime.opdef import PLACEHOLDER
 from . import array_ops, math_ops, numpy_api, python_values
 
@@ -104,8 +104,10 @@ def _in_place_either_box(x, new, symbol, location):
     """`x op= y` on a 0-d value that is a 0-d array on some runs (updated in place: still an array, of
     x's dtype) and a numpy scalar on others (rebound: numpy's scalar result), picked when the graph
     runs (BoxLike). Where the two would differ in more than the box (dtype, shape), or where another
-    holder could see the difference (its memory was viewed or written): refused; other names of
-    the value from before may no longer be read (an array's would see the update, a scalar's not)."""
+    holder could see the difference (its memory was viewed or written; on some runs it is an
+    argument's array, or a loop's body hands it an array from outside the iteration): refused; other
+    names of the value from before may no longer be read (an array's would see the update, a
+    scalar's not)."""
     target = _assigned_name(sys._getframe(2))
     label = f"'{target}'" if target else "the value"
     if new.dtype != x.dtype or new.shape != () or x.mem is not None:
@@ -116,8 +118,17 @@ def _in_place_either_box(x, new, symbol, location):
                               f"array in place but rebinds the scalar, {differs}. "
                               f"Make it one type first (np.asarray(v), or v[()]) (at {location})")
     result = math_ops.box_like(x, new)
+    # on the array runs it is an update in place of x's array, which other holders of that array see:
+    # what a tensor `if`/loop gave x from (an argument's array: refused, another: stale), and, where x
+    # is a loop variable's or branch's placeholder, the array from outside (the While/Cond built
+    # around it refuses a body that hands the variable an array from outside the iteration, which
+    # the next iteration would update: fuzzer seed 1153013502)
+    check_partial_aliases(x, label, symbol, location, new=result)
     x.stale = InPlaceUpdate(current_graph(), f"{label} (a numpy scalar on some runs, a 0-d array on others)",
                             symbol, location)
+    if x.node.opdef is PLACEHOLDER and x.node.graph.parent is not None \
+            and not any(t is x for t in x.node.graph.maybe_updated):
+        x.node.graph.maybe_updated.append(x)
     return result
 
 

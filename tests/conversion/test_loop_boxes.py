@@ -1,7 +1,9 @@
 """A tensor loop's variable that starts as a numpy scalar and that the body makes a 0-d array (or
 the other way round) is, after the loop, the start's box where the loop ran zero times and the
 body's elsewhere; `v += ...` after the loop updates the array in place (still an array) or rebinds
-the scalar, picked when the graph runs (fuzzer seed 1126010913, issue 24)."""
+the scalar, picked when the graph runs (fuzzer seed 1126010913, issue 24). On the array runs that
+update is one of the array's memory: where the array may be an argument's or another name's (the
+loop or `if` gave it one), the compiled function refuses it (fuzzer seed 1153013502)."""
 import numpy as np
 import pytest
 
@@ -68,3 +70,48 @@ def test_an_update_whose_dtype_would_differ_by_the_box_is_refused():
     with pytest.raises(ConversionError, match=r"'v' \+= \.\.\.: 'v' is a numpy scalar on some runs and a 0-d array "
                                               r"on others.*float64.*not float32.*test_loop_boxes.py:\d+"):
         ag.function(changes_dtype)(np.array(1), np.array([1.5, 2.0]))
+
+
+def fresh_array_updated_in_the_loop(n, y):
+    v = y[0]
+    for i in ag.range(n):
+        v += 1  # a numpy scalar rebound, then (from i = 3) a 0-d array updated in place
+        if i > 1:
+            v = np.zeros((), np.float64)
+    return v, y
+
+
+def test_an_update_in_the_loop_of_an_array_made_in_it_matches_eager():
+    compiled = ag.function(fresh_array_updated_in_the_loop)
+    for n in (0, 2, 3, 5, 4):
+        args = (np.array(n), np.array([1.5, 2.0, -1.0]))
+        eager_args = (args[0].copy(), args[1].copy())
+        assert_identical(fresh_array_updated_in_the_loop(*eager_args), compiled(*args))
+        assert_identical(eager_args, args)
+
+
+def argument_given_in_the_loop(n, k):
+    v = n + 0  # a numpy scalar
+    for i in ag.range(k):
+        v += 1  # from the second iteration on, `n` updated in place
+        v = n
+    return v
+
+
+def argument_given_in_an_if(n, k):
+    v = n + 0
+    if k > 1:
+        v = n
+    v += 1  # `n` updated in place where k > 1
+    return v
+
+
+@pytest.mark.parametrize("fn, why", [
+    (argument_given_in_the_loop, r"the loop then gives it an array from outside the iteration"),
+    (argument_given_in_an_if, r"on some runs it is the array of argument 'n'")])
+def test_an_update_of_a_value_that_is_on_some_runs_an_arguments_array_is_refused(fn, why):
+    n = np.array(5, np.int32)
+    fn(n, np.array(3))
+    assert n != 5  # eagerly the caller's array changes, on some runs only
+    with pytest.raises(ConversionError, match=r"'v'.*\+=.*test_loop_boxes.py:\d+.*" + why):
+        ag.function(fn)(np.array(5, np.int32), np.array(3))
