@@ -55,6 +55,10 @@ class _Effects:
         # list arguments a staged if/while/for must not change (operators/control_flow.py checks)
         graph.argument_lists = {id(view): (view, _label(path)) for path, view, _ in self._copies
                                 if type(view) is list}
+        # objects among them (and `self`) whose attributes a staged if/while/for must not set through a
+        # function it calls (operators/control_flow.py `_AttributesKept`)
+        graph.argument_objects = [(view, _label(path)) for path, view, _ in self._direct
+                                  if type(view) not in (list, dict, set)]
 
     # path: a tuple of (step, label); the first step is the argument index, then ("item", key)
     # or ("attr", name); labels make the words of an error message.

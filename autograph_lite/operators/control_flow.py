@@ -110,6 +110,10 @@ class _ExtraState:
     def _refuse_maybe_unset(self, values, location):
         _refuse_maybe_unset_in_loop(self.names, values, location)
 
+    def attribute_places(self):
+        """{(id(object), name)} of the attributes this statement carries."""
+        return {(id(base), key) for base, kind, key in self._places if kind == "attr"}
+
     def droppable(self, opts):
         """{label: (holder, key)} of the items of dicts and attributes of objects that may stay unset on some runs
         (`opts['droppable']`: the converter found nothing in the function that asks which keys or
@@ -234,15 +238,19 @@ def if_stmt(cond, body, orelse, state, names, opts=None):
     location = user_location()
     _check_staging_allowed(opts, "`if`", location)
     extra = _ExtraState(opts, "`if`", location)
+    written = _AttributesKept("an `if`", location)
     if extra:
         count, start = len(names), extra.get()
         body, orelse, names = extra.branch(body, start), extra.branch(orelse, start), (*names, *extra.names)
         result = _staged_if(cond, body, orelse, state, names, location, extra.cell_names, extra.droppable(opts),
                             raising=not (opts or {}).get("in_finally"))
         _check_argument_lists_kept(start, result[count:], "an `if`", location)
+        written.check(extra)
         extra.set(result[count:])
         return result[:count]
-    return _staged_if(cond, body, orelse, state, names, location, raising=not (opts or {}).get("in_finally"))
+    result = _staged_if(cond, body, orelse, state, names, location, raising=not (opts or {}).get("in_finally"))
+    written.check()
+    return result
 
 
 def _staged_if(cond, body, orelse, state, names, location, soft=(), droppable={}, raising=True):  # noqa: B006
@@ -599,6 +607,48 @@ class _ArraysKept:
                     f"Write 'v = v + ...' (a new array) for the update, or make '{name}' from a tensor")
 
 
+class _AttributesKept:
+    """The attributes of the caller's objects (argument objects, `self`, objects reached through a
+    global, a cell or another object) before a staged block: one that tracing the block sets by code
+    the converter cannot see (a function it calls: `STATE.acc = STATE.w` in a helper) is refused. The
+    trace sets it once, whatever the data, and the effects replay would set it on every call, where
+    eagerly it is set only on the runs that take the branch or run the loop (fuzzer seeds 21000322,
+    1153006709). Writes in the converted function's own code are carried (`_ExtraState`), not checked."""
+
+    def __init__(self, what, location):
+        self.what, self.location = what, location
+        self.reads = outside_state.active()
+        self.then = self.reads.attributes_now() if self.reads is not None else None
+        self.objects = [(obj, label, dict(vars(obj))) for obj, label in _argument_objects()
+                        if isinstance(getattr(obj, "__dict__", None), dict)]
+
+    def check(self, extra=None):
+        carried = extra.attribute_places() if extra else set()
+        changes = [(label, obj, name) for obj, label, before in self.objects
+                   for name in sorted(set(before) | set(vars(obj)), key=str)
+                   if before.get(name, outside_state.ABSENT) is not vars(obj).get(name, outside_state.ABSENT)]
+        if self.reads is not None:
+            changes += [(label, obj, name) for label, obj, name, _, now in self.reads.attributes_set_since(self.then)
+                        if not self.reads.is_stand_in(obj, name, now)]
+        for label, obj, name in changes:
+            if (id(obj), name) not in carried:
+                attribute = f"{label}.{name}" if isinstance(name, str) and name.isidentifier() else f"{label}.<{name!r}>"
+                raise ConversionError(
+                    f"`{attribute}` is set by a function called inside {self.what} on a tensor (at {self.location}); "
+                    f"tracing sets it once whatever the data, where eagerly it is set only on the runs that "
+                    f"{'take that branch' if 'if' in self.what else 'run the loop body'}. Return the new value from "
+                    f"that function and write `{attribute} = ...` in the compiled function's own code (an "
+                    f"assignment there is carried by the graph), or call the function outside the block")
+
+
+def _argument_objects():
+    """(object, label) of the argument objects and `self` of the function being traced (set by its trace)."""
+    graph = current_graph()
+    while graph is not None and graph.parent is not None:
+        graph = graph.parent
+    return getattr(graph, "argument_objects", None) or ()
+
+
 def _converted_frame(frame):
     while frame is not None and not frame.f_code.co_filename.startswith("<autograph_lite converted"):
         frame = frame.f_back
@@ -851,14 +901,17 @@ def _warn_long_unroll(iterations, start, kind, warned):
     return True
 
 
-def _staged_loop(test, body, state, names, location, extra=None):
+def _staged_loop(test, body, state, names, location, extra=None, written=None):
     """Stage a loop whose condition is symbolic. Lists become TensorLists; variables with no
     value yet (Undefined, empty lists) get start values from a first trace of the body.
     `extra` (an _ExtraState) is carried beside the variables."""
+    own = written is None  # the check of the outermost call (the one carrying `extra`'s places)
+    written = _AttributesKept("a loop", location) if own else written
     if extra:
         count = len(state)
         test, body = extra.loop(test, body, count, location)
-        result = _staged_loop(test, body, (*state, *extra.get()), (*names, *extra.names), location)
+        result = _staged_loop(test, body, (*state, *extra.get()), (*names, *extra.names), location, written=written)
+        written.check(extra)
         extra.set(result[count:])
         return result[:count]
     _check_argument_lists(state, "a loop", location)
@@ -909,6 +962,8 @@ def _staged_loop(test, body, state, names, location, extra=None):
         result = stage_while(lambda *s: test(*wrap(s)), lambda s: unwrap(body(*wrap(s))), unwrap_lists(state, lists),
                              _labels(names, state), location, unknown=unknown, var_names=names, settled=settled)
     kept.check()
+    if own:
+        written.check()
     return tuple(wrap(result))
 
 

@@ -165,6 +165,10 @@ class Reads:
                         if before.get(name, _MISSING) is not now.get(name, _MISSING)]
         return changes
 
+    def is_stand_in(self, obj, name, value):
+        """Whether `value`, now `obj.name`, is the stand-in `swap_in` put there (not a write)."""
+        return any(o is obj and k == ("attr", name) and s is value for o, k, _, s in self._swapped)
+
     def swap_in(self):
         """Objects whose attribute reads cannot be intercepted (`types.SimpleNamespace`): every
         attribute is read now, and stand-ins (Tensors for arrays) put in its place until `finish`.

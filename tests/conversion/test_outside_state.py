@@ -364,6 +364,80 @@ def test_writes_to_objects_reached_outside_the_arguments_happen_every_call():
     assert f.trace_count == 1
 
 
+def keep_last(x):
+    HELD.last = x * 2           # set on the runs that call it only
+
+
+def sets_a_global_object_through_a_call_in_a_tensor_if(x):
+    if x[0] > 0:
+        keep_last(x)
+    return x + 1
+
+
+def sets_a_global_object_through_a_call_in_a_tensor_loop(x, n):
+    for _ in ag.range(n):
+        keep_last(x)
+    return x + 1
+
+
+def keep_on(holder, x):
+    holder.last = x * 2
+
+
+def sets_an_argument_object_through_a_call_in_a_tensor_if(x, holder):
+    if x[0] > 0:
+        keep_on(holder, x)
+    return x + 1
+
+
+def sets_a_global_object_in_its_own_tensor_if(x):
+    if x[0] > 0:
+        HELD.last = x * 2       # the `if` carries it: set on the runs that take the branch
+    return x + 1
+
+
+def _line(fn, text):
+    import inspect
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+@pytest.mark.parametrize("fn, args", [
+    (sets_a_global_object_through_a_call_in_a_tensor_if, ()),
+    (sets_a_global_object_through_a_call_in_a_tensor_loop, (np.int32(0),)),
+])
+def test_a_call_setting_outside_state_inside_a_tensor_if_or_loop_is_refused(fn, args):
+    # fuzzer seed 1153006709 (and 21000322): the trace ran the call, and every compiled call set
+    # HELD.last, where eagerly the runs not taking the branch (or running the loop zero times) do not
+    before = HELD.last = np.zeros(2)
+    fn(np.array([-1.0, 2.0]), *args)
+    assert HELD.last is before  # eagerly untouched on this run
+    line = _line(fn, "if x[0]" if "if" in fn.__name__ else "for _ in")
+    with pytest.raises(ag.ConversionError, match=rf"`HELD\.last` is set by a function called inside .* on a "
+                                                 rf"tensor \(at .*test_outside_state\.py:{line}\)"):
+        ag.function(fn)(np.array([-1.0, 2.0]), *args)
+    assert HELD.last is before  # the failed trace left the object as it was
+
+
+def test_a_call_setting_an_argument_object_inside_a_tensor_if_is_refused():
+    holder = Holder()
+    with pytest.raises(ag.ConversionError, match=r"`holder\.last` is set by a function called inside an `if`"):
+        ag.function(sets_an_argument_object_through_a_call_in_a_tensor_if)(np.array([-1.0, 2.0]), holder)
+    assert_same(np.zeros(2), holder.last)
+
+
+@cpu_only("a device array written back into the object is a new argument type: one retrace")
+def test_an_attribute_set_in_the_functions_own_tensor_if_equals_eager():
+    f = ag.function(sets_a_global_object_in_its_own_tensor_if)
+    for x in (np.array([1.0, 2.0]), np.array([-1.0, 2.0]), np.array([3.0, 2.0])):
+        HELD.last = np.zeros(2)
+        expected = sets_a_global_object_in_its_own_tensor_if(x)
+        eager_last = HELD.last
+        HELD.last = np.zeros(2)
+        assert_same(expected, f(x))
+        assert_same(eager_last, HELD.last)
+
+
 @cpu_only("it asserts the host's array type")
 def test_a_failed_trace_leaves_no_tensor_in_outside_objects():
     def f(x):
