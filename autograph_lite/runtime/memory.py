@@ -184,11 +184,14 @@ def update(handle, compute, label, symbol, location):
     from .graph import InPlaceUpdate, _mark_maybe_aliases, building, check_partial_aliases
     check_partial_aliases(storage.root, label, symbol, location)
     for base in [*storage.outer, storage.base]:
-        if base is not storage.root:
+        if base is not storage.root and (base is storage.base or not _loop_variable(base)):
             # a tensor `if` or loop result that is the array's contents written before on some runs only
             # (`m = y[:-1]; m[1] *= 2; v = y if c else x; y[3] = 1`) misses this write: stale (seed 2057);
             # inside a block carrying the memory, also a result from before the block that is its contents
-            # there (`y[0] = 1; v = y if c else x`, then `if d: y[3] = 1`: fuzzer seed 1153011008)
+            # there (`y[0] = 1; v = y if c else x`, then `if d: y[3] = 1`: fuzzer seed 1153011008). Not
+            # yet a loop body's own variable seen from an `if` in the body: there the converter's `return`
+            # guards (`if c: return x` then `x[i] = 0` under `if not do_return`) are runs apart, which
+            # these marks cannot tell (an early `return x` in a tensor loop that writes x stays compiled)
             _mark_maybe_aliases(base, None, graph, label, symbol, location)
     with building(graph):
         prefixes = [storage.base]  # the value of each prefix of the steps, for the scatter back
@@ -271,8 +274,9 @@ def block(sub, carried):
     sub.carried_now = list(carried)
     for s in carried:
         s.outer.append(s.base)
-        s.base, s.version = sub.capture(s.base), next(_versions)
     try:
+        for s in carried:
+            s.base, s.version = sub.capture(s.base), next(_versions)
         yield
         sub.carried_out = [s.base for s in carried]
         sub.carried_storages = list(carried)
@@ -280,6 +284,12 @@ def block(sub, carried):
         for s, base in saved:
             s.base, s.version = base, next(_versions)
             s.outer.pop()
+
+
+def _loop_variable(t):
+    """Whether `t` is a loop body's placeholder for a loop variable (not a capture from outside)."""
+    graph = t.node.graph
+    return t.node.opdef is PLACEHOLDER and graph.parent is not None and not any(i is t for _, i in graph.captures)
 
 
 def at_end(sub, handle):

@@ -720,6 +720,21 @@ def test_a_merged_alias_of_a_written_array_is_refused_after_a_block_writes_it(fn
             ag.function(fn)(np.arange(4.0), np.int32(n))
 
 
+def returns_early_from_a_loop_that_writes_the_array(x, n):
+    """`return x` in a tensor loop, then the body writes x under the converter's `not do_return`
+    guard: the write and the returned value are runs apart, and this stays compiled."""
+    for i in ag.range(n):
+        if x[i] > 2:
+            return x
+        x[i] = 10
+    return x * 2
+
+
+def test_an_early_return_of_an_array_a_tensor_loop_then_writes_equals_eager():
+    for n in (0, 2, 4):
+        both(returns_early_from_a_loop_that_writes_the_array, arange(4), lambda: np.int32(n))
+
+
 def writes_what_an_inner_loop_passed_on(y, n):
     """Fuzz seed 23000869: the outer loop's variable (the argument y) passed through an inner tensor
     loop and written after it: the write stayed on the inner loop's result and y was never written
