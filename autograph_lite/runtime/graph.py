@@ -362,7 +362,10 @@ def source_arguments(tensor):
 class InPlaceUpdate:
     """Why a Tensor may no longer be read: `label` ('x') was updated in place (`symbol`, '+=')
     at `location` by code of graph `scope`. Reads from `scope`, from inside it or from the
-    graphs around it are refused; a sibling branch (the other side of an `if`) may still read it."""
+    graphs around it are refused; a sibling branch (the other side of an `if` being traced) may
+    still read it. Once the Cond or While around `scope` is built, the update may have run: from
+    then on the scope is the graph around that node (a read in a later `if`'s branch is refused too:
+    fuzzer seed 1153011008, a `return x` in a `try` read after its `finally` wrote x)."""
 
     __slots__ = ("scope", "label", "symbol", "location")
 
@@ -370,7 +373,11 @@ class InPlaceUpdate:
         self.scope, self.label, self.symbol, self.location = scope, label, symbol, location
 
     def check_read(self, graph, reading=None):
-        if _within(graph, self.scope) or _within(self.scope, graph):
+        scope = self.scope
+        while scope.parent is not None and any(sub is scope for node in scope.parent.control_nodes
+                                               for sub in node.subgraphs()):
+            scope = scope.parent  # the node holding the update is built: it is behind every later read
+        if _within(graph, scope) or _within(scope, graph):
             reading = reading or f"is read again at {user_location()}"
             raise ConversionError(
                 f"{self.label} was updated in place (`{self.symbol}`) at {self.location}, and the array from "

@@ -71,7 +71,7 @@ class Storage:
     does not replay."""
 
     __slots__ = ("base", "version", "root", "views", "unmodeled", "label", "written", "last_write", "entangled",
-                 "handles")
+                 "handles", "outer")
 
     def __init__(self, base):
         self.base, self.root, self.version = base, base, next(_versions)
@@ -82,6 +82,7 @@ class Storage:
         self.entangled = None  # (why, a Tensor): not to be written where it is visible (a loop swapped it)
         self.views = []      # handles of views of it (modeled)
         self.unmodeled = []  # (view, line) of views the model does not replay
+        self.outer = []      # the bases of the blocks around the one carrying it now (`block`), outermost first
 
 
 class View:
@@ -182,10 +183,16 @@ def update(handle, compute, label, symbol, location):
     storage.label, storage.last_write = label, (symbol, location)
     from .graph import InPlaceUpdate, _mark_maybe_aliases, building, check_partial_aliases
     check_partial_aliases(storage.root, label, symbol, location)
-    if storage.base is not storage.root:
-        # a tensor `if` or loop result that is the array's contents written before on some runs only
-        # (`m = y[:-1]; m[1] *= 2; v = y if c else x; y[3] = 1`) misses this write: stale (seed 2057)
-        _mark_maybe_aliases(storage.base, None, graph, label, symbol, location)
+    for base in [*storage.outer, storage.base]:
+        if base is not storage.root and (base is storage.base or not _loop_variable(base)):
+            # a tensor `if` or loop result that is the array's contents written before on some runs only
+            # (`m = y[:-1]; m[1] *= 2; v = y if c else x; y[3] = 1`) misses this write: stale (seed 2057);
+            # inside a block carrying the memory, also a result from before the block that is its contents
+            # there (`y[0] = 1; v = y if c else x`, then `if d: y[3] = 1`: fuzzer seed 1153011008). Not
+            # yet a loop body's own variable seen from an `if` in the body: there the converter's `return`
+            # guards (`if c: return x` then `x[i] = 0` under `if not do_return`) are runs apart, which
+            # these marks cannot tell (an early `return x` in a tensor loop that writes x stays compiled)
+            _mark_maybe_aliases(base, None, graph, label, symbol, location)
     with building(graph):
         prefixes = [storage.base]  # the value of each prefix of the steps, for the scatter back
         for step in mem.steps[:-1]:
@@ -266,14 +273,23 @@ def block(sub, carried):
     sub.carries = True
     sub.carried_now = list(carried)
     for s in carried:
-        s.base, s.version = sub.capture(s.base), next(_versions)
+        s.outer.append(s.base)
     try:
+        for s in carried:
+            s.base, s.version = sub.capture(s.base), next(_versions)
         yield
         sub.carried_out = [s.base for s in carried]
         sub.carried_storages = list(carried)
     finally:
         for s, base in saved:
             s.base, s.version = base, next(_versions)
+            s.outer.pop()
+
+
+def _loop_variable(t):
+    """Whether `t` is a loop body's placeholder for a loop variable (not a capture from outside)."""
+    graph = t.node.graph
+    return t.node.opdef is PLACEHOLDER and graph.parent is not None and not any(i is t for _, i in graph.captures)
 
 
 def at_end(sub, handle):
@@ -302,6 +318,7 @@ def loop_block(sub, carried, placeholders):
     sub.carries = True
     sub.carried_now = list(carried)
     for s, ph in zip(carried, placeholders):
+        s.outer.append(s.base)
         s.base, s.version = ph, next(_versions)
     try:
         yield
@@ -309,6 +326,7 @@ def loop_block(sub, carried, placeholders):
     finally:
         for s, base in saved:
             s.base, s.version = base, next(_versions)
+            s.outer.pop()
 
 
 def _carry(storage, graph, label, symbol, location):

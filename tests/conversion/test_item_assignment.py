@@ -670,6 +670,71 @@ def test_a_merged_alias_of_an_array_written_before_is_refused_after_the_next_wri
         ag.function(merges_the_array_after_a_view_wrote_it)(np.arange(4.0), np.arange(4.0), np.int32(2))
 
 
+def merges_a_written_array_then_a_branch_writes_it(x, n):
+    """As above, the second write inside a tensor `if`: the block carrying x's memory saw only its
+    own copy of the contents, not the merge `v` made from them before it (fuzzer seed 1153011008)."""
+    x[1] = 1
+    v = np.zeros(4)
+    if n > 0:
+        v = x
+    if n > 5:
+        x[2:] = 7
+    return v
+
+
+def merges_a_written_array_then_a_loop_writes_it(x, n):
+    x[1] = 1
+    v = np.zeros(4)
+    if n > 0:
+        v = x
+    for i in ag.range(n):
+        x[2:] = i
+    return v
+
+
+def returns_in_try_then_finally_writes(x, n):
+    """Fuzzer seed 1153011008: `return {'r1': x}` in the `try` (a tensor `if`), then the `finally`
+    writes x under a tensor `if` (the converter's own: a `return` the finally may take): the result
+    read x's contents from before the write in the branch of a later `if`, which counted as the other
+    side of the writing `if` (a sibling), not as after it."""
+    try:
+        x[1] = 1
+        if n > 0:
+            return {'r1': x}
+    finally:
+        if n > 9:
+            return {'r1': x * 0}
+        x[2:] = 7
+    return {'r1': x + 1}
+
+
+@pytest.mark.parametrize("fn, text", [(merges_a_written_array_then_a_branch_writes_it, "x[2:] = 7"),
+                                      (merges_a_written_array_then_a_loop_writes_it, "x[2:] = i"),
+                                      (returns_in_try_then_finally_writes, "x[2:] = 7")])
+def test_a_merged_alias_of_a_written_array_is_refused_after_a_block_writes_it(fn, text):
+    for n in (-1, 0, 6):
+        eager = fn(np.arange(4.0), np.int32(n))  # eagerly the result is (on some runs) x, written after
+        assert isinstance(eager, (np.ndarray, dict))
+        with pytest.raises(ag.ConversionError, match=rf"'x' \(on some runs the same array\) was updated in place "
+                           rf"\(`\[\.\.\.\] =`\) at .*test_item_assignment.py:{line_of(fn, text)}\b"):
+            ag.function(fn)(np.arange(4.0), np.int32(n))
+
+
+def returns_early_from_a_loop_that_writes_the_array(x, n):
+    """`return x` in a tensor loop, then the body writes x under the converter's `not do_return`
+    guard: the write and the returned value are runs apart, and this stays compiled."""
+    for i in ag.range(n):
+        if x[i] > 2:
+            return x
+        x[i] = 10
+    return x * 2
+
+
+def test_an_early_return_of_an_array_a_tensor_loop_then_writes_equals_eager():
+    for n in (0, 2, 4):
+        both(returns_early_from_a_loop_that_writes_the_array, arange(4), lambda: np.int32(n))
+
+
 def writes_what_an_inner_loop_passed_on(y, n):
     """Fuzz seed 23000869: the outer loop's variable (the argument y) passed through an inner tensor
     loop and written after it: the write stayed on the inner loop's result and y was never written
