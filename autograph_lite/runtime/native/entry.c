@@ -96,6 +96,7 @@ static long long now_ns(void) { return 0; }
 typedef struct {
     int role, typenum, ndim, box;  /* ndim -1: a scalar, passed as a pointer to its cell */
     int python_bit;  /* >= 0: boxed as a Python number where this bit of the state cell is set (loops.tracked_boxes) */
+    int origin;      /* >= 0: state[origin], where >= 0, is the argument whose object eager holds here (loops.passed_on) */
     npy_intp dims[NPY_MAXDIMS];
     npy_intp size;
 } Spec;
@@ -277,7 +278,9 @@ static PyObject* entry_vectorcall(PyObject* self_, PyObject* const* args, size_t
     }
     if (self->fn == NULL || kwnames != NULL || nargs != self->n_args)
         return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
-    npy_int64 cells[MAX_VALUES], state = 0;  /* state: a cell the C keeps across PAUSEs and leaves for box_cell */
+    /* state: cells the C keeps across PAUSEs and leaves for the boxing ([0]: flags; [1 + i]: origins) */
+    npy_int64 cells[MAX_VALUES], state[MAX_VALUES + 1];
+    state[0] = 0;
     void* pointers[MAX_VALUES + 3];
     PyObject* arrays[MAX_VALUES];  /* the arrays this call made (copies, outputs), per value */
     Py_ssize_t a = 0, made = 0;  /* arrays[:made] are set */
@@ -312,7 +315,7 @@ static PyObject* entry_vectorcall(PyObject* self_, PyObject* const* args, size_t
     }
     pointers[n] = self->tables[0];
     pointers[n + 1] = self->tables[1];
-    pointers[n + 2] = &state;
+    pointers[n + 2] = state;
     int status = run_native(self, pointers), first, flags;
     first = status & STATUS;
     flags = status & ~STATUS;
@@ -347,7 +350,13 @@ static PyObject* entry_vectorcall(PyObject* self_, PyObject* const* args, size_t
         for (k = 0; k < n; k++) {
             const Spec* s = &self->specs[k];
             if (s->role == READ) continue;
-            PyObject* r = s->ndim < 0 ? box_cell(s, &cells[k], state) : arrays[k];
+            PyObject* r;
+            if (s->origin >= 0 && state[s->origin] >= 0 && state[s->origin] < nargs) {  /* the argument as it came */
+                r = args[state[s->origin]];
+                Py_INCREF(r);
+            } else {
+                r = s->ndim < 0 ? box_cell(s, &cells[k], state[0]) : arrays[k];
+            }
             arrays[k] = NULL;
             if (r == NULL) {
                 Py_DECREF(results);
@@ -390,7 +399,7 @@ static void entry_dealloc(Entry* self) {
     Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
-/* Entry(fallback, finish, specs, loop): specs a sequence of (role, typenum, shape or None, box[, python_bit]). */
+/* Entry(fallback, finish, specs, loop): specs a sequence of (role, typenum, shape or None, box[, python_bit[, origin]]). */
 static PyObject* entry_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
     PyObject *fallback, *finish, *specs;
     int loop, zero_d = 0;
@@ -420,9 +429,9 @@ static PyObject* entry_new(PyTypeObject* type, PyObject* args, PyObject* kwargs)
     for (Py_ssize_t k = 0; k < n; k++) {
         Spec* s = &self->specs[k];
         PyObject* shape;
-        s->python_bit = -1;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, k), "iiOi|i", &s->role, &s->typenum, &shape, &s->box,
-                              &s->python_bit))
+        s->python_bit = s->origin = -1;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, k), "iiOi|ii", &s->role, &s->typenum, &shape, &s->box,
+                              &s->python_bit, &s->origin))
             goto error;
         s->ndim = -1;
         if (shape != Py_None) {
