@@ -523,8 +523,25 @@ ZERO_D_CASES = [
 ]
 
 
+def through_the_plan(compiled, args, way_in):
+    """The loop of `compiled`'s trace for `args`, its calls recorded in the list returned. `way_in`:
+    "direct", the plan's C Direct (entry.c; the plan's Python frame, and so loop.call, runs only
+    where the C did not finish cleanly), else the plan's Python frame calling the loop's Entry
+    ("entry") or its ctypes spelling ("ctypes")."""
+    concrete, loop, ran = compiled.get_concrete_function(*args), tracked_loop(compiled, *args), []
+    if way_in == "direct":
+        assert type(concrete.plan.direct).__name__ == "Direct" and concrete.plan.direct.bound
+        assert concrete._single_plain in (None, concrete.plan.direct)
+    else:
+        concrete._single_plain = concrete.plan.fn if concrete._single_plain is not None else None
+        concrete.plan.direct = None
+    call = loop._python_call if way_in == "ctypes" else loop.call
+    loop.call = lambda *args: ran.append(call(*args)) or ran[-1]
+    return loop, ran
+
+
 @pytest.mark.parametrize("fn, calls", ZERO_D_CASES, ids=lambda v: getattr(v, "__name__", None))
-@pytest.mark.parametrize("way_in", ["entry", "ctypes"])
+@pytest.mark.parametrize("way_in", ["direct", "entry", "ctypes"])
 def test_a_0d_array_a_loop_may_pass_on_runs_as_c_and_comes_back_itself(fn, calls, way_in):
     """A 0-d array argument a loop variable holds until a branch reassigns it ran the loop in Python
     (the C boxed it as a numpy scalar): the C tracks which argument each such variable holds
@@ -532,14 +549,16 @@ def test_a_0d_array_a_loop_may_pass_on_runs_as_c_and_comes_back_itself(fn, calls
     compiled = ag.function(fn)
     for _ in range(scalar_loop.TIER_UP_AFTER + 1):
         compiled(*calls[0])
-    loop = tracked_loop(compiled, *calls[0])
+    loop, ran = through_the_plan(compiled, calls[0], way_in)
     assert loop.fn and loop.origins and not loop.scalar_inputs
-    ran = []
-    call = loop._python_call if way_in == "ctypes" else loop.call
-    loop.call = lambda *args: ran.append(call(*args)) or ran[-1]
     for args in calls:
+        del ran[:]
         assert_eager_identity(fn(*args), compiled(*args), args)
-    assert ran and all(r is not None for r in ran)  # the C ran: None is the Python loop's turn
+        if way_in == "direct" and list(map(type, args)) == list(map(type, calls[0])):
+            assert ran == []  # finished in C, without the plan's frame (other types take the key's slow path)
+        else:
+            assert all(r is not None for r in ran)  # the C ran: None is the Python loop's turn
+    assert ran or way_in == "direct"
 
 
 def test_the_origins_survive_a_pause(monkeypatch):
