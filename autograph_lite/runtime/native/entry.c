@@ -567,13 +567,17 @@ static int direct_ready(Direct* self, Py_ssize_t nargs) {
         && nargs == self->n_args;
 }
 
+static PyObject* direct_vectorcall(PyObject* self_, PyObject* const* args, size_t nargsf, PyObject* kwnames);
+
 /* The plan's only output (FastCall's _run case): the object, not a 1-tuple */
 static PyObject* direct_single(Direct* self, PyObject* const* args, Py_ssize_t nargs) {
-    if (self->n_outputs == 1 && direct_ready(self, nargs)) {
+    if (self->n_outputs == 1 && self->outputs[0] >= 0 && direct_ready(self, nargs)) {
         PyObject* r = direct_output(self, args, 0);
         if (r != NOT_FINISHED) return r;
     }
-    PyObject* results = PyObject_Vectorcall(self->plan, args, nargs, NULL);
+    /* (an output that is an argument: the loop runs all the same, as the plan runs it) */
+    PyObject* results = self->n_outputs == 1 && self->outputs[0] < 0 ? direct_vectorcall((PyObject*)self, args, nargs, NULL)
+                                                                       : PyObject_Vectorcall(self->plan, args, nargs, NULL);
     if (results == NULL) return NULL;
     PyObject* r = PySequence_GetItem(results, 0);
     Py_DECREF(results);
