@@ -13,6 +13,7 @@ import logging
 import os
 import threading
 import types
+import weakref
 
 import numpy as np
 
@@ -60,6 +61,13 @@ def collecting_later():
         gc.enable()
 
 
+def _set_single_plain(concrete, direct):
+    """The fast path's function is the plan's Direct once the plan has one (lowering.Plan._direct)."""
+    concrete = concrete()
+    if concrete is not None:
+        concrete._single_plain = direct
+
+
 class ConcreteFunction:
     """One traced signature of a Function: its `graph`, callable with matching arguments."""
 
@@ -105,7 +113,9 @@ class ConcreteFunction:
                 if self._plan is None:
                     self._plan = Plan(graph, self.device)
                     if self._plain and self._single:
-                        self._single_plain = self._plan.fn
+                        self._single_plain = self._plan.direct or self._plan.fn
+                        concrete = weakref.ref(self)
+                        self._plan.on_direct.append(lambda direct: _set_single_plain(concrete, direct))
         return self._plan
 
     @property
@@ -148,7 +158,7 @@ class ConcreteFunction:
         plan = self._plan or self.plan
         if self._plain and not debugging.active:  # the common case, in few steps
             try:
-                results = plan.fn(*arrays)
+                results = (plan.direct or plan.fn)(*arrays)  # a plan that is one native loop: its C Direct
             except Exception as e:
                 self._note_failure(plan, e)
                 raise

@@ -377,3 +377,82 @@ def test_python_numbers_take_the_fast_path_keyed_by_value(fast, monkeypatch):
                 assert_identical(reciprocal(x, s), h(x, s))
     hits = g._fast_cache.values()
     assert any(c._positions == (0,) for c in hits) and any(c._positions == (0, 1) for c in hits)
+
+
+# --- a plan that is one native loop, called through its C Direct (no plan frame) ------------------
+
+def keep(x, n):
+    """An output that is an argument, one that is a loop variable."""
+    steps = 0
+    while n > 1:
+        n = n // 2
+        steps += 1
+    return x, steps
+
+
+def grow(n):
+    acc = 1
+    i = np.int64(0)
+    while i < n:
+        acc = acc * 3  # a Python int: past int64 the C stops INEXACT and the Python loop runs
+        i += 1
+    return acc
+
+
+def direct_of(compiled, args):
+    """The plan's Direct, bound, and a list of the plan's own calls of its loop (made only where
+    the Direct did not finish the call in C)."""
+    concrete = compiled.get_concrete_function(*args)
+    (loop,) = [r.native for r in concrete.plan.native]
+    direct, ran, call = concrete.plan.direct, [], loop.call
+    assert type(direct).__name__ == "Direct" and direct.bound
+    assert concrete._single_plain in (None, direct)
+    loop.call = lambda *a: ran.append(a) or call(*a)
+    return ran
+
+
+@pytest.mark.parametrize("fn, hot_args, calls", [
+    (collatz, (np.array(27, np.int32),), [(np.array(27, np.int32),), (np.array(1, np.int32),),
+                                           (np.array(97, np.int32),)]),
+    (collatz, (np.int32(27),), [(np.int32(27),), (np.int32(1),)]),
+    (count, (np.int64(40), 0), [(np.int64(40), 0), (np.int64(1), 3), (np.int64(0), 1)]),
+    (keep, (np.ones(3), np.int64(40)), [(np.ones(3), np.int64(40)), (np.zeros(3), np.int64(1))]),
+    (grow, (np.int64(5),), [(np.int64(5),), (np.int64(0),), (np.int64(39),)]),
+])
+def test_a_plan_that_is_one_native_loop_runs_through_its_direct(fn, hot_args, calls):
+    """Called without the plan's Python frame, and so without the cost of its error state, boxing
+    only the loop variables returned; equal to eager, the arguments given back the same objects."""
+    compiled, _ = hot(fn, *hot_args)
+    ran = direct_of(compiled, hot_args)
+    for args in calls:
+        del ran[:]
+        eager, out = fn(*args), compiled(*args)
+        assert_identical(eager, out)
+        for e, c in zip(eager if isinstance(eager, tuple) else (eager,), out if isinstance(out, tuple) else (out,)):
+            assert [e is a for a in args] == [c is a for a in args]
+        assert ran == []
+
+
+def test_a_direct_call_that_does_not_finish_cleanly_runs_the_plan():
+    """INEXACT (a Python int past int64) and a floating-point flag run the plan from the start: the
+    Python loop, or the loop again with its warning at the user's line, once."""
+    compiled, _ = hot(grow, np.int64(5))
+    ran = direct_of(compiled, (np.int64(5),))
+    assert compiled(np.int64(60)) == grow(np.int64(60)) == 3 ** 60
+    assert len(ran) == 1
+
+    def blowup(x, n):
+        i = 0
+        while i < n:
+            x = x * 1e200
+            i += 1
+        return x
+    compiled, _ = hot(blowup, np.float64(1.0), np.int64(1))
+    ran = direct_of(compiled, (np.float64(1.0), np.int64(1)))
+    for fn in (blowup, compiled):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = fn(np.float64(1.0), np.int64(3))
+        assert [(w.category, w.filename) for w in caught] == [(RuntimeWarning, __file__)]
+        assert out == np.inf and type(out) is np.float64
+    assert len(ran) == 1

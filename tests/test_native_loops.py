@@ -459,3 +459,138 @@ def test_python_floats_raise_where_eager_raises_and_numpy_floats_warn(switch):
             with pytest.warns(RuntimeWarning, match="divide by zero"):
                 assert_identical(eager, compiled(*args))
     assert tracked_loop(compiled, *args).fn
+
+
+# --- 0-d arrays a loop may give back as they came (eager: `out is arg`) ---------------------------
+
+def bisection(lo, hi):
+    while hi - lo > 1e-12:
+        mid = (lo + hi) / 2
+        if mid * mid * mid - 2 * mid - 5 > 0:
+            hi = mid
+        else:
+            lo = mid
+    return lo
+
+
+def last_only(x, n):
+    i = 0
+    while i < n:
+        if i == n - 1:
+            x = x * 2.0  # a numpy float64 from the last iteration on; the argument before it
+        i += 1
+    return x
+
+
+def back_to_other(x, y, n):
+    z = x
+    i = 0
+    while i < n:
+        if i % 2 == 0:
+            z = z + 1.0
+        else:
+            z = y  # another argument's object
+        i += 1
+    return z
+
+
+def swap(a, b, n):
+    i = 0
+    while i < n:
+        a, b = b, a
+        i += 1
+    return a, b
+
+
+def assert_eager_identity(eager, compiled, args, arrays_only=False):
+    """assert_identical, and each result is the same argument object as eager's, or none
+    (`arrays_only`: of the array arguments)."""
+    assert_identical(eager, compiled)
+    args = [a for a in args if type(a) is np.ndarray or not arrays_only]
+    for e, c in zip(eager if isinstance(eager, tuple) else (eager,), compiled if isinstance(compiled, tuple) else (compiled,)):
+        assert [e is a for a in args] == [c is a for a in args]
+
+
+ZERO_D_CASES = [
+    (bisection, [(np.array(2.0), np.array(3.0)),  # lo reassigned on some iterations
+                 (np.array(3.0), np.array(4.0)),  # lo never: the argument itself
+                 (np.array(2.0), np.array(2.0)),  # the body never runs
+                 (np.float64(3.0), np.array(4.0)), (np.array(1.0), np.float64(4.0))]),
+    (last_only, [(np.array(1.5), np.int64(n)) for n in (0, 1, 2, 5)] + [(np.float64(1.5), np.int64(3))]),
+    (back_to_other, [(np.array(1.5), np.array(-2.0), np.int64(n)) for n in (0, 1, 2, 3, 4)]),
+    (swap, [(np.array(1.5), np.array(-2.0), np.int64(n)) for n in (0, 1, 2, 3)]
+     + [(np.array(1.5), np.float64(-2.0), np.int64(3))]),
+]
+
+
+def through_the_plan(compiled, args, way_in):
+    """The loop of `compiled`'s trace for `args`, its calls recorded in the list returned. `way_in`:
+    "direct", the plan's C Direct (entry.c; the plan's Python frame, and so loop.call, runs only
+    where the C did not finish cleanly), else the plan's Python frame calling the loop's Entry
+    ("entry") or its ctypes spelling ("ctypes")."""
+    concrete, loop, ran = compiled.get_concrete_function(*args), tracked_loop(compiled, *args), []
+    if way_in == "direct":
+        assert type(concrete.plan.direct).__name__ == "Direct" and concrete.plan.direct.bound
+        assert concrete._single_plain in (None, concrete.plan.direct)
+    else:
+        concrete._single_plain = concrete.plan.fn if concrete._single_plain is not None else None
+        concrete.plan.direct = None
+    call = loop._python_call if way_in == "ctypes" else loop.call
+    loop.call = lambda *args: ran.append(call(*args)) or ran[-1]
+    return loop, ran
+
+
+@pytest.mark.parametrize("fn, calls", ZERO_D_CASES, ids=lambda v: getattr(v, "__name__", None))
+@pytest.mark.parametrize("way_in", ["direct", "entry", "ctypes"])
+def test_a_0d_array_a_loop_may_pass_on_runs_as_c_and_comes_back_itself(fn, calls, way_in):
+    """A 0-d array argument a loop variable holds until a branch reassigns it ran the loop in Python
+    (the C boxed it as a numpy scalar): the C tracks which argument each such variable holds
+    (loops.passed_on) and the entry gives that object back."""
+    compiled = ag.function(fn)
+    for _ in range(scalar_loop.TIER_UP_AFTER + 1):
+        compiled(*calls[0])
+    loop, ran = through_the_plan(compiled, calls[0], way_in)
+    assert loop.fn and loop.origins and not loop.scalar_inputs
+    for args in calls:
+        del ran[:]
+        assert_eager_identity(fn(*args), compiled(*args), args)
+        if way_in == "direct" and list(map(type, args)) == list(map(type, calls[0])):
+            assert ran == []  # finished in C, without the plan's frame (other types take the key's slow path)
+        else:
+            assert all(r is not None for r in ran)  # the C ran: None is the Python loop's turn
+    assert ran or way_in == "direct"
+
+
+def test_the_origins_survive_a_pause(monkeypatch):
+    monkeypatch.setattr(scalar_loop, "BUDGET", 16)
+    compiled = ag.function(back_to_other)
+    for n in (0, 1, 200, 201):
+        args = (np.array(1.5), np.array(-2.0), np.int64(n))
+        for _ in range(scalar_loop.TIER_UP_AFTER + 1):
+            assert_eager_identity(back_to_other(*args), compiled(*args), args)
+    assert tracked_loop(compiled, *args).origins
+
+
+def nested_pass(x, n):
+    i = 0
+    while i < n:
+        j = i * 0  # a tensor: the inner loop is a While too
+        while j < 2:
+            if j == n + 5:
+                x = x + 1.0
+            j += 1
+        i += 1
+    return x
+
+
+def test_a_nested_loop_passing_on_an_argument_keeps_0d_arrays_on_the_python_loop():
+    """A nested loop does not track which argument it holds: the loop renders without origins and
+    a 0-d array argument runs the Python loop, as before (a numpy scalar still runs as C, given
+    back as an equal numpy scalar, not the same object: left as it was)."""
+    compiled = ag.function(nested_pass)
+    for args in [(np.float64(1.5), np.int64(3)), (np.array(1.5), np.int64(3))]:
+        for _ in range(scalar_loop.TIER_UP_AFTER + 1):
+            assert_eager_identity(nested_pass(*args), compiled(*args), args, arrays_only=True)
+    outer, inner = [r.native for r in compiled.get_concrete_function(*args).plan.native]  # the inner: run by the Python loop
+    assert outer.fn and not outer.origins and outer.scalar_inputs
+    assert inner.fn and inner.origins and not inner.scalar_inputs

@@ -6,6 +6,7 @@ bare call such as `v3 = k3(v1, v2)`; `Cond` becomes a native `if`, `While` a nat
 and comments are escaped onto one line. A failure while the plan runs is traced back to the node, and so to the
 user's `file:line`, through the line map kept here.
 """
+import ast
 import itertools
 import linecache
 import math
@@ -45,8 +46,36 @@ class Plan:
             self.fn = _restarting(self.fn)
         if device.xp is np and fp_errors.may_raise(graph):  # numpy's warnings name the user's line
             self.fn = fp_errors.plan_reporter(self).wrap(self.fn)
+        self.on_direct = []  # called with `direct` when it is made or bound (ConcreteFunction's fast path)
+        self.direct = self._direct(lowering.direct, len(graph.inputs))
         # the source stays in linecache (for tracebacks) while the plan lives, not after
         weakref.finalize(self, linecache.cache.pop, self.filename, None)
+
+    def _direct(self, found, n_params):
+        """The plan as a C Direct (entry.c) where it is one native loop: once the loop's Entry is
+        bound, a call runs it without the plan's Python frame (a call it does not finish cleanly
+        runs `fn`). Made now if the C entry module is loaded, else when the Entry is bound; each
+        of `on_direct` is then given it. None otherwise."""
+        if found is None:
+            return None
+        from .native import entry
+        native, sources, constants, outputs = found
+        plan, fn = weakref.ref(self), self.fn
+
+        def make(module):
+            return module.Direct(fn, tuple(sources), tuple(constants), tuple(outputs))
+
+        def bound(c_entry):
+            this = plan()
+            if this is None:
+                return
+            if this.direct is None:
+                this.direct = make(entry.loaded())
+            this.direct.bind(c_entry, n_params)
+            for hook in this.on_direct:
+                hook(this.direct)
+        native.on_entry.append(bound)
+        return make(entry.loaded()) if entry.loaded() is not None else None
 
     def nodes_at(self, lineno, col=None, end_col=None):
         """The nodes computed on line `lineno` of the plan's source; given the columns of the
@@ -196,6 +225,8 @@ class _Lowering:
         self.native_loops = []
         self.native = []     # a NativeRegion per While: native C, or numpy and why
         self.donating = False  # a native loop updates a start array the plan gave up (Restart)
+        self.loops = []      # (While node, NativeLoop, operand expressions) of each native loop, for `direct`
+        self.direct = None   # (NativeLoop, sources, constants, outputs) where the plan is that one loop (Plan._direct)
         self.counter = itertools.count()
         self.segments = []   # where each open guarded segment of a flat Cond starts (its first line)
         self.filename = f"<autograph_lite plan {next(_plan_ids)}>"
@@ -224,6 +255,8 @@ class _Lowering:
             self.emit(f"if {result} is not None:", 2)
             self.emit(f"return {result}", 3)
         outs = iterate(self.body(graph, 2))
+        if native is None:
+            self.direct = self._one_loop(graph, params)
         returned = [f"{o}.copy()" if self._is_const_array(o) else o for o in outs]
         self.emit(f"return ({', '.join(returned)}{',' if len(returned) == 1 else ''})", 2, reads=graph.outputs)
         closure = list(self.env)
@@ -237,6 +270,45 @@ class _Lowering:
         line_nodes = {i + 2: node for i, node in self.line_nodes.items()}
         self.spans = {i + 2: spans for i, spans in self.spans.items()}
         return source, fn, line_nodes
+
+    def _one_loop(self, graph, params):
+        """(NativeLoop, per loop input its plan parameter or -1, per loop input the constant the
+        plan passes or None, per output the loop variable or -1 - its parameter) where `graph` is
+        constants, parameters and one native While at its top level, and its outputs are the loop's
+        variables or parameters; else None."""
+        whiles = [n for n in graph.nodes if n.opdef is WHILE]
+        if len(self.loops) != 1 or len(whiles) != 1 or any(n.opdef not in (CONST, WHILE) for n in graph.nodes):
+            return None
+        node, native, ins = self.loops[0]
+        if node is not whiles[0] or native.donated:
+            return None
+        sources, constants = [], []
+        for expr in ins:
+            if expr in params:
+                sources.append(params.index(expr))
+                constants.append(None)
+            elif expr in self.env:
+                sources.append(-1)
+                constants.append(self.env[expr])
+            else:
+                try:
+                    value = ast.literal_eval(expr)  # a literal() of a Python scalar
+                except (ValueError, SyntaxError):
+                    return None
+                if type(value) not in (int, float, bool) or literal(value) != expr:
+                    return None
+                sources.append(-1)
+                constants.append(value)
+        outputs = []
+        n = len(node.attrs["body"].outputs)
+        for t in graph.outputs:
+            if t.node is node and t.index < n:
+                outputs.append(t.index)
+            elif any(t is p for p in graph.inputs):
+                outputs.append(-1 - next(i for i, p in enumerate(graph.inputs) if p is t))
+            else:
+                return None
+        return native, sources, constants, outputs
 
     def _is_const_array(self, name):
         value = self.env.get(name)
@@ -449,6 +521,7 @@ class _Lowering:
         self.native.append(RegionReport(node, native, why))
         if native is not None:  # a loop over scalars: C once it is hot, this Python loop until then
             self.native_loops.append(native)
+            self.loops.append((node, native, list(ins)))
             result = f"r{next(self.counter)}"
             run = native  # it reports the floating-point errors it raised itself
             call = f"{self.bind('k', run)}.call({', '.join(ins)})"

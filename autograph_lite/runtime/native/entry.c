@@ -96,6 +96,7 @@ static long long now_ns(void) { return 0; }
 typedef struct {
     int role, typenum, ndim, box;  /* ndim -1: a scalar, passed as a pointer to its cell */
     int python_bit;  /* >= 0: boxed as a Python number where this bit of the state cell is set (loops.tracked_boxes) */
+    int origin;      /* >= 0: state[origin], where >= 0, is the argument whose object eager holds here (loops.passed_on) */
     npy_intp dims[NPY_MAXDIMS];
     npy_intp size;
 } Spec;
@@ -268,16 +269,34 @@ static int run_native(Entry* self, void* const* pointers) {
     return status;
 }
 
+/* Returned by entry_run with `strict` for a call the C did not finish cleanly (an argument not in
+   its form, INEXACT, a floating-point flag raised, not built yet): the caller runs its own Python
+   code instead, from the start (a loop is pure: running it again is running it once). */
+static PyObject not_finished_marker;
+#define NOT_FINISHED (&not_finished_marker)
+
+static PyObject* entry_run(Entry* self, PyObject* const* args, Py_ssize_t nargs, int strict, Py_ssize_t want);
+
 static PyObject* entry_vectorcall(PyObject* self_, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
     Entry* self = (Entry*)self_;
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), n = self->n_values, k;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (self->fallback == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "autograph_lite entry: called after it was cleared");
         return NULL;
     }
     if (self->fn == NULL || kwnames != NULL || nargs != self->n_args)
         return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
-    npy_int64 cells[MAX_VALUES], state = 0;  /* state: a cell the C keeps across PAUSEs and leaves for box_cell */
+    return entry_run(self, args, nargs, 0, -1);
+}
+
+/* The call of self's C on `args` (nargs == n_args, fn bound). `strict`: NOT_FINISHED (no new
+   reference) where the Python caller would have to finish it (fallback, finish, INEXACT); `want`
+   >= 0 (a loop's variable, with strict): that result alone, not the tuple, none other boxed. */
+static PyObject* entry_run(Entry* self, PyObject* const* args, Py_ssize_t nargs, int strict, Py_ssize_t want) {
+    Py_ssize_t n = self->n_values, k;
+    /* state: cells the C keeps across PAUSEs and leaves for the boxing ([0]: flags; [1 + i]: origins) */
+    npy_int64 cells[MAX_VALUES], state[MAX_VALUES + 1];
+    state[0] = 0;
     void* pointers[MAX_VALUES + 3];
     PyObject* arrays[MAX_VALUES];  /* the arrays this call made (copies, outputs), per value */
     Py_ssize_t a = 0, made = 0;  /* arrays[:made] are set */
@@ -312,7 +331,7 @@ static PyObject* entry_vectorcall(PyObject* self_, PyObject* const* args, size_t
     }
     pointers[n] = self->tables[0];
     pointers[n + 1] = self->tables[1];
-    pointers[n + 2] = &state;
+    pointers[n + 2] = state;
     int status = run_native(self, pointers), first, flags;
     first = status & STATUS;
     flags = status & ~STATUS;
@@ -324,6 +343,26 @@ static PyObject* entry_vectorcall(PyObject* self_, PyObject* const* args, size_t
     status &= STATUS;
     for (k = 0; k < n; k++)  /* the copies of views the C read */
         if (self->specs[k].role == READ) Py_CLEAR(arrays[k]);
+    if (strict && (flags != 0 || !(status == DONE || (self->loop && status == UNCHANGED)))) {
+        for (k = 0; k < n; k++) Py_XDECREF(arrays[k]);
+        return NOT_FINISHED;
+    }
+    if (want >= 0) {  /* strict: one loop variable, finished cleanly */
+        PyObject* r;
+        const Spec* s = &self->specs[want];
+        if (first == UNCHANGED) {
+            r = args[want];
+            Py_INCREF(r);
+        } else if (s->origin >= 0 && state[s->origin] >= 0 && state[s->origin] < nargs) {
+            r = args[state[s->origin]];
+            Py_INCREF(r);
+        } else {
+            r = s->ndim < 0 ? box_cell(s, &cells[want], state[0]) : arrays[want];
+            arrays[want] = NULL;
+        }
+        for (k = 0; k < n; k++) Py_XDECREF(arrays[k]);
+        return r;
+    }
     if (status == INEXACT) {
         for (k = 0; k < n; k++) Py_XDECREF(arrays[k]);
         if (self->n_donated)  /* a given-up array may be half updated: finish says what the caller does */
@@ -347,7 +386,13 @@ static PyObject* entry_vectorcall(PyObject* self_, PyObject* const* args, size_t
         for (k = 0; k < n; k++) {
             const Spec* s = &self->specs[k];
             if (s->role == READ) continue;
-            PyObject* r = s->ndim < 0 ? box_cell(s, &cells[k], state) : arrays[k];
+            PyObject* r;
+            if (s->origin >= 0 && state[s->origin] >= 0 && state[s->origin] < nargs) {  /* the argument as it came */
+                r = args[state[s->origin]];
+                Py_INCREF(r);
+            } else {
+                r = s->ndim < 0 ? box_cell(s, &cells[k], state[0]) : arrays[k];
+            }
             arrays[k] = NULL;
             if (r == NULL) {
                 Py_DECREF(results);
@@ -362,7 +407,8 @@ static PyObject* entry_vectorcall(PyObject* self_, PyObject* const* args, size_t
                                  results);
 fallback:
     for (Py_ssize_t i = 0; i < made; i++) Py_XDECREF(arrays[i]);
-    return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+    if (strict) return NOT_FINISHED;
+    return PyObject_Vectorcall(self->fallback, args, nargs, NULL);
 error:
     for (Py_ssize_t i = 0; i < made; i++) Py_XDECREF(arrays[i]);
     return NULL;
@@ -390,7 +436,7 @@ static void entry_dealloc(Entry* self) {
     Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
-/* Entry(fallback, finish, specs, loop): specs a sequence of (role, typenum, shape or None, box[, python_bit]). */
+/* Entry(fallback, finish, specs, loop): specs a sequence of (role, typenum, shape or None, box[, python_bit[, origin]]). */
 static PyObject* entry_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
     PyObject *fallback, *finish, *specs;
     int loop, zero_d = 0;
@@ -420,9 +466,9 @@ static PyObject* entry_new(PyTypeObject* type, PyObject* args, PyObject* kwargs)
     for (Py_ssize_t k = 0; k < n; k++) {
         Spec* s = &self->specs[k];
         PyObject* shape;
-        s->python_bit = -1;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, k), "iiOi|i", &s->role, &s->typenum, &shape, &s->box,
-                              &s->python_bit))
+        s->python_bit = s->origin = -1;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, k), "iiOi|ii", &s->role, &s->typenum, &shape, &s->box,
+                              &s->python_bit, &s->origin))
             goto error;
         s->ndim = -1;
         if (shape != Py_None) {
@@ -482,6 +528,216 @@ static PyTypeObject EntryType = {
     .tp_clear = (inquiry)entry_clear,
     .tp_methods = entry_methods,
     .tp_doc = "One generated native function, called from Python (see entry.c).",
+};
+
+
+/* Direct(plan, sources, constants, outputs): a plan that is one native loop (lowering.Plan.direct),
+called without its Python frame. Per loop input, `sources[k]` is the plan parameter it is, or -1
+for `constants[k]` (the object the plan passes); per plan output, `outputs[j]` is the loop
+variable it is (>= 0) or the parameter -1 - p. Until `bind(entry)` gives it the loop's Entry, and
+for any call the C does not finish cleanly (NOT_FINISHED: an argument not in the C's form,
+INEXACT, a floating-point flag to report at the plan's line), it calls `plan` (the plan's function
+with its error reporting), which runs the loop again from the start: the loop is pure. A clean
+run raised no flag, so numpy's error state is not swapped in. */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *plan, *entry, *constants;
+    Py_ssize_t n_args, n_values, n_outputs;
+    Py_ssize_t sources[MAX_VALUES], outputs[MAX_VALUES];
+} Direct;
+
+static PyTypeObject DirectType;
+
+/* output j of a call of `self` (a new reference), NULL with an error, or NOT_FINISHED */
+static PyObject* direct_output(Direct* self, PyObject* const* args, Py_ssize_t j) {
+    Py_ssize_t at = self->outputs[j];
+    if (at < 0) {
+        Py_INCREF(args[-1 - at]);
+        return args[-1 - at];
+    }
+    PyObject* values[MAX_VALUES];
+    for (Py_ssize_t k = 0; k < self->n_values; k++)
+        values[k] = self->sources[k] >= 0 ? args[self->sources[k]] : PyTuple_GET_ITEM(self->constants, k);
+    return entry_run((Entry*)self->entry, values, self->n_values, 1, at);
+}
+
+static int direct_ready(Direct* self, Py_ssize_t nargs) {
+    return self->entry != NULL && ((Entry*)self->entry)->fn != NULL && ((Entry*)self->entry)->fallback != NULL
+        && nargs == self->n_args;
+}
+
+static PyObject* direct_vectorcall(PyObject* self_, PyObject* const* args, size_t nargsf, PyObject* kwnames);
+
+/* The plan's only output (FastCall's _run case): the object, not a 1-tuple */
+static PyObject* direct_single(Direct* self, PyObject* const* args, Py_ssize_t nargs) {
+    if (self->n_outputs == 1 && self->outputs[0] >= 0 && direct_ready(self, nargs)) {
+        PyObject* r = direct_output(self, args, 0);
+        if (r != NOT_FINISHED) return r;
+    }
+    /* (an output that is an argument: the loop runs all the same, as the plan runs it) */
+    PyObject* results = self->n_outputs == 1 && self->outputs[0] < 0 ? direct_vectorcall((PyObject*)self, args, nargs, NULL)
+                                                                       : PyObject_Vectorcall(self->plan, args, nargs, NULL);
+    if (results == NULL) return NULL;
+    PyObject* r = PySequence_GetItem(results, 0);
+    Py_DECREF(results);
+    return r;
+}
+
+static PyObject* direct_vectorcall(PyObject* self_, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+    Direct* self = (Direct*)self_;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (kwnames == NULL && direct_ready(self, nargs) && self->n_outputs >= 1) {
+        /* one run of the loop: each output that is a loop variable taken from it */
+        Py_ssize_t loop_outputs = 0, j;
+        for (j = 0; j < self->n_outputs; j++) loop_outputs += self->outputs[j] >= 0;
+        PyObject* loop = NULL;  /* outputs other than one loop variable: the loop's variables, from one run (it runs
+                                   where no output reads it, as the plan runs it) */
+        if (loop_outputs != 1) {
+            PyObject* values[MAX_VALUES];
+            for (Py_ssize_t k = 0; k < self->n_values; k++)
+                values[k] = self->sources[k] >= 0 ? args[self->sources[k]] : PyTuple_GET_ITEM(self->constants, k);
+            loop = entry_run((Entry*)self->entry, values, self->n_values, 1, -1);
+            if (loop == NULL) return NULL;
+            if (loop == NOT_FINISHED) return PyObject_Vectorcall(self->plan, args, nargsf, kwnames);
+        }
+        PyObject* results = PyTuple_New(self->n_outputs);
+        if (results == NULL) {
+            Py_XDECREF(loop);
+            return NULL;
+        }
+        for (j = 0; j < self->n_outputs; j++) {
+            PyObject* r;
+            if (loop != NULL && self->outputs[j] >= 0) {
+                r = PyTuple_GET_ITEM(loop, self->outputs[j]);
+                Py_INCREF(r);
+            } else {
+                r = direct_output(self, args, j);
+            }
+            if (r == NOT_FINISHED) {
+                Py_DECREF(results);
+                return PyObject_Vectorcall(self->plan, args, nargsf, kwnames);
+            }
+            if (r == NULL) {
+                Py_DECREF(results);
+                Py_XDECREF(loop);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(results, j, r);
+        }
+        Py_XDECREF(loop);
+        return results;
+    }
+    return PyObject_Vectorcall(self->plan, args, nargsf, kwnames);
+}
+
+static PyObject* direct_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+    PyObject *plan, *sources, *constants, *outputs;
+    if (!PyArg_ParseTuple(args, "OO!O!O!", &plan, &PyTuple_Type, &sources, &PyTuple_Type, &constants,
+                          &PyTuple_Type, &outputs))
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(sources), m = PyTuple_GET_SIZE(outputs);
+    if (n > MAX_VALUES || m > MAX_VALUES || PyTuple_GET_SIZE(constants) != n) {
+        PyErr_SetString(PyExc_ValueError, "Direct: bad sources, constants or outputs");
+        return NULL;
+    }
+    Direct* self = (Direct*)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->vectorcall = direct_vectorcall;
+    Py_INCREF(plan);
+    self->plan = plan;
+    Py_INCREF(constants);
+    self->constants = constants;
+    self->n_values = n;
+    self->n_outputs = m;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        self->sources[k] = PyLong_AsSsize_t(PyTuple_GET_ITEM(sources, k));
+        if (self->sources[k] >= self->n_args) self->n_args = self->sources[k] + 1;
+    }
+    for (Py_ssize_t j = 0; j < m; j++) {
+        self->outputs[j] = PyLong_AsSsize_t(PyTuple_GET_ITEM(outputs, j));
+        if (self->outputs[j] < 0 && -self->outputs[j] > self->n_args) self->n_args = -self->outputs[j];
+    }
+    if (PyErr_Occurred()) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject*)self;
+}
+
+/* direct.bind(entry, n_args): the loop's Entry (built), the plan's number of parameters */
+static PyObject* direct_bind(Direct* self, PyObject* args) {
+    PyObject* entry;
+    Py_ssize_t n_args;
+    if (!PyArg_ParseTuple(args, "O!n", &EntryType, &entry, &n_args)) return NULL;
+    Entry* e = (Entry*)entry;
+    if (!e->loop || e->n_args != self->n_values || e->n_donated || n_args < self->n_args) {
+        PyErr_SetString(PyExc_ValueError, "Direct.bind: not the entry of this plan's loop");
+        return NULL;
+    }
+    for (Py_ssize_t j = 0; j < self->n_outputs; j++)
+        if (self->outputs[j] >= e->n_values) {
+            PyErr_SetString(PyExc_ValueError, "Direct.bind: an output past the loop's variables");
+            return NULL;
+        }
+    self->n_args = n_args;
+    Py_INCREF(entry);
+    Py_XSETREF(self->entry, entry);
+    Py_RETURN_NONE;
+}
+
+static int direct_traverse(Direct* self, visitproc visit, void* arg) {
+    Py_VISIT(self->plan);
+    Py_VISIT(self->entry);
+    Py_VISIT(self->constants);
+    return 0;
+}
+
+static int direct_clear(Direct* self) {
+    Py_CLEAR(self->plan);
+    Py_CLEAR(self->entry);
+    Py_CLEAR(self->constants);
+    return 0;
+}
+
+static void direct_dealloc(Direct* self) {
+    PyObject_GC_UnTrack(self);
+    direct_clear(self);
+    Py_TYPE(self)->tp_free((PyObject*)self);
+}
+
+static PyObject* direct_bound(Direct* self, void* unused) { return PyBool_FromLong(self->entry != NULL); }
+
+static PyMethodDef direct_methods[] = {
+    {"bind", (PyCFunction)direct_bind, METH_VARARGS, "bind(entry, n_args)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef direct_members[] = {
+    {"__wrapped__", T_OBJECT, offsetof(Direct, plan), READONLY, "the plan's function it stands for"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyGetSetDef direct_getset[] = {
+    {"bound", (getter)direct_bound, NULL, "whether the loop's Entry is bound", NULL},
+    {NULL},
+};
+
+static PyTypeObject DirectType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "autograph_lite_entry.Direct",
+    .tp_basicsize = sizeof(Direct),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(Direct, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_new = direct_new,
+    .tp_dealloc = (destructor)direct_dealloc,
+    .tp_traverse = (traverseproc)direct_traverse,
+    .tp_clear = (inquiry)direct_clear,
+    .tp_methods = direct_methods,
+    .tp_members = direct_members,
+    .tp_getset = direct_getset,
+    .tp_doc = "A plan that is one native loop, called without its Python frame (entry.c).",
 };
 
 /* Reporting(fn, state_for, var): fn(*args) run with numpy's error state `var` set to
@@ -766,9 +1022,10 @@ static int memo_matches(Memo* memo, PyObject* device, PyObject* const* args, Py_
         }
         if (memo->ndims[i] < 0) continue;  /* a numpy scalar of a builtin kind: its type is its key */
         PyArrayObject* array = (PyArrayObject*)a;
-        if ((PyObject*)PyArray_DESCR(array) != memo->descrs[i] || PyArray_NDIM(array) != memo->ndims[i]
-                || memcmp(PyArray_DIMS(array), memo->dims[i], memo->ndims[i] * sizeof(npy_intp)) != 0)
+        if ((PyObject*)PyArray_DESCR(array) != memo->descrs[i] || PyArray_NDIM(array) != memo->ndims[i])
             return 0;
+        for (int d = 0; d < memo->ndims[i]; d++)  /* (a 0-d array's dims pointer is not one to hand to memcmp) */
+            if (PyArray_DIMS(array)[d] != memo->dims[i][d]) return 0;
     }
     return 1;
 }
@@ -976,11 +1233,16 @@ static PyObject* fastcall_vectorcall(PyObject* self_, PyObject* const* args, siz
         inputs = picked;
     }
     if (fn != Py_None && !debugging) {  /* _run's commonest case */
-        PyObject* results = PyObject_Vectorcall(fn, inputs, n_inputs, NULL);
-        if (results != NULL) {
-            result = PySequence_GetItem(results, 0);
-            Py_DECREF(results);
-        } else if (PyErr_ExceptionMatches(PyExc_Exception)) {  /* name the failing node, re-raise */
+        if (Py_TYPE(fn) == &DirectType) {  /* a plan that is one native loop: its output itself */
+            result = direct_single((Direct*)fn, inputs, n_inputs);
+        } else {
+            PyObject* results = PyObject_Vectorcall(fn, inputs, n_inputs, NULL);
+            if (results != NULL) {
+                result = PySequence_GetItem(results, 0);
+                Py_DECREF(results);
+            }
+        }
+        if (result == NULL && PyErr_ExceptionMatches(PyExc_Exception)) {  /* name the failing node, re-raise */
             PyObject *type, *value, *tb;
             PyErr_Fetch(&type, &value, &tb);
             PyErr_NormalizeException(&type, &value, &tb);
@@ -1131,7 +1393,7 @@ PyMODINIT_FUNC PyInit_autograph_lite_entry(void) {
     if (PyType_Ready(&MemoType) < 0 || intern_names() < 0) return NULL;
     PyObject* m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    PyTypeObject* types[] = {&EntryType, &ReportingType, &FastCallType};
+    PyTypeObject* types[] = {&EntryType, &ReportingType, &FastCallType, &DirectType};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (PyModule_AddType(m, types[i]) < 0) {  /* readies the type; named by its tp_name's last part */
             Py_DECREF(m);

@@ -121,6 +121,7 @@ class NativeFunction:
                              None if a is None else a[1], _box_code(next(written_boxes)) if i in self.written else 0)
                             for i, (t, a) in enumerate(zip(values, self.arrays))]
         self._lock = threading.Lock()
+        self.on_entry = []  # called with the Entry once it is bound (lowering.Plan's Direct)
 
     @classmethod
     def attempt(cls, make):
@@ -161,6 +162,8 @@ class NativeFunction:
         c_entry = module.Entry(self._python_call, self.finish, self.entry_specs, self.loop, not self.scalar_inputs)
         c_entry.bind(ctypes.cast(values, ctypes.c_void_p).value, (values, self.tables), *tables)
         self.call = c_entry
+        for hook in self.on_entry:
+            hook(c_entry)
 
     def call(self, *args):
         """The region's results, or None: the caller runs its Python code (see the kinds)."""

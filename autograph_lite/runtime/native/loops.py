@@ -109,14 +109,29 @@ def _python_numbers(graph, inputs):
     return [python.get(id(t), t.weak) for t in graph.outputs]
 
 
-def source(node, language=None):
-    """C source of `int loop(T* vars..., captures..., [numpy loop tables, state cell])` for While
-    `node` (the tables and the state cell where `tracked_boxes` finds variables), and the
-    (ufunc, dtypes) of the numpy inner loops it calls; raises Unsupported."""
+def passed_on(node):
+    """The loop variables of While `node` that eager may give back as an argument's object (a
+    0-d array or numpy scalar no branch reassigned: `out is arg`; render.zero_d_kinds "input")."""
+    sources = placeholder_sources(node.graph) if node.graph is not None else {}
+    return [i for i, t in enumerate(node.attrs["body"].outputs) if t.shape == () and not t.weak and
+            not node.inputs[i].weak and zero_d_box(t, sources, f"loop variable {i}")[1]]
+
+
+def source(node, language=None, track=True):
+    """(C source of `int loop(T* vars..., captures..., [numpy loop tables, state cell])` for While
+    `node` (the tables and the state cell where `tracked_boxes` or `passed_on` finds variables),
+    the (ufunc, dtypes) of the numpy inner loops it calls, the loop variables whose origin it
+    tracks); raises Unsupported.
+
+    The state cell: int64s, [0] bit 0 "resumed after a PAUSE", bit i + 1 loop variable i's box
+    (tracked_boxes); [1 + i] for a variable of `passed_on`: the index of the argument whose object
+    it holds (-1: one computed here). `track=False` (rendered again where the tracking met code
+    that does not keep it, a nested loop): no origins; 0-d arguments must then be numpy scalars."""
     emitter = cexpr.Emitter(language or C(compiler.vector_math()))
     renderer = Renderer(emitter)
     n = len(node.attrs["body"].outputs)
     tracked = tracked_boxes(node)
+    origins = passed_on(node) if track else []
     params, loop_vars, captures = [], [], []
     renderer.emit(f"int64_t ag_budget = {BUDGET};", 1)
     renderer.emit("int ag_ran = 0;  /* the body ran: loop variables have their loop types */", 1)
@@ -130,6 +145,9 @@ def source(node, language=None):
             params.append(f"{t_c}* p{i}")
             loop_vars.append(renderer.declare(dtype, False, (), 1, f"*p{i}")._replace(python=f"ag_w{i}"))
             renderer.emit(f"int ag_w{i} = (*ag_state & 1) ? (int)((*ag_state >> {i + 1}) & 1) : {int(t.weak)};", 1)
+            if i in origins:
+                loop_vars[-1] = loop_vars[-1]._replace(origin=f"ag_o{i}")
+                renderer.emit(f"int ag_o{i} = (*ag_state & 1) ? (int)ag_state[{i + 1}] : {i};", 1)
             continue
         if i < n and (shape != _static_shape(out, local=False) or t.dtype != out.dtype or t.weak != out.weak) and (
                 shape != () or dtype == np.bool_ or not _typed_by_body(node, i)):
@@ -141,6 +159,9 @@ def source(node, language=None):
         if i < n and shape == ():  # a scalar loop variable: a local, written back at the end
             params.append(f"{t_c}* p{i}")
             loop_vars.append(renderer.declare(dtype, out.weak, (), 1, f"*p{i}"))
+            if i in origins:  # the argument whose object it holds (its own at the start)
+                loop_vars[-1] = loop_vars[-1]._replace(origin=f"ag_o{i}")
+                renderer.emit(f"int ag_o{i} = (*ag_state & 1) ? (int)ag_state[{i + 1}] : {i};", 1)
         elif i < n and 0 < size_of(shape) * dtype.itemsize <= STACK_COPY_BYTES:
             # a small array loop variable: a copy on this thread's stack, written back at the end
             # (its buffer may share a cache line with another thread's: writing it every
@@ -153,7 +174,7 @@ def source(node, language=None):
             loop_vars.append(Val(f"p{i}", dtype, out.weak, shape, f"p{i}"))
         elif shape == ():
             params.append(f"{t_c} c{i}")
-            captures.append(Val(f"c{i}", dtype, t.weak))
+            captures.append(Val(f"c{i}", dtype, t.weak, origin=None if t.weak or not origins else str(i)))
         else:
             params.append(f"const {t_c}* {emitter.language.restrict} c{i}")
             captures.append(Val(f"c{i}", dtype, t.weak, shape, f"c{i}"))
@@ -164,8 +185,8 @@ def source(node, language=None):
                         for i, v in enumerate(values) if v.expr != f"p{i}")
 
     def save_boxes(resumed):
-        return f"*ag_state = {' | '.join([resumed] + [f'((int64_t)ag_w{i} << {i + 1})' for i in tracked])};" \
-            if tracked else ""
+        return " ".join([f"*ag_state = {' | '.join([resumed] + [f'((int64_t)ag_w{i} << {i + 1})' for i in tracked])};"]
+                        + [f"ag_state[{i + 1}] = ag_o{i};" for i in origins]) if tracked or origins else ""
 
     outs = renderer.while_(node, loop_vars + captures, 1, loop_vars=loop_vars, ran="ag_ran", pause=lambda values: (
         f"{write_back(values)} {save_boxes('1')} return {PAUSED} | ag_seen | ag_flags();"))
@@ -174,15 +195,17 @@ def source(node, language=None):
     renderer.emit(f"return (ag_ran ? {DONE} : {UNCHANGED}) | ag_seen | ag_flags();", 1)
     if renderer.inexact:
         renderer.lines += ["ag_inexact:", f"    return {INEXACT};"]
-    if renderer.numpy_loops or tracked:  # the tables of numpy inner loops it calls (numpy_loops.py)
+    if renderer.origin_lost and origins:
+        return source(node, language, track=False)
+    if renderer.numpy_loops or tracked or origins:  # the tables of numpy inner loops it calls (numpy_loops.py)
         params += ["void* const* ag_fn", "void* const* ag_data"]
-    if tracked:
+    if tracked or origins:
         params.append("int64_t* ag_state")
     text = "\n".join(["#include <fenv.h>", emitter.prelude(), FLAG_BITS,
                       f"{emitter.language.entry_prefix}int loop({', '.join(params)}) {{",
                       "    ag_clear_flags();", "    int ag_seen = 0;",
                       *renderer.lines, "}", ""])
-    return text, renderer.numpy_loops
+    return text, renderer.numpy_loops, origins
 
 
 class NativeLoop(NativeFunction):
@@ -190,7 +213,7 @@ class NativeLoop(NativeFunction):
 
     loop = True
 
-    def __init__(self, node, text, numpy_loops=(), donated=()):
+    def __init__(self, node, text, numpy_loops=(), origins=(), donated=()):
         self.n = len(node.attrs["body"].outputs)
         carried = list(node.outputs) + list(node.inputs[self.n:])
         sources = placeholder_sources(node.graph) if node.graph is not None else {}
@@ -199,12 +222,16 @@ class NativeLoop(NativeFunction):
                  if t.shape == () else (None, False) for i, t in enumerate(node.attrs["body"].outputs)]
         self.boxes = [box for box, _ in boxes]
         self.tracked = tracked_boxes(node)  # boxed as Python floats where the state cell's bit i + 1 says
+        self.origins = list(origins)  # given back as the argument the state cell's [i + 1] names, if any
+        self.state_size = 1 + self.n if self.origins else 1
         # loop variables by pointer (an array's buffer, a scalar's cell), captures read as they are
         super().__init__(text, "loop", carried, written=range(self.n), numpy_loops=numpy_loops, boxes=self.boxes,
-                         donated=donated, state=bool(self.tracked))
-        self.entry_specs = [spec + (i + 1 if i in self.tracked else -1,) for i, spec in enumerate(self.entry_specs)]
-        # a 0-d argument a loop variable may pass on must be a numpy scalar, as the box says
-        self.scalar_inputs = any(needs for _, needs in boxes)
+                         donated=donated, state=bool(self.tracked or self.origins))
+        self.entry_specs = [spec + (i + 1 if i in self.tracked else -1, i + 1 if i in self.origins else -1)
+                            for i, spec in enumerate(self.entry_specs)]
+        # a 0-d argument a loop variable may pass on must be a numpy scalar, as the box says, unless
+        # the C tracks which argument the variable holds (then it is given back as it came)
+        self.scalar_inputs = any(needs for i, (_, needs) in enumerate(boxes) if i not in self.origins)
         # Python ints may not fit the C type that carries them: (index, min, max + 1); a literal
         # too (a Python int constant of any size is a weak int64 in the graph)
         self.weak_ints = [(i, int(np.iinfo(c.dtype).min), int(np.iinfo(c.dtype).max) + 1)
@@ -229,9 +256,9 @@ class NativeLoop(NativeFunction):
         if self.scalar_inputs and not all(type(a) is not np.ndarray or a.shape for a in args):
             return None  # a 0-d array argument: the Python loop gives it back as it is
         cells, held = self.arguments(args)
-        state = ctypes.c_int64(0)
-        if self.tracked:
-            cells += [None, None] * (not self.tables) + [ctypes.byref(state)]
+        state = (ctypes.c_int64 * self.state_size)()
+        if self.tracked or self.origins:
+            cells += [None, None] * (not self.tables) + [state]
         status = fn(*cells)
         flags, first = status & ~STATUS, status & STATUS
         while status & STATUS == PAUSED:  # back in the interpreter: a pending Ctrl-C raises here
@@ -241,8 +268,12 @@ class NativeLoop(NativeFunction):
             return self.finish(INEXACT, None)  # the Python loop runs from the start
         if first == UNCHANGED:  # the body never ran: the loop gives its inputs back as they came
             return self.finish(UNCHANGED | flags | BODY_NEVER_RAN, tuple(args[:self.n]))
-        boxes = [float if i in self.tracked and state.value >> (i + 1) & 1 else box for i, box in enumerate(self.boxes)]
-        return self.finish(status & STATUS | flags, self.results(cells[:self.n], held, boxes))
+        boxes = [float if i in self.tracked and state[0] >> (i + 1) & 1 else box for i, box in enumerate(self.boxes)]
+        results = self.results(cells[:self.n], held, boxes)
+        if self.origins:  # a variable holding an argument's object gives it back (eager's `out is arg`)
+            results = tuple(args[state[i + 1]] if i in self.origins and state[i + 1] >= 0 else r
+                            for i, r in enumerate(results))
+        return self.finish(status & STATUS | flags, results)
 
     def finish(self, status, results):
         """The loop's final values, once the floating-point errors it raised are reported

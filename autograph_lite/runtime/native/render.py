@@ -38,9 +38,12 @@ from .numpy_loops import LOOP_TYPEDEF
 # `python`: for a scalar whose box eager decides on the path (a loop variable that is a Python
 # float or a numpy float64 by the path that set it, `loops.tracked_boxes`; a Cond's output whose
 # branches box it differently), a C int expression, nonzero while eager holds a Python number
-# there (the dtype the same); None: the box is `weak`'s
-Val = collections.namedtuple("Val", "expr dtype weak shape base strides layout python",
-                             defaults=((), None, None, None, None))
+# there (the dtype the same); None: the box is `weak`'s.
+# `origin`: for a 0-d value that may be an argument of the native call as it came (eager passes
+# the object on: `out is arg`), a C int expression: the argument's index while it holds it, -1 once
+# an op computed it (loops.source tracks it per loop variable); None: never an argument's object
+Val = collections.namedtuple("Val", "expr dtype weak shape base strides layout python origin",
+                             defaults=((), None, None, None, None, None))
 # a large array not computed yet: `element(indices)` is the C expression of its element at one C
 # index expression per dim; `reads`: the arrays it reads (a store into one must wait for its uses).
 # An elementwise op or a slice too large for a local is one; its consumer computes it where it
@@ -85,6 +88,7 @@ class Renderer:
         self.emitter, self.language = emitter, emitter.language
         self.lines, self.counter = [], itertools.count()
         self.inexact = False   # some result may be one Python computes differently: `ag_inexact`
+        self.origin_lost = False  # a value that may be an argument's object reached code that does not track it
         self.local_bytes = 0
         self.numpy_loops = []  # (ufunc, dtypes) of the numpy inner loops called: ag_fn[j], ag_data[j]
         self.work = 0          # elements computed per pass over the nodes written (for budgets)
@@ -217,6 +221,8 @@ class Renderer:
                 outs = yield outs
             if node.opdef is not COND and any(getattr(v, "python", None) for v in ins):
                 outs = self.tracked_box(node, ins, outs, indent)
+            if node.opdef is not COND and node.opdef is not WHILE:  # an op's result is a new object
+                outs = [v._replace(origin=None) if getattr(v, "origin", None) else v for v in outs]
             # a Lazy value read twice is computed twice: one read by several ops is written once
             outs = [self.materialize(v, indent) if isinstance(v, Lazy) and (
                 self.heap is not None or len(v.element(["i"] * len(v.shape))) > MAX_LAZY_TEXT) and (
@@ -819,29 +825,39 @@ class Renderer:
         dynamic = any(getattr(v, "python", None) for v in ins[1:])
         flags = [self.name() if t.shape == () and (dynamic or a.weak != b.weak) else None
                  for t, a, b in zip(node.outputs, then_outs, else_outs)]
-        for flag in filter(None, flags):
+        # an operand that may be an argument's object: each 0-d output's origin is the branch's
+        passed = any(getattr(v, "origin", None) for v in ins[1:])
+        origins = [self.name() if t.shape == () and passed else None for t in node.outputs]
+        for flag in filter(None, flags + origins):
             self.emit(f"int {flag};", indent)
         self.emit(f"if ({self.emitter.cast(_scalar(ins[0]), np.bool_)}) {{", indent)
-        then_boxes = yield from self.branch(node.attrs["then_branch"], ins[1:], outs, flags, indent + 1)
+        then_boxes = yield from self.branch(node.attrs["then_branch"], ins[1:], outs, flags, indent + 1, origins)
         self.emit("} else {", indent)
-        else_boxes = yield from self.branch(node.attrs["else_branch"], ins[1:], outs, flags, indent + 1)
+        else_boxes = yield from self.branch(node.attrs["else_branch"], ins[1:], outs, flags, indent + 1, origins)
         self.emit("}", indent)
         # an output both branches box alike, as typed, keeps its static box
-        return [out if not flag or a == b == box_flag(out) else out._replace(python=flag)
-                for out, flag, a, b in zip(outs, flags, then_boxes, else_boxes)]
+        outs = [out if not flag or a == b == box_flag(out) else out._replace(python=flag)
+                for out, flag, (a, _), (b, _) in zip(outs, flags, then_boxes, else_boxes)]
+        return [out._replace(origin=origin) if origin and not a == b == "-1" else out
+                for out, origin, (_, a), (_, b) in zip(outs, origins, then_boxes, else_boxes)]
 
-    def branch(self, graph, ins, outs, flags, indent):
-        """Write a Cond branch into `outs` (and the flags of their boxes); the boxes' C, per output.
-        A walk for `iterate`, as `walk` is: it yields the branch's walk."""
+    def branch(self, graph, ins, outs, flags, indent, origins):
+        """Write a Cond branch into `outs` (and the flags of their boxes and origins); per output,
+        the C of its box and of its origin. A walk for `iterate`, as `walk` is: it yields the
+        branch's walk."""
         values = yield self.walk(graph, ins, indent)
-        for value, flag in zip(values, flags):
+        for value, flag, origin in zip(values, flags, origins):
             if flag is None and getattr(value, "python", None):
                 raise Unsupported("an array output of a branch taking a value that is a Python number or a numpy "
                                   "one depending on the path")
             if flag:
                 self.emit(f"{flag} = {box_flag(value)};", indent)
+            if origin:
+                self.emit(f"{origin} = {origin_of(value)};", indent)
+            elif getattr(value, "origin", None):
+                self.origin_lost = True  # an array output: never 0-d (kept for safety)
         self.assign(outs, values, indent)
-        return [box_flag(v) if isinstance(v, Val) else "0" for v in values]
+        return [(box_flag(v) if isinstance(v, Val) else "0", origin_of(v)) for v in values]
 
     def while_(self, node, ins, indent, loop_vars=None, pause=None, ran=None):
         """The loop; `loop_vars`: where its variables live if the caller set them up (else
@@ -853,6 +869,11 @@ class Renderer:
         if loop_vars is None and any(getattr(v, "python", None) for v in ins):
             raise Unsupported("a nested loop taking a value that is a Python number or a numpy one depending on "
                               "the path")
+        if loop_vars is None and any(getattr(v, "origin", None) for v in ins):
+            # a nested loop does not track which argument its variables hold: the caller's
+            # arguments must then be numpy scalars, as before (loops.source renders again)
+            self.origin_lost = True
+            ins = [v._replace(origin=None) if isinstance(v, Val) else v for v in ins]
         if loop_vars is None:  # a nested loop: an array start value no one reads later is its own buffer
             loop_vars = [ins[i] if ins[i].shape == _static_shape(t, local=False) and ins[i].dtype == t.dtype and
                          contiguous(ins[i]) and self.writable(node.inputs[i], ins[i]) else self.local(t, indent)
@@ -870,6 +891,11 @@ class Renderer:
         outs = self.graph(body, loop_vars + ins[n:], indent + 1, owned)
         flags = []  # the boxes a tracked loop variable takes for the next iteration, read before any is set
         for i, (target, value) in enumerate(zip(loop_vars, outs)):
+            if target.origin:
+                flags.append((target.origin, self.name()))
+                self.emit(f"int {flags[-1][1]} = {origin_of(value)};", indent + 1)
+            elif getattr(value, "origin", None):
+                self.origin_lost = True  # a loop variable not tracked may take an argument's object
             if target.python:
                 flags.append((target.python, self.name()))
                 self.emit(f"int {flags[-1][1]} = {box_flag(value)};", indent + 1)
@@ -884,6 +910,11 @@ class Renderer:
         self.emit(f"ag_budget -= {max(1, self.work - work)};", indent + 1)
         self.emit("}", indent)
         return loop_vars
+
+
+def origin_of(value):
+    """C of the index of the argument whose object `value` is, or -1 (Val.origin)."""
+    return getattr(value, "origin", None) or "-1"
 
 
 def box_flag(value):
