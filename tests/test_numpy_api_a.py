@@ -99,6 +99,8 @@ FUNCTION_CASES = {  # numpy function -> functions of one array: plain, axis/broa
               lambda a: np.round(a * 13, -1), lambda a: np.round(nans(a) / 3, 2), lambda a: np.round(a[0, 0] * 0.25, 1)],
     "around": [lambda a: np.around(a / 3, 2), lambda a: np.around(a, -1), lambda a: np.around(a[:0])],
     # shape
+    "transpose": [lambda a: np.transpose(a), lambda a: np.transpose(a, (1, 0)), lambda a: np.transpose(a[0], 0),
+                  lambda a: np.transpose(a[0], np.int64(-1))],  # a single axis of a 1-d array: seed 1170015598
     "swapaxes": [lambda a: np.swapaxes(a, 0, 1), lambda a: np.swapaxes(a[None], -1, 0), lambda a: np.swapaxes(a[:0], 0, 1)],
     "moveaxis": [lambda a: np.moveaxis(a, 0, 1), lambda a: np.moveaxis(a[None], 0, -1),
                  lambda a: np.moveaxis(a[None], (0, 1), (-1, 0)), lambda a: np.moveaxis(a[:0], 0, -1)],

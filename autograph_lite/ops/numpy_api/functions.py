@@ -55,6 +55,8 @@ def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
 
 
 def _transpose(a, axes=None):
+    if axes is not None and not isinstance(axes, (tuple, list)) and hasattr(type(axes), "__index__"):
+        axes = (axes,)  # numpy takes a single axis for a 1-d array (`np.transpose(v, 0)`)
     if axes is not None:
         axes = tuple(int(i) % a.ndim if -a.ndim <= int(i) < a.ndim else int(i) for i in axes)
     return array_ops.transpose(a, axes)
