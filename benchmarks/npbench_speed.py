@@ -231,11 +231,22 @@ def main(argv=None):
         print(f"no numpy kernel named {', '.join(unknown)} in {root}/bench_info", file=sys.stderr)
         return 2
     records = []
-    for name in names:
-        records.append(run(root, name, opts.preset, opts.repeats, opts.timeout))
-        print(f"  {name}: " + ", ".join(f"{w} {v['status']}" for w, v in records[-1]["ways"].items()),
-              file=sys.stderr, flush=True)
+    try:
+        for name in names:
+            records.append(run(root, name, opts.preset, opts.repeats, opts.timeout))
+            print(f"  {name}: " + ", ".join(f"{w} {v['status']}" for w, v in records[-1]["ways"].items()),
+                  file=sys.stderr, flush=True)
+            write(opts, records)  # after each kernel: a long run stopped keeps what it measured
+    except KeyboardInterrupt:
+        print(f"stopped (Ctrl-C) after {len(records)} of {len(names)} kernels", file=sys.stderr)
     print(table(records))
+    if records:
+        print(f"wrote {write(opts, records)} (key 'npbench')")
+    return 0
+
+
+def write(opts, records):
+    """Put the records so far under the key 'npbench' of `results.json` in `--out`; its path."""
     os.makedirs(opts.out, exist_ok=True)
     path = os.path.join(opts.out, "results.json")
     results = {}
@@ -245,10 +256,10 @@ def main(argv=None):
     results["npbench"] = {"date": datetime.date.today().isoformat(), "preset": opts.preset,
                           "repeats": opts.repeats, "numpy": np.__version__, "kernels": records,
                           "geometric_means": {w: geometric_means(records, ["ag", w]) for w in WAYS[2:]}}
-    with open(path, "w") as f:
+    with open(path + ".tmp", "w") as f:
         json.dump(results, f, indent=1)
-    print(f"wrote {path} (key 'npbench')")
-    return 0
+    os.replace(path + ".tmp", path)
+    return path
 
 
 if __name__ == "__main__":
