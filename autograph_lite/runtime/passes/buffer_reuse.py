@@ -3,9 +3,16 @@
 `v3 = v1 + v2` becomes `v1 += v2` (v3 is v1) when the op can run in place (`OpDef.in_place`;
 `v2 = SetItem(v1, ...)` becomes `v1[...] = ...`, so a fill loop stores instead of copying)
 and v1 is an array this graph computed itself as a new array (`OpDef.fresh`: not an input, a
-constant or a view of either), nothing else reads it, and it has the result's static shape
-and dtype. Saves an allocation per op, which matters for the small arrays of recurrent
+constant or a view of either), nothing reads it after the op, and it has the result's static
+shape and dtype. Saves an allocation per op, which matters for the small arrays of recurrent
 cells. The mark is the node's `in_place_input`, which the lowering reads.
+
+A store may also write a buffer that other nodes read, where each of them runs before it: the
+unrolled `y[:, j] = a * x[:, j] + b * y[:, j - 1]` reads the old array through a view and then
+stores into it (NPBench's deriche copied its 1500 x 1000 array 2,500 times a call). "Runs
+before" is by position in the graph (the plan's order), followed through what may alias the
+buffer (a view, any op not `fresh`) and through what the plan may write inside a later
+expression (a value read once is inlined where it is read: `_single_use` in the lowering).
 """
 import numpy as np
 
@@ -22,7 +29,32 @@ def _targets(opdef):
     return (0, 1) if opdef.commutative else (0,)
 
 
+def _read_before(graph, a, node, position):
+    """Whether every node reading `a`'s buffer, other than `node`, runs before `node` (see the
+    module docstring)."""
+    here, seen, todo = position[id(node)], set(), [a]
+    while todo:
+        t = todo.pop()
+        for user in t.users:
+            if user is node:
+                continue
+            if position.get(id(user), here) >= here:
+                return False  # runs after the store, or inside another graph
+            for out in user.outputs:
+                if id(out) in seen:
+                    continue
+                seen.add(id(out))
+                if is_output(graph, out):
+                    if not user.opdef.fresh:
+                        return False  # returned: a view of the buffer would show the store
+                    continue
+                if not user.opdef.fresh or len(out.users) == 1:  # may alias `a`, or may be inlined later
+                    todo.append(out)
+    return True
+
+
 def _mark(graph):
+    position = None
     for node in graph.nodes:
         opdef = node.opdef
         if opdef.in_place is None or not node.inputs:
@@ -35,11 +67,18 @@ def _mark(graph):
         for k in _targets(opdef):
             a = node.inputs[k]
             maker = a.node.opdef
-            if (maker.fresh and a.node.graph is graph and a.users == [node]
-                    and not is_output(graph, a) and a.shape == out.shape and None not in a.shape
-                    and len(a.shape) >= 1 and a.dtype == out.dtype and not a.weak):
-                node.in_place_input = k
-                break
+            if not (maker.fresh and a.node.graph is graph and not is_output(graph, a) and a.shape == out.shape
+                    and None not in a.shape and len(a.shape) >= 1 and a.dtype == out.dtype and not a.weak):
+                continue
+            if a.users != [node]:
+                if opdef.in_place != "store" or not all(u.graph is graph for u in a.users):
+                    continue
+                if position is None:
+                    position = {id(n): i for i, n in enumerate(graph.nodes)}
+                if not _read_before(graph, a, node, position):
+                    continue
+            node.in_place_input = k
+            break
 
 
 def run(graph):
