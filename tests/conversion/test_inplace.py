@@ -319,6 +319,40 @@ def test_a_view_reads_its_array_after_the_array_was_updated():
     both(view_then_update_base, lambda: np.ones((2, 2)))
 
 
+def zero_d_view_updated(x):
+    r = x[..., 1]                      # a 0-d array viewing x[1] (`x[1]` would be a numpy scalar copy)
+    r += 1
+    return r, x
+
+
+def zero_d_view_read_after_its_array_was_written(x):
+    w = x * 2
+    r = w[..., 1]
+    w[1] = 7
+    return r + 0, w
+
+
+def test_a_0d_view_writes_and_reads_its_array():
+    # a 0-d result numpy gives as an array is a view: its update reaches the caller's x, and it
+    # reads its array's later writes (both were silently missed: r kept x[1]'s first value)
+    both(zero_d_view_updated, lambda: np.arange(4.0))
+    both(zero_d_view_read_after_its_array_was_written, lambda: np.arange(4.0))
+
+
+def zero_d_view_given_by_an_if_then_updated(x, k):
+    v = np.ones(())
+    if k > 1:
+        v = x[..., 1]
+    v += 1                             # eagerly x[1] too, where k > 1
+    return v
+
+
+def test_updating_an_if_result_that_may_be_a_0d_view_of_an_argument_is_refused():
+    with pytest.raises(ag.ConversionError, match=r"'v' is updated in place .* on some runs it is a slice or view "
+                                                 r"of argument 'x'"):
+        ag.function(zero_d_view_given_by_an_if_then_updated)(np.arange(4.0), np.int32(3))
+
+
 def update_view_then_read_base(x):
     y = x.T * 1.0
     col = y.T
