@@ -592,7 +592,8 @@ def _alias_held_arrays(graph, state, names, location, *branches):
             if type(value) is not np.ndarray:
                 continue
             # a variable the branch left as it was holds its copy (`_copy_lists`): the array itself
-            value = next((s for s, c in zip(state, copies) if c is value), value)
+            value = next((s for s, c in zip(state, copies) if c is value
+                          and np.array_equal(s, c, equal_nan=s.dtype.kind in "fc")), value)
             held = _held_elsewhere(value, name)
             if held is None:
                 continue

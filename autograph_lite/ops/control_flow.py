@@ -636,12 +636,18 @@ def _check_written_handed_outside(body, placeholders, outs, tensors, labels, loc
 def _held_elsewhere(array, name):
     """Words for the names other than `name` under which the converted functions on the stack hold
     numpy array `array`'s memory (the array, a view of it, the array it views), or None."""
+    def same_memory(v):
+        return type(v) is np.ndarray and (v is array or np.shares_memory(v, array))
+
     frame = sys._getframe(1)
     while frame is not None:
         if frame.f_code.co_filename.startswith("<autograph_lite converted"):
             for k, v in frame.f_locals.items():
-                if k != name and type(v) is np.ndarray and (v is array or np.shares_memory(v, array)):
+                if k != name and same_memory(v):
                     return f"'{k}'"
+                items = v.values() if type(v) is dict else v if type(v) in (list, tuple) else ()
+                if any(same_memory(item) for item in items):
+                    return f"held by '{k}'"
         frame = frame.f_back
     return None
 

@@ -436,6 +436,7 @@ def check_partial_aliases(old, label, symbol, location, new=None):
     `old` is another array (a tensor `if` or loop gave it, or a view of one), an argument's is an
     error (whether the caller's array changes would depend on the data) and another is stale."""
     graph = current_graph()
+    _refuse_if_argument(old, label, symbol, location, numpy_only=True)  # `v = w` in both branches of an `if`
     if old.node.opdef in (COND, WHILE, PLACEHOLDER):
         _reach_view_bases(old, graph, label, symbol, location)
     for maybe in _maybe_same(old):
@@ -450,7 +451,7 @@ def check_partial_aliases(old, label, symbol, location, new=None):
     _mark_maybe_aliases(old, new, graph, label, symbol, location)
 
 
-def _refuse_if_argument(maybe, label, symbol, location):
+def _refuse_if_argument(maybe, label, symbol, location, numpy_only=False):
     """An update that changes `maybe`'s array on some runs only may not reach an argument: whether
     the caller's array changes would depend on the data."""
     alias = numpy_alias(_origin(maybe))
@@ -460,6 +461,8 @@ def _refuse_if_argument(maybe, label, symbol, location):
             f"`if` gave it that array), which the compiled function cannot update in place; "
             f"{'make a new array' if symbol == '[...] =' else f'write `x = x {symbol[:-1]} y` to make a new array'}, "
             f"or copy the array when you assign it (`v = w.copy()`)")
+    if numpy_only:
+        return
     argument = _argument_of(_origin(maybe))
     if argument is None and (written := memory.written_storage(_origin(maybe))) is not None:
         # the argument's contents after an earlier write (`y[0] = 1; v = y if c else y[::-1]`: seed 23001280)

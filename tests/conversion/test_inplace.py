@@ -515,7 +515,17 @@ def _own_array_then_a_numpy_array_given_by_an_if(x, k):
     return v, w
 
 
+def _own_array_then_a_numpy_array_in_a_dict(x, k):
+    d = {'a': np.zeros(4)}
+    v = np.ones(4)
+    for i in ag.range(k):
+        v += x
+        v = d['a']
+    return v, d['a']
+
+
 @pytest.mark.parametrize("fn, update, what", [
+    (_own_array_then_a_numpy_array_in_a_dict, "v += x", "the numpy array held by 'd'"),
     (_own_array_then_a_reshape_view_of_the_argument, "v += 1", "argument 'x'"),
     (_own_array_then_a_slice_of_the_argument, "v *= 2", "argument 'x'"),
     (_own_array_then_the_argument, "v -= i", "argument 'x'"),
@@ -615,7 +625,29 @@ def _array_of_another_name_left_by_an_if_then_updated(x, k):
     return u
 
 
+def _numpy_array_given_by_both_branches_then_updated(x, k):
+    w = np.zeros(3)
+    v = np.ones(3)
+    if k > 1:
+        v = w
+    else:
+        v = w
+    v -= 1
+    return w
+
+
+def _numpy_array_in_a_list_given_by_an_if_then_updated(x, k):
+    items = [np.zeros(3)]
+    v = np.ones(3)
+    if k > 1:
+        v = items[0]
+    v += 1
+    return items[0]
+
+
 @pytest.mark.parametrize("fn, update, what", [
+    (_numpy_array_given_by_both_branches_then_updated, "v -= 1", "'w'"),
+    (_numpy_array_in_a_list_given_by_an_if_then_updated, "v += 1", "held by 'items'"),
     (_numpy_array_given_by_an_if_then_updated, "v += 1", "'w'"),
     (_numpy_array_given_by_a_nested_if_then_written, "v[...] = 5", "'w'"),
     (_array_of_another_name_left_by_an_if_then_updated, "v *= 2", "'u'")])
