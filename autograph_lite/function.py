@@ -27,7 +27,7 @@ from .ops.core import constant_node
 from .ops.python_values import PythonValue
 from .runtime import devices, memory
 from .runtime.devices import _placement
-from .runtime.graph import Graph, Tensor, _tracing, building, copy_graph
+from .runtime.graph import Graph, Tensor, _tracing, building, check_numpy_aliases, copy_graph
 from .runtime.interpreter import debug_plan, debugging
 from .runtime.lowering import Plan
 from .runtime.native import entry as _entry
@@ -657,6 +657,7 @@ def _output_slots(graph, outputs, where=None):
     each call (`graph.write_back_outputs`: (input, output) pairs)."""
     slots, (flat, treedef) = [], nest.flatten_with_treedef(outputs)
     memory.finish(graph)  # arguments written through views and item assignment are written back too
+    check_numpy_aliases(graph)  # a numpy array a tensor `if` gave on some runs, updated by numpy since
     inputs = {id(t): i for i, t in enumerate(graph.inputs)}
     write_backs = [(inputs[id(root)], value) for root, value in graph.write_backs.values()]
     def choice_slot(leaf):  # a Choice's tensors become outputs; its numbers are returned as they are

@@ -23,10 +23,12 @@ from . import outside_state, python_loops
 from ..ops import python_values
 from ..ops.logging_ops import ASSERT
 from ..ops.python_values import PythonValue
-from ..ops.control_flow import build_cond, python_int, python_scalar, stage_while, trace_function, zero_like
+from ..ops.control_flow import (_held_elsewhere, build_cond, python_int, python_scalar, stage_while, trace_function,
+                                zero_like)
+from ..ops.core import convert_to_tensor
 from ..runtime import memory
 from ..runtime.boxes import ARRAY, PythonBox, box_of
-from ..runtime.graph import Tensor, _tracing, building, current_graph, holds
+from ..runtime.graph import Tensor, _tracing, building, current_graph, holds, record_numpy_alias
 from ..runtime.passes.util import has_effects
 from .lists import TensorList, join_kinds
 from .logical import Choice, MaybeUnset
@@ -285,6 +287,7 @@ def _staged_if(cond, body, orelse, state, names, location, soft=(), droppable={}
     _check_arrays_kept(state, body, location, *ran)
     kept.check()
     then_out, else_out = list(then_out), list(else_out)
+    _alias_held_arrays(graph, state, names, location, (then_g, then_in, then_out), (else_g, else_in, else_out))
     # a variable both branches leave holding the same handle of memory (`x[i] = v` in one, nothing
     # in the other) stays that handle: the Cond carries what the branches wrote to its memory
     handles = {i: t for i, (t, e) in enumerate(zip(then_out, else_out))
@@ -582,6 +585,35 @@ def _check_arrays_kept(state, body, location, *branch_states):
                 f"place inside an `if` on a tensor (at {location}), but {', '.join(others)} holds that array "
                 f"too (or a view of it) and would not see the update. Write '{name} = {name} + ...' (a new "
                 f"array), or `.copy()` it first")
+
+
+def _alias_held_arrays(graph, state, names, location, *branches):
+    """A branch that gives a variable a numpy array the function holds under another name too
+    (`v = w`, `w = np.zeros(3)` before the `if`): the Cond's result is that array on the runs taking
+    the branch, so an in-place update of it (`v += 1`) would change `w` eagerly on those runs only.
+    The array is staged once, in the top graph, as a Const recorded as that array (`graph.numpy_alias`), and
+    the branch gives it captured: an update reaching it, then or in a later loop iteration, is refused."""
+    staged = {}
+    for sub, copies, out in branches:
+        for i, name in enumerate(names[:len(out)]):
+            value = out[i]
+            if type(value) is not np.ndarray:
+                continue
+            # a variable the branch left as it was holds its copy (`_copy_lists`): the array itself
+            value = next((s for s, c in zip(state, copies) if c is value
+                          and np.array_equal(s, c, equal_nan=s.dtype.kind in "fc")), value)
+            held = _held_elsewhere(value, name)
+            if held is None:
+                continue
+            if id(value) not in staged:
+                top = graph
+                while top.parent is not None:
+                    top = top.parent  # outside every block: an `if` around this one gives it on too
+                const = convert_to_tensor(value, top)
+                record_numpy_alias(const, f"the numpy array {held} (given to '{name}' by the `if` at {location})",
+                                   value, f"given to '{name}' on some runs by the tensor `if` at {location}")
+                staged[id(value)] = const
+            out[i] = sub.capture(staged[id(value)])
 
 
 class _ArraysKept:

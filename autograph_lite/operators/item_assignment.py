@@ -15,7 +15,7 @@ from ..errors import ConversionError, user_location
 from ..ops import python_values
 from ..ops.core import convert_to_tensor, holds_tensor
 from ..runtime import memory
-from ..runtime.graph import Tensor, current_graph
+from ..runtime.graph import Tensor, current_graph, numpy_array_given
 from .lists import TensorList
 from .logical import Choice
 
@@ -63,7 +63,7 @@ def _holds_tensor(index, value):
 
 def _promoted(array, name):
     label = f"'{name}'" if name else "a numpy array"
-    what = memory.other_holder(array)
+    what = numpy_array_given(array) or memory.other_holder(array)
     if what is not None:
         raise ConversionError(
             f"{label} is a numpy array made in the function, {what}, and a tensor is stored into it at "

@@ -5,13 +5,15 @@ each branch (or the loop's condition and body) into a sub-graph and add one `Con
 or `While` node whose inputs are the predicate or loop variables plus every outer
 value the sub-graphs read (their captures).
 """
+import sys
+
 import numpy as np
 
 from .. import nest
 from ..errors import ConversionError, NeedsPython, user_location
 from ..runtime import devices, memory
 from ..runtime.boxes import ARRAY, SCALAR, VARIES, PythonBox, box_of
-from ..runtime.graph import Graph, Tensor, building, current_graph
+from ..runtime.graph import Graph, Tensor, building, current_graph, from_outside_iteration
 from ..runtime.opdef import COND, WHILE, always
 from .core import apply, convert_to_tensor, define, exemplar
 from .math_ops import cast, logical_not
@@ -494,6 +496,8 @@ def _stage_while(cond_fn, step, loop_vars, names, location, unknown, var_names, 
                                    carried)
             permutation = _permutation(private_k, body_in, [out_flat[i] for i in carried],
                                        [labels[i] for i in carried], location)
+            _check_written_handed_outside(body_g, body_in, [out_flat[i] for i in carried], body_out,
+                                          [labels[i] for i in carried], location)
         new_specs = []
         for k, ((shape, dtype, weak), o) in enumerate(zip(specs, body_out)):
             label = labels[carried[k]]
@@ -602,6 +606,50 @@ def _check_rebound_handles(placeholders, outs, labels, location, positions):
             if positions[k] in moved:
                 raise _Permuted(moved, error)
             raise error
+
+
+def _check_written_handed_outside(body, placeholders, outs, tensors, labels, location):
+    """A loop variable whose own array the body updates in place (its start a numpy array the loop
+    replaces, `memory._carry`) and that the body then gives, on some runs, an array from outside the
+    iteration (an argument's, a view of one, `x[1:2].reshape(())`, a numpy array held under another
+    name): eagerly the next iteration's update changes that array, which the compiled loop cannot."""
+    for ph, out, t, label in zip(placeholders, outs, tensors, labels):
+        mem = ph.mem
+        if mem is None or mem.storage.root is not ph or not mem.storage.written \
+                or body.loop_starts.get(id(ph)) is memory.PRIVATE:  # a permuted array: `_permutation`'s
+            continue
+        why = None
+        if isinstance(out, np.ndarray):
+            held = _held_elsewhere(out, label)
+            why = f"the numpy array {held}" if held else None
+        else:
+            why = from_outside_iteration(body, ph, t)
+        if why is not None:
+            symbol, where = mem.storage.last_write
+            raise ConversionError(
+                f"loop variable '{label}' is updated in place (`{symbol}` at {where}) in a loop on a tensor, and the "
+                f"body then gives it {why} (in the loop at {location}), which eagerly the next iteration would update in place "
+                f"too; the compiled loop cannot update that array. Copy it when you assign it (`{label} = "
+                f"w.copy()`), or make a new array instead of the update (`{label} = {label} + 1`)")
+
+
+def _held_elsewhere(array, name):
+    """Words for the names other than `name` under which the converted functions on the stack hold
+    numpy array `array`'s memory (the array, a view of it, the array it views), or None."""
+    def same_memory(v):
+        return type(v) is np.ndarray and (v is array or np.shares_memory(v, array))
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<autograph_lite converted"):
+            for k, v in frame.f_locals.items():
+                if k != name and same_memory(v):
+                    return f"'{k}'"
+                items = v.values() if type(v) is dict else v if type(v) in (list, tuple) else ()
+                if any(same_memory(item) for item in items):
+                    return f"held by '{k}'"
+        frame = frame.f_back
+    return None
 
 
 def _permutation(private_k, placeholders, outs, labels, location):

@@ -201,6 +201,7 @@ class Graph:
         self.python_ranges = {}  # id(Range tensor) -> it, for Python's range() on tensors: ints are weak
         self.made_generators = {}  # top graph: id -> a random generator the traced code made from a seed
         self.storages = []       # top graph: the memory.Storage of every array viewed or written in the trace
+        self.numpy_aliases = {}  # top graph: id(Const) -> (Const, words): a numpy array held under another name
         self.control_nodes = []  # the Cond/While nodes added while tracing (alias rules scan them, not every node)
         self.carries = False     # a tensor block that carries memory written inside it (memory.block)
         self.carried_out = None  # the final values of the memory it carries
@@ -404,8 +405,13 @@ def _is_view(node):
     """Whether numpy gives this op's result as a view of its first input (`OpDef.view`: basic
     slicing with scalar indices, transpose, reshape, ...): then updating one updates both."""
     opdef = node.opdef
-    if opdef.view is None or not node.outputs or not node.outputs[0].shape:
+    if opdef.view is None or not node.outputs:
         return False
+    if not node.outputs[0].shape:
+        # a 0-d result is a view where numpy gives a 0-d array (`x[1:2].reshape(())`, `x[..., 1]`),
+        # a copy where it gives a numpy scalar (`x[1]`)
+        from .boxes import ARRAY, box_of
+        return opdef.view(node) and box_of(node.outputs[0]) == ARRAY
     return opdef.view(node)
 
 
@@ -437,6 +443,7 @@ def check_partial_aliases(old, label, symbol, location, new=None):
     `old` is another array (a tensor `if` or loop gave it, or a view of one), an argument's is an
     error (whether the caller's array changes would depend on the data) and another is stale."""
     graph = current_graph()
+    _refuse_if_argument(old, label, symbol, location, numpy_only=True)  # `v = w` in both branches of an `if`
     if old.node.opdef in (COND, WHILE, PLACEHOLDER):
         _reach_view_bases(old, graph, label, symbol, location)
     for maybe in _maybe_same(old):
@@ -451,9 +458,18 @@ def check_partial_aliases(old, label, symbol, location, new=None):
     _mark_maybe_aliases(old, new, graph, label, symbol, location)
 
 
-def _refuse_if_argument(maybe, label, symbol, location):
+def _refuse_if_argument(maybe, label, symbol, location, numpy_only=False):
     """An update that changes `maybe`'s array on some runs only may not reach an argument: whether
     the caller's array changes would depend on the data."""
+    alias = numpy_alias(_origin(maybe))
+    if alias is not None:
+        raise ConversionError(
+            f"{label} is updated in place (`{symbol}`) at {location}, and on some runs it is {alias} (a tensor "
+            f"`if` gave it that array), which the compiled function cannot update in place; "
+            f"{'make a new array' if symbol == '[...] =' else f'write `x = x {symbol[:-1]} y` to make a new array'}, "
+            f"or copy the array when you assign it (`v = w.copy()`)")
+    if numpy_only:
+        return
     argument = _argument_of(_origin(maybe))
     if argument is None and (written := memory.written_storage(_origin(maybe))) is not None:
         # the argument's contents after an earlier write (`y[0] = 1; v = y if c else y[::-1]`: seed 23001280)
@@ -618,14 +634,77 @@ def _check_loop_update(node, k, info):
             f"{info.label} is updated in place (`{info.symbol}`) at {info.location} inside a loop on a "
             f"tensor, and the loop also reads the same array under another name; compiled code "
             f"cannot make that name see the update. Write `x = x {info.symbol[:-1]} y`")
-    carried = [body.outputs[k]] + _maybe_same(body.outputs[k])
-    if any(t.node.opdef is PLACEHOLDER and t.node.graph is body and t is not body.inputs[k] for t in carried):
+    if from_outside_iteration(body, body.inputs[k], body.outputs[k]) is not None:
         raise ConversionError(
             f"{info.label} is updated in place (`{info.symbol}`) at {info.location} inside a loop on a "
             f"tensor, and the loop then gives it an array from outside the iteration (another "
             f"variable or argument), which the next iteration would update in place too; compiled "
             f"code cannot update that array. Write `x = x {info.symbol[:-1]} y`, or copy the array "
             f"when you assign it (`x = y.copy()`)")
+
+
+def from_outside_iteration(body, own, t):
+    """What loop body `body`'s result `t` for the variable whose placeholder is `own` may hold, on
+    some runs, that is an array from outside the iteration, in words, or None: another placeholder
+    (another variable's array, an argument's, a value from before the loop), a view of one (a
+    slice, a reshape: `v = x[1:2].reshape(())`), or a numpy array the function holds under another
+    name (`numpy_alias`). Eagerly, the next iteration's in-place update would change that array."""
+    candidates = _may_be(t)
+    candidates += [b for c in list(candidates) for b in _view_bases(c)]
+    for c in candidates:
+        origin = _origin(c)
+        if c is own or origin is own:
+            continue
+        alias = numpy_alias(origin)
+        if alias is not None:
+            return alias
+        if not _within(origin.node.graph, body):
+            argument = _argument_of(origin)
+            return f"argument '{argument}'s array" if argument else "an array from before the loop"
+        if c.node.opdef is PLACEHOLDER and c.node.graph is body:
+            return "another loop variable's array"
+    return None
+
+
+def record_numpy_alias(t, words, array, given):
+    """Record that Const `t` stands for numpy array `array`, which the function holds under another
+    name (`words`) and a tensor `if` gives on some runs (`given`: to what, where): an in-place update
+    reaching `t` is refused, and so is a later update of `array` itself (`numpy_array_given`,
+    `check_numpy_aliases`)."""
+    _root(t.node.graph).numpy_aliases[id(t)] = (t, words, array, given)
+
+
+def numpy_array_given(array):
+    """The words for numpy array `array` (or one sharing its memory) where a tensor `if` of the trace
+    being built gave it to a variable on some runs (`record_numpy_alias`), else None: updating it in
+    place would change that variable eagerly on those runs only."""
+    graph = current_graph()
+    if graph is None:
+        return None
+    for _, _, held, given in _root(graph).numpy_aliases.values():
+        if held is array or np.shares_memory(held, array):
+            return given
+    return None
+
+
+def check_numpy_aliases(graph):
+    """At the end of a trace: a numpy array a tensor `if` gave to a variable on some runs that numpy
+    code updated in place afterwards (`w += 1` on the array itself): eagerly the variable would show
+    the update on those runs; the compiled function read the array's contents at the `if`."""
+    for t, words, held, _ in graph.numpy_aliases.values():
+        before = t.node.attrs["value"]
+        if not np.array_equal(held, before, equal_nan=held.dtype.kind in "fc"):
+            raise ConversionError(
+                f"{words} is updated in place after the `if` (by numpy code, not on a tensor); eagerly the "
+                f"variable the `if` gave it to would show the update on the runs taking that branch, and "
+                f"compiled code read the array at the `if`. Copy the array when you assign it (`v = w.copy()`)")
+
+
+def numpy_alias(t):
+    """The words for the numpy array (made while tracing and held under another name) that `t`
+    stands for (a tensor `if` gave it as a branch's value: operators/control_flow.py), or None."""
+    hit = _root(t.node.graph).numpy_aliases.get(id(t))
+    return hit[1] if hit is not None and hit[0] is t else None
 
 
 def _carry_views(node):

@@ -142,7 +142,7 @@ def track_view(handle, out):
     """`out`, just made by a view op from `handle` (`row = x[0]`), is a view of `handle`'s
     storage: reads of it replay the step on the storage's latest base."""
     node = out.node
-    if node.opdef.view is None or not node.outputs or not out.shape or not node.opdef.view(node):
+    if node.opdef.view is None or not node.outputs or not _array_result(out) or not node.opdef.view(node):
         return
     mem = storage_of(handle)
     if node.opdef in VIEWS:
@@ -424,10 +424,19 @@ def _local(storage, graph):
 def _unmodeled_step(handle):
     """The node of an unmodeled view op that made `handle` from a storage, or None."""
     node = handle.node
-    if handle.mem is None and node.opdef.view is not None and node.outputs and handle.shape \
+    if handle.mem is None and node.opdef.view is not None and node.outputs and _array_result(handle) \
             and node.opdef.view(node) and node.opdef not in VIEWS:
         return node
     return None
+
+
+def _array_result(t):
+    """Whether a view op's result `t` is an array numpy gives as a view: not a 0-d result numpy
+    gives as a scalar (`x[1]`); a 0-d array is one (`x[..., 1]`, `x[1:2].reshape(())`)."""
+    if t.shape:
+        return True
+    from .boxes import box_of
+    return not t.weak and box_of(t) == ARRAY
 
 
 def finish(graph):

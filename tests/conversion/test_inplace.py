@@ -319,6 +319,40 @@ def test_a_view_reads_its_array_after_the_array_was_updated():
     both(view_then_update_base, lambda: np.ones((2, 2)))
 
 
+def zero_d_view_updated(x):
+    r = x[..., 1]                      # a 0-d array viewing x[1] (`x[1]` would be a numpy scalar copy)
+    r += 1
+    return r, x
+
+
+def zero_d_view_read_after_its_array_was_written(x):
+    w = x * 2
+    r = w[..., 1]
+    w[1] = 7
+    return r + 0, w
+
+
+def test_a_0d_view_writes_and_reads_its_array():
+    # a 0-d result numpy gives as an array is a view: its update reaches the caller's x, and it
+    # reads its array's later writes (both were silently missed: r kept x[1]'s first value)
+    both(zero_d_view_updated, lambda: np.arange(4.0))
+    both(zero_d_view_read_after_its_array_was_written, lambda: np.arange(4.0))
+
+
+def zero_d_view_given_by_an_if_then_updated(x, k):
+    v = np.ones(())
+    if k > 1:
+        v = x[..., 1]
+    v += 1                             # eagerly x[1] too, where k > 1
+    return v
+
+
+def test_updating_an_if_result_that_may_be_a_0d_view_of_an_argument_is_refused():
+    with pytest.raises(ag.ConversionError, match=r"'v' is updated in place .* on some runs it is a slice or view "
+                                                 r"of argument 'x'"):
+        ag.function(zero_d_view_given_by_an_if_then_updated)(np.arange(4.0), np.int32(3))
+
+
 def update_view_then_read_base(x):
     y = x.T * 1.0
     col = y.T
@@ -420,6 +454,110 @@ def test_loop_variable_updated_in_place_then_given_an_outside_array_is_refused(f
     assert f"{__file__}:{lineno}" in str(info.value)
 
 
+# a loop variable that starts as a numpy array made in the function (its writes stay in the loop)
+# and that the body then gives an array from outside the iteration: eagerly the next iteration's
+# update changes that array (fuzzer helper fzC, cases a6/g7: the caller's x silently kept its values)
+
+def _own_array_then_a_reshape_view_of_the_argument(x, k):
+    v = np.ones(())
+    for i in ag.range(k):
+        v += 1
+        if i == 1:
+            v = x[1:2].reshape(())     # a 0-d view: eagerly x[1] += 1 on the next iteration
+    return v, x
+
+
+def _own_array_then_a_slice_of_the_argument(x, k):
+    v = np.ones(1)
+    for i in ag.range(k):
+        v *= 2
+        if i == 1:
+            v = x[1:2]
+    return v, x
+
+
+def _own_array_then_the_argument(x, k):
+    v = np.ones(4)
+    for i in ag.range(k):
+        v -= i
+        v = x
+    return v, x
+
+
+def _own_array_then_a_reshape_of_the_argument_in_a_while(x, k):
+    v = np.ones((2, 2))
+    i = k * 0
+    while i < k:
+        np.add(v, 1, out=v)
+        if i == 1:
+            v = x.reshape(2, 2)
+        i += 1
+    return v, x
+
+
+def _own_array_then_a_numpy_array_held_by_another_name(x, k):
+    w = np.zeros(4)
+    v = np.ones(4)
+    for i in ag.range(k):
+        v += x
+        v = w                          # eagerly w += x from the next iteration on
+    return v, w
+
+
+def _own_array_then_a_numpy_array_given_by_an_if(x, k):
+    w = np.zeros(4)
+    v = np.ones(4)
+    for i in ag.range(k):
+        v += x
+        if i == 1:
+            if k > 2:
+                v = w
+    return v, w
+
+
+def _own_array_then_a_numpy_array_in_a_dict(x, k):
+    d = {'a': np.zeros(4)}
+    v = np.ones(4)
+    for i in ag.range(k):
+        v += x
+        v = d['a']
+    return v, d['a']
+
+
+@pytest.mark.parametrize("fn, update, what", [
+    (_own_array_then_a_numpy_array_in_a_dict, "v += x", "the numpy array held by 'd'"),
+    (_own_array_then_a_reshape_view_of_the_argument, "v += 1", "argument 'x'"),
+    (_own_array_then_a_slice_of_the_argument, "v *= 2", "argument 'x'"),
+    (_own_array_then_the_argument, "v -= i", "argument 'x'"),
+    (_own_array_then_a_reshape_of_the_argument_in_a_while, "np.add(v, 1, out=v)", "argument 'x'"),
+    (_own_array_then_a_numpy_array_held_by_another_name, "v += x", "the numpy array 'w'"),
+    (_own_array_then_a_numpy_array_given_by_an_if, "v += x", "the numpy array 'w'")])
+def test_loop_variable_of_its_own_array_then_given_an_outside_array_is_refused(fn, update, what):
+    x = np.arange(4.0)
+    eager = fn(x, np.int32(3))
+    assert not np.array_equal(eager[1], np.arange(4.0) if "argument" in what else np.zeros(4))  # eager changes it
+    with pytest.raises(ag.ConversionError, match=rf"loop variable 'v' is updated in place .* at {__file__}:"
+                                                 rf"{line_of(fn, update)}\) .*gives it {what}"):
+        ag.function(fn)(np.arange(4.0), np.int32(3))
+
+
+def _own_array_then_fresh_arrays_or_its_own_view(x, k):
+    v = np.ones(4)
+    u = np.ones(4)
+    for i in ag.range(k):
+        v += x
+        u *= 2
+        u = u[::-1]                    # a view of its own array: nothing else holds that memory
+        if i == 1:
+            v = np.zeros(4)            # a new array each iteration
+    return v, u, x
+
+
+def test_loop_variable_of_its_own_array_given_new_arrays_or_its_own_view_equals_eager():
+    for k in (0, 1, 3):
+        both(_own_array_then_fresh_arrays_or_its_own_view, lambda: np.arange(4.0), lambda: np.int32(k))
+
+
 def argument_updated_in_nested_if(y, n, s):
     v = y
     if (y[3] != n) * s:
@@ -453,6 +591,129 @@ def test_reading_an_if_result_that_may_be_the_updated_array_is_an_error():
     with pytest.raises(ag.ConversionError, match=rf"on some runs the same array.*test_inplace.py:"
                                                  rf"{line_of(branch_result_aliases_updated_array, 'first *= 2.0')}"):
         ag.function(branch_result_aliases_updated_array)(np.array([1.0, 2.0], np.float32), np.array(0, np.int32))
+
+
+# a tensor `if` that gives a variable a numpy array the function holds under another name: an
+# in-place update of the result changes that array eagerly on the runs taking the branch (fuzzer
+# helper fzC, case a3: the compiled function returned w unchanged)
+
+def _numpy_array_given_by_an_if_then_updated(x, k):
+    w = np.zeros((), np.float64)
+    v = np.ones((), np.float64)
+    if k > 1:
+        v = w
+    v += 1
+    return w
+
+
+def _numpy_array_given_by_a_nested_if_then_written(x, k):
+    w = np.zeros(3)
+    v = np.ones(3)
+    if k > 1:
+        if k > 2:
+            v = w[:]
+    v[...] = 5
+    return w
+
+
+def _array_of_another_name_left_by_an_if_then_updated(x, k):
+    u = np.zeros(3)
+    v = u
+    if k > 1:
+        v = np.ones(3)
+    v *= 2                             # eagerly u too, where k <= 1
+    return u
+
+
+def _numpy_array_given_by_both_branches_then_updated(x, k):
+    w = np.zeros(3)
+    v = np.ones(3)
+    if k > 1:
+        v = w
+    else:
+        v = w
+    v -= 1
+    return w
+
+
+def _numpy_array_in_a_list_given_by_an_if_then_updated(x, k):
+    items = [np.zeros(3)]
+    v = np.ones(3)
+    if k > 1:
+        v = items[0]
+    v += 1
+    return items[0]
+
+
+@pytest.mark.parametrize("fn, update, what", [
+    (_numpy_array_given_by_both_branches_then_updated, "v -= 1", "'w'"),
+    (_numpy_array_in_a_list_given_by_an_if_then_updated, "v += 1", "held by 'items'"),
+    (_numpy_array_given_by_an_if_then_updated, "v += 1", "'w'"),
+    (_numpy_array_given_by_a_nested_if_then_written, "v[...] = 5", "'w'"),
+    (_array_of_another_name_left_by_an_if_then_updated, "v *= 2", "'u'")])
+def test_updating_an_if_result_that_may_be_a_numpy_array_of_another_name_is_refused(fn, update, what):
+    with pytest.raises(ag.ConversionError, match=rf"'v' is updated in place .* at {__file__}:{line_of(fn, update)}, "
+                                                 rf"and on some runs it is the numpy array {what}"):
+        ag.function(fn)(np.arange(4.0), np.int32(3))
+
+
+def _numpy_array_given_by_an_if_then_updated_by_numpy(x, k):
+    w = np.zeros(3)
+    v = np.ones(3)
+    if k > 1:
+        v = w
+    w += 1                             # eagerly v too, where k > 1
+    return v
+
+
+def _numpy_array_given_by_an_if_then_stored_into(x, k):
+    w = np.zeros(4)
+    v = np.ones(4)
+    if k > 1:
+        v = w
+    w[0] = x[1]
+    return v
+
+
+def _numpy_array_given_by_an_if_then_updated_with_a_tensor(x, k):
+    w = np.zeros(4)
+    v = np.ones(4)
+    if k > 1:
+        v = w
+    w += x
+    return v
+
+
+@pytest.mark.parametrize("fn, error, why", [
+    (_numpy_array_given_by_an_if_then_updated_by_numpy, ag.ConversionError,
+     r"the numpy array 'w' \(given to 'v' by the `if` at {file}:{if_line}\) is updated in place after the `if`"),
+    (_numpy_array_given_by_an_if_then_stored_into, ag.ConversionError,
+     r"'w' is a numpy array made in the function, given to 'v' on some runs by the tensor `if` at {file}:{if_line}"),
+    (_numpy_array_given_by_an_if_then_updated_with_a_tensor, TypeError,
+     r"the array is given to 'v' on some runs by the tensor `if` at {file}:{if_line}")])
+def test_updating_a_numpy_array_an_if_gave_on_some_runs_is_refused(fn, error, why):
+    x = np.arange(4.0)
+    result = fn(x, np.int32(3))
+    assert not np.array_equal(result, np.zeros_like(result))  # eagerly v shows the update of w
+    with pytest.raises(error, match=why.format(file=__file__, if_line=line_of(fn, "if k > 1"))):
+        ag.function(fn)(np.arange(4.0), np.int32(3))
+
+
+def _numpy_array_given_by_an_if_and_read(x, k):
+    w = np.zeros(3)
+    v = np.ones(3)
+    if k > 1:
+        v = w
+    v = v + x[:3]                      # a new array: w is not written
+    if k > 2:
+        v = np.full(3, 7.0)            # a new array in the branch, held by nothing else
+    v += 1
+    return v, w
+
+
+def test_an_if_result_that_may_be_a_numpy_array_read_or_a_new_array_updated_equals_eager():
+    for k in (0, 2, 3):
+        both(_numpy_array_given_by_an_if_and_read, lambda: np.arange(4.0), lambda: np.int32(k))
 
 
 def _number_accumulated_under_an_if_in_a_loop(x):

@@ -98,6 +98,15 @@ def argument_given_in_the_loop(n, k):
     return v
 
 
+def view_of_the_argument_given_in_the_loop(n, k):
+    v = n + 0  # a numpy scalar
+    for i in ag.range(k):
+        v += 1  # once v is the reshape, `n` updated in place (fuzzer helper fzC, case g7)
+        if i == 1:
+            v = n.reshape(())  # a 0-d view of n: a 0-d array, not a scalar
+    return v
+
+
 def argument_given_in_an_if(n, k):
     v = n + 0
     if k > 1:
@@ -108,6 +117,7 @@ def argument_given_in_an_if(n, k):
 
 @pytest.mark.parametrize("fn, why", [
     (argument_given_in_the_loop, r"the loop then gives it an array from outside the iteration"),
+    (view_of_the_argument_given_in_the_loop, r"the loop then gives it an array from outside the iteration"),
     (argument_given_in_an_if, r"on some runs it is the array of argument 'n'")])
 def test_an_update_of_a_value_that_is_on_some_runs_an_arguments_array_is_refused(fn, why):
     n = np.array(5, np.int32)

@@ -16,7 +16,7 @@ import numpy as np
 from ...errors import ConversionError, user_location
 from ...runtime import memory
 from ...runtime.boxes import ARRAY, box_of
-from ...runtime.graph import Tensor
+from ...runtime.graph import Tensor, numpy_array_given
 from .. import array_ops, math_ops
 from ..core import apply, broadcast_shapes, convert_to_tensor, exemplar
 
@@ -84,7 +84,8 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
                 and type(out[0]) is np.ndarray:
             # `acc = np.zeros(n); acc += t`: the array becomes a tensor holding its contents, updated as
             # numpy would, and `acc` names it (what `+=` returns), unless another holder would miss it
-            why = memory.other_holder(out[0], known=(inputs, out), unseen=_numpy_in_place_references())
+            why = numpy_array_given(out[0]) or memory.other_holder(out[0], known=(inputs, out),
+                                                                   unseen=_numpy_in_place_references())
             if why is None:
                 return _IN_PLACE[ufunc](convert_to_tensor(out[0]), inputs[1])
         raise TypeError(f"a numpy array cannot be updated in place with a symbolic tensor (`a {symbol}= t`, at "
