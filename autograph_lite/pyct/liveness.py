@@ -4,14 +4,27 @@ Runs backwards over statement lists. Loops iterate to a fixed point. Anything it
 cannot follow precisely (try with handlers, with, break, continue) is treated
 conservatively: names are assumed live rather than dead.
 """
+import threading
+
 import gast
 
 from . import activity, anno
 
 
+class _State(threading.local):
+    annotating = False  # inside `annotate`: every statement analysed afresh, its annotations written
+
+
+_state = _State()
+
+
 def annotate(function_node):
     """Set anno.LIVE_OUT on every If/While/For of `function_node` (and nested functions)."""
-    _block(function_node.body, set())
+    outer, _state.annotating = _state.annotating, True
+    try:
+        _block(function_node.body, set())
+    finally:
+        _state.annotating = outer
 
 
 def _block(stmts, live_out):
@@ -22,8 +35,13 @@ def _block(stmts, live_out):
 
 
 def _stmt(node, live_out):
+    """The names live before `node`, given those live after it. Inside `annotate` it writes the
+    annotations of `node` and of what it holds; asked later (a converter, under `activity.memoized`)
+    it only answers, from the memo: an answer is a function of (node, live_out), but a memo hit
+    writes nothing, so annotations written under the memo would be those of whichever live_out
+    the statement was last analysed for (a loop's fixed point asks its body about several)."""
     table = activity._memo.table
-    if table is None:
+    if table is None or _state.annotating:
         return _live_in(node, live_out)
     key = ("live", id(node), frozenset(live_out))  # asked again for each `if` of an elif chain
     hit = table.get(key)
@@ -32,12 +50,17 @@ def _stmt(node, live_out):
     return set(hit[1])
 
 
+def _annotate(node, key, value):
+    if _state.annotating or activity._memo.table is None:
+        anno.set(node, key, value)
+
+
 def _live_in(node, live_out):
     if isinstance(node, gast.If):
-        anno.set(node, anno.LIVE_OUT, frozenset(live_out))
+        _annotate(node, anno.LIVE_OUT, frozenset(live_out))
         return activity.reads(node.test) | _block(node.body, live_out) | _block(node.orelse, live_out)
     if isinstance(node, (gast.While, gast.For)):
-        anno.set(node, anno.LIVE_OUT, frozenset(live_out))
+        _annotate(node, anno.LIVE_OUT, frozenset(live_out))
         after = _block(node.orelse, live_out) | live_out
         is_for = isinstance(node, gast.For)
         # a For reads its break/return flags before each iteration (see converters)
@@ -51,7 +74,7 @@ def _live_in(node, live_out):
             if new_head == head:
                 break
             head = new_head
-        anno.set(node, anno.LIVE_IN, frozenset(head | body_in))
+        _annotate(node, anno.LIVE_IN, frozenset(head | body_in))
         return head | (activity.reads(node.iter) if is_for else set())
     if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)):
         _block(node.body, set())

@@ -84,6 +84,26 @@ def continue_in_while(n):
     return odd
 
 
+def continue_in_a_while_in_a_tensor_for(x, y):
+    # fuzzer seed 1170020088: the outer loop's fixed point asked the inner one about a smaller set of
+    # live names, then the same set again; the liveness memo answered without writing the if's
+    # annotations back, so `t` and `v` were left out of the if's outputs (compiled gave [14, 12, 18, 14])
+    t = np.zeros(4, np.int64)
+    for r in x:
+        v = y
+        w = 0
+        while w < r + 1:
+            w += 1
+            if r > 1:
+                pass
+            else:
+                if isinstance(v, float):
+                    continue
+                t = t + v
+                v = x
+    return t, x[1] == -y
+
+
 def while_else_without_break(n):
     i = 0
     hit = 0
@@ -106,6 +126,8 @@ def while_else_without_break(n):
     (break_in_python_loop_on_tensor, [(f32(1, 2, 9, 1),), (f32(1, 1, 1, 1),)]),
     (continue_in_while, [(np.int64(7),), (np.int64(0),)]),
     (while_else_without_break, [(np.int64(3),), (np.int64(500),)]),
+    (continue_in_a_while_in_a_tensor_for, [(np.array([3, 8, 8, 1]), np.array([7, 6, 9, 7])),
+                                           (np.array([0, 1, 2, 1]), np.array([1, 2, 3, 4]))]),
 ])
 def test_break_continue(fn, inputs):
     check(fn, *inputs, traces=1)

@@ -558,6 +558,32 @@ def test_loop_variable_of_its_own_array_given_new_arrays_or_its_own_view_equals_
         both(_own_array_then_fresh_arrays_or_its_own_view, lambda: np.arange(4.0), lambda: np.int32(k))
 
 
+def _rebinds_after_a_continue(x, y):
+    for r in x:
+        v = y
+        w = 0
+        while w < 3 and np.random.random():
+            w += 1
+            if r:
+                pass
+            else:
+                if isinstance(v, float):
+                    continue
+                v += w    # on the next iteration `v` is x: eagerly this updates the caller's x
+                v = x
+    return x[1] == -y
+
+
+def test_loop_variable_updated_after_a_continue_then_given_an_outside_array_is_refused():
+    # fuzzer seed 1170020088: a stale liveness annotation (pyct/liveness.py) dropped `v` from the
+    # if's outputs, so the loop never saw it rebound: every update went to y, none to x
+    for x in (np.array([3, 8, 8, 8], np.uint8), np.array([8, 2, 1, 0], np.uint8)):
+        y = np.array([7, 6, 9, 7], np.uint8)
+        with pytest.raises(ag.ConversionError, match="written in place .* and rebound to another array") as info:
+            ag.function(_rebinds_after_a_continue)(x, y)
+        assert f"{__file__}:{line_of(_rebinds_after_a_continue, 'v += w')}" in str(info.value)
+
+
 def argument_updated_in_nested_if(y, n, s):
     v = y
     if (y[3] != n) * s:
