@@ -268,6 +268,10 @@ class _ControlFlow:
         read_first = liveness._block(node.body, set(live_out)) | liveness._block(node.orelse, set(live_out))
         inputs = outputs + self._local((written & read_first) - set(outputs))
         opts, pre = self._opts(written, node.body + node.orelse, node)
+        if anno.get(node, anno.RETURN_GUARD):
+            opts = opts or gast.Dict(keys=[], values=[])
+            opts.keys.append(gast.Constant(value="return_guard", kind=None))
+            opts.values.append(gast.Constant(value=True, kind=None))
         body = self.block(node.body, self._defined_inside(defined, written, inputs))
         orelse = self.block(node.orelse, self._defined_inside(defined, written, inputs))
         hoisted, body = _hoisted(node.body, body)

@@ -152,8 +152,23 @@ def _convert_function(fn, ctx):
     prologue = templates.replace(f"flag = False\nvalue = ag__.Undefined('{value}')", flag=flag, value=value)
     epilogue = templates.replace("return ag__.return_value(value)" if ends_in_return
                                  else "return ag__.return_value(value, flag)", value=value, flag=flag)
+    _mark_guards(body)
     _finally_returns(tries, ctx, body, epilogue)
     fn.body = at_line(prologue, fn.body[0]) + body + at_line(epilogue, fn.body[-1])
+
+
+def _mark_guards(body):
+    """Mark the guards `if not do_return:` of `body` (anno.RETURN_GUARD) except those in a `finally`
+    block, where the flag starts False again (`_finally_returns`)."""
+    in_finally = {id(n) for stmt in body for t in jumps.walk_scope(stmt) if isinstance(t, gast.Try)
+                  for s in t.finalbody for n in jumps.walk_scope(s)}
+    for stmt in body:
+        for node in jumps.walk_scope(stmt):
+            test = getattr(node, "test", None)
+            if (isinstance(node, gast.If) and id(node) not in in_finally and isinstance(test, gast.UnaryOp)
+                    and isinstance(test.op, gast.Not) and isinstance(test.operand, gast.Name)
+                    and test.operand.id == DO_RETURN):
+                anno.set(node, anno.RETURN_GUARD, True)
 
 
 def _visit_nested_functions(node, ctx):

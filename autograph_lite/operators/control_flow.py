@@ -241,6 +241,8 @@ def if_stmt(cond, body, orelse, state, names, opts=None):
     _check_staging_allowed(opts, "`if`", location)
     extra = _ExtraState(opts, "`if`", location)
     written = _AttributesKept("an `if`", location)
+    if (opts or {}).get("return_guard"):
+        body = _return_guard(body)
     if extra:
         count, start = len(names), extra.get()
         body, orelse, names = extra.branch(body, start), extra.branch(orelse, start), (*names, *extra.names)
@@ -249,9 +251,28 @@ def if_stmt(cond, body, orelse, state, names, opts=None):
         _check_argument_lists_kept(start, result[count:], "an `if`", location)
         written.check(extra)
         extra.set(result[count:])
-        return result[:count]
+        return _note_return_values(names, result)[:count]
     result = _staged_if(cond, body, orelse, state, names, location, raising=not (opts or {}).get("in_finally"))
     written.check()
+    return _note_return_values(names, result)
+
+
+def _return_guard(fn):
+    """A converted `return`'s guard (`if not do_return:`, the converter's `opts['return_guard']`): its
+    branch's graph says so to runtime/memory.py, which spares the function's pending return values
+    from a write there (runs apart: `if c: return x`, then `x[i] = 0` in a tensor loop's body)."""
+    def guarded(*args):
+        memory.return_guard(current_graph())
+        return fn(*args)
+    return guarded
+
+
+def _note_return_values(names, result):
+    """`result`, a tensor `if`'s or loop's, after noting its `retval_` as a pending return value
+    (runtime/memory.py: a later write under a return guard cannot run where it holds an array)."""
+    for name, value in zip(names, result):
+        if name == RETURN_VALUE:
+            memory.note_return_values(current_graph(), [t for t in nest.flatten(value) if isinstance(t, Tensor)])
     return result
 
 
@@ -782,7 +803,7 @@ def while_stmt(test, body, state, names, opts=None):
         return python_loops.while_loop(test, body, state, names, pred, location, extra, opts, e)
     _check_places_set(pred, places, extra, "while", location)
     _mark_maybe_unset(dict_items, pred, "while", location)
-    return _box_python_starts(state, result, pred, location)
+    return _note_return_values(names, _box_python_starts(state, result, pred, location))
 
 
 def _while_staged(test, body, state, names, opts, graph, first, pred, location, extra):
@@ -1035,7 +1056,8 @@ def for_stmt(iterable, extra_test, body, state, names, opts=None):
         _check_places_set(runs, places, extra, "for", location)
         _mark_maybe_unset(dict_items, runs, "for", location)
         count = known_int(sequence[0]) if isinstance(sequence[0], Tensor) else sequence[0]
-        return _box_python_starts(state, result, runs if count is None else count > 0, location)
+        return _note_return_values(names, _box_python_starts(state, result, runs if count is None else count > 0,
+                                                             location))
     state = tuple(state)
     start, iterations, warned = time.perf_counter(), 0, False
     with _unrolling() as level:

@@ -43,7 +43,11 @@ def return_value(value, returned=True):
     is a `MaybeNone`, which the compiled function returns as the one its run took (an op on it
     is refused; `is None` and its truth can be tested). A structure there is refused.
     """
-    from ..runtime.graph import Tensor
+    from ..runtime.graph import Tensor, current_graph
+    if current_graph() is not None:  # its caller holds the value as any other (runtime/memory.py's return guards)
+        from .. import nest
+        from ..runtime import memory
+        memory.returned([t for t in nest.flatten(value) if isinstance(t, Tensor)])
     if isinstance(returned, Tensor) and value is not None and not isinstance(value, Undefined):
         from ..errors import ConversionError, user_location
         from .logical import Choice, MaybeNone, _SCALARS

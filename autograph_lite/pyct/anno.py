@@ -9,12 +9,15 @@ Keys:
              must stay in place (a `return` that ends a `finally` block): never staged
   FINALLY_RETURNS True on a Try whose `finally` holds a `return` (set by the return converter, so it
              finds the try again among the copies its rewrite makes)
+  RETURN_GUARD True on an If the return converter wrote (`if not do_return:`) outside any `finally`,
+             whose flag only goes from False to True: its body runs on no run where a `return` ran
 """
 LIVE_OUT = "live_out"
 LIVE_IN = "live_in"
 EXTRA_TEST = "extra_test"
 PYTHON_IF = "python_if"
 FINALLY_RETURNS = "finally_returns"
+RETURN_GUARD = "return_guard"
 
 _FIELD = "___ag_anno"
 

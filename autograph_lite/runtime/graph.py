@@ -508,15 +508,17 @@ def _argument_of(t):
     return root.node.attrs.get("argument") or root.node.attrs.get("outside")
 
 
-def _mark_maybe_aliases(old, new, graph, label, symbol, location):
+def _mark_maybe_aliases(old, new, graph, label, symbol, location, spared=()):
     """Cond/While results that are `old`'s array on some runs (a branch returned it) are stale:
-    eagerly they see the update on those runs. `new`, the result that carries the update, is not."""
+    eagerly they see the update on those runs. `new`, the result that carries the update, is not,
+    nor are those in `spared` (memory.py: return values on runs the write does not happen)."""
     scope = graph
     while scope is not None:
         for node in scope.control_nodes:
             if node.graph is scope:
                 for t in node.outputs:
-                    if t.stale is None and t is not old and t is not new and any(m is old for m in _maybe_same(t)):
+                    if t.stale is None and t is not old and t is not new and not any(t is s for s in spared) \
+                            and any(m is old for m in _maybe_same(t)):
                         t.stale = InPlaceUpdate(graph, f"{label} (on some runs the same array)", symbol, location)
         if scope is old.node.graph:
             break

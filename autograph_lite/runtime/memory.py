@@ -184,15 +184,17 @@ def update(handle, compute, label, symbol, location):
     from .graph import InPlaceUpdate, _mark_maybe_aliases, building, check_partial_aliases
     check_partial_aliases(storage.root, label, symbol, location)
     for base in [*storage.outer, storage.base]:
-        if base is not storage.root and (base is storage.base or not _loop_variable(base)):
+        if base is not storage.root:
             # a tensor `if` or loop result that is the array's contents written before on some runs only
             # (`m = y[:-1]; m[1] *= 2; v = y if c else x; y[3] = 1`) misses this write: stale (seed 2057);
             # inside a block carrying the memory, also a result from before the block that is its contents
-            # there (`y[0] = 1; v = y if c else x`, then `if d: y[3] = 1`: fuzzer seed 1153011008). Not
-            # yet a loop body's own variable seen from an `if` in the body: there the converter's `return`
-            # guards (`if c: return x` then `x[i] = 0` under `if not do_return`) are runs apart, which
-            # these marks cannot tell (an early `return x` in a tensor loop that writes x stays compiled)
-            _mark_maybe_aliases(base, None, graph, label, symbol, location)
+            # there (`y[0] = 1; v = y if c else x`, then `if d: y[3] = 1`: fuzzer seed 1153011008). For a
+            # loop body's own variable written under a `return` guard of the body (`if c: return x`, then
+            # `x[i] = 0` under `if not do_return`), the function's pending return values are spared: the
+            # runs that set them skip the guard. Elsewhere (a finally's guards, other bases) they are not
+            # (a return x then a guarded write at top level where x was written before stays refused)
+            spared = _pending_returns(graph, base) if base is not storage.base and _loop_variable(base) else ()
+            _mark_maybe_aliases(base, None, graph, label, symbol, location, spared)
     with building(graph):
         prefixes = [storage.base]  # the value of each prefix of the steps, for the scatter back
         for step in mem.steps[:-1]:
@@ -284,6 +286,53 @@ def block(sub, carried):
         for s, base in saved:
             s.base, s.version = base, next(_versions)
             s.outer.pop()
+
+
+def return_guard(graph):
+    """Mark `graph`, a tensor `if`'s true branch, as a converted `return`'s guard (`if not do_return:`
+    outside any `finally` that resets the flag): its code runs only on the runs where no `return` of
+    its function has run before it (operators/control_flow.py's `if_stmt`, `opts['return_guard']`)."""
+    graph.return_guard = True
+
+
+def note_return_values(graph, tensors):
+    """`tensors`: the leaves of the `retval_` that a tensor `if` or loop built in `graph` gives: until the
+    function returns (`returned`), an array among them is its return value only on the runs that set
+    `do_return`, where its later return guards do not run."""
+    pending = graph.__dict__.setdefault("pending_returns", {})
+    for t in tensors:
+        pending[id(t)] = t
+
+
+def returned(tensors):
+    """The function returned `tensors` (`ag__.return_value`): its caller holds them as any other value."""
+    from .graph import current_graph
+    graph = current_graph()
+    while graph is not None:  # the graphs around: an inlined function's `if`s were built there
+        pending = graph.__dict__.get("pending_returns")
+        if pending:
+            for t in tensors:
+                if pending.get(id(t)) is t:
+                    del pending[id(t)]
+        graph = graph.parent
+
+
+def _pending_returns(graph, base):
+    """The pending return values (`note_return_values`) of loop body `base.node.graph` and the blocks in
+    it, where the write in `graph` is under a return guard inside that body; () otherwise."""
+    body, scope, guarded = base.node.graph, graph, False
+    while scope is not None and scope is not body:
+        guarded = guarded or getattr(scope, "return_guard", False)
+        scope = scope.parent
+    if not guarded or scope is None:
+        return ()
+    spared, scope = [], graph
+    while scope is not None:
+        spared += (getattr(scope, "pending_returns", None) or {}).values()
+        if scope is body:
+            break
+        scope = scope.parent
+    return spared
 
 
 def _loop_variable(t):

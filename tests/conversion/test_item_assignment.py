@@ -735,6 +735,98 @@ def test_an_early_return_of_an_array_a_tensor_loop_then_writes_equals_eager():
         both(returns_early_from_a_loop_that_writes_the_array, arange(4), lambda: np.int32(n))
 
 
+def returns_early_from_a_nested_if_of_a_loop_that_writes_the_array(x, n):
+    for i in ag.range(n):
+        if x[i] > 1:
+            if x[i] > 2:
+                return x
+        x[i] = 10
+    return x * 2
+
+
+def returns_early_from_a_while_loop_that_writes_the_array(x, n):
+    i = 0
+    while i < n:
+        if x[i] > 2:
+            return x[1:], 1.0
+        x[i] = 10
+        i += 1
+    return x * 2, 2.0
+
+
+def returns_early_from_an_inner_loop_then_the_outer_writes_the_array(x, n):
+    for j in ag.range(n):
+        for i in ag.range(n):
+            if x[i] > 2:
+                return x
+        x[j] = 10
+    return x * 2
+
+
+@pytest.mark.parametrize("fn", [returns_early_from_a_nested_if_of_a_loop_that_writes_the_array,
+                                returns_early_from_a_while_loop_that_writes_the_array,
+                                returns_early_from_an_inner_loop_then_the_outer_writes_the_array])
+def test_a_return_value_is_spared_by_the_writes_its_return_guards(fn):
+    """The return converter's guards (`if not do_return:`) are marked (runtime/memory.py): a write
+    under one cannot run where a `return` of the function has set `retval_`, which stays compiled."""
+    for n in (0, 2, 4):
+        both(fn, arange(4), lambda: np.int32(n))
+
+
+def merges_the_loop_variable_then_a_branch_writes_it(x, z, n):
+    """`v` is x on some runs (a tensor `if`), then an `if` in the same loop body writes x: eagerly
+    v.sum() sees the write (21.0 for n = 2); the merge was spared as a loop body's own variable (so
+    that `return x` then `x[i] = 10` stayed compiled) and read x's contents from before (12.0)."""
+    t = 0.0
+    for i in ag.range(n):
+        v = x if n > 1 else z
+        if i > 0:
+            x[2:] = 7
+        t += v.sum()
+    return t
+
+
+def returns_early_then_merges_the_loop_variable(x, z, n):
+    """The same under the guard of an early `return`: only the function's return values are spared."""
+    t = 0.0
+    for i in ag.range(n):
+        if x[i] > 5:
+            return t
+        v = x if n > 1 else z
+        if i > 0:
+            x[2:] = 7
+        t += v.sum()
+    return t
+
+
+def returns_the_array_from_a_callee(x, c):
+    if c > 0:
+        return x
+    return x * 0
+
+
+def a_callees_return_value_then_a_guarded_write(x, z, n):
+    """A callee's return value is the caller's value (`ag__.return_value` ends its pending state)."""
+    t = 0.0
+    for i in ag.range(n):
+        v = returns_the_array_from_a_callee(x, n - 1)
+        if x[i] > 50:
+            return t
+        x[2:] = 7
+        t += v.sum()
+    return t
+
+
+@pytest.mark.parametrize("fn, text", [(merges_the_loop_variable_then_a_branch_writes_it, "x[2:] = 7"),
+                                      (returns_early_then_merges_the_loop_variable, "x[2:] = 7"),
+                                      (a_callees_return_value_then_a_guarded_write, "x[2:] = 7")])
+def test_a_merged_loop_variable_is_refused_after_a_branch_of_the_body_writes_it(fn, text):
+    with pytest.raises(ag.ConversionError, match=rf"'x' \(on some runs the same array\) was updated in place "
+                       rf"\(`\[\.\.\.\] =`\) at .*test_item_assignment.py:{line_of(fn, text)}\b.*"
+                       rf"test_item_assignment.py:{line_of(fn, 't += v.sum()')}\b"):
+        ag.function(fn)(np.arange(4.0), np.zeros(4), np.int32(2))
+
+
 def writes_what_an_inner_loop_passed_on(y, n):
     """Fuzz seed 23000869: the outer loop's variable (the argument y) passed through an inner tensor
     loop and written after it: the write stayed on the inner loop's result and y was never written
