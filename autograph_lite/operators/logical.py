@@ -38,9 +38,24 @@ def or_(left, right, truth=False):
     return value if value else right()
 
 
+def _raising_when_evaluated(op, value, right, location):
+    """`right`, where an error the user's code raises while it is traced (eagerly only on the runs
+    that evaluate it: `x.all() and f()`) fails the graph on the runs that take its branch, which
+    gives `value` as a stand-in, never used (as a raising branch of a tensor `if` does)."""
+    from .control_flow import _Raises, _raising_when_taken
+    run = _raising_when_taken(right, f"the right side of `{op}`", location,
+                              "it is traced even where the data never evaluates it")
+
+    def traced():
+        out = run()
+        return value if isinstance(out, _Raises) else out
+    return traced
+
+
 def _known_later(op, value, right, truth):
     """`value op right()` for a PythonValue `value`: a Cond on its truth giving `value` or `right()` (a
     PythonValue where they differ: the one the run took), or only the truth of that for a test."""
+    right = _raising_when_evaluated(op, value, right, user_location(3))
     if truth:
         return _staged(op, python_values.truth(value), right, True)
     keep = lambda: value  # noqa: E731
@@ -55,6 +70,7 @@ def _staged(op, value, right, truth):
         value = value if not truth else value.truth()
     else:
         _check_truth(value, op, location)
+    right = _raising_when_evaluated(op, value, right, location)
     if truth:
         left_result = lambda: ops.cast(value, bool)  # noqa: E731
         evaluate_right = lambda: _truth_of(right(), op, location)  # noqa: E731

@@ -118,6 +118,32 @@ def test_short_circuit_prints_as_often_as_eager(fn, n):
     assert_every_call_same(fn, np.array(n, np.int32))
 
 
+def _raises_when_indexed(k):
+    if ag.maximum(k, k):          # a constant: a Python `if`, so tracing runs the failing line
+        return [1.5, 2.5][2]
+    return k
+
+
+def _right_sides_that_raise(x, k):
+    r = ag.reduce_all(x > 0) and _raises_when_indexed(k)
+    t = ag.reduce_any(x > 0) or {}["k"]
+    return r, t
+
+
+@pytest.mark.parametrize("x", [[-1.0, 3.0], [1.0, 3.0], [0.0, -1.0]])
+def test_a_right_operand_that_raises_raises_only_when_evaluated(x):
+    """Fuzzer seed 1180013153: the right side of a tensor `and`/`or` raised while traced, so the
+    compiled function failed on runs where eager never evaluates it; now it fails when it runs."""
+    x = np.array(x, np.float32)
+    expected = outcome(_right_sides_that_raise, x, 1)[0]
+    got = outcome(ag.function(_right_sides_that_raise), x, 1)[0]
+    if isinstance(expected, tuple) and isinstance(expected[0], type):
+        assert got[0] is expected[0]
+    else:
+        assert_same(expected, got)
+        assert repr(got) == repr(expected)
+
+
 # --- F9: a Python int that does not fit the array's dtype (NEP 50) --------------------
 
 def unused_overflow(y):
