@@ -966,9 +966,23 @@ def _broadcast_view_updated(x, n):
     return v
 
 
+def _diagonal_stored_into(x, n):
+    v = np.diag(np.outer(x, x))   # numpy's diagonal of a 2-d array: a read-only view (seed 1180015732)
+    v[v == 1] = 3
+    return v
+
+
+def _diagonal_method_updated(x, n):
+    v = np.outer(x, x).diagonal()
+    v += 1
+    return v
+
+
 @pytest.mark.parametrize("fn, message", [(_imaginary_part_updated, "output array is read-only"),
                                          (_imaginary_part_stored_into, "assignment destination is read-only"),
-                                         (_broadcast_view_updated, "output array is read-only")])
+                                         (_broadcast_view_updated, "output array is read-only"),
+                                         (_diagonal_stored_into, "assignment destination is read-only"),
+                                         (_diagonal_method_updated, "output array is read-only")])
 def test_writing_an_array_numpy_makes_read_only_raises_as_eagerly(fn, message):
     # fuzzer seed 26002074: `v = np.imag(n); v *= ...` raised eagerly and ran compiled
     for call in (fn, ag.function(fn)):

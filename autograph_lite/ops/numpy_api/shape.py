@@ -279,12 +279,14 @@ def _diagonal(a, offset=0, axis1=0, axis2=1):
     rows = np.arange(max(0, -offset), n1)
     rows = rows[rows + offset < n2]
     flat = array_ops.reshape(array_ops.transpose(a, rest + [axis1, axis2]), tuple(shape[i] for i in rest) + (n1 * n2,))
-    return array_ops.gather(flat, rows * n2 + rows + offset, len(rest))
+    out = array_ops.gather(flat, rows * n2 + rows + offset, len(rest))
+    # numpy's diagonal is a read-only view: a write to it raises numpy's ValueError (seed 1180015732)
+    return array_ops.broadcast_to(out, array_ops.shape(out) if None in out.shape else out.shape)
 
 
 def _diag(v, k=0):
     if v.ndim == 2:
-        return array_ops.identity(_diagonal(v, k))
+        return _diagonal(v, k)
     if v.ndim != 1:
         raise ValueError("Input must be 1- or 2-d.")
     n = static_shape(v, "diag")[0] + abs(k)
