@@ -151,6 +151,19 @@ def force_native(monkeypatch):
         monkeypatch.delenv("AG_NATIVE")
 
 
+def plan_after_tier_up(fn, *args):
+    """Call compiled fn past its native tier-up (TIER_UP_AFTER + 2 calls), each checked identical to
+    eager (RuntimeWarnings ignored both ways); the plan of its trace, for what runs native."""
+    from autograph_lite.runtime.native import loops
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        eager = fn(*args)
+        compiled = ag.function(fn)
+        for _ in range(loops.TIER_UP_AFTER + 2):
+            assert_identical(eager, compiled(*args))
+    return compiled.get_concrete_function(*args).plan
+
+
 TEST_DEVICE = os.environ.get("AG_TEST_DEVICE", "cpu")
 
 

@@ -10,7 +10,7 @@ import pytest
 import autograph_lite as ag
 from autograph_lite.runtime.native import compiler, loops
 from examples.models import tanh_loop, tanh_loop_inputs
-from helpers import assert_identical, force_native
+from helpers import assert_identical, force_native, plan_after_tier_up
 
 pytestmark = pytest.mark.skipif(compiler.compiler() is None, reason="no C compiler on this machine")
 CALLS = loops.TIER_UP_AFTER + 2
@@ -23,13 +23,7 @@ def native_on(monkeypatch):
 
 def native_calls(fn, *args):
     """Call the compiled fn CALLS times, checking each against eager; returns its native loops."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        eager = fn(*args)
-        compiled = ag.function(fn)
-        for _ in range(CALLS):
-            assert_identical(eager, compiled(*args))
-    return compiled.get_concrete_function(*args).plan.native_loops
+    return plan_after_tier_up(fn, *args).native_loops
 
 
 def test_w1_tanh_loop_runs_native_and_equals_numpy_bit_for_bit():

@@ -4,7 +4,6 @@ and multi-axis sums as one reduction, concatenation as copies into place, a fuse
 steps. Each program runs compiled (C once hot) against its eager run, bit for bit; where numpy's
 result depends on memory order (a float reduction of a transposed view) the region stays numpy
 and says why."""
-import warnings
 
 import numpy as np
 import pytest
@@ -14,7 +13,7 @@ from autograph_lite.ops.core import apply
 from autograph_lite.ops.gradient_ops import BROADCAST, SUM_TO
 from autograph_lite.runtime.native import compiler, loops
 from examples.models import mlp_step, mlp_step_inputs
-from helpers import assert_identical, force_native
+from helpers import force_native, plan_after_tier_up
 
 pytestmark = pytest.mark.skipif(compiler.compiler() is None, reason="no C compiler on this machine")
 CALLS = loops.TIER_UP_AFTER + 2
@@ -27,13 +26,7 @@ def native_on(monkeypatch):
 
 def regions(fn, *args):
     """Call compiled fn CALLS times against eager; its plan's regions (native or numpy, and why)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        eager = fn(*args)
-        compiled = ag.function(fn)
-        for _ in range(CALLS):
-            assert_identical(eager, compiled(*args))
-    return compiled.get_concrete_function(*args).plan.native
+    return plan_after_tier_up(fn, *args).native
 
 
 def all_native(fn, *args):
