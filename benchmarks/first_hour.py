@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("AG_NATIVE_BUILD", "wait")  # steady state: native code in place from its tier-up run
 import autograph_lite as ag  # noqa: E402
 from benchmarks.stats import quartiles  # noqa: E402
-from examples.models import mandelbrot  # noqa: E402
+from examples.models import bisection, mandelbrot  # noqa: E402
 
 
 def _deriv(y):
@@ -58,16 +58,6 @@ def newton_sqrt(a):
     for _ in range(20):
         x = 0.5 * (x + a / x)
     return x
-
-
-def bisection(lo, hi):
-    while hi - lo > 1e-12:
-        mid = (lo + hi) / 2
-        if mid * mid * mid - 2 * mid - 5 > 0:
-            hi = mid
-        else:
-            lo = mid
-    return lo
 
 
 def early_return_150(x):

@@ -71,6 +71,18 @@ def newton_sqrt(a):
     return x, steps
 
 
+def bisection(lo, hi):
+    """The root of x^3 - 2x - 5 in [lo, hi] by halving: a small scalar loop whose variables are
+    Python floats, numpy floats or 0-d arrays as the caller passes them."""
+    while hi - lo > 1e-12:
+        mid = (lo + hi) / 2
+        if mid * mid * mid - 2 * mid - 5 > 0:
+            hi = mid
+        else:
+            lo = mid
+    return lo
+
+
 def mandelbrot(c):
     """Escape counts of complex points `c` over 60 steps of a Python loop (unrolled when traced)."""
     z = np.zeros_like(c)

@@ -5,7 +5,7 @@ import pytest
 
 import autograph_lite as ag
 from autograph_lite.runtime.native import compiler, loops as scalar_loop
-from examples.models import collatz
+from examples.models import bisection, collatz
 from helpers import assert_identical, assert_same, force_native
 
 pytestmark = pytest.mark.skipif(compiler.compiler() is None, reason="no C compiler on this machine")
@@ -462,16 +462,6 @@ def test_python_floats_raise_where_eager_raises_and_numpy_floats_warn(switch):
 
 
 # --- 0-d arrays a loop may give back as they came (eager: `out is arg`) ---------------------------
-
-def bisection(lo, hi):
-    while hi - lo > 1e-12:
-        mid = (lo + hi) / 2
-        if mid * mid * mid - 2 * mid - 5 > 0:
-            hi = mid
-        else:
-            lo = mid
-    return lo
-
 
 def last_only(x, n):
     i = 0
