@@ -44,11 +44,10 @@ def _read_before(graph, a, node, position):
                 if id(out) in seen:
                     continue
                 seen.add(id(out))
-                if is_output(graph, out):
-                    if not user.opdef.fresh:
-                        return False  # returned: a view of the buffer would show the store
-                    continue
-                if not user.opdef.fresh or len(out.users) == 1:  # may alias `a`, or may be inlined later
+                returned = sum(o is out for o in graph.outputs)
+                if returned and (not user.opdef.fresh or returned + len(out.users) == 1):
+                    return False  # returned as a view of the buffer, or computed in the return statement
+                if not user.opdef.fresh or returned + len(out.users) == 1:  # may alias `a`, or may be inlined later
                     todo.append(out)
     return True
 
