@@ -88,6 +88,14 @@ class TensorList:
             # eagerly the list holds the array itself: an in-place update of it after the append
             # changes the list's item too, so the list may no longer be read (fuzzer seed 7014487)
             holds(stacked, value)
+        return self._grown(stacked, kind)
+
+    def _grown(self, stacked, kind):
+        """The list whose stacked tensor `stacked` keeps this list's items: it holds the arrays
+        this list holds (fuzzer seed 1181008174: `L = [x]`, appends in a loop and after it, then
+        `x[2:] = 0` and `L[0]` read)."""
+        if isinstance(self.tensor, Tensor) and stacked is not self.tensor:  # (a stack of constants is an ndarray)
+            holds(stacked, self.tensor)
         return TensorList(stacked, kind)
 
     def item(self, value, depth=3):
@@ -108,14 +116,16 @@ class TensorList:
         if isinstance(values, TensorList):
             if values.tensor is None:
                 return self
-            return values if self.tensor is None else TensorList(ops.concat([self.tensor, values.tensor], 0),
-                                                                 join_kinds(self.kind, values.kind))
+            if self.tensor is None:
+                return values
+            grown = values._grown(ops.concat([self.tensor, values.tensor], 0), join_kinds(self.kind, values.kind))
+            return self._grown(grown.tensor, grown.kind)
         if isinstance(values, Tensor):
             if values.ndim == 0:
                 raise TypeError(f"cannot extend a list with a scalar {values!r} (at {user_location(3)})")
-            return TensorList(values if self.tensor is None else
-                              ops.concat([_rows_like(self.tensor, values), values], 0),
-                              join_kinds(self.kind, "arrays"))
+            return self._grown(values if self.tensor is None else
+                               ops.concat([_rows_like(self.tensor, values), values], 0),
+                               join_kinds(self.kind, "arrays"))
         result = self
         for value in values:
             result = result.append(value)
@@ -131,9 +141,9 @@ class TensorList:
                                   f"{index!r} (at {user_location(3)})")
         t = self.tensor
         if index == -1:
-            return TensorList(t[:-1], self.kind), self.item(t[-1], 4)
+            return self._grown(t[:-1], self.kind), self.item(t[-1], 4)
         if index == 0:
-            return TensorList(t[1:], self.kind), self.item(t[0], 4)
+            return self._grown(t[1:], self.kind), self.item(t[0], 4)
         raise ConversionError(f"list.pop({index}) on a list carried by a graph loop: only pop() and pop(0) "
                               f"are supported (at {user_location(3)})")
 
@@ -201,7 +211,7 @@ class TensorList:
         updated = apply(OPS["setitem"], (stacked, item, *extra), {"index": template})
         if isinstance(value, Tensor):
             holds(updated, value)
-        return TensorList(updated, join_kinds(self.kind, item_kind(value)))
+        return self._grown(updated, join_kinds(self.kind, item_kind(value)))
 
     def __delitem__(self, index):
         raise ConversionError(f"`del items[i]` on a list that a graph loop carries is not supported "

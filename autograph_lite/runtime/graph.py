@@ -430,11 +430,12 @@ def _mark_views(graph, old, scope, label, symbol, location, modeled=False):
             if modeled and view.mem is not None and table is graph.views:
                 continue
             if view.stale is None:
-                view.stale = InPlaceUpdate(scope, f"{label} ({what})", symbol, location)
+                said = label if label.endswith(f"({what})") else f"{label} ({what})"  # once along a chain
+                view.stale = InPlaceUpdate(scope, said, symbol, location)
                 _mark_views(graph, view, scope, label, symbol, location, modeled)
                 # and what a tensor `if` or loop gave on as that value (a list carried through a loop
                 # that updates the array it holds: fuzzer seed 25002913)
-                _mark_maybe_aliases(view, None, scope, f"{label} ({what})", symbol, location)
+                _mark_maybe_aliases(view, None, scope, said, symbol, location)
 
 
 def check_partial_aliases(old, label, symbol, location, new=None):
@@ -448,8 +449,7 @@ def check_partial_aliases(old, label, symbol, location, new=None):
         _reach_view_bases(old, graph, label, symbol, location)
     for maybe in _maybe_same(old):
         _refuse_if_argument(maybe, label, symbol, location)
-        if maybe.stale is None:
-            maybe.stale = InPlaceUpdate(graph, f"{label} (on some runs the same array)", symbol, location)
+        _mark_maybe_same(maybe, graph, label, symbol, location)
         if maybe.node.opdef is PLACEHOLDER and not any(t is maybe for t in maybe.node.graph.maybe_updated):
             # a loop variable's or a branch's array from outside, changed on the runs where it is the
             # same array (an inner loop may have passed it on): the Cond/While built around it hands
@@ -519,10 +519,19 @@ def _mark_maybe_aliases(old, new, graph, label, symbol, location, spared=()):
                 for t in node.outputs:
                     if t.stale is None and t is not old and t is not new and not any(t is s for s in spared) \
                             and any(m is old for m in _maybe_same(t)):
-                        t.stale = InPlaceUpdate(graph, f"{label} (on some runs the same array)", symbol, location)
+                        _mark_maybe_same(t, graph, label, symbol, location)
         if scope is old.node.graph:
             break
         scope = scope.parent
+
+
+def _mark_maybe_same(t, scope, label, symbol, location):
+    """`t`, on some runs the array updated in place, is stale, and so are the stacked lists that
+    hold it and its views not modeled in memory (fuzzer seed 1181008174: a list appended to after
+    a loop that started it as `[x]`, then `x[2:] = 0`)."""
+    if t.stale is None:
+        t.stale = InPlaceUpdate(scope, f"{label} (on some runs the same array)", symbol, location)
+        _mark_views(t.node.graph, t, scope, label, symbol, location, modeled=True)
 
 
 def _maybe_same(t):

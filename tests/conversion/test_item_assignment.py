@@ -1006,6 +1006,23 @@ def test_a_list_a_tensor_if_stacked_holding_a_written_argument_is_refused():
         ag.function(_list_holding_an_argument_through_a_tensor_if)(np.arange(4.0), np.ones(4), np.array(1))
 
 
+def _list_a_loop_stacked_appended_to_after_it(x, y):
+    L1 = [x]
+    for r in y:
+        L1.append(x * r)
+    L1.append(y)            # a new stack, which still holds x as its first item
+    x[2:] = 0
+    return L1[0]
+
+
+def test_a_list_appended_to_after_a_loop_stacked_it_still_holds_the_written_argument():
+    # fuzzer seed 1181008174: the append after the loop made a new stack that no longer counted as
+    # holding x, so `L1[0]` gave x's contents from before the write where eagerly it is x itself
+    with pytest.raises(ag.ConversionError, match=r"'x' \(a list holding it\) was updated in place \(`\[\.\.\.\] =`\) "
+                                                 r"at .*test_item_assignment.py:\d+"):
+        ag.function(_list_a_loop_stacked_appended_to_after_it)(np.arange(4.0), np.ones(4))
+
+
 def _python_bool_item_of_a_list_a_loop_hands_on(y, n):
     L1 = [False]
     w = 0
