@@ -4,7 +4,8 @@ machine without a GPU: `AG_TEST_DEVICE=standin` makes it the suite's default dev
 It behaves like cupy where placement is concerned:
 - its arrays live on a pretend device: `__array__` raises, as cupy's does, so nothing turns
   one into a numpy array by accident; its functions refuse numpy arrays (cupy raises
-  TypeError for them) and take Python and numpy scalars;
+  TypeError for them) and take Python and numpy scalars, except those that take cupy's own
+  arrays only (`stack`, `concatenate`, `expand_dims`, the condition of `where`);
 - every copy between host and device is counted in `COPIES`: `asarray`/`array` of host data
   ("to_device"); `.get()`, `bool()`, `int()`, `float()`, `.item()`, `.tolist()` and printing
   ("to_host");
@@ -382,12 +383,33 @@ class _Ufunc:
         return _device_function(getattr(self._ufunc, name))
 
 
+# cupy functions whose array arguments must be its own arrays: a Python or numpy number is a
+# TypeError there ("Argument 'a' has incorrect type"), where numpy takes it
+_ARRAYS_ONLY = {"expand_dims": 1, "stack": None, "concatenate": None, "where": 1}
+
+
+def _arrays_only(name, fn):
+    count = _ARRAYS_ONLY[name]
+
+    @functools.wraps(fn)
+    def strict(*args, **kwargs):
+        arrays = list(args[0]) if count is None else args[:count]
+        for a in arrays:
+            if type(a) is not ndarray:
+                raise TypeError(f"Argument 'a' has incorrect type (expected the stand-in's ndarray, got "
+                                f"{type(a).__name__}): cupy.{name} takes its own arrays only")
+        return fn(*args, **kwargs)
+    return strict
+
+
 def __getattr__(name):
     value = getattr(np, name)
     if isinstance(value, np.ufunc):
         return _Ufunc(value)
     if isinstance(value, type) or not callable(value):
         return value  # dtypes, scalar types, constants
+    if name in _ARRAYS_ONLY:
+        return _arrays_only(name, _device_function(value))
     return _device_function(value)
 
 

@@ -389,6 +389,9 @@ def test_function_with_one_trace_or_args(tmp_path):
     x = RNG.standard_normal(11)
     np.testing.assert_allclose(session.run(None, {"x": x})[0], continue_in_for(x), rtol=1e-12)
     assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "x_dim0"
+    # the IR version the opset needs, not the onnx package's newest: an onnxruntime older than the
+    # onnx package loads it (the GPU machine's refused IR 14 with "Unsupported model IR version")
+    assert model.ir_version == onnx.helper.find_min_ir_version_for(list(model.opset_import)) < onnx.IR_VERSION
 
 
 def printing(x):

@@ -141,7 +141,9 @@ def export_onnx(f, path, opset=DEFAULT_OPSET, *, args=None):
     for name, t in zip(output_names, graph.outputs):
         ctx.add("Identity", [ctx.value(t)], [name])
         outputs.append(ctx.value_info(name, t))
-    model = onnx.helper.make_model(
+    # the IR version the opset needs, not the newest the onnx package writes: an onnxruntime older
+    # than the onnx package refuses a newer IR version ("Unsupported model IR version")
+    model = onnx.helper.make_model_gen_version(
         onnx.helper.make_graph(ctx.nodes, graph.name, inputs, outputs),
         opset_imports=[onnx.helper.make_opsetid("", opset)], producer_name="autograph_lite")
     onnx.save(model, path)

@@ -207,7 +207,19 @@ def _concat_infer(*values, axis=0):
     return [(tuple(shape), result_dtype(lambda *a: np.concatenate([np.atleast_1d(x) for x in a]), values))]
 
 
-OPS["concat"] = define("Concat", lambda xp, axis=0: lambda *v: xp.concatenate(v, axis=axis), _concat_infer,
+def _joining(join):
+    """A Stack or Concat kernel: numpy's function takes Python and numpy numbers as it takes
+    arrays (asarray of each); a device's (cupy's) takes its own arrays only, so each becomes one
+    first, as numpy would make it."""
+    def kernel(xp, axis=0):
+        if xp is np:
+            return lambda *v: getattr(np, join)(v, axis=axis)
+        return lambda *v: getattr(xp, join)([x if isinstance(x, xp.ndarray) else xp.asarray(x) for x in v],
+                                            axis=axis)
+    return kernel
+
+
+OPS["concat"] = define("Concat", _joining("concatenate"), _concat_infer,
                        attrs={"axis": INT}, primitive="concatenate")
 
 
@@ -227,7 +239,7 @@ def _stack_infer(*values, axis=0):
     return [(tuple(shape), result_dtype(lambda *a: np.stack(a), values))]
 
 
-OPS["stack"] = define("Stack", lambda xp, axis=0: lambda *v: xp.stack(v, axis=axis), _stack_infer,
+OPS["stack"] = define("Stack", _joining("stack"), _stack_infer,
                       attrs={"axis": INT})
 
 

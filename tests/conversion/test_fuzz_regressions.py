@@ -10,7 +10,7 @@ import pytest
 
 import autograph_lite as ag
 from autograph_lite.runtime.native import compiler, loops as scalar_loop
-from helpers import assert_same, check, cpu_only, force_native, on_fresh_arguments, to_host
+from helpers import TEST_DEVICE, assert_same, check, cpu_only, force_native, on_fresh_arguments, to_host
 
 CALLS = scalar_loop.TIER_UP_AFTER + 2
 
@@ -141,7 +141,8 @@ def test_a_right_operand_that_raises_raises_only_when_evaluated(x):
         assert got[0] is expected[0]
     else:
         assert_same(expected, got)
-        assert repr(got) == repr(expected)
+        if TEST_DEVICE == "cpu":  # a device's results are its 0-d arrays: cupy has no scalar type
+            assert repr(got) == repr(expected)
 
 
 # --- F9: a Python int that does not fit the array's dtype (NEP 50) --------------------
