@@ -492,6 +492,7 @@ def _stage_while(cond_fn, step, loop_vars, names, location, unknown, var_names, 
             if private_k:
                 memory_out.append(body_memory[-1] + np.int64(1))
             memory.check_held_across_iterations(body_g, location)
+            memory.check_lists_read_across_iterations(body_g, init, [labels[i] for i in carried], location)
             _check_rebound_handles(body_in, [out_flat[i] for i in carried], [labels[i] for i in carried], location,
                                    carried)
             permutation = _permutation(private_k, body_in, [out_flat[i] for i in carried],

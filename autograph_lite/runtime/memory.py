@@ -251,6 +251,42 @@ def check_held_across_iterations(body, location):
                 f"one array, so every item would change with it. Append a copy (`.append(x.copy())`)")
 
 
+def check_lists_read_across_iterations(body, starts, labels, location):
+    """After a loop body is traced: a stacked list from before the loop (a loop variable's start,
+    or one the body reads) holding an array the body updates in place (`L = [y]`, a body that
+    appends to L and does `y[:] = 5`): eagerly the list's item is that array and shows the update
+    in the next iterations and after the loop; the stack holds its contents from before the loop
+    (fuzzer seed 1190009388)."""
+    from .graph import _maybe_same, _within
+    held = {}  # id(stacked list) -> the arrays it holds (graph.holders, from operators/lists.py)
+    scope = body.parent
+    while scope is not None:
+        for key, holders in scope.holders.items():
+            for h in holders:
+                held.setdefault(id(h), []).append(scope.held[key])
+        scope = scope.parent
+    if not held:
+        return
+    for t, what in [*((t, f"list '{label}'") for t, label in zip(starts, labels)),
+                    *((o, "a list the loop reads") for o, _ in body.captures)]:
+        seen, todo = {id(t)}, [t]
+        while todo:  # what t holds, what the lists it holds hold, and so on
+            holder = todo.pop()
+            # (a list an earlier loop grew holds on all runs what its start held)
+            for value in [v for h in (holder, *_maybe_same(holder)) for v in held.get(id(h), ())]:
+                if id(value) in seen:
+                    continue
+                seen.add(id(value))
+                todo.append(value)
+                s = value.mem.storage if value.mem is not None else None
+                if s is not None and any(_within(w.node.graph, body) for w in s.written):
+                    raise ConversionError(
+                        f"{what} holds {s.label} from before the loop on a tensor at {location}, and {s.label} is "
+                        f"updated in place (`{s.last_write[0]}`) at {s.last_write[1]} inside it; eagerly the list's "
+                        f"item is that one array and changes with it, which a list the loop carries cannot follow. "
+                        f"Put a copy in the list (`.copy()`), or build the list after the loop")
+
+
 # `Graph.loop_starts` value of a loop variable that holds, iteration by iteration, one of several
 # arrays the body permutes (`a, b = b, a`): its writes stay in the iteration (ops/control_flow.py)
 PRIVATE = object()

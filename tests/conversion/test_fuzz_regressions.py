@@ -986,6 +986,40 @@ def test_a_list_carried_through_a_loop_that_updates_its_array_is_refused():
         ag.function(list_holding_an_array_a_loop_updates)(*args)
 
 
+def _list_from_before_a_loop_that_appends_and_writes_its_item(x, y, n):
+    L1 = [y]
+    w = 0
+    while w < 2 and n > 0:
+        w += 1
+        L1.append(x)
+        y[:] = ag.reduce_sum(ag.stack(L1))  # the second iteration's stack has the first's y
+    return L1[0]
+
+
+def _stacked_list_a_later_loop_reads_while_writing_its_item(x, y, n):
+    L1 = [y]
+    for r in x:
+        L1.append(y * r)
+    w = 0
+    while w < 2 and n > 0:
+        w += 1
+        y[:] = ag.reduce_sum(ag.stack(L1))
+    return y
+
+
+@pytest.mark.parametrize("fn, what", [(_list_from_before_a_loop_that_appends_and_writes_its_item, "list 'L1'"),
+                                      (_stacked_list_a_later_loop_reads_while_writing_its_item,
+                                       "a list the loop reads")])
+def test_a_stacked_list_holding_an_array_a_later_loop_writes_is_refused(fn, what):
+    """Seed 1190009388: `L1 = [y]` and a loop that appends to L1 and writes y: eagerly L1[0] is y,
+    with each iteration's write; the list the loop carried held y's contents from before the loop."""
+    args = (np.array([-1, 0, 3, -5], np.int8), np.array([-2, -2, 5, -2], np.int8), np.array(2, np.int32))
+    with pytest.raises(ag.ConversionError, match=rf"{what} holds 'y' from before the loop on a tensor at .*, and "
+                                                 rf"'y' is updated in place \(`\[\.\.\.\] =`\) at "
+                                                 rf".*test_fuzz_regressions.py:\d+ inside it"):
+        ag.function(fn)(*args)
+
+
 def signed_zero_constants(x, y, n, s, lst):
     v21 = ag.sqrt(ag.abs(len(lst)))
     v22 = (((v21 + v21) / -s) * ((v21 - y) - (3 and s)))
