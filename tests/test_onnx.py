@@ -180,6 +180,11 @@ def where_and_reductions(x, m):
             ag.argmax(y), ag.argmax(y, axis=1), ag.reduce_sum(m))
 
 
+def nan_reductions(x):
+    # numpy's fmax/fmin.reduce (a NaN loses; an all-NaN slice is NaN): the ONNX model fills and masks
+    return np.nanmax(x), np.nanmax(x, 0), np.nanmin(x, 1, keepdims=True), np.nanmin(x, (0, 1)), np.nanmax(x[0, 0])
+
+
 def power_iteration(a, v, n):
     for _ in ag.range(n):
         v = ag.matmul(a, v)
@@ -329,6 +334,7 @@ CASES = [
     (signed_zeros, (np.array([1, 1, 0, 1, 0, 1], bool), np.array([-0.0, 0.0, -0.0, np.nan, 1.0, -np.inf]),
                     np.array([0.0, -0.0, -0.0, 2.0, np.nan, 3.0]))),
     (where_and_reductions, (F32(3, 4), RNG.random((3, 4)) > 0.5)),
+    (nan_reductions, (np.array([[np.nan, 1.5, np.nan], [np.nan, -2.0, np.nan], [np.nan, np.nan, 3.0]], np.float32),)),
     (power_iteration, (np.eye(4) + 0.1, np.ones(4), np.int32(20))),
     (slicing, (F32(5, 4), np.int64(2))),
     (bool_arithmetic, (F32(6), F32(6))),

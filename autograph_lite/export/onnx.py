@@ -76,7 +76,6 @@ NOT_EXPORTABLE = {
         "Dot", "Vdot", "Inner", "TensorDot", "Einsum", "Det")},
     "Modf": "ONNX has no operator splitting a float into its fraction and integral parts",
     "Frexp": "ONNX has no operator splitting a float into mantissa and exponent",
-    "UfuncReduce": "a reduction by any numpy ufunc (its own reduce, with dtype= and initial=): not mapped yet",
     "Accumulate": "a running ufunc (numpy's accumulate): ONNX's CumSum rounds float sums in another order",
     "Cumprod": "ONNX has no cumulative product operator",
     "Sort": "ONNX's TopK orders NaN differently from numpy's sort (NaN last) and is not stable",
@@ -757,6 +756,27 @@ rule("Max")(_reduce("ReduceMax"))
 rule("Min")(_reduce("ReduceMin"))
 rule("Any")(_reduce("ReduceMax", np.uint8))
 rule("All")(_reduce("ReduceMin", np.uint8))
+
+
+@rule("UfuncReduce")
+def _ufunc_reduce(ctx, node):
+    """np.fmax.reduce / np.fmin.reduce of floats (np.nanmax, np.nanmin): ReduceMax / ReduceMin over
+    the NaNs made -inf / inf, NaN where a slice is all NaN. Any other ufunc's reduce is refused."""
+    x, ufunc = node.inputs[0], node.attrs["ufunc"]
+    if ufunc not in ("fmax", "fmin") or x.dtype.kind != "f" or node.attrs["dtype"] is not None \
+            or node.attrs["initial"] is not None:
+        ctx.fail(f"np.{ufunc}.reduce of {x.dtype} (numpy's own reduce, with dtype= and initial=): not mapped yet")
+    name = ctx.value(x)
+    axes = _axes(node)
+    if x.ndim == 0 or axes == []:
+        return ctx.add("Identity", [name])
+    nan = ctx.add("IsNaN", [name])
+    filled = ctx.add("Where", [nan, ctx.const(-np.inf if ufunc == "fmax" else np.inf, x.dtype), name])
+    extra = [] if axes is None else [ctx.ints(axes)]
+    keepdims = int(node.attrs["keepdims"])
+    result = ctx.add("ReduceMax" if ufunc == "fmax" else "ReduceMin", [filled, *extra], keepdims=keepdims)
+    all_nan = ctx.add("ReduceMin", [ctx.cast(nan, np.uint8), *extra], keepdims=keepdims)
+    return ctx.add("Where", [ctx.cast(all_nan, np.bool_), ctx.const(np.nan, x.dtype), result])
 
 
 @rule("ArgMax", "ArgMin")

@@ -473,9 +473,37 @@ def _method_value_errors(node):
     return node.attrs["ufunc"] == "power" and node.outputs[0].dtype.kind == "i"
 
 
+def _ufunc_reduce_kernel(xp, ufunc, axis, dtype, keepdims, initial):
+    reduce = functools.partial(getattr(xp, ufunc).reduce, **_ufunc_method_kwargs(axis, dtype, keepdims, initial))
+    if ufunc not in ("fmax", "fmin"):
+        return reduce
+    extreme, fill, pick = (xp.max, -np.inf, xp.fmax) if ufunc == "fmax" else (xp.min, np.inf, xp.fmin)
+
+    def nan_extreme(x):
+        """fmax/fmin.reduce (np.nanmax's own loop, ops/numpy_api/reductions.py), or where the array
+        module has none (cupy 14: NotImplementedError) max/min over the NaNs made -inf/inf, NaN
+        where a slice is all NaN, then `initial` picked as fmax/fmin picks it."""
+        try:
+            return reduce(x)
+        except NotImplementedError:
+            pass
+        x = x if dtype is None else x.astype(dtype)
+        axes = normalize_axes(axis, x.ndim)
+        if initial is not None and any(x.shape[a] == 0 for a in axes):
+            shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keepdims or i not in axes)
+            return xp.full(shape, initial, x.dtype)
+        if x.dtype.kind in "fc":
+            nan = xp.isnan(x)
+            result = extreme(xp.where(nan, fill, x), axis=axis, keepdims=keepdims)
+            result = xp.where(xp.all(nan, axis=axis, keepdims=keepdims), xp.nan, result)
+        else:
+            result = extreme(x, axis=axis, keepdims=keepdims)
+        return result if initial is None else pick(result, xp.asarray(initial, x.dtype))
+    return nan_extreme
+
+
 OPS["ufunc_reduce"] = define(
-    "UfuncReduce", lambda xp, ufunc, axis, dtype, keepdims, initial: functools.partial(
-        getattr(xp, ufunc).reduce, **_ufunc_method_kwargs(axis, dtype, keepdims, initial)),
+    "UfuncReduce", _ufunc_reduce_kernel,
     _ufunc_reduce_infer, attrs={"ufunc": STR, "axis": AXES, "dtype": OptionalOf(DTYPE), "keepdims": BOOL,
                                 "initial": OptionalOf(SCALAR)}, float_errors="reduce", value_errors=_method_value_errors)
 
@@ -873,6 +901,8 @@ def _imag_grad(node, dy):  # zeros of a real input: flat
 
 @grad_rule(OPS["ufunc_reduce"])
 def _ufunc_reduce_grad(node, dy):  # np.add.reduce with dtype= or initial=: as a sum's
+    if node.attrs["ufunc"] in ("fmax", "fmin") and node.attrs["initial"] is None:  # nanmax: as a max's
+        return _extreme_grad(node, dy)
     if node.attrs["ufunc"] != "add":
         raise NotImplementedError(f"no gradient rule for np.{node.attrs['ufunc']}.reduce yet")
     x = node.inputs[0]

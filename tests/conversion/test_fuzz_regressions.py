@@ -852,6 +852,43 @@ def test_native_regions_keep_numpys_signed_zeros_and_read_views(fn, args):
                     assert np.array_equal(c, e) and np.signbit(c).tolist() == np.signbit(e).tolist()
 
 
+def printed_nanmax_of_signed_zeros(x, y, n, s, lst):
+    w7 = 0
+    while w7 < 1 and ag.square(x[3]):
+        w7 += 1
+        print('p8', ag.maximum((callable(y)), n), np.nanmax((x * n)))
+
+
+def nan_extremes_of_signed_zeros(x, y, n, s, lst):
+    z = x * n
+    return (np.nanmax(z), np.nanmin(-z), np.nanmax(ag.where(y > 0, np.nan, z)), np.nanmin(z[::-1]),
+            np.nanmax(ag.reshape(z, (2, 2)), 0), np.nanmin(ag.reshape(-z, (2, 2)), 1, keepdims=True))
+
+
+@pytest.mark.parametrize("fn", [printed_nanmax_of_signed_zeros, nan_extremes_of_signed_zeros])
+@cpu_only("numpy's own fmax/fmin loop picks which zero; a device's reduce picks its own")
+def test_nanmax_and_nanmin_pick_numpys_signed_zero(fn):
+    """Seed 1190016447: np.nanmax was maximum.reduce over the NaNs made -inf, where numpy's is
+    fmax.reduce: of -0.0 and 0.0 the two loops keep another one (compiled printed 0.0, eager -0.0)."""
+    args = (np.array([-3.0, 1.0, 4.0, 1.0], np.float32), np.array([4, -4, -3, 0], np.int32), np.array(0, np.int32),
+            1, [])
+    eager_out, compiled_out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(eager_out):
+        eager = fn(*args)
+    compiled = ag.function(fn)
+    for _ in range(scalar_loop.TIER_UP_AFTER + 1):
+        compiled_out.seek(0)
+        compiled_out.truncate()
+        with contextlib.redirect_stdout(compiled_out):
+            result = compiled(*args)
+        assert compiled_out.getvalue() == eager_out.getvalue()
+        for e, c in zip(ag.nest.flatten(eager), ag.nest.flatten(result)):
+            assert type(c) is type(e)
+            if e is not None:
+                assert c.dtype == e.dtype and np.array_equal(c, e, equal_nan=True)
+                assert np.signbit(c).tolist() == np.signbit(e).tolist()
+
+
 def view_of_what_may_be_the_argument(x, y, n, s, lst):
     v1 = (x - (ag.maximum(1, s) < (0 // n)))
     if ag.reduce_sum((s + x)):
