@@ -1502,6 +1502,58 @@ def test_a_ufunc_of_python_numbers_gives_a_numpy_scalar():
         assert_every_call_same(_ufuncs_of_python_numbers, n)
 
 
+def _ufuncs_of_python_numbers_at_numpys_edges(y, s):
+    w = 0
+    while w < 1 and np.all(y > 0):   # w: a loop's Python int, 0 where the loop does not run
+        w += 1
+    b = w < 1                        # a Python bool
+    q, r = np.divmod(w, s)
+    return (np.remainder(w, s), np.floor_divide(w, 0), np.true_divide(w, s), q, r, np.add(b, True),
+            np.remainder(b, True), np.add.outer(w, b), np.add(w, 1, casting="safe"),
+            np.add(w, 1, dtype=np.int8, casting="safe"))   # NEP 50's loop for Python numbers
+
+
+def _ufunc_of_a_negative_power(y):
+    w = 0
+    while w < 2 and np.all(y > 0):
+        w += 1
+    return np.power(w, -1)           # numpy: integers to negative integer powers raise
+
+
+def _ufuncs_of_an_if_merge(y, s):
+    w = 0                            # a Python int where the `if` is not taken
+    if y[0] > 0:
+        w = np.int64(5)
+    return np.remainder(w, s), np.add(w, True)
+
+
+def test_a_ufunc_of_python_numbers_computes_as_numpy_not_python():
+    # fuzzer seed 1190012908: np.remainder(w, s) of Python ints ran Python's `%` (ZeroDivisionError)
+    # where numpy gives 0 with a warning; np.add(True, True) gave 2, np.power(2, -1) 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # numpy's division by zero, eagerly too
+        for y in (np.array([-2, -4, 2, 2]), np.array([1, 2, 3, 4])):
+            for s in (0, 3):
+                assert_every_call_same(_ufuncs_of_python_numbers_at_numpys_edges, y, s)
+                assert_every_call_same(_ufuncs_of_an_if_merge, y, s)
+            assert_every_call_same(_ufunc_of_a_negative_power, y)
+
+
+def _ufunc_of_a_merge_of_other_types(y):
+    w = 0                            # a Python int, or an int32 scalar
+    if y[0] > 0:
+        w = np.int32(5)
+    return np.remainder(w, 2)        # int64 where the `if` is not taken, int32 where it is
+
+
+def test_a_ufunc_of_a_merge_of_a_python_number_and_another_dtype_is_refused():
+    with pytest.raises(ag.ConversionError, match=r"np.remainder on a value that is a Python int .* numpy int32") \
+            as info:
+        ag.function(_ufunc_of_a_merge_of_other_types)(np.array([1]))
+    line = _ufunc_of_a_merge_of_other_types.__code__.co_firstlineno + 4
+    assert f"test_fuzz_regressions.py:{line}" in str(info.value)
+
+
 def _flips_of_python_numbers(x, n):
     w = 0
     while w < n:     # w: a Python int the tensor loop carries

@@ -101,17 +101,50 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if method == "__call__" and ufunc in MULTI_OUTPUT:
         if kwargs:
             _refuse(ufunc, method, f" with {', '.join(f'{k}=' for k in kwargs)}")
-        return MULTI_OUTPUT[ufunc](*inputs)
+        return MULTI_OUTPUT[ufunc](*_numpy_numbers(ufunc, inputs))
     if op is None or method not in ("__call__", "outer"):
         _refuse(ufunc, method)
     if method == "outer":
         if kwargs:
             _refuse(ufunc, method, f" with {', '.join(f'{k}=' for k in kwargs)}")
-        a, b = inputs
+        a, b = _numpy_numbers(ufunc, inputs)
         a = array_ops.getitem(a, (Ellipsis,) + (None,) * np.ndim(b)) if isinstance(a, Tensor) \
             else np.asarray(a)[(Ellipsis,) + (None,) * np.ndim(b)]
         return apply(op, (a, b))
     return _call(ufunc, op, inputs, **kwargs)
+
+
+def _numpy_numbers(ufunc, inputs):
+    """`inputs` where every one is a Python number (a weak tensor: a loop counter, or a constant)
+    on some path: each such tensor as a numpy scalar of its default dtype, as numpy converts Python
+    numbers before it picks a loop. The op's kernel on Python numbers is Python's operator, whose
+    results differ: np.remainder(i, 0) is 0 (a warning), not ZeroDivisionError (fuzzer seed
+    1190012908); np.add(True, True) is True, not 2; np.power(2, -1) raises, not 0.5. A tensor `if`'s
+    merge of a Python number and a numpy value (`Tensor.python_box`) is converted where the numpy
+    value has the number's default dtype, and refused where not (eager's types differ by path).
+    Other inputs are left as they are: numpy reads them by NEP 50, and a Python number beside an
+    int64, bool, float64 or complex128 scalar gives what its default dtype gives."""
+    if not all(t.weak or (t.python_box is not None and t.shape == ()) if isinstance(t, Tensor)
+               else type(t) in (bool, int, float, complex) for t in inputs):
+        return inputs
+    converted = []
+    for t in inputs:
+        if isinstance(t, Tensor) and t.weak:
+            t = math_ops.cast(t, t.dtype)[()]
+        elif isinstance(t, Tensor):
+            box = t.python_box
+            python = np.dtype(type(t.dtype.type(0).item())) if box.value is None else box.value.dtype
+            if python != t.dtype:
+                on_python, on_numpy, remedy = box.paths()
+                raise ConversionError(
+                    f"np.{ufunc.__name__} on a value that is a Python {type(python.type(0).item()).__name__} "
+                    f"where {on_python} and a numpy {t.dtype} {on_numpy}: numpy computes on the number as "
+                    f"{python}, so eager's result type would differ by path; {remedy} (at {user_location(3)})")
+            # the merge's numpy slot holds the Python number where eager has it: `where` makes it
+            # numpy's (a cast to its own dtype is simplified away)
+            t = math_ops.where(True, t, t)[()]
+        converted.append(t)
+    return tuple(converted)
 
 
 def _call(ufunc, op, inputs, out=None, where=True, dtype=None, casting="same_kind", **rest):
@@ -124,12 +157,10 @@ def _call(ufunc, op, inputs, out=None, where=True, dtype=None, casting="same_kin
         _refuse(ufunc, "__call__", f" with {', '.join(k if ' ' in k else f'{k}=' for k in refused)}")
     loop_dtype = None
     if dtype is not None or casting != "same_kind":  # casting="no" refuses mixed inputs, as numpy
+        # the loop numpy picks for Python numbers is NEP 50's (`np.add(1, i, dtype=np.int8, casting="safe")`
+        # is allowed): first, and those not cast to it are numpy scalars next
         inputs, loop_dtype = _in_loop_dtypes(ufunc, inputs, None if dtype is None else np.dtype(dtype), casting)
-    result = apply(op, inputs)
-    if isinstance(result, Tensor) and result.weak:
-        # numpy's ufuncs never give a Python number: np.add(1, i) of Python ints is an int64 scalar (the
-        # op's Python operator kernel gives an int: its result as a numpy scalar; fuzzer seed 1126010168)
-        result = math_ops.cast(result, result.dtype)[()]
+    result = apply(op, _numpy_numbers(ufunc, inputs))  # never a Python number, as numpy's ufuncs
     if loop_dtype is not None and result.dtype != loop_dtype:
         _refuse(ufunc, "__call__", f" with dtype={np.dtype(dtype)}")
     if out is None:
