@@ -288,8 +288,9 @@ def _staged_if(cond, body, orelse, state, names, location, soft=(), droppable={}
         then_in, else_in = _copy_lists(state), _copy_lists(state)
         kept = _ArraysKept("an `if`", location)
         try:
-            then_g, then_out = _trace_branch(graph, "then", body, then_in, location, carried, raising)
-            else_g, else_out = _trace_branch(graph, "else", orelse, else_in, location, carried, raising)
+            with memory.branch_copies([*zip(state, then_in), *zip(state, else_in)]):
+                then_g, then_out = _trace_branch(graph, "then", body, then_in, location, carried, raising)
+                else_g, else_out = _trace_branch(graph, "else", orelse, else_in, location, carried, raising)
             break
         except memory.Carry as c:
             carried.append(c.storage)

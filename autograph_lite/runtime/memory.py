@@ -542,6 +542,30 @@ def same_array(handle, value, graph):
                                and resolve(handle, graph) is value)
 
 
+# id(copy) -> (copy, original): the copies of numpy arrays that a tensor `if`'s branches start from
+# (operators/control_flow.py `_copy_lists`), while the branches are traced
+_branch_copies = {}
+
+
+@contextlib.contextmanager
+def branch_copies(pairs):
+    """While a tensor `if`'s branches are traced: each `(original, copy)` in `pairs` is known, so an
+    in-place update of the copy asks what else holds the original (`copied_from`)."""
+    added = [id(c) for o, c in pairs if c is not o and id(c) not in _branch_copies]
+    _branch_copies.update({id(c): (c, o) for o, c in pairs if c is not o})
+    try:
+        yield
+    finally:
+        for key in added:
+            _branch_copies.pop(key, None)
+
+
+def copied_from(array):
+    """`(array, original)` where `array` is a branch's copy of numpy array `original`, else None."""
+    entry = _branch_copies.get(id(array))
+    return entry if entry is not None and entry[0] is array else None
+
+
 def other_holder(array, known=(), unseen=0):
     """What else holds `array` (a view of it, a container, a second variable, a variable of a
     calling function), in words, or None. The references counted as ours: the variables of the

@@ -414,6 +414,34 @@ def test_numpy_array_updated_in_place_with_a_tensor():
         ag.function(numpy_array_updated_with_a_tensor)(f32(1, 2))
 
 
+def numpy_array_with_two_names_updated_in_a_tensor_if(x):
+    acc = np.zeros(4, np.int8)
+    held = [acc]        # eagerly held[0] is acc: it shows the update on the runs taking the branch
+    if x.max() > 0:
+        acc -= x[3]
+    return held[0]
+
+
+def numpy_array_updated_in_a_tensor_if(x):
+    acc = np.zeros(4, np.int8)
+    if x.max() > 0:
+        acc -= x[3]     # held by `acc` only: it becomes the branch's tensor
+    return acc
+
+
+def test_numpy_array_held_twice_updated_in_a_tensor_if_is_refused():
+    # fuzzer seed 1191017028: each branch updates its own copy of the array, so the second holder
+    # kept the old contents; now the update asks what holds the array itself
+    x = np.array([-1, -3, -1, 2], np.int8)
+    with pytest.raises(ag.ConversionError, match=rf"a numpy array cannot be updated in place with a symbolic tensor "
+                                                 rf"\(`a -= t`, at .*{where(numpy_array_with_two_names_updated_in_a_tensor_if, 'acc -= x')}"
+                                                 rf"\): the array is held by a list"):
+        ag.function(numpy_array_with_two_names_updated_in_a_tensor_if)(x)
+    for data in (x, -x - 9):
+        np.testing.assert_array_equal(ag.function(numpy_array_updated_in_a_tensor_if)(data),
+                                      numpy_array_updated_in_a_tensor_if(data))
+
+
 def buffers_swapped_in_a_tensor_loop(a, b, n):
     for i in ag.range(n):
         b[1:-1] = a[2:] + a[:-2]

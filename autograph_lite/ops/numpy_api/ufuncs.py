@@ -86,6 +86,11 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
             # numpy would, and `acc` names it (what `+=` returns), unless another holder would miss it
             why = numpy_array_given(out[0]) or memory.other_holder(out[0], known=(inputs, out),
                                                                    unseen=_numpy_in_place_references())
+            copied = memory.copied_from(out[0])
+            if why is None and copied is not None:
+                # a tensor `if`'s branch updates its copy of the array: eagerly the array itself, which
+                # another name may hold (`w = v; if c: v -= 1`: fuzzer seed 1191017028)
+                why = memory.other_holder(copied[1], known=(copied, inputs, out))
             if why is None:
                 return _IN_PLACE[ufunc](convert_to_tensor(out[0]), inputs[1])
         raise TypeError(f"a numpy array cannot be updated in place with a symbolic tensor (`a {symbol}= t`, at "
