@@ -215,14 +215,20 @@ class ConcreteFunction:
                 continue  # numpy scalars are immutable: `x += 1` rebinds, as eagerly
             for j, other in enumerate(callers):
                 if j != i and isinstance(other, np.ndarray) and np.may_share_memory(target, other):
-                    name = self.graph.inputs[i].node.attrs.get("argument")
                     raise ValueError(
-                        f"{self.call_signature.name}(): argument '{name}' is updated in place and shares memory "
-                        f"with argument '{self.graph.inputs[j].node.attrs.get('argument')}'; the compiled "
-                        f"function cannot make one see the update of the other: pass a copy "
-                        f"(called at {user_location()})")
+                        f"{self.call_signature.name}(): {self._input_words(i)} is updated in place and shares "
+                        f"memory with {self._input_words(j)}; the compiled function cannot make one see the "
+                        f"update of the other: pass or assign a copy (`.copy()`) (called at {user_location()})")
             value = results[k]
             target[...] = devices.to_host(value) if isinstance(target, np.ndarray) else value
+
+    def _input_words(self, i):
+        """Input i in words: an argument by its name, outside state (`self.w`) by its label and the
+        line that read it."""
+        node = self.graph.inputs[i].node
+        if node.attrs.get("argument") is not None:
+            return f"argument '{node.attrs['argument']}'"
+        return f"'{node.attrs.get('outside')}' (read at {node.location})"
 
     def __repr__(self):
         return f"<ConcreteFunction {self.call_signature.name}{self.input_specs}>"

@@ -15,6 +15,7 @@ from ..errors import ConversionError, user_location
 from ..ops.control_flow import zero_like
 from ..ops import python_values
 from ..ops.python_values import PythonValue
+from ..runtime.boxes import ARRAY, box_of
 from ..runtime.graph import Tensor
 
 
@@ -131,11 +132,14 @@ class Choice:
     def stored(self, dtype):
         """What an array of `dtype` holds once this is stored into it (`a[i] = x or y`): the picked
         candidate cast to `dtype`. Refused where the store could depend on which one it is: candidates
-        of different shapes, or a Python number stored into an integer array (numpy range-checks it,
-        and wraps a numpy integer)."""
+        of different shapes, a Python number stored into an integer array (numpy range-checks it,
+        and wraps a numpy integer), or a float or complex scalar stored into one (numpy converts it
+        as Python's int() does, an OverflowError for inf, where a 0-d array's cast wraps: fuzzer
+        seed 1192012259)."""
         dtype = np.dtype(dtype)
         values = [c.stored(dtype) if isinstance(c, Choice) else ops.convert_to_tensor(c) for c in self.candidates()]
-        if values[0].shape != values[1].shape or (dtype.kind not in "bfc" and any(v.weak for v in values)):
+        if values[0].shape != values[1].shape or (dtype.kind not in "bfc" and any(v.weak for v in values)) or (
+                dtype.kind in "iu" and any(v.dtype.kind in "fc" and box_of(v) != ARRAY for v in values)):
             self._refuse()
         return math_ops.where(self.pick, *(ops.cast(v, dtype) for v in reversed(values)))
 

@@ -1592,6 +1592,16 @@ def test_an_and_or_result_with_a_python_int_stored_into_an_int_array_is_refused(
         ag.function(store)(np.array(1, np.int32))
 
 
+def test_an_and_or_result_with_a_float_scalar_stored_into_an_int_array_is_refused():
+    # fuzzer seed 1192012259: `y[0] = n or (2 / n)` with n == 0 stores np.float64(inf), which numpy
+    # converts as int() does (OverflowError); the compiled store cast it and wrapped
+    def store(y, n):
+        y[n % 4] = n or (2 / n)
+        return y
+    with pytest.raises(ag.ConversionError, match=r"x or y.*test_fuzz_regressions\.py"):
+        ag.function(store)(np.arange(4), np.array(0, np.int32))
+
+
 def _unused_sum_of_unknown_length(x, y, n):
     v = np.unique(y[:n])
     unused = v + x          # (n,) + (4,): numpy raises unless n is 1 or 4

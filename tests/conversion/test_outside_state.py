@@ -364,6 +364,27 @@ def test_writes_to_objects_reached_outside_the_arguments_happen_every_call():
     assert f.trace_count == 1
 
 
+def update_one_read_another(x):
+    w = HELD.inner.w
+    w -= x                      # HELD.inner.w updated in place
+    return HELD.last * 1.0
+
+
+def test_two_outside_arrays_that_are_one_array_are_refused_when_one_is_updated():
+    # fuzzer seed 1192007017: `STATE.acc = STATE.w` made them one array, and a later call updating w
+    # raised naming them as "argument 'None'"; now by their labels and the lines that read them
+    HELD.inner.w, HELD.last = np.arange(2.0), np.zeros(2)
+    f = ag.function(update_one_read_another)
+    assert_same(np.zeros(2), f(np.ones(2)))
+    HELD.last = HELD.inner.w
+    try:
+        with pytest.raises(ValueError, match=rf"'HELD.inner.w' \(read at .*test_outside_state.py:\d+\) is updated in "
+                                             rf"place and shares memory with 'HELD.last' \(read at .*test_outside_state.py"):
+            f(np.ones(2))
+    finally:
+        HELD.last = np.zeros(2)
+
+
 def keep_last(x):
     HELD.last = x * 2           # set on the runs that call it only
 
