@@ -97,6 +97,18 @@ def _copies(x):
     return a + 0.0, b, c, x.copy()
 
 
+@pytest.mark.parametrize("fn", [lambda x: np.squeeze((x - 0)[None]), lambda x: x.copy()[None], lambda x: (x * 1).T,
+                                lambda x: (0 + x)[1:]])
+def test_a_returned_view_of_a_simplified_value_is_not_a_view_of_the_argument(fn):
+    # fuzzer seed 1193008156: `x - 0` became x, and the returned view of it a view of the caller's x
+    x = np.arange(6).reshape(2, 3)
+    compiled = ag.function(fn)
+    for _ in range(4):  # the plan, then native tiers
+        result = compiled(x)
+        assert_same(fn(x), result)
+        assert not np.shares_memory(result, x)
+
+
 def test_a_copy_that_is_updated_or_returned_stays_a_copy():
     x = np.arange(6.0).reshape(3, 2)
     compiled = ag.function(_copies)

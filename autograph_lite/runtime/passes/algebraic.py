@@ -5,15 +5,16 @@ own `simplify` rule (a cast to the dtype it has, transpose(transpose(x))).
 A rule only fires when the replacement has exactly the node's dtype and shape, so
 broadcasting and type promotion are never changed, and when it gives the node's value
 bit for bit under IEEE arithmetic (-0.0 + 0.0 is +0.0, so `x + 0.0` stays; complex
-products are not exact, so complex `x * 1` stays). A tensor its graph returns is never
-replaced: eager returns a fresh array (or a view) there, not the caller's own input.
+products are not exact, so complex `x * 1` stays). A tensor its graph returns, or returns a
+view of, is never replaced: eager returns a fresh array (or a view of one) there, not the
+caller's own input.
 """
 import numpy as np
 
 from ..opdef import CONST
 
 from ..boxes import box_of
-from .util import is_output, subgraphs_first
+from .util import returned_through_views, subgraphs_first
 
 
 def _is_identity(node, i, identity):
@@ -43,12 +44,13 @@ def _candidates(node):
 
 
 def _simplify(graph):
+    returned = returned_through_views(graph)
     for node in graph.nodes:
         if node.opdef.structural or len(node.outputs) != 1:
             continue
         out = node.outputs[0]
         # a value a Cond or While takes in may come out of it as it is (a branch that returns it)
-        if is_output(graph, out) or any(user.subgraphs() for user in out.users):
+        if id(out) in returned or any(user.subgraphs() for user in out.users):
             continue
         for new in _candidates(node):
             if new is not None and new.dtype == out.dtype and new.shape == out.shape and new.weak == out.weak \

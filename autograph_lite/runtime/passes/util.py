@@ -45,3 +45,15 @@ def is_pure(node):
 def is_output(graph, t):
     """True if `graph` returns tensor `t` (eager returns a distinct array there)."""
     return any(o is t for o in graph.outputs)
+
+
+def returned_through_views(graph):
+    """Ids of the tensors `graph` returns, or returns a view of (through ops whose result may share
+    its input's memory, `OpDef.fresh` false): replacing one by an argument or a constant would
+    make the returned array share their memory, where eager's is a fresh array (or a view of one:
+    `np.squeeze((y - 0)[None])`, fuzzer seed 1193008156)."""
+    found = {id(o) for o in graph.outputs}
+    for node in reversed(graph.nodes):
+        if not node.opdef.fresh and any(id(o) in found for o in node.outputs):
+            found.update(id(t) for t in node.inputs)
+    return found
