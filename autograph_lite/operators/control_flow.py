@@ -415,6 +415,11 @@ def _hold_what_a_branch_list_holds(merged, side, sub):
             if any(id(h.node) in inside for h in holders):
                 value = next((v for v in _held_values(graph, key)), None)
                 value = outer_of.get(id(value), value) if graph is sub else value
+                if value is not None and value.node.graph is sub and value.mem is not None \
+                        and value.mem.storage.root.node.graph is not sub:
+                    # a view the branch took of an array from outside (`L.append(x[::-1])`): the list
+                    # holds part of that array, which a write after the `if` changes
+                    value = value.mem.storage.root
                 if value is not None and value.node.graph is not sub:
                     holds(merged, value)
         graph = graph.parent
@@ -433,14 +438,21 @@ def _stack_lists_of_other_lengths(then_g, then_out, else_g, else_out):
     for i, (t, e) in enumerate(zip(then_out, else_out)):
         if type(t) is not list or type(e) is not list or len(t) == len(e):
             continue
-        with building(then_g):
-            then_out[i] = TensorList.from_list(t)
-        with building(else_g):
-            else_out[i] = TensorList.from_list(e)
+        then_out[i], else_out[i] = _stacked_at_end(then_g, t), _stacked_at_end(else_g, e)
         for sub, side, other in ((then_g, then_out, else_out), (else_g, else_out, then_out)):
             if side[i].tensor is None:
                 with building(sub):
                     side[i] = other[i].empty_like()
+
+
+def _stacked_at_end(sub, items):
+    """Python list `items` that branch `sub` gave, stacked in `sub` after it was traced: an array the
+    branch wrote gives its contents at the branch's end (`L.append(x); x[0] = 1`: eagerly the list
+    holds x itself; the memory outside the branch is back to x's contents from before it, fuzzer
+    seed 1193023577). The list holds the arrays themselves, for writes after the `if`."""
+    ends = [memory.at_end(sub, v) if isinstance(v, Tensor) else None for v in items]
+    with building(sub):
+        return TensorList.from_list(items, [v if end is None else end for v, end in zip(items, ends)])
 
 
 def _trace_branch(graph, name, fn, state, location, carried=None, raising=True):

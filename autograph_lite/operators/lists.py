@@ -66,13 +66,16 @@ class TensorList:
         self.kind = None if tensor is None else kind
 
     @classmethod
-    def from_list(cls, items):
+    def from_list(cls, items, contents=None):
+        """The stacked list of Python list `items`. `contents`: what to stack, where the items' arrays
+        hold other contents now than the handles show (a tensor `if`'s branch ended with them written:
+        control_flow.py's `_stack_lists_of_other_lengths`); the list still holds the items' arrays."""
         kind = None
         for item in items:
             kind = join_kinds(kind, item_kind(item))
         if not items:
             return cls()
-        stacked = ops.stack(items)
+        stacked = ops.stack(items if contents is None else contents)
         for item in items:
             if isinstance(item, Tensor):
                 # as for an append: the list holds the array itself, and a later in-place update of

@@ -1023,6 +1023,66 @@ def test_a_list_appended_to_after_a_loop_stacked_it_still_holds_the_written_argu
         ag.function(_list_a_loop_stacked_appended_to_after_it)(np.arange(4.0), np.ones(4))
 
 
+def _list_a_tensor_if_appends_to_then_writes_the_array(x, y, n):
+    L1 = [y]
+    if n > 0:
+        L1.append(x)
+        w = 0
+        while w < n:          # as the fuzzer's program: the write in a tensor loop in the branch
+            w += 1
+            x[n % 4] = 1
+            v = L1[0]
+    return L1
+
+
+def _list_a_tensor_if_appends_views_and_writes_to(x, y, n):
+    L1 = []
+    if n > 0:
+        L1.append(x[::-1])
+        x[1] = 5
+        L1.append(x)
+        x += 1
+    else:
+        L1.append(y)
+    return L1
+
+
+def _list_a_tensor_if_appends_a_local_array_to(x, y, n):
+    L1 = []
+    z = x * 2
+    if n > 0:
+        L1.append(z)
+        z[0] = -1
+    return L1, z
+
+
+@pytest.mark.parametrize("fn", [_list_a_tensor_if_appends_to_then_writes_the_array,
+                                _list_a_tensor_if_appends_views_and_writes_to,
+                                _list_a_tensor_if_appends_a_local_array_to])
+@pytest.mark.parametrize("n", [0, 2])
+def test_a_list_a_tensor_if_stacks_shows_the_writes_of_its_branch(fn, n):
+    # fuzzer seed 1193023577: a branch appended x to a list (`[y]`, or `[]` and nothing in the other
+    # branch: a stacked list once the branch ends) and then wrote x; the stack was made after the
+    # branch was traced, from x's contents from before the branch (eagerly the list holds x itself)
+    both(fn, arange(4), lambda: np.full(4, 9.0), lambda: np.array(n))
+
+
+def _list_a_tensor_if_appends_a_view_to_then_the_array_written(x, n):
+    L1 = [x * 0]
+    if n > 0:
+        L1.append(x[::-1])      # a view the branch takes of x
+    x[0] = 100
+    return L1
+
+
+def test_a_list_holding_a_view_a_tensor_if_took_of_a_written_argument_is_refused():
+    # the merged list held only arrays from outside the branch, not x through the branch's view of
+    # it: the returned list silently kept x's contents from before the write
+    with pytest.raises(ag.ConversionError, match=r"'x' \(a list holding it\) was updated in place \(`\[\.\.\.\] =`\) "
+                                                 r"at .*test_item_assignment.py:\d+"):
+        ag.function(_list_a_tensor_if_appends_a_view_to_then_the_array_written)(np.arange(4.0), np.array(1))
+
+
 def _python_bool_item_of_a_list_a_loop_hands_on(y, n):
     L1 = [False]
     w = 0
