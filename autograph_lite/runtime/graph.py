@@ -525,6 +525,26 @@ def _mark_maybe_aliases(old, new, graph, label, symbol, location, spared=()):
         scope = scope.parent
 
 
+def mark_views_on_some_runs(storage, graph, label, symbol, location):
+    """Before a write to `storage`: the Cond/While results that are, on some runs, a view of one of
+    its handles (`v = x[::-1]`, a branch giving `v = n + y` instead) are stale: eagerly they show
+    the write on those runs (fuzzer seed 1136007883, found again once a block's output for the
+    memory it carried stopped counting as "on some runs the same array")."""
+    handles = storage.handles
+    scope = graph
+    while scope is not None:
+        for node in scope.control_nodes:
+            if node.graph is not scope:
+                continue
+            for t in node.outputs:
+                if t.stale is not None or (t.mem is not None and t.mem.storage is storage):
+                    continue
+                if any(id(b) in handles for b in _view_bases(t)):
+                    t.stale = InPlaceUpdate(graph, f"{label} (on some runs a view of it)", symbol, location)
+                    _mark_views(t.node.graph, t, graph, label, symbol, location, modeled=True)
+        scope = scope.parent
+
+
 def _mark_maybe_same(t, scope, label, symbol, location):
     """`t`, on some runs the array updated in place, is stale, and so are the stacked lists that
     hold it and its views not modeled in memory (fuzzer seed 1181008174: a list appended to after

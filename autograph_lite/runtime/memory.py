@@ -181,8 +181,11 @@ def update(handle, compute, label, symbol, location):
             f"block cannot yet carry that array's new contents out (issue 26). Build the new value with "
             f"ag.where, or update the array outside the block")
     storage.label, storage.last_write = label, (symbol, location)
-    from .graph import InPlaceUpdate, _mark_maybe_aliases, building, check_partial_aliases
-    check_partial_aliases(storage.root, label, symbol, location)
+    from .graph import InPlaceUpdate, _mark_maybe_aliases, building, check_partial_aliases, mark_views_on_some_runs
+    # (the memory's current contents, a block's output for the memory it carried, are what this
+    # update moves on from, not "on some runs the same array": `if c: x[0] = 1`, then `x[1] = 2`)
+    check_partial_aliases(storage.root, label, symbol, location,
+                          new=storage.base if storage.base is not storage.root else None)
     for base in [*storage.outer, storage.base]:
         if base is not storage.root:
             # a tensor `if` or loop result that is the array's contents written before on some runs only
@@ -205,6 +208,7 @@ def update(handle, compute, label, symbol, location):
     # what holds a copy of the memory's contents (a stacked list holding an array of it, a tensor
     # `if`/loop result that is on some runs a view of it) no longer shows them: stale
     _mark_copies(storage, handle, graph, label, symbol, location)
+    mark_views_on_some_runs(storage, graph, label, symbol, location)
     if new.shape == () and not new.weak:
         new.box = ARRAY  # memory is an array's: a 0-d one written stays a 0-d array (a ufunc's result would be a scalar)
     storage.base, storage.version = new, next(_versions)

@@ -1683,11 +1683,44 @@ def _view_of_an_argument_on_some_runs_then_the_argument_written(x, y, n, s):
     return v2 + n
 
 
-def test_an_if_result_that_views_an_argument_on_some_runs_is_refused_after_the_argument_is_written():
-    # fuzzer seed 1136007883: it read the contents from before the write (a silent wrong answer)
+def _view_of_an_argument_on_some_runs_unwritten_then_the_argument_written(x, y, n, s):
+    v2 = x[::-1]
+    if n:
+        pass                      # x's view as it is
+    else:
+        v2 = n + y
+    v3 = v2[::-1]                 # a view of the result, unused
+    x[n % 4] = -s
+    return v2 + n
+
+
+@pytest.mark.parametrize("fn", [_view_of_an_argument_on_some_runs_then_the_argument_written,
+                                _view_of_an_argument_on_some_runs_unwritten_then_the_argument_written])
+def test_an_if_result_that_views_an_argument_on_some_runs_is_refused_after_the_argument_is_written(fn):
+    # fuzzer seed 1136007883: it read the contents from before the write (a silent wrong answer); the
+    # second form was silent too until a write marked the `if` results that view the array on some runs
     args = (np.array([0, -2, 4, -4], np.int32), np.array([9, 8, 9, 8], np.uint8), np.array(2, np.int32), 0)
-    with pytest.raises(ag.ConversionError, match="on some runs the same array"):
-        ag.function(_view_of_an_argument_on_some_runs_then_the_argument_written)(*args)
+    with pytest.raises(ag.ConversionError, match=r"'x' \(.*\) was updated in place \(`\[\.\.\.\] =`\) at "
+                                                 r".*test_fuzz_regressions.py:\d+"):
+        ag.function(fn)(*args)
+
+
+def _written_in_an_if_then_after_it(x, y, n):
+    if n > 0:
+        x[0] = 1
+    x[1] = 2                      # moves on from the `if`'s contents of x: not another array
+    y2 = y + 0
+    if n > 1:
+        y2[0] = 5
+    y2 += 2
+    return x, y2
+
+
+def test_an_array_written_in_a_tensor_if_is_written_again_after_it():
+    # a block's output for the memory it carried is that memory's contents, not "on some runs the
+    # same array": this was refused (since 9381aab reverted 0052f74, which spared too much)
+    for n in (np.int64(0), np.int64(1), np.int64(2)):
+        assert_every_call_same(_written_in_an_if_then_after_it, np.arange(4.0), np.ones(4), n)
 
 
 def _stores_whose_value_and_index_both_draw(x):
