@@ -272,6 +272,25 @@ def test_fused_kernel_on_non_contiguous_input():
     assert_same(chain(x[::2], x[::2]), f(x[::2], x[::2]))
 
 
+def _stencil_chain(a, b):
+    return b[1:, :] - 0.5 * (a[1:, :-1] - a[:-1, :-1]) + (a[:, 1:] - a[:, :-1])[1:, :] * 0.25
+
+
+def test_fused_strided_chain_reuses_its_temporaries_and_leaves_its_inputs():
+    # fdtd_2d's updates: strided views take the whole-array path, whose dead temporaries the next
+    # step writes into (runtime/fused._into), never an input or a broadcast-shaped temporary
+    rng = np.random.default_rng(0)
+    for a, b in ((rng.standard_normal((400, 451)), rng.standard_normal((400, 450))),
+                 (rng.standard_normal((400, 451)).astype(np.float32), rng.standard_normal((400, 1)).astype(np.float32))):
+        copies = a.copy(), b.copy()
+        f = ag.function(_stencil_chain)
+        assert "FusedElementwise" in ops_of(f.get_concrete_function(a, b).optimized_graph)
+        for _ in range(3):
+            assert_same(_stencil_chain(a, b), f(a, b))
+        np.testing.assert_array_equal(a, copies[0])
+        np.testing.assert_array_equal(b, copies[1])
+
+
 def test_passes_can_be_turned_off(monkeypatch):
     fn = lambda x: ag.tanh(x) + ag.tanh(x)  # noqa: E731
     monkeypatch.setenv("AG_DISABLE_PASSES", "cse")

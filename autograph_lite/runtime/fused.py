@@ -257,17 +257,45 @@ def _buffer(buffers, j, dtype, n):
 
 def _whole_array_evaluator(xp, steps):
     """fn(*inputs): the chain on whole arrays with the ops' own kernels (any device),
-    generated as straight-line code."""
+    generated as straight-line code. On numpy, a float step whose operand is an earlier step's
+    large result that nothing after reads writes into it (`_into`): each fresh multi-megabyte
+    temporary page-faults (NPBench's fdtd_2d spent 6x numpy's time allocating)."""
     n_inputs = 1 + max((a[1] for _, args, _ in steps for a in args if a[0] == "in"), default=-1)
     params = [f"a{i}" for i in range(n_inputs)]
-    lines = [f"def evaluate({', '.join(params)}):"]
+    last_use = {}
     for j, (_, args, _) in enumerate(steps):
+        for a in args:
+            if a[0] == "t":
+                last_use[a[1]] = j
+    lines = [f"def evaluate({', '.join(params)}):", f"    inputs = ({''.join(p + ', ' for p in params)})"]
+    namespace = {"_into": _into}
+    for j, (op, args, dtype) in enumerate(steps):
         operands = ", ".join(f"a{a[1]}" if a[0] == "in" else f"t{a[1]}" for a in args)
-        lines.append(f"    t{j} = k{j}({operands})")
+        namespace[f"k{j}"] = lookup(op).kernel(xp)
+        dead = [a[1] for a in args if a[0] == "t" and last_use[a[1]] == j and np.dtype(steps[a[1]][2]) == np.dtype(dtype)]
+        if xp is np and dead and np.dtype(dtype).kind in "fc" and lookup(op).expansion is None and lookup(op).ufunc:
+            namespace[f"u{j}"] = getattr(np, lookup(op).ufunc)
+            lines.append(f"    t{j} = _into(u{j}, k{j}, t{dead[0]}, inputs, {operands})")
+        else:
+            lines.append(f"    t{j} = k{j}({operands})")
     lines.append(f"    return t{len(steps) - 1}")
-    namespace = {f"k{j}": lookup(op).kernel(xp) for j, (op, _, _) in enumerate(steps)}
     exec("\n".join(lines), namespace)
     return namespace["evaluate"]
+
+
+IN_PLACE_MIN_SIZE = 1 << 15  # elements: below, numpy's allocations are cheap
+
+
+def _into(ufunc, kernel, target, inputs, *operands):
+    """`ufunc(*operands, out=target)` where `target`, an earlier step's result that no later step
+    reads, is an array of its own with the result's shape; else `kernel(*operands)`."""
+    if type(target) is np.ndarray and target.size >= IN_PLACE_MIN_SIZE and target.base is None \
+            and target.flags.writeable and not any(target is a for a in inputs):
+        shape = target.shape
+        if all(len(np.shape(o)) <= len(shape) and all(d in (1, s) for d, s in zip(reversed(np.shape(o)), reversed(shape)))
+               for o in operands):
+            return ufunc(*operands, out=target)
+    return kernel(*operands)
 
 
 def _no_infer(*args, **kwargs):

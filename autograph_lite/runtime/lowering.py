@@ -422,8 +422,11 @@ class _Lowering:
         """The node's result written into a dead input's buffer (see passes/buffer_reuse.py)."""
         k, opdef = node.in_place_input, node.opdef
         how, target = opdef.in_place, ins[k]
-        if how.endswith("="):  # a binary op; written into operand k (0, or 1 if it commutes)
+        if how.endswith("=") and (k == 0 or opdef.commutative):  # a binary op written into an operand
             self.emit(f"{target} {how} {ins[1 - k]}", indent, node, node.inputs)
+        elif how.endswith("="):  # `a - b` into b: the op's ufunc with out=
+            ufunc = getattr(self.xp, opdef.ufunc)
+            self.emit(f"{self.bind('k', ufunc)}({ins[0]}, {target}, out={target})", indent, node, node.inputs)
         elif how == "store":  # the kernel writes into input 0's buffer (SetItem)
             kernel = self.bind("k", opdef.kernel(self.xp, copy=False, **node.attrs))
             self.emit(f"{kernel}({', '.join(ins)})", indent, node, node.inputs)

@@ -21,12 +21,13 @@ from .util import is_output, subgraphs_first
 
 def _targets(opdef):
     """Which inputs the op may write into, in order of preference: where(c, x, y) keeps y and
-    copies x in where c holds; a commutative op may write into either operand."""
+    copies x in where c holds; a binary op may write into either operand (`a - b` into b is
+    numpy's `subtract(a, b, out=b)`: NPBench's fdtd_2d allocated each `ey[1:] - 0.5 * (...)`)."""
     if opdef.in_place == "copyto":
         return (2,)
     if opdef.in_place == "store":
         return (0,)
-    return (0, 1) if opdef.commutative else (0,)
+    return (0, 1) if opdef.in_place.endswith("=") else (0,)
 
 
 def _read_before(graph, a, node, position):
