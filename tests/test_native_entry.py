@@ -104,13 +104,15 @@ def test_a_whole_graph_through_the_entry_equals_eager():
     assert outs[0] is not graph.call(*args)[0]  # fresh outputs on every call
 
 
+def blowup(x, n):
+    i = 0
+    while i < n:
+        x = x * 1e200     # past float64 by the second iteration: numpy warns at this line
+        i += 1
+    return x
+
+
 def test_floating_point_errors_through_the_entry_warn_at_the_users_line():
-    def blowup(x, n):
-        i = 0
-        while i < n:
-            x = x * 1e200
-            i += 1
-        return x
     x = np.ones(3)
     compiled, _ = hot(blowup, x, 1)
     with pytest.warns(RuntimeWarning, match="overflow") as caught:
@@ -440,13 +442,6 @@ def test_a_direct_call_that_does_not_finish_cleanly_runs_the_plan():
     ran = direct_of(compiled, (np.int64(5),))
     assert compiled(np.int64(60)) == grow(np.int64(60)) == 3 ** 60
     assert len(ran) == 1
-
-    def blowup(x, n):
-        i = 0
-        while i < n:
-            x = x * 1e200
-            i += 1
-        return x
     compiled, _ = hot(blowup, np.float64(1.0), np.int64(1))
     ran = direct_of(compiled, (np.float64(1.0), np.int64(1)))
     for fn in (blowup, compiled):
