@@ -267,18 +267,20 @@ def _whole_array_evaluator(xp, steps):
         for a in args:
             if a[0] == "t":
                 last_use[a[1]] = j
-    lines = [f"def evaluate({', '.join(params)}):", f"    inputs = ({''.join(p + ', ' for p in params)})"]
-    namespace = {"_into": _into}
+    lines, namespace = [], {"_into": _into}
     for j, (op, args, dtype) in enumerate(steps):
+        opdef = lookup(op)
         operands = ", ".join(f"a{a[1]}" if a[0] == "in" else f"t{a[1]}" for a in args)
-        namespace[f"k{j}"] = lookup(op).kernel(xp)
+        namespace[f"k{j}"] = opdef.kernel(xp)
         dead = [a[1] for a in args if a[0] == "t" and last_use[a[1]] == j and np.dtype(steps[a[1]][2]) == np.dtype(dtype)]
-        if xp is np and dead and np.dtype(dtype).kind in "fc" and lookup(op).expansion is None and lookup(op).ufunc:
-            namespace[f"u{j}"] = getattr(np, lookup(op).ufunc)
+        if xp is np and dead and np.dtype(dtype).kind in "fc" and opdef.expansion is None and opdef.ufunc:
+            namespace[f"u{j}"] = getattr(np, opdef.ufunc)
             lines.append(f"    t{j} = _into(u{j}, k{j}, t{dead[0]}, inputs, {operands})")
         else:
             lines.append(f"    t{j} = k{j}({operands})")
-    lines.append(f"    return t{len(steps) - 1}")
+    if any("_into(" in line for line in lines):  # the inputs a temporary must not be
+        lines.insert(0, f"    inputs = ({''.join(p + ', ' for p in params)})")
+    lines = [f"def evaluate({', '.join(params)}):", *lines, f"    return t{len(steps) - 1}"]
     exec("\n".join(lines), namespace)
     return namespace["evaluate"]
 

@@ -512,15 +512,20 @@ def _mark_maybe_aliases(old, new, graph, label, symbol, location, spared=()):
     """Cond/While results that are `old`'s array on some runs (a branch returned it) are stale:
     eagerly they see the update on those runs. `new`, the result that carries the update, is not,
     nor are those in `spared` (memory.py: return values on runs the write does not happen)."""
+    for t in _block_results(graph, old.node.graph):
+        if t.stale is None and t is not old and t is not new and not any(t is s for s in spared) \
+                and any(m is old for m in _maybe_same(t)):
+            _mark_maybe_same(t, graph, label, symbol, location)
+
+
+def _block_results(graph, last=None):
+    """The outputs of the Cond and While nodes of `graph` and of the graphs around it, out to `last`."""
     scope = graph
     while scope is not None:
         for node in scope.control_nodes:
             if node.graph is scope:
-                for t in node.outputs:
-                    if t.stale is None and t is not old and t is not new and not any(t is s for s in spared) \
-                            and any(m is old for m in _maybe_same(t)):
-                        _mark_maybe_same(t, graph, label, symbol, location)
-        if scope is old.node.graph:
+                yield from node.outputs
+        if scope is last:
             break
         scope = scope.parent
 
@@ -530,19 +535,11 @@ def mark_views_on_some_runs(storage, graph, label, symbol, location):
     its handles (`v = x[::-1]`, a branch giving `v = n + y` instead) are stale: eagerly they show
     the write on those runs (fuzzer seed 1136007883, found again once a block's output for the
     memory it carried stopped counting as "on some runs the same array")."""
-    handles = storage.handles
-    scope = graph
-    while scope is not None:
-        for node in scope.control_nodes:
-            if node.graph is not scope:
-                continue
-            for t in node.outputs:
-                if t.stale is not None or (t.mem is not None and t.mem.storage is storage):
-                    continue
-                if any(id(b) in handles for b in _view_bases(t)):
-                    t.stale = InPlaceUpdate(graph, f"{label} (on some runs a view of it)", symbol, location)
-                    _mark_views(t.node.graph, t, graph, label, symbol, location, modeled=True)
-        scope = scope.parent
+    for t in _block_results(graph):
+        if t.stale is None and (t.mem is None or t.mem.storage is not storage) \
+                and any(id(b) in storage.handles for b in _view_bases(t)):
+            t.stale = InPlaceUpdate(graph, f"{label} (on some runs a view of it)", symbol, location)
+            _mark_views(t.node.graph, t, graph, label, symbol, location, modeled=True)
 
 
 def _mark_maybe_same(t, scope, label, symbol, location):
