@@ -19,7 +19,7 @@ import numpy as np
 
 from . import nest, operators
 from .call_signature import CallSignature
-from .operators import outside_state
+from .operators import control_flow, outside_state
 from .operators.variables import check_defined
 from .effects import _Effects, _replay
 from .errors import ConversionError, SymbolicValueError, traceback_location, user_location
@@ -528,6 +528,21 @@ class Function(TraceCache):
         return tuple(values[len(signature):])
 
     def _trace(self, specs, device, values, reason=None):
+        with control_flow.range_staging(True) as staged:
+            try:
+                return self._trace_once(specs, device, values, reason)
+            except Exception as e:  # noqa: BLE001 - traced again below, where the error comes back if it is the code's
+                if not staged:
+                    raise
+                error = e
+        # the rest of a long Python loop ran as a graph loop, whose body is traced with a tensor target:
+        # unrolled, as Python runs it, the code may trace (or fail with its own error)
+        logger.info("tracing %s again unrolling the Python loops at %s: staged as graph loops, %s: %s",
+                    self.__name__, ", ".join(staged), type(error).__name__, error)
+        with control_flow.range_staging(False):
+            return self._trace_once(specs, device, values, reason)
+
+    def _trace_once(self, specs, device, values, reason):
         placement = device  # what the indexes key on: the device of the call
         if device is devices.CPU and self._device is None:
             # device arrays as arguments (cupy's) place the graph on their device

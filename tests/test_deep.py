@@ -13,12 +13,20 @@ import pytest
 
 import autograph_lite as ag
 from autograph_lite import recursion
+from autograph_lite.operators import control_flow
 from autograph_lite.runtime.native import graphs
 from autograph_lite.runtime.passes import optimize
 
 from helpers import assert_same, force_native
 
 DEPTH = 1000
+
+
+@pytest.fixture(autouse=True)
+def _unrolled(monkeypatch):
+    # the straight-line graphs here come from long Python loops, which the trace would otherwise stage
+    # the rest of as graph loops (control_flow.STAGE_AFTER_NODES)
+    monkeypatch.setattr(control_flow, "STAGE_AFTER_NODES", 10 ** 9)
 
 
 def _from_source(name, source):

@@ -1057,24 +1057,15 @@ def for_stmt(iterable, extra_test, body, state, names, opts=None):
         return python_loops.for_loop(iterable, extra_test, body, tuple(state), names, location, extra, opts)
     if isinstance(iterable, (Tensor, TensorList, StagedSequence)):
         location = user_location()
-        _check_staging_allowed(opts, "`for` loop", location)
-        sequence = _sequence(iterable, location)
-        extra = _ExtraState(opts, "`for` loop", location)
-        runs = sequence[0] > 0
-        dict_items, places = _check_runs_once(runs, opts, state, names, "for", location, extra)
-        try:
-            result = _tensor_for(sequence, extra_test, body, tuple(state), names, location, extra)
-        except NeedsPython as e:  # not traceable with static ranks: the loop runs as Python in the graph
-            return python_loops.for_loop(iterable, extra_test, body, state, names, location, extra, opts, e)
-        _check_places_set(runs, places, extra, "for", location)
-        _mark_maybe_unset(dict_items, runs, "for", location)
-        count = known_int(sequence[0]) if isinstance(sequence[0], Tensor) else sequence[0]
-        return _note_return_values(names, _box_python_starts(state, result, runs if count is None else count > 0,
-                                                             location))
+        return _staged_for(iterable, extra_test, body, tuple(state), names, location, opts)
     state = tuple(state)
     start, iterations, warned = time.perf_counter(), 0, False
+    made, rest = _tracing.nodes_made, None
     with _unrolling() as level:
         for item in iterable:
+            if iterations and _stages_rest(iterable, iterations, made):
+                rest = iterable[iterations:]
+                break
             level[1] = iterations
             if extra_test is not None:
                 go_on = extra_test(*state)
@@ -1088,7 +1079,58 @@ def for_stmt(iterable, extra_test, body, state, names, opts=None):
             state = tuple(body(item, *state))
             iterations += 1
             warned = _warn_long_unroll(iterations, start, "for", warned)
+    if rest is not None:
+        _tracing.staged_ranges.append(level[0])
+        return _staged_for(rest, extra_test, body, state, names, level[0], opts)
     return state
+
+
+def _staged_for(iterable, extra_test, body, state, names, location, opts):
+    """The variables after one graph loop over `iterable`: a tensor, a TensorList, a StagedSequence
+    or (the rest of a long Python range, `_stages_rest`) a Python range."""
+    _check_staging_allowed(opts, "`for` loop", location)
+    sequence = _sequence(iterable, location)
+    extra = _ExtraState(opts, "`for` loop", location)
+    runs = sequence[0] > 0
+    dict_items, places = _check_runs_once(runs, opts, state, names, "for", location, extra)
+    try:
+        result = _tensor_for(sequence, extra_test, body, state, names, location, extra)
+    except NeedsPython as e:  # not traceable with static ranks: the loop runs as Python in the graph
+        if isinstance(iterable, builtins.range):
+            raise  # the trace starts again, unrolling it (`range_staging`)
+        return python_loops.for_loop(iterable, extra_test, body, state, names, location, extra, opts, e)
+    _check_places_set(runs, places, extra, "for", location)
+    _mark_maybe_unset(dict_items, runs, "for", location)
+    count = known_int(sequence[0]) if isinstance(sequence[0], Tensor) else sequence[0]
+    return _note_return_values(names, _box_python_starts(state, result, runs if count is None else count > 0,
+                                                         location))
+
+
+# A Python `for` over a range that has made more than STAGE_AFTER_NODES nodes while the trace unrolled
+# it, with at least STAGE_AT_LEAST iterations left, runs the rest as one graph loop (the tests lower them)
+STAGE_AFTER_NODES = 2000
+STAGE_AT_LEAST = 16
+
+
+def _stages_rest(iterable, iterations, made):
+    """Whether the trace stages the rest of Python loop over `iterable` (which has made nodes since
+    `_tracing.nodes_made` was `made`, in `iterations` iterations) as a graph loop."""
+    return (_tracing.staged_ranges is not None and type(iterable) is builtins.range
+            and _tracing.nodes_made - made > STAGE_AFTER_NODES and len(iterable) - iterations >= STAGE_AT_LEAST)
+
+
+@contextlib.contextmanager
+def range_staging(on):
+    """While tracing, long Python range loops may run their rest as graph loops (`_stages_rest`) if
+    `on`, else they unroll whatever their length. Yields the list of the staged loops' `file:line`
+    (None if not `on`): if the trace fails with any staged, the caller traces again with it off,
+    since staging changes how the body is traced (its target is a tensor) and the error may come
+    from that."""
+    saved, _tracing.staged_ranges = _tracing.staged_ranges, [] if on else None
+    try:
+        yield _tracing.staged_ranges
+    finally:
+        _tracing.staged_ranges = saved
 
 
 class StagedSequence:

@@ -148,6 +148,7 @@ class Node:
         self._aliases = None  # a Cond/While's cached _direct_aliases / _view_bases, per output
         # the Python loops the trace unrolled around it, outermost first: ((loop's file:line, iteration), ...)
         self.unrolled = tuple(map(tuple, _tracing.unrolled)) if _tracing.unrolled else ()
+        _tracing.nodes_made += 1
 
     @property
     def place(self):
@@ -793,6 +794,10 @@ class _Tracing(threading.local):
         self.internal = False  # True while the library itself reads replaced values (gradients)
         self.backward_of = None  # the forward node whose gradient nodes are being built
         self.unrolled = []  # [loop's file:line, iteration] of each Python loop being unrolled (operators/control_flow.py)
+        self.nodes_made = 0  # nodes made on this thread so far: how big a Python loop's unrolling has grown
+        # the Python range loops this trace staged the rest of as graph loops (operators/control_flow.py), or None
+        # where it may not (`range_staging`)
+        self.staged_ranges = None
 
 
 _tracing = _Tracing()

@@ -66,6 +66,8 @@ ALL_FLAGS = frozenset({
     "item_assign",       # v[i] = e, v[i] op= e, v[a:b] = e, v[mask] = e, v[[0, 2]] = e on arguments, locals and views
     "dict_new_key",      # D['c'] = ... first set inside a tensor block (the key exists where it ran)
     "raising_branch",    # a tensor `if` branch raising a Python error on static values ([1.5][2], D['zz'])
+    "staged_range",      # Python range loops the compiled run stages after their first iteration (the runner
+                         # lowers control_flow.STAGE_AFTER_NODES and STAGE_AT_LEAST for the program)
 })
 TYPE_QUERIES = ["isinstance({}, np.ndarray)", "isinstance({}, np.floating)", "isinstance({}, np.integer)",
                 "isinstance({}, np.generic)", "isinstance({}, float)", "isinstance({}, (int, bool))",
@@ -744,6 +746,7 @@ class Generator:
         if kind == "range":
             i = self.fresh("i")
             bound = ch.pick(["2", "s" if "s" in visible else "k", "3", "1", "0"])
+            self.on("staged_range", 30)
             self.emit(indent, f"for {i} in range({bound}):")
             inner.vars[i] = 1
             tensor = False

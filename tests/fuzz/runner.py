@@ -30,6 +30,7 @@ import warnings
 import numpy as np
 
 import autograph_lite as ag
+from autograph_lite.operators import control_flow
 from autograph_lite.runtime import devices
 
 _DIR = None
@@ -265,6 +266,25 @@ def _run(module, path, program, rounds, compile_fn, phase):
     else:
         eager = [_call(fn, args, i) for i, args in enumerate(program.inputs)]
     phase.append("compiled")
+    with _staging(program):
+        return _run_compiled(fn, module, path, program, compile_fn, stateful, sequence, eager)
+
+
+@contextlib.contextmanager
+def _staging(program):
+    """For a `staged_range` program, Python range loops stage their rest after the first iteration."""
+    if "staged_range" not in program.flags:
+        yield
+        return
+    saved = control_flow.STAGE_AFTER_NODES, control_flow.STAGE_AT_LEAST
+    control_flow.STAGE_AFTER_NODES, control_flow.STAGE_AT_LEAST = 0, 1
+    try:
+        yield
+    finally:
+        control_flow.STAGE_AFTER_NODES, control_flow.STAGE_AT_LEAST = saved
+
+
+def _run_compiled(fn, module, path, program, compile_fn, stateful, sequence, eager):
     compiled_fn = compile_fn(fn)
     boxes = getattr(compile_fn, "exact_boxes", True) and devices.current() is devices.CPU
     calls = 0
