@@ -186,6 +186,17 @@ def test_symmetric_and_triangular_products(kernel):
     all_native(kernel, *args)
 
 
+def test_loop_nests_over_arrays_larger_than_locals_update_them_in_place():
+    """Arrays of more than MAX_ELEMENTS: the loop variables' buffers, written in place by the
+    stores (`C[i, :i + 1] *= beta` stores a view of itself back) and shared by the nested loop's two
+    variables holding one array (the array and the memory behind its name)."""
+    rng = np.random.default_rng(9)
+    n, m = 130, 4
+    all_native(syrk, np.float64(1.5), np.float64(1.2), rng.random((n, n)), rng.random((n, m)), np.array(n),
+               np.array(m))
+    all_native(gramschmidt, rng.random((140, 120)), np.array(3))
+
+
 # --- Python's slice rules on run-time bounds ----------------------------------------------------
 
 def dots_from_zero(x, y, n):

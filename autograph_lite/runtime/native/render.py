@@ -271,16 +271,19 @@ class Renderer:
                 scope.owned.discard(name)
                 self.dead[self.sizes[name][0]].append((self.sizes[name][1], name))
 
-    def writable(self, t, value):
+    def writable(self, t, value, read_first=()):
         """True if the current node may write tensor `t`'s array (Val `value`) in place: the
         array is owned by the graph being written (made in it, or a loop variable's buffer),
         and neither `t` nor anything else holding that array (a view, a reshape, another
-        name) is read after the current node or returned."""
+        name) is read after the current node or returned, nor is another of the node's operands
+        (`t` twice is one; `read_first`: operands the node reads whole before it writes)."""
         scope = self.scopes[-1]
         if value.shape == () or value.base is None or value.base not in scope.owned:
             return False
-        return scope.read_until.get(value.base, -1) <= scope.position and \
-            sum(1 for i in scope.graph.nodes[scope.position].inputs if scope.values[id(i)].base == value.base) == 1
+        skip = {id(i) for i in read_first}
+        return scope.read_until.get(value.base, -1) <= scope.position and len(
+            {id(i) for i in scope.graph.nodes[scope.position].inputs
+             if id(i) not in skip and scope.values[id(i)].base == value.base}) == 1
 
     def node(self, node, ins, indent):
         if node.op == "CheckFits":
@@ -595,7 +598,8 @@ class Renderer:
                                                              if info.max < 2 ** 63 else ""), indent)
         if isinstance(x, Lazy):
             x = self.materialize(x, indent)  # a buffer of its own: this graph's to write
-        elif not self.writable(node.inputs[0], x) or not contiguous(x) or x.layout is not None:
+        elif not self.writable(node.inputs[0], x, read_first=node.inputs[1:2]) or not contiguous(x) or \
+                x.layout is not None:
             # numpy's SetItem stores into a C-ordered copy (a view is never written in place here)
             copy = self.declare(x.dtype, x.weak, _static_shape(node.outputs[0], local=False), indent)
             self.copy(copy, x, indent)
@@ -992,9 +996,15 @@ class Renderer:
             self.origin_lost = True
             ins = [v._replace(origin=None) if isinstance(v, Val) else v for v in ins]
         if loop_vars is None:  # a nested loop: an array start value no one reads later is its own buffer
-            loop_vars = [ins[i] if ins[i].shape == _static_shape(t, local=False) and ins[i].dtype == t.dtype and
-                         contiguous(ins[i]) and self.writable(node.inputs[i], ins[i]) else self.local(t, indent)
-                         for i, t in enumerate(node.outputs)]
+            loop_vars = []
+            for i, t in enumerate(node.outputs):
+                # two variables with one start that the body updates alike (an array and the memory
+                # behind its name) are one array all along: one buffer
+                twin = next((j for j in range(i) if node.inputs[j] is node.inputs[i] and
+                             body.outputs[j] is body.outputs[i]), None)
+                loop_vars.append(loop_vars[twin] if twin is not None else ins[i] if (
+                    ins[i].shape == _static_shape(t, local=False) and ins[i].dtype == t.dtype and
+                    contiguous(ins[i]) and self.writable(node.inputs[i], ins[i])) else self.local(t, indent))
             for target, value in zip(loop_vars, ins[:n]):
                 if target is not value:
                     self.copy(target, value, indent)
