@@ -264,3 +264,35 @@ def test_run_time_lengths_numpy_stretches_or_refuses_run_as_eager():
     (region,) = compiled.get_concrete_function(x, np.array(4)).plan.native
     assert region.native is not None and region.native.fn  # the C loop ran first, then Python raised
     all_native(stretched, x, np.array(4))
+
+
+def prefix_reductions(x, a, n):
+    out = np.zeros((x.shape[0], 6))
+    for j in range(n):
+        out[j, 0] = x[:j].sum()              # 0.0 at j = 0
+        out[j, 1] = x[:j + 1].max()
+        out[j, 2] = np.mean(x[j:])
+        out[j, 3] = a[:j, 1].sum()           # a column: numpy's loop reads it with its stride
+        out[j, 4] = x[j::-1].min()
+        out[j, 5] = np.sum(a[j, :j] * 2.0)   # a computed vector of run-time length
+    return out
+
+
+def empty_max(x, n):
+    total = 0.0
+    for j in range(n):
+        total += x[:n - 1 - j].max()         # numpy raises for the empty slice of the last step
+    return total
+
+
+def test_reductions_of_run_time_lengths_in_numpys_order():
+    rng = np.random.default_rng(10)
+    all_native(prefix_reductions, rng.standard_normal(300), rng.standard_normal((300, 300)), np.array(300))
+    with pytest.raises(ValueError, match="zero-size array"):
+        empty_max(np.arange(4.0), np.array(4))
+    compiled = ag.function(empty_max)
+    for _ in range(loops.TIER_UP_AFTER + 2):
+        with pytest.raises(ValueError, match="zero-size array"):
+            compiled(np.arange(4.0), np.array(4))
+    (region,) = compiled.get_concrete_function(np.arange(4.0), np.array(4)).plan.native
+    assert region.native is not None and region.native.fn

@@ -748,14 +748,17 @@ class Renderer:
         """The reduction `opdef` (Sum, Mean, Max, ...) of x over `axes` (None: all), in numpy's order."""
         if x.shape == ():
             raise Unsupported(f"{opdef.name} of a scalar")
-        if any(isinstance(n, Dim) for n in x.shape):
-            raise Unsupported(f"{opdef.name} of an array whose length is known only at run time")
         if size_of(x.shape) == 0:
             raise Unsupported(f"{opdef.name} of an empty array")
         ndim = len(x.shape)
         axes = tuple(range(ndim)) if axes is None else tuple(sorted({a % ndim for a in (
             axes if isinstance(axes, tuple) else (axes,))}))
         combine, averages = opdef.reduce_with, opdef.averages
+        if any(isinstance(n, Dim) for n in x.shape):
+            if ndim != 1 or x.layout is not None:
+                raise Unsupported(f"{opdef.name} of a run-time length other than all of a vector view")
+            if averages or getattr(np, REGISTRY[combine].ufunc).identity is None:
+                self.bail(f"{x.shape[0]} == 0", indent)  # numpy refuses (max) or warns (mean): Python does
         accumulate = _mean_accumulator(x.dtype, dtype) if averages else dtype
         if not averages and x.dtype.kind == "f" and dtype != x.dtype:
             raise Unsupported(f"a float {opdef.name} in another dtype")
@@ -775,10 +778,10 @@ class Renderer:
         result = self.declare(dtype, weak, shape, indent)
         whole = list(axes) == list(range(ndim))
         if step != 1:
-            outer, count, inner = 1, size_of(x.shape), 1
+            outer, count, inner = 1, count_of(x.shape), 1
         elif whole or len(axes) == 1:
             axis = 0 if whole else axes[0]
-            count = size_of(x.shape) if whole else x.shape[axis]
+            count = count_of(x.shape) if whole else x.shape[axis]
             outer, inner = (1, 1) if whole else (size_of(x.shape[:axis]), size_of(x.shape[axis + 1:]))
         else:  # axes side by side in memory: numpy's iterator merges them into one
             groups = []  # (size, reduced) of runs of adjacent dims (length-1 dims dropped)
@@ -805,7 +808,7 @@ class Renderer:
         # numpy's order otherwise: out starts at the identity (0 for a sum) or the first row, then
         # adds the rows one by one, element by element
         self.emit(f"for (int64_t o = 0; o < {outer}; o++) for (int64_t j = 0; j < {inner}; j++) {{", indent)
-        start = f"({x.expr} + o * {count * inner} + j)"
+        start = f"({x.expr} + o * {_product([count, inner], 1)} + j)"
         total = self.fold(combine, start, str(inner * step), count, x.dtype, accumulate, indent + 1)
         target = f"{result.expr}[o * {inner} + j]" if result.shape != () else result.expr
         self.emit(f"    {target} = {self.finish(averages, total, count, accumulate, dtype)};", indent)
@@ -831,8 +834,9 @@ class Renderer:
         first = cexpr.literal(identity, dtype) if identity is not None else f"{start}[0]"
         skip = 0 if identity is not None else step
         self.emit(f"{t} {acc} = {first};", indent + 1)
-        if count > (skip != 0):
-            self.call_numpy_loop(ufunc, 2, [f"&{acc}", f"({start} + {skip})", f"&{acc}"], [count - (skip != 0)],
+        if isinstance(count, str) or count > (skip != 0):  # (a run-time count: a loop of 0 does nothing)
+            self.call_numpy_loop(ufunc, 2, [f"&{acc}", f"({start} + {skip})", f"&{acc}"],
+                                 [f"{count} - {int(skip != 0)}" if isinstance(count, str) else count - (skip != 0)],
                                  [0, step * dtype.itemsize, 0], dtype, indent + 1)
         target = f"{result.expr}[r]" if result.shape != () else result.expr
         self.emit(f"{target} = {self.finish(averages, acc, count, dtype, result.dtype)};", indent + 1)
