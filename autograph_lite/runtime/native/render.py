@@ -1,8 +1,10 @@
 """The C-style renderer: a region of a graph (nodes, nested Cond and While) written as the
 statements of one function, in any dialect (`language.py`), with numpy's semantics.
 
-Every value has a static shape. A 0-d value is a C local (`float v3`); an array is a local
-array (`float v4[10]`), or a pointer into an argument for a captured input or a view.
+Every value has a static shape, but for the dims of a slice whose bounds are computed
+(`A[i, :j]` in a loop): such a dim is a `Dim`, a C local holding its length. A 0-d value is a C
+local (`float v3`); an array is a local array (`float v4[10]`, sized for a Dim's largest value),
+or a pointer into an argument for a captured input or a view.
 An elementwise node becomes a loop over its output, each operand read at the element it
 broadcasts to, the element's expression the op's C rule (cexpr.py's table); a reduction is a loop
 in the order numpy reduces (pairwise sums as numpy's, so results are bit for bit numpy's);
