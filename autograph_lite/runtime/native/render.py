@@ -100,7 +100,7 @@ def strides_of(shape):
     strides, step = [], 1
     for d in reversed(shape):
         strides.append(step)
-        step = _product([d], 1) if step == 1 else _product([d, step], 1)
+        step = _product([d, step], 1)
     return tuple(reversed(strides))
 
 
@@ -319,12 +319,23 @@ class Renderer:
             return [self.apply(node.op, ins, np.dtype(out.dtype), out.weak, self.result_shape(out, ins, indent), indent)]
         raise Unsupported(f"{node.op} (node '{node.name}') has no C form in a native region")
 
+    def known_shape(self, t, computed, indent):
+        """The shape of `t` where the renderer `computed` one for it: the graph's static dims (a
+        run-time length there must be it, else the Python path runs), the computed ones elsewhere."""
+        if t.shape is None or len(t.shape) != len(computed) or any(
+                d is not None and not isinstance(c, Dim) and c != d for d, c in zip(t.shape, computed)):
+            raise Unsupported(f"a value of shape {computed} where the graph has {t.shape} ({t.name})")
+        for d, c in zip(t.shape, computed):
+            if d is not None and isinstance(c, Dim):
+                self.bail(f"{c} != {d}", indent)
+        return tuple(c if d is None else d for d, c in zip(t.shape, computed))
+
     def result_shape(self, out, ins, indent):
         """The shape of elementwise result `out` of operands `ins`: the graph's, static, unless an
         operand's length is known only at run time; then numpy's broadcast of theirs."""
-        if not any(isinstance(n, Dim) for v in ins for n in v.shape):
+        if not _run_time(ins):
             return _static_shape(out, local=False)
-        return _known_shape(out, self.broadcast([v.shape for v in ins], indent))
+        return self.known_shape(out, self.broadcast([v.shape for v in ins], indent), indent)
 
     def broadcast(self, shapes, indent):
         """numpy's broadcast of `shapes`. A run-time length (Dim) must be the length of that axis
@@ -395,14 +406,16 @@ class Renderer:
         if size_of(a.shape) == 0 or size_of(b.shape) == 0:
             raise Unsupported(f"{ufunc} of an empty array")
         a, b = (self.as_eager(v, f"{ufunc}'s operand", indent) for v in (a, b))
-        (m, k), (_, p) = a.shape, b.shape
+        (m, k), (other, p) = a.shape, b.shape
+        if k != other:  # a run-time length (the output's shape is the graph's, static)
+            self.bail(f"{k} != {other}", indent)  # numpy raises: the Python path does
         size = dtype.itemsize
         result = Val(home, dtype, False, shape, home) if home else self.declare(dtype, False, shape, indent)
         (a0, a1), (b0, b1) = a.strides or strides_of(a.shape), b.strides or strides_of(b.shape)
         # gufunc arguments: dims (outer count, m, k, p); steps: outer strides, then the core strides
-        steps = [0, 0, 0, a0 * size, a1 * size, b0 * size, b1 * size, p * size, size]
+        steps = [0, 0, 0, *(_product([s, size], 1) for s in (a0, a1, b0, b1)), p * size, size]
         self.call_numpy_loop(ufunc, 2, [a.expr, b.expr, result.expr], [1, m, k, p], steps, dtype, indent)
-        self.work += m * k * p
+        self.work += m * bound_of(k) * p
         return result
 
     def numpy_dot(self, ufunc, a, b, dtype, indent):
@@ -493,7 +506,10 @@ class Renderer:
         # a result numpy may have laid out otherwise stays so
         layout = value.layout
         value = self.packed(self.materialize(value, indent), indent)
-        return value._replace(shape=_static_shape(out, local=False), strides=None, layout=layout)
+        shape = _static_shape(out, local=False)
+        if not isinstance(count_of(value.shape), int):
+            self.bail(f"{count_of(value.shape)} != {size_of(shape)}", indent)  # numpy raises: Python does
+        return value._replace(shape=shape, strides=None, layout=layout)
 
     def subscript(self, node, ins, out, indent):
         """x[i] by a scalar (a view of row i), or x[...] by constant ints and slices (a copy of
@@ -507,7 +523,7 @@ class Renderer:
         if len(index) == 1 and (type(index[0]) is Slot or type(index[0]) is int and not isinstance(x.shape[0], Dim)):
             return self.row(node, ins, out, indent)
         offset, axes = self.region(index, x, ins[1:], indent)
-        shape = _known_shape(out, tuple(c for c, _ in axes))
+        shape = self.known_shape(out, tuple(c for c, _ in axes), indent)
         if shape == ():
             return self.declare(x.dtype, x.weak, (), indent, f"{x.expr}[{offset}]")
         return self.view(x, offset, shape, tuple(step for _, step in axes))._replace(layout=x.layout)
@@ -659,7 +675,7 @@ class Renderer:
         at = position.expr if strides[0] == 1 else f"{position.expr} * {strides[0]}"
         if x.shape[1:] == ():
             return self.declare(x.dtype, x.weak, (), indent, f"{x.expr}[{at}]")
-        return Val(f"({x.expr} + {at})", x.dtype, x.weak, _known_shape(out, x.shape[1:]), x.base,
+        return Val(f"({x.expr} + {at})", x.dtype, x.weak, self.known_shape(out, x.shape[1:], indent), x.base,
                    x.strides and x.strides[1:], x.layout)
 
     def transpose(self, node, ins, indent):
@@ -687,7 +703,7 @@ class Renderer:
         g = ins[0]
         out = node.outputs[0]
         shape = _static_shape(out, local=False)
-        if np.dtype(out.dtype) != g.dtype or shape == ():
+        if np.dtype(out.dtype) != g.dtype or shape == () or _run_time(ins):
             raise Unsupported(f"BroadcastLike of {g.dtype}{list(g.shape)} to {out.dtype}{list(shape)}")
 
         def element(names):
@@ -699,6 +715,8 @@ class Renderer:
         """np.concatenate: each piece copied (cast as numpy casts) into its place in a new array."""
         out = node.outputs[0]
         shape, dtype = _static_shape(out, local=False), np.dtype(out.dtype)
+        if _run_time(ins):
+            raise Unsupported("np.concatenate of a piece of run-time length")
         axis = node.attrs["axis"] % len(shape)
         result = self.declare(dtype, out.weak, shape, indent)
         strides, at = strides_of(shape), 0
@@ -733,6 +751,8 @@ class Renderer:
         along, reshaped to its shape, as its kernel computes it."""
         g, like = ins
         shape, out = _static_shape(node.outputs[0], local=False), node.outputs[0]
+        if _run_time(ins):
+            raise Unsupported("SumToShape of a value of run-time length")
         lead = len(g.shape) - len(shape)
         axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape) if d == 1 and g.shape[lead + i] != 1)
         if not axes:
@@ -1177,13 +1197,9 @@ def zero_d_box(t, sources, what):
     raise Unsupported(f"{what} is a numpy scalar or a 0-d array depending on the path ({sorted(kinds)})")
 
 
-def _known_shape(t, computed):
-    """The shape of `t` where the renderer `computed` one for it: its static dims where the graph
-    knows them (a run-time one equals it), its computed dims where the graph knows none."""
-    if t.shape is None or len(t.shape) != len(computed) or any(
-            d is not None and not isinstance(c, Dim) and c != d for d, c in zip(t.shape, computed)):
-        raise Unsupported(f"a value of shape {computed} where the graph has {t.shape} ({t.name})")
-    return tuple(c if d is None else d for d, c in zip(t.shape, computed))
+def _run_time(values):
+    """True if a value among `values` has a dim known only at run time (a Dim)."""
+    return any(isinstance(n, Dim) for v in values for n in v.shape)
 
 
 def _scalar(value):
