@@ -296,3 +296,22 @@ def test_reductions_of_run_time_lengths_in_numpys_order():
             compiled(np.arange(4.0), np.array(4))
     (region,) = compiled.get_concrete_function(np.arange(4.0), np.array(4)).plan.native
     assert region.native is not None and region.native.fn
+
+
+def products_of_blocks(a, b, n):
+    out = np.zeros((3, 3))
+    for j in range(n):
+        out += a[:3, :j] @ b[:j, :3]            # an inner length of run time: 0 gives zeros
+        out += a[j:j + 3, :3].T @ b[:3, 1:4]    # a run-time length that must be 3 (numpy raises past it)
+    return out
+
+
+def test_matrix_products_of_run_time_inner_lengths():
+    rng = np.random.default_rng(11)
+    all_native(products_of_blocks, rng.random((8, 8)), rng.random((8, 8)), np.array(6))
+    with pytest.raises(ValueError):
+        products_of_blocks(rng.random((8, 8)), rng.random((8, 8)), np.array(8))
+    compiled = ag.function(products_of_blocks)
+    for _ in range(loops.TIER_UP_AFTER + 2):
+        with pytest.raises(ValueError):
+            compiled(rng.random((8, 8)), rng.random((8, 8)), np.array(8))

@@ -407,8 +407,11 @@ class Renderer:
             raise Unsupported(f"{ufunc} of an empty array")
         a, b = (self.as_eager(v, f"{ufunc}'s operand", indent) for v in (a, b))
         (m, k), (other, p) = a.shape, b.shape
-        if k != other:  # a run-time length (the output's shape is the graph's, static)
-            self.bail(f"{k} != {other}", indent)  # numpy raises: the Python path does
+        # a run-time length: the output's shape is the graph's, static; numpy raises where they differ
+        for length, expected in ((m, shape[0]), (k, other), (p, shape[1])):
+            if length != expected:
+                self.bail(f"{length} != {expected}", indent)
+        m, p = shape
         size = dtype.itemsize
         result = Val(home, dtype, False, shape, home) if home else self.declare(dtype, False, shape, indent)
         (a0, a1), (b0, b1) = a.strides or strides_of(a.shape), b.strides or strides_of(b.shape)
