@@ -1,8 +1,10 @@
 """The C-style renderer: a region of a graph (nodes, nested Cond and While) written as the
 statements of one function, in any dialect (`language.py`), with numpy's semantics.
 
-Every value has a static shape. A 0-d value is a C local (`float v3`); an array is a local
-array (`float v4[10]`), or a pointer into an argument for a captured input or a view.
+Every value has a static shape, but for the dims of a slice whose bounds are computed
+(`A[i, :j]` in a loop): such a dim is a `Dim`, a C local holding its length. A 0-d value is a C
+local (`float v3`); an array is a local array (`float v4[10]`, sized for a Dim's largest value),
+or a pointer into an argument for a captured input or a view.
 An elementwise node becomes a loop over its output, each operand read at the element it
 broadcasts to, the element's expression the op's C rule (cexpr.py's table); a reduction is a loop
 in the order numpy reduces (pairwise sums as numpy's, so results are bit for bit numpy's);
@@ -58,16 +60,47 @@ _EXACT_DOUBLE = "9007199254740992"   # 2**53: ints up to it are exact as doubles
 _MATMUL = "(n?,k),(k,m?)->(n?,m?)"   # numpy's matmul signature: its loop takes (count, n, k, m)
 
 
+class Dim(str):
+    """A length known only at run time (a slice whose bounds are computed: `A[i, :j]`): the C
+    expression of the int64 local holding it. `bound`: the most it can be (the length of the axis
+    it was sliced from), which sizes storage and work budgets. Two Dims of the same expression are
+    the same length; Dims of different expressions are checked equal at run time where numpy needs
+    them equal (`Renderer.broadcast`): where they differ the Python path runs."""
+
+    def __new__(cls, expr, bound):
+        dim = super().__new__(cls, expr)
+        dim.bound = bound
+        return dim
+
+
+def bound_of(n):
+    """The most a dim can be: itself if static, a Dim's bound."""
+    return n.bound if isinstance(n, Dim) else n
+
+
 def size_of(shape):
-    return math.prod(shape)
+    """The most elements an array of `shape` holds (its size if every dim is static)."""
+    return math.prod(bound_of(n) for n in shape)
+
+
+def count_of(shape):
+    """The number of elements of an array of `shape`: an int if static, else a C expression."""
+    return _product(shape, 1)
+
+
+def _product(factors, start):
+    """The product of ints and C expressions: an int while all are ints."""
+    static = math.prod(n for n in factors if not isinstance(n, str)) * start
+    dynamic = [n for n in factors if isinstance(n, str)]
+    return " * ".join(([str(static)] if static != 1 else []) + dynamic) if dynamic and static else static
 
 
 def strides_of(shape):
-    """Element strides of a C-contiguous array of `shape`."""
+    """Element strides of a C-contiguous array of `shape` (C expressions past a run-time dim)."""
     strides, step = [], 1
     for d in reversed(shape):
         strides.append(step)
-        step *= d
+        step = _product([d, step], 1)
     return tuple(reversed(strides))
 
 
@@ -178,7 +211,7 @@ class Renderer:
         pad = indent
         if contiguous(out) and all(v.shape == () or (v.shape == out.shape and not isinstance(v, Lazy) and
                                                      contiguous(v)) for v in operands):
-            self.emit(f"for (int64_t k = 0; k < {size_of(out.shape)}; k++) {{", pad)
+            self.emit(f"for (int64_t k = 0; k < {count_of(out.shape)}; k++) {{", pad)
             index = {id(v): "k" for v in operands}
             flat = "k"
         else:
@@ -240,16 +273,19 @@ class Renderer:
                 scope.owned.discard(name)
                 self.dead[self.sizes[name][0]].append((self.sizes[name][1], name))
 
-    def writable(self, t, value):
+    def writable(self, t, value, read_first=()):
         """True if the current node may write tensor `t`'s array (Val `value`) in place: the
         array is owned by the graph being written (made in it, or a loop variable's buffer),
         and neither `t` nor anything else holding that array (a view, a reshape, another
-        name) is read after the current node or returned."""
+        name) is read after the current node or returned, nor is another of the node's operands
+        (`t` twice is one; `read_first`: operands the node reads whole before it writes)."""
         scope = self.scopes[-1]
         if value.shape == () or value.base is None or value.base not in scope.owned:
             return False
-        return scope.read_until.get(value.base, -1) <= scope.position and \
-            sum(1 for i in scope.graph.nodes[scope.position].inputs if scope.values[id(i)].base == value.base) == 1
+        skip = {id(i) for i in read_first}
+        return scope.read_until.get(value.base, -1) <= scope.position and len(
+            {id(i) for i in scope.graph.nodes[scope.position].inputs
+             if id(i) not in skip and scope.values[id(i)].base == value.base}) == 1
 
     def node(self, node, ins, indent):
         if node.op == "CheckFits":
@@ -280,8 +316,45 @@ class Renderer:
             return [self.numpy_matmul(node.opdef.ufunc, ins, np.dtype(out.dtype), _static_shape(out, local=False), indent,
                                       self.homes.get(id(out)))]
         if node.opdef.elementwise or cexpr.rule_for(node.opdef) is not None or node.opdef.expansion is not None:
-            return [self.apply(node.op, ins, np.dtype(out.dtype), out.weak, _static_shape(out, local=False), indent)]
+            return [self.apply(node.op, ins, np.dtype(out.dtype), out.weak, self.result_shape(out, ins, indent), indent)]
         raise Unsupported(f"{node.op} (node '{node.name}') has no C form in a native region")
+
+    def known_shape(self, t, computed, indent):
+        """The shape of `t` where the renderer `computed` one for it: the graph's static dims (a
+        run-time length there must be it, else the Python path runs), the computed ones elsewhere."""
+        if t.shape is None or len(t.shape) != len(computed) or any(
+                d is not None and not isinstance(c, Dim) and c != d for d, c in zip(t.shape, computed)):
+            raise Unsupported(f"a value of shape {computed} where the graph has {t.shape} ({t.name})")
+        for d, c in zip(t.shape, computed):
+            if d is not None and isinstance(c, Dim):
+                self.bail(f"{c} != {d}", indent)
+        return tuple(c if d is None else d for d, c in zip(t.shape, computed))
+
+    def result_shape(self, out, ins, indent):
+        """The shape of elementwise result `out` of operands `ins`: the graph's, static, unless an
+        operand's length is known only at run time; then numpy's broadcast of theirs."""
+        if not _run_time(ins):
+            return _static_shape(out, local=False)
+        return self.known_shape(out, self.broadcast([v.shape for v in ins], indent), indent)
+
+    def broadcast(self, shapes, indent):
+        """numpy's broadcast of `shapes`. A run-time length (Dim) must be the length of that axis
+        in the others at run time: where it is not (a Dim of 1 numpy stretches, or lengths numpy
+        refuses) the Python path runs, and broadcasts or raises as numpy does."""
+        ndim = max(map(len, shapes), default=0)
+        result = []
+        for d in range(ndim):
+            dims = [shape[d - ndim + len(shape)] for shape in shapes if d - ndim + len(shape) >= 0]
+            static = {n for n in dims if not isinstance(n, Dim) and n != 1}
+            if len(static) > 1:
+                raise Unsupported(f"operands of shapes {shapes}")  # numpy raised at the trace
+            dynamic = list(dict.fromkeys(n for n in dims if isinstance(n, Dim)))
+            length = static.pop() if static else dynamic[0] if dynamic else 1
+            for n in dynamic:
+                if n != length:
+                    self.bail(f"{n} != {length}", indent)
+            result.append(length)
+        return tuple(result)
 
     def apply(self, op, ins, dtype, weak, shape, indent):
         """The Val of elementwise op `op` over `ins`, of `dtype` and `shape`."""
@@ -306,7 +379,8 @@ class Renderer:
             return y
         if shape == ():
             return self.declare(dtype, weak, (), indent, self.emitter.op(op, [_scalar(v) for v in ins], dtype))
-        if size_of(shape) > MAX_ELEMENTS or any(isinstance(v, Lazy) for v in ins):  # computed where it is used
+        if size_of(shape) > MAX_ELEMENTS or any(isinstance(v, Lazy) for v in ins) or any(
+                isinstance(n, Dim) for n in shape):  # computed where it is used
             self.emitter.op(op, [cexpr.Value("0", v.dtype, v.weak) for v in ins], dtype)  # Unsupported now, not there
 
             def element(names):
@@ -325,19 +399,46 @@ class Renderer:
         loop picks BLAS's transposed form from its strides), so the result is numpy's. `home`: an
         output buffer to make it in (the output an elementwise op computes from it, element by element)."""
         a, b = ins
+        if len(a.shape) == 1 and len(b.shape) == 1 and shape == ():
+            return self.numpy_dot(ufunc, a, b, dtype, indent)
         if len(a.shape) != 2 or len(b.shape) != 2 or a.dtype != dtype or b.dtype != dtype or dtype.kind not in "iuf":
             raise Unsupported(f"{ufunc} of {a.shape} and {b.shape} ({a.dtype}, {b.dtype})")
         if size_of(a.shape) == 0 or size_of(b.shape) == 0:
             raise Unsupported(f"{ufunc} of an empty array")
         a, b = (self.as_eager(v, f"{ufunc}'s operand", indent) for v in (a, b))
-        (m, k), (_, p) = a.shape, b.shape
+        (m, k), (other, p) = a.shape, b.shape
+        # a run-time length: the output's shape is the graph's, static; numpy raises where they differ
+        for length, expected in ((m, shape[0]), (k, other), (p, shape[1])):
+            if length != expected:
+                self.bail(f"{length} != {expected}", indent)
+        m, p = shape
         size = dtype.itemsize
         result = Val(home, dtype, False, shape, home) if home else self.declare(dtype, False, shape, indent)
         (a0, a1), (b0, b1) = a.strides or strides_of(a.shape), b.strides or strides_of(b.shape)
         # gufunc arguments: dims (outer count, m, k, p); steps: outer strides, then the core strides
-        steps = [0, 0, 0, a0 * size, a1 * size, b0 * size, b1 * size, p * size, size]
+        steps = [0, 0, 0, *(_product([s, size], 1) for s in (a0, a1, b0, b1)), p * size, size]
         self.call_numpy_loop(ufunc, 2, [a.expr, b.expr, result.expr], [1, m, k, p], steps, dtype, indent)
-        self.work += m * k * p
+        self.work += m * bound_of(k) * p
+        return result
+
+    def numpy_dot(self, ufunc, a, b, dtype, indent):
+        """a @ b of two vectors (also np.dot's) through numpy's matmul loop as a (1, k) @ (k, 1):
+        it calls numpy's dot of the dtype (BLAS's for floats, with the vectors' strides; 0 for
+        empty ones), as eager numpy does. The lengths may be known only at run time."""
+        if a.dtype != dtype or b.dtype != dtype or dtype.kind not in "iuf":
+            raise Unsupported(f"{ufunc} of {a.dtype} and {b.dtype} vectors")
+        (k,), (other,) = a.shape, b.shape
+        if not isinstance(k, Dim) and not isinstance(other, Dim) and k != other:
+            raise Unsupported(f"{ufunc} of vectors of shapes {a.shape} and {b.shape}")  # numpy raised at the trace
+        if k != other:
+            self.bail(f"{k} != {other}", indent)  # numpy raises (no broadcast in a product): the Python path does
+        a, b = (self.as_eager(v, f"{ufunc}'s operand", indent) for v in (a, b))
+        (_, a_step), (_, b_step) = one_dim(a), one_dim(b)
+        size = dtype.itemsize
+        result = self.declare(dtype, False, (), indent)
+        steps = [0, 0, 0, 0, _product([a_step, size], 1), _product([b_step, size], 1), 0, 0, 0]
+        self.call_numpy_loop(ufunc, 2, [a.expr, b.expr, f"&{result.expr}"], [1, 1, k, 1], steps, dtype, indent)
+        self.work += bound_of(k)
         return result
 
     def as_eager(self, value, what, indent):
@@ -369,7 +470,7 @@ class Renderer:
         calls it: once over the contiguous elements (see numpy_loops.py)."""
         if dtype.kind != "f":
             raise Unsupported(f"numpy's {ufunc} loop on {dtype}")
-        n, pointers, steps = size_of(shape), [], []
+        n, pointers, steps = count_of(shape), [], []
         for v in ins:
             if v.shape == ():  # a scalar operand: a local of the dtype, read with step 0
                 local = self.declare(dtype, False, (), indent, self.emitter.cast(_scalar(v), dtype))
@@ -384,7 +485,7 @@ class Renderer:
         pointers.append(result.expr if shape != () else f"&{result.expr}")
         steps.append(dtype.itemsize)
         self.call_numpy_loop(ufunc, len(ins), pointers, [n], steps, dtype, indent)
-        self.work += n * 8
+        self.work += size_of(shape) * 8
         return result
 
     def constant(self, node, out, indent):
@@ -408,7 +509,10 @@ class Renderer:
         # a result numpy may have laid out otherwise stays so
         layout = value.layout
         value = self.packed(self.materialize(value, indent), indent)
-        return value._replace(shape=_static_shape(out, local=False), strides=None, layout=layout)
+        shape = _static_shape(out, local=False)
+        if not isinstance(count_of(value.shape), int):
+            self.bail(f"{count_of(value.shape)} != {size_of(shape)}", indent)  # numpy raises: Python does
+        return value._replace(shape=shape, strides=None, layout=layout)
 
     def subscript(self, node, ins, out, indent):
         """x[i] by a scalar (a view of row i), or x[...] by constant ints and slices (a copy of
@@ -419,12 +523,10 @@ class Renderer:
             return x
         if x.layout == "c":  # a broadcast read in place: eager slices a C array
             x = self.packed(x, indent)
-        if len(index) == 1 and (len(ins) == 2 or type(index[0]) is int):
+        if len(index) == 1 and (type(index[0]) is Slot or type(index[0]) is int and not isinstance(x.shape[0], Dim)):
             return self.row(node, ins, out, indent)
         offset, axes = self.region(index, x, ins[1:], indent)
-        shape = _static_shape(out, local=False)
-        if tuple(c for c, _ in axes) != shape:
-            raise Unsupported(f"indexing {index!r}")
+        shape = self.known_shape(out, tuple(c for c, _ in axes), indent)
         if shape == ():
             return self.declare(x.dtype, x.weak, (), indent, f"{x.expr}[{offset}]")
         return self.view(x, offset, shape, tuple(step for _, step in axes))._replace(layout=x.layout)
@@ -437,39 +539,70 @@ class Renderer:
 
     def region(self, index, x, slots, indent):
         """(the flat offset of the first element, (count, element step) per dim) of x[index]:
-        ints, slices of constant bounds, None, and computed scalar ints (Slot k: `slots[k]`,
-        numpy raises outside [-n, n): the Python path does the same)."""
+        ints, None, computed scalar ints (Slot k: `slots[k]`; numpy raises outside [-n, n): the
+        Python path does the same) and slices of constant steps whose bounds are constant or
+        computed ints (a computed bound, or an axis of run-time length, gives a Dim)."""
         def dynamic(i):
             return type(i) is Slot and slots[i.k].shape == () and slots[i.k].dtype.kind in "iu"
 
         picks = [i for i in index if i is not None]  # None: a new axis of length 1
         if x.shape == () or len(picks) > len(x.shape) or not all(
-                type(i) is int or dynamic(i) or (type(i) is slice and all(type(v) in (int, type(None))
-                                                                       for v in (i.start, i.stop, i.step)))
+                type(i) is int or dynamic(i) or (type(i) is slice and type(i.step) in (int, type(None)) and all(
+                    type(v) in (int, type(None)) or dynamic(v) for v in (i.start, i.stop)))
                 for i in picks):
             raise Unsupported(f"indexing {index!r}")
-        offset, terms, axes = 0, [], []  # offset + terms: the first element; axes: (count, element step) per output dim
+        terms, axes = [], []  # terms: the flat offset of the first element; axes: (count, element step) per output dim
         dims = iter(zip(x.shape, x.strides or strides_of(x.shape)))
         for i in list(index) + [slice(None)] * (len(x.shape) - len(picks)):
             if i is None:
                 axes.append((1, 0))
                 continue
             n, stride = next(dims)
-            if type(i) is int:
+            if type(i) is int and not isinstance(n, Dim):
                 if not -n <= i < n:
                     raise Unsupported(f"index {i} out of range")  # numpy raised at the trace
-                offset += (i % n) * stride
-                continue
-            if type(i) is Slot:
-                position = self.declare(np.dtype(np.int64), False, (), indent, f"(int64_t){slots[i.k].expr}")
+                terms.append(_product([i % n, stride], 1))
+            elif type(i) is not slice:
+                position = self.declare(np.dtype(np.int64), False, (), indent,
+                                        f"(int64_t){slots[i.k].expr if type(i) is Slot else i}")
                 self.bail(f"{position.expr} < -{n} || {position.expr} >= {n}", indent)
                 self.emit(f"if ({position.expr} < 0) {position.expr} += {n};", indent)
-                terms.append(f"{position.expr} * {stride}")
+                terms.append(_product([position.expr, stride], 1))
+            elif isinstance(n, Dim) or any(type(v) is Slot for v in (i.start, i.stop)):
+                start, count = self.slice_bounds(i, n, slots, indent)
+                axes.append((count, _product([i.step or 1, stride], 1)))
+                terms.append(_product([start, stride], 1))
+            else:
+                start, stop, step = i.indices(n)
+                axes.append((len(range(start, stop, step)), _product([step, stride], 1)))
+                terms.append(_product([start, stride], 1))
+        static = sum(t for t in terms if not isinstance(t, str))
+        return " + ".join([str(static)] + [t for t in terms if isinstance(t, str)]), axes
+
+    def slice_bounds(self, i, n, slots, indent):
+        """(first index, Dim count) of slice `i` (a constant step) of an axis of length `n` whose
+        bounds or length are known only at run time, by Python's rules (negative bounds count from
+        the end, then bounds are clamped to the axis), as numpy slices."""
+        step = 1 if i.step is None else i.step
+        if step == 0:
+            raise Unsupported("a slice of step 0")  # numpy raised at the trace
+        names = {}
+        for key, value, default in (("start", i.start, f"{n} - 1" if step < 0 else "0"),
+                                    ("stop", i.stop, "-1" if step < 0 else f"{n}")):
+            if value is None:
+                names[key] = self.declare(np.dtype(np.int64), False, (), indent, default).expr
                 continue
-            start, stop, step = i.indices(n)
-            axes.append((len(range(start, stop, step)), step * stride))
-            offset += start * stride
-        return " + ".join([str(offset), *terms]), axes
+            v = self.declare(np.dtype(np.int64), False, (), indent,
+                             f"(int64_t){slots[value.k].expr if type(value) is Slot else value}").expr
+            low, high = ("-1", f"{n} - 1") if step < 0 else ("0", f"{n}")
+            self.emit(f"if ({v} < 0) {{ {v} += {n}; if ({v} < 0) {v} = {low}; }} "
+                      f"else if ({v} >= {n}) {v} = {high};", indent)
+            names[key] = v
+        first, last = (names["start"], names["stop"]) if step > 0 else (names["stop"], names["start"])
+        count = self.declare(np.dtype(np.int64), False, (), indent,
+                             f"{first} < {last} ? {last} - {first} : 0" if abs(step) == 1 else
+                             f"{first} < {last} ? ({last} - {first} - 1) / {abs(step)} + 1 : 0")
+        return names["start"], Dim(count.expr, len(range(0, bound_of(n), abs(step))))
 
     def set_item(self, node, ins, indent):
         """x[index] = value: a store into x's array where the graph owns it and nothing reads
@@ -486,7 +619,8 @@ class Renderer:
                                                              if info.max < 2 ** 63 else ""), indent)
         if isinstance(x, Lazy):
             x = self.materialize(x, indent)  # a buffer of its own: this graph's to write
-        elif not self.writable(node.inputs[0], x) or not contiguous(x) or x.layout is not None:
+        elif not self.writable(node.inputs[0], x, read_first=node.inputs[1:2]) or not contiguous(x) or \
+                x.layout is not None:
             # numpy's SetItem stores into a C-ordered copy (a view is never written in place here)
             copy = self.declare(x.dtype, x.weak, _static_shape(node.outputs[0], local=False), indent)
             self.copy(copy, x, indent)
@@ -499,8 +633,14 @@ class Renderer:
         if isinstance(value, Lazy) and len(source) < len(value.shape):
             value = self.materialize(value, indent)
         value = value._replace(shape=source)
-        if len(source) > len(shape) or any(v not in (1, t) for v, t in zip(reversed(source), reversed(shape))):
+        if len(source) > len(shape):
             raise Unsupported(f"storing {value.shape} into {shape}")
+        for v, t in zip(reversed(source), reversed(shape)):
+            if isinstance(v, Dim) or isinstance(t, Dim):
+                if v != t and v != 1:
+                    self.bail(f"{v} != {t}", indent)  # numpy stretches a run-time 1, or raises: Python does
+            elif v not in (1, t):
+                raise Unsupported(f"storing {value.shape} into {shape}")
         if source != () and (value.base == x.base or x.base in (getattr(value, "reads", None) or ())):
             # x[1:] = x[:-1]: numpy reads the value before storing
             value = self.materialize(value, indent) if isinstance(value, Lazy) else value
@@ -538,7 +678,7 @@ class Renderer:
         at = position.expr if strides[0] == 1 else f"{position.expr} * {strides[0]}"
         if x.shape[1:] == ():
             return self.declare(x.dtype, x.weak, (), indent, f"{x.expr}[{at}]")
-        return Val(f"({x.expr} + {at})", x.dtype, x.weak, _static_shape(out, local=False), x.base,
+        return Val(f"({x.expr} + {at})", x.dtype, x.weak, self.known_shape(out, x.shape[1:], indent), x.base,
                    x.strides and x.strides[1:], x.layout)
 
     def transpose(self, node, ins, indent):
@@ -566,7 +706,7 @@ class Renderer:
         g = ins[0]
         out = node.outputs[0]
         shape = _static_shape(out, local=False)
-        if np.dtype(out.dtype) != g.dtype or shape == ():
+        if np.dtype(out.dtype) != g.dtype or shape == () or _run_time(ins):
             raise Unsupported(f"BroadcastLike of {g.dtype}{list(g.shape)} to {out.dtype}{list(shape)}")
 
         def element(names):
@@ -578,6 +718,8 @@ class Renderer:
         """np.concatenate: each piece copied (cast as numpy casts) into its place in a new array."""
         out = node.outputs[0]
         shape, dtype = _static_shape(out, local=False), np.dtype(out.dtype)
+        if _run_time(ins):
+            raise Unsupported("np.concatenate of a piece of run-time length")
         axis = node.attrs["axis"] % len(shape)
         result = self.declare(dtype, out.weak, shape, indent)
         strides, at = strides_of(shape), 0
@@ -592,13 +734,13 @@ class Renderer:
         chain is computed where it is read)."""
         from ..fused import BLOCKED_MIN_SIZE, THREADS  # fused.py builds these nodes (and imports this package)
         out = node.outputs[0]
-        size = size_of(_static_shape(out, local=False))
+        size = size_of(self.broadcast([v.shape for v in ins], indent))
         if THREADS > 1 and size >= BLOCKED_MIN_SIZE * THREADS:
             raise Unsupported(f"a fused chain of {size} elements: its own kernel splits it among {THREADS} threads")
         steps = []
         for op, args, dtype in node.attrs["steps"]:
             operands = [ins[k] if kind == "in" else steps[k] for kind, k in args]
-            shape = tuple(np.broadcast_shapes(*(v.shape for v in operands)))
+            shape = self.broadcast([v.shape for v in operands], indent)
             steps.append(self.apply(op, operands, np.dtype(dtype), False, shape, indent))
         return [steps[-1]._replace(weak=out.weak)]
 
@@ -612,6 +754,8 @@ class Renderer:
         along, reshaped to its shape, as its kernel computes it."""
         g, like = ins
         shape, out = _static_shape(node.outputs[0], local=False), node.outputs[0]
+        if _run_time(ins):
+            raise Unsupported("SumToShape of a value of run-time length")
         lead = len(g.shape) - len(shape)
         axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape) if d == 1 and g.shape[lead + i] != 1)
         if not axes:
@@ -635,6 +779,11 @@ class Renderer:
         axes = tuple(range(ndim)) if axes is None else tuple(sorted({a % ndim for a in (
             axes if isinstance(axes, tuple) else (axes,))}))
         combine, averages = opdef.reduce_with, opdef.averages
+        if any(isinstance(n, Dim) for n in x.shape):
+            if ndim != 1 or x.layout is not None:
+                raise Unsupported(f"{opdef.name} of a run-time length other than all of a vector view")
+            if averages or getattr(np, REGISTRY[combine].ufunc).identity is None:
+                self.bail(f"{x.shape[0]} == 0", indent)  # numpy refuses (max) or warns (mean): Python does
         accumulate = _mean_accumulator(x.dtype, dtype) if averages else dtype
         if not averages and x.dtype.kind == "f" and dtype != x.dtype:
             raise Unsupported(f"a float {opdef.name} in another dtype")
@@ -654,10 +803,10 @@ class Renderer:
         result = self.declare(dtype, weak, shape, indent)
         whole = list(axes) == list(range(ndim))
         if step != 1:
-            outer, count, inner = 1, size_of(x.shape), 1
+            outer, count, inner = 1, count_of(x.shape), 1
         elif whole or len(axes) == 1:
             axis = 0 if whole else axes[0]
-            count = size_of(x.shape) if whole else x.shape[axis]
+            count = count_of(x.shape) if whole else x.shape[axis]
             outer, inner = (1, 1) if whole else (size_of(x.shape[:axis]), size_of(x.shape[axis + 1:]))
         else:  # axes side by side in memory: numpy's iterator merges them into one
             groups = []  # (size, reduced) of runs of adjacent dims (length-1 dims dropped)
@@ -684,7 +833,7 @@ class Renderer:
         # numpy's order otherwise: out starts at the identity (0 for a sum) or the first row, then
         # adds the rows one by one, element by element
         self.emit(f"for (int64_t o = 0; o < {outer}; o++) for (int64_t j = 0; j < {inner}; j++) {{", indent)
-        start = f"({x.expr} + o * {count * inner} + j)"
+        start = f"({x.expr} + o * {_product([count, inner], 1)} + j)"
         total = self.fold(combine, start, str(inner * step), count, x.dtype, accumulate, indent + 1)
         target = f"{result.expr}[o * {inner} + j]" if result.shape != () else result.expr
         self.emit(f"    {target} = {self.finish(averages, total, count, accumulate, dtype)};", indent)
@@ -710,8 +859,9 @@ class Renderer:
         first = cexpr.literal(identity, dtype) if identity is not None else f"{start}[0]"
         skip = 0 if identity is not None else step
         self.emit(f"{t} {acc} = {first};", indent + 1)
-        if count > (skip != 0):
-            self.call_numpy_loop(ufunc, 2, [f"&{acc}", f"({start} + {skip})", f"&{acc}"], [count - (skip != 0)],
+        if isinstance(count, str) or count > (skip != 0):  # (a run-time count: a loop of 0 does nothing)
+            self.call_numpy_loop(ufunc, 2, [f"&{acc}", f"({start} + {skip})", f"&{acc}"],
+                                 [f"{count} - {int(skip != 0)}" if isinstance(count, str) else count - (skip != 0)],
                                  [0, step * dtype.itemsize, 0], dtype, indent + 1)
         target = f"{result.expr}[r]" if result.shape != () else result.expr
         self.emit(f"{target} = {self.finish(averages, acc, count, dtype, result.dtype)};", indent + 1)
@@ -875,9 +1025,15 @@ class Renderer:
             self.origin_lost = True
             ins = [v._replace(origin=None) if isinstance(v, Val) else v for v in ins]
         if loop_vars is None:  # a nested loop: an array start value no one reads later is its own buffer
-            loop_vars = [ins[i] if ins[i].shape == _static_shape(t, local=False) and ins[i].dtype == t.dtype and
-                         contiguous(ins[i]) and self.writable(node.inputs[i], ins[i]) else self.local(t, indent)
-                         for i, t in enumerate(node.outputs)]
+            loop_vars = []
+            for i, t in enumerate(node.outputs):
+                # two variables with one start that the body updates alike (an array and the memory
+                # behind its name) are one array all along: one buffer
+                twin = next((j for j in range(i) if node.inputs[j] is node.inputs[i] and
+                             body.outputs[j] is body.outputs[i]), None)
+                loop_vars.append(loop_vars[twin] if twin is not None else ins[i] if (
+                    ins[i].shape == _static_shape(t, local=False) and ins[i].dtype == t.dtype and
+                    contiguous(ins[i]) and self.writable(node.inputs[i], ins[i])) else self.local(t, indent))
             for target, value in zip(loop_vars, ins[:n]):
                 if target is not value:
                     self.copy(target, value, indent)
@@ -1042,6 +1198,11 @@ def zero_d_box(t, sources, what):
     if kinds and kinds <= {"scalar", "input"}:
         return np.dtype(t.dtype).type, "input" in kinds
     raise Unsupported(f"{what} is a numpy scalar or a 0-d array depending on the path ({sorted(kinds)})")
+
+
+def _run_time(values):
+    """True if a value among `values` has a dim known only at run time (a Dim)."""
+    return any(isinstance(n, Dim) for v in values for n in v.shape)
 
 
 def _scalar(value):
