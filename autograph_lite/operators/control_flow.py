@@ -1061,9 +1061,10 @@ def for_stmt(iterable, extra_test, body, state, names, opts=None):
     state = tuple(state)
     start, iterations, warned = time.perf_counter(), 0, False
     made, rest = _tracing.nodes_made, None
+    budget = STAGE_AFTER_NODES if not _in_graph_loop() else 0
     with _unrolling() as level:
         for item in iterable:
-            if iterations and _stages_rest(iterable, iterations, made):
+            if iterations and _stages_rest(iterable, iterations, _tracing.nodes_made - made > budget):
                 rest = iterable[iterations:]
                 break
             level[1] = iterations
@@ -1107,16 +1108,28 @@ def _staged_for(iterable, extra_test, body, state, names, location, opts):
 
 
 # A Python `for` over a range that has made more than STAGE_AFTER_NODES nodes while the trace unrolled
-# it, with at least STAGE_AT_LEAST iterations left, runs the rest as one graph loop (the tests lower them)
+# it (inside a graph loop's body: any), with at least STAGE_AT_LEAST iterations left, runs the rest as
+# one graph loop (the tests lower them)
 STAGE_AFTER_NODES = 2000
 STAGE_AT_LEAST = 16
 
 
-def _stages_rest(iterable, iterations, made):
-    """Whether the trace stages the rest of Python loop over `iterable` (which has made nodes since
-    `_tracing.nodes_made` was `made`, in `iterations` iterations) as a graph loop."""
-    return (_tracing.staged_ranges is not None and type(iterable) is builtins.range
-            and _tracing.nodes_made - made > STAGE_AFTER_NODES and len(iterable) - iterations >= STAGE_AT_LEAST)
+def _stages_rest(iterable, iterations, grown):
+    """Whether the trace stages the rest of a Python loop over `iterable` after `iterations`
+    iterations as a graph loop, `grown` saying whether their nodes are past the budget."""
+    return (grown and _tracing.staged_ranges is not None and type(iterable) is builtins.range
+            and len(iterable) - iterations >= STAGE_AT_LEAST)
+
+
+def _in_graph_loop():
+    """Whether the graph being built is (inside) a graph loop's body: unrolling there makes the body
+    bigger, not the loop faster."""
+    graph = current_graph()
+    while graph is not None:
+        if graph.name in ("body", "cond"):
+            return True
+        graph = graph.parent
+    return False
 
 
 @contextlib.contextmanager
