@@ -120,6 +120,36 @@ def test_a_copy_that_is_updated_or_returned_stays_a_copy():
         assert not any(np.shares_memory(r, given) for r in results)
 
 
+def _fill_whole(a, b, c):
+    a[:] = b @ c        # doitgen: the product is what the caller's a gets (no copy of a's old contents)
+    return b
+
+
+def _fill_whole_returned(a, b, c):
+    a[...] = b          # another argument: a gets b's values, and a stays the caller's a
+    c[:] = c.T          # a view of itself
+    return a, c, b
+
+
+@pytest.mark.parametrize("fn", [_fill_whole, _fill_whole_returned])
+def test_a_store_into_a_whole_argument_writes_the_value_back(fn):
+    rng = np.random.default_rng(0)
+    make = [lambda: rng.standard_normal((3, 3)), lambda: rng.standard_normal((3, 3)), lambda: rng.standard_normal((3, 3))]
+    compiled = ag.function(fn)
+    for _ in range(4):  # the plan, then native tiers
+        args = [m() for m in make]
+        eager_args = [a.copy() for a in args]
+        expected = fn(*eager_args)
+        got = compiled(*args)
+        assert_same(expected, got)
+        for e, c in zip(eager_args, args):
+            np.testing.assert_array_equal(e, c)
+        if fn is _fill_whole_returned:
+            assert got[0] is args[0] and got[1] is args[2] and got[2] is args[1]
+    if fn is _fill_whole:
+        assert "SetItem" not in ops_of(compiled.get_concrete_function(*args).optimized_graph)
+
+
 SPECIAL = np.array([-0.0, 0.0, np.nan, np.inf, -np.inf, 5e-324, -1.5, 3.0])
 
 

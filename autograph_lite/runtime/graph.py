@@ -888,6 +888,7 @@ def _copy(graph, parent, outer, freeze):
         for o, c in zip(node.outputs, copy.outputs):
             values[id(o)] = c
     new.outputs = [values[id(t)] for t in graph.outputs]
+    new.write_back_outputs = list(graph.write_back_outputs)
     if outer is not None:
         new.captures = [(outer.get(id(o), o), values.get(id(i), i)) for o, i in graph.captures]
     return new

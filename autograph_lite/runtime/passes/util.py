@@ -51,8 +51,10 @@ def returned_through_views(graph):
     """Ids of the tensors `graph` returns, or returns a view of (through ops whose result may share
     its input's memory, `OpDef.fresh` false): replacing one by an argument or a constant would
     make the returned array share their memory, where eager's is a fresh array (or a view of one:
-    `np.squeeze((y - 0)[None])`, fuzzer seed 1193008156)."""
-    found = {id(o) for o in graph.outputs}
+    `np.squeeze((y - 0)[None])`, fuzzer seed 1193008156). An output only copied into the caller's
+    array it updates (`graph.write_back_outputs`) is not returned: `A[:] = v` may write v there."""
+    written_back = {k for _, k in graph.write_back_outputs}
+    found = {id(o) for k, o in enumerate(graph.outputs) if k not in written_back}
     for node in reversed(graph.nodes):
         if not node.opdef.fresh and any(id(o) in found for o in node.outputs):
             found.update(id(t) for t in node.inputs)
