@@ -4,7 +4,7 @@ and jax.jit and numba when installed (benchmarks/peer_workloads.py).
 The workloads and how a run is reported: docs/workloads.md.
 
     python benchmarks/bench.py [--repeats 15] [--only W3,W4] [--out benchmarks/results]
-    python benchmarks/bench.py --npbench PATH [--preset M] [--kernels gemm,crc16]   (benchmarks/npbench_speed.py)
+    python benchmarks/bench.py --npbench PATH [--preset M] [--kernels gemm,crc16] [--timeout 600]   (benchmarks/npbench_speed.py)
 
 One process, rounds interleaved so machine noise hits every way alike; medians per
 call with their interquartile range, ratios to numpy and of ag compiled to each peer, the
@@ -289,12 +289,13 @@ def main():
                         help="time NPBench's numpy kernels at PATH instead (benchmarks/npbench_speed.py)")
     parser.add_argument("--preset", default="M", help="with --npbench: NPBench's preset")
     parser.add_argument("--kernels", default="", help="with --npbench: comma-separated kernels")
+    parser.add_argument("--timeout", type=float, default=600, help="with --npbench: seconds per kernel, all ways")
     opts = parser.parse_args()
     if opts.npbench:
         from benchmarks import npbench_speed
         repeats = [] if "--repeats" not in sys.argv else ["--repeats", str(opts.repeats)]
         return npbench_speed.main([opts.npbench, "--preset", opts.preset, "--kernels", opts.kernels,
-                                   "--out", opts.out, *repeats])
+                                   "--timeout", str(opts.timeout), "--out", opts.out, *repeats])
     if opts.device == "gpu":
         from benchmarks import gpu
         return gpu.main(opts.repeats, opts.out)
