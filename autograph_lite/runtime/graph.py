@@ -31,7 +31,7 @@ class Tensor:
     `InPlaceUpdate`) and may no longer be read, since eagerly it would show the write.
     """
 
-    __slots__ = ("node", "index", "shape", "dtype", "weak", "stale", "_users", "box", "python_box", "mem")
+    __slots__ = ("node", "index", "shape", "dtype", "weak", "_stale", "_users", "box", "python_box", "mem")
     # Make numpy hand `ndarray + Tensor` and `np.tanh(Tensor)` to us (see ops/overloads.py).
     __array_priority__ = 1000
     __hash__ = object.__hash__  # == is elementwise; dict keys must use id()
@@ -39,11 +39,23 @@ class Tensor:
     def __init__(self, node, index, shape, dtype, weak=False):
         self.node, self.index = node, index
         self.shape, self.dtype, self.weak = tuple(shape), np.dtype(dtype), weak
-        self.stale = None
+        self._stale = None
         self._users = []
         self.box = None  # an argument's box ("scalar" for a numpy scalar), or a Python-number merge's numpy one; runtime/boxes.py
         self.python_box = None  # a tensor `if`'s merge of a Python number and a numpy value (ops/control_flow.py)
         self.mem = None  # the memory it is a handle of (runtime/memory.py View), once viewed or written
+
+    @property
+    def stale(self):
+        """Why this value may no longer be read (an InPlaceUpdate), or None; an update traced in an
+        attempt thrown away (a block traced again to carry memory) leaves none: the new attempt
+        marks again what it updates."""
+        stale = self._stale
+        return None if stale is None or stale.abandoned() else stale
+
+    @stale.setter
+    def stale(self, value):
+        self._stale = value
 
     @property
     def users(self):
@@ -373,6 +385,18 @@ class InPlaceUpdate:
 
     def __init__(self, scope, label, symbol, location):
         self.scope, self.label, self.symbol, self.location = scope, label, symbol, location
+
+    def abandoned(self):
+        """Whether the update was traced in a graph that is thrown away: neither being built nor
+        (through the graphs around it) a sub-graph of a node built in one (fuzzer seed
+        1202007273: a tensor `if` traced again to carry what a loop in it writes kept the first
+        attempt's mark, whose scope then covered no later read)."""
+        graph, building = self.scope, _tracing.stack
+        while graph.parent is not None and not any(g is graph for g in building):
+            if not any(sub is graph for node in graph.parent.control_nodes for sub in node.subgraphs()):
+                return True
+            graph = graph.parent
+        return False
 
     def check_read(self, graph, reading=None):
         scope = self.scope

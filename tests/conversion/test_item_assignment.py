@@ -708,9 +708,23 @@ def returns_in_try_then_finally_writes(x, n):
     return {'r1': x + 1}
 
 
+def merges_then_a_loop_in_a_branch_writes_it(x, n):
+    """Fuzzer seed 1202007273: the loop's write made the `if` trace again carrying x, and the mark
+    its first attempt left on `v` (scoped to a loop body thrown away) covered no later read."""
+    v = x if n != 3 else x * 2
+    if n > -5:
+        i = 0
+        while i < n:
+            i += 1
+            x[[0, 2]] = 7
+        return v + 1
+    return x
+
+
 @pytest.mark.parametrize("fn, text", [(merges_a_written_array_then_a_branch_writes_it, "x[2:] = 7"),
                                       (merges_a_written_array_then_a_loop_writes_it, "x[2:] = i"),
-                                      (returns_in_try_then_finally_writes, "x[2:] = 7")])
+                                      (returns_in_try_then_finally_writes, "x[2:] = 7"),
+                                      (merges_then_a_loop_in_a_branch_writes_it, "x[[0, 2]] = 7")])
 def test_a_merged_alias_of_a_written_array_is_refused_after_a_block_writes_it(fn, text):
     for n in (-1, 0, 6):
         eager = fn(np.arange(4.0), np.int32(n))  # eagerly the result is (on some runs) x, written after
