@@ -358,6 +358,12 @@ def _rows_from_itself(a, b):
     return a
 
 
+def _sum_of_transposed(a, b):
+    # numpy's a.T * 2 - b.T is F-ordered and its sum adds in that order: the chain keeps numpy's layout
+    c = a.T * 2.0 - b.T * (b.T - 0.5)
+    return c, np.sum(c), c.sum(axis=0)
+
+
 _rng = np.random.default_rng(1)
 _STRIDED_CASES = [
     (_stencil_chain, lambda: (_rng.standard_normal((400, 451)), _rng.standard_normal((400, 450)))),
@@ -368,12 +374,13 @@ _STRIDED_CASES = [
                                _rng.standard_normal((400, 300)).astype(np.float32))),
     (_heat_step, lambda: (_rng.standard_normal((50, 60, 70)),)),
     (_rows_from_itself, lambda: (_rng.standard_normal((300, 400)), _rng.standard_normal((300, 400)))),
+    (_sum_of_transposed, lambda: (_rng.standard_normal((400, 300)), _rng.standard_normal((400, 300))[:, ::-1])),
 ]
 
 
 @pytest.mark.skipif(compiler.compiler() is None, reason="no C compiler on this machine")
 @pytest.mark.parametrize("fn, make", _STRIDED_CASES, ids=["f64", "f32-column", "negative-steps", "reversed-f32",
-                                                          "3d", "rows-of-the-output"])
+                                                          "3d", "rows-of-the-output", "transposed"])
 def test_fused_chain_over_strided_views_is_one_c_loop(monkeypatch, fn, make):
     # NPBench's fdtd_2d, hdiff, heat_3d: a chain over slices of arrays is the C kernel reading
     # each view through its strides (runtime/native/elementwise.cpu_strided_kernel), numpy's bits
@@ -387,13 +394,16 @@ def test_fused_chain_over_strided_views_is_one_c_loop(monkeypatch, fn, make):
         if fn is not _rows_from_itself:  # views as arguments too: the copies above are contiguous
             eager_args, compiled_args = list(args), list(args)
         copies = [a.copy() for a in args]
-        assert_same(fn(*eager_args), f(*compiled_args))
+        eager, compiled = fn(*eager_args), f(*compiled_args)
+        assert_same(eager, compiled)
+        for e, c in zip(eager if isinstance(eager, tuple) else [eager], compiled if isinstance(compiled, tuple) else [compiled]):
+            assert c.flags.c_contiguous == e.flags.c_contiguous and c.flags.f_contiguous == e.flags.f_contiguous
         for e, c in zip(eager_args, compiled_args):
             np.testing.assert_array_equal(e, c)
         if fn is not _rows_from_itself:
             for a, copy in zip(args, copies):
                 np.testing.assert_array_equal(a, copy)
-    assert calls, "the strided chain ran on numpy, not as the C kernel"
+    assert bool(calls) == (fn is not _sum_of_transposed), "the strided chain ran on numpy, not as the C kernel"
 
 
 def test_passes_can_be_turned_off(monkeypatch):

@@ -119,8 +119,8 @@ def _in_chunks(run, out, inputs, size):
 
 
 def _in_row_chunks(run, out, inputs, meta, rows):
-    """`run` over [0, rows) in as many parts as `_chunks` makes of the elements: the calling
-    thread takes the first, the pool the rest."""
+    """`run` over the rows [0, rows) of `out`, in THREADS parts where `_chunks` would split its
+    elements: the calling thread takes the first, the pool the rest."""
     parts = THREADS if out.size >= BLOCKED_MIN_SIZE * THREADS else 1
     step = -(-rows // parts)
     first, *rest = [(start, min(rows, start + step)) for start in range(0, rows, step)]
@@ -175,8 +175,10 @@ class _Native:
 
     def strided_layout(self, inputs):
         """(shape, meta, rows) if the strided kernel reads `inputs`: numpy arrays of its dtypes
-        whose shapes broadcast to the result's, at least BLOCKED_MIN_SIZE elements, aligned, and
-        scalars where it takes scalars; else None. `meta` (int64): the shape, then each array's
+        whose shapes broadcast to the result's, at least BLOCKED_MIN_SIZE elements, aligned, each
+        stepping through its dims outermost first (so numpy's result is C-contiguous, as this one
+        is: a transposed view keeps numpy's layout on the numpy path), and scalars where it takes
+        scalars; else None. `meta` (int64): the shape, then each array's
         strides in elements (0 along broadcast dims), with dims every array steps through
         contiguously merged and dims of 1 dropped; `rows`: the product of all but its last dim."""
         arrays = []
@@ -197,6 +199,10 @@ class _Native:
         if not shape or size < BLOCKED_MIN_SIZE:
             return None
         strides = [[st // a.itemsize for st in np.broadcast_to(a, shape).strides] for a in arrays]
+        for st in strides:  # numpy's result is C-ordered (what a later sum's order depends on) only if
+            steps = [abs(s) for s, n in zip(st, shape) if n > 1 and s]  # no input orders its dims otherwise
+            if steps != sorted(steps, reverse=True):
+                return None
         dims = []  # (length, [each array's stride]) from the last dim, merged where all allow
         for d in reversed(range(len(shape))):
             n, st = shape[d], [s[d] for s in strides]
