@@ -198,7 +198,8 @@ class _Native:
         size = math.prod(shape)
         if not shape or size < BLOCKED_MIN_SIZE:
             return None
-        strides = [[st // a.itemsize for st in np.broadcast_to(a, shape).strides] for a in arrays]
+        strides = [[0] * (len(shape) - a.ndim) + [st // a.itemsize if n > 1 else 0 for st, n in zip(a.strides, a.shape)]
+                   for a in arrays]  # broadcast_to's strides, without making the views
         for st in strides:  # numpy's result is C-ordered (what a later sum's order depends on) only if
             steps = [abs(s) for s, n in zip(st, shape) if n > 1 and s]  # no input orders its dims otherwise
             if steps != sorted(steps, reverse=True):
