@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import autograph_lite as ag
+from autograph_lite.runtime import fused
 from autograph_lite.runtime.native import cexpr, compiler, elementwise
 from autograph_lite.runtime.passes import fusion
 from helpers import assert_same, force_native
@@ -157,13 +158,50 @@ def test_without_native_kernels_the_numpy_path_gives_the_same_results(monkeypatc
     assert_same(chain(x, y), on_numpy)
 
 
-def test_non_contiguous_and_broadcast_inputs_take_the_numpy_path():
+def test_non_contiguous_and_broadcast_inputs_are_read_through_their_strides():
     x = np.random.default_rng(2).standard_normal((N, 2), dtype=np.float32)
     f = ag.function(chain)
     assert_same(chain(x[:, 0], x[:, 1]), f(x[:, 0], x[:, 1]))   # strided views
     row = x[:3, 1].reshape(3, 1)
     big = np.resize(x[:, 0], (3, N // 3))
     assert_same(chain(big, row), f(big, row))                     # broadcasting
+    assert {fn.__name__ for fns in compiler._loaded.values() for fn in fns} == {"kernel_strided"}
+
+
+def _strided_run(steps, operands, *inputs):
+    """The strided C kernel of `steps` over `inputs` (views), as runtime/fused.py calls it."""
+    native = fused._Native(steps, operands)
+    shape, meta, rows = native.strided_layout(inputs)
+    run = elementwise.cpu_strided_kernel(steps, operands)
+    assert run is not None, elementwise.strided_source(steps, operands)
+    out = np.empty(shape, steps[-1][2])
+    run(out, [elementwise.as_number(a) if s else a for a, s in zip(inputs, native.scalars)], meta, 0, rows)
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.uint8])
+def test_strided_kernel_equals_the_flat_kernel_on_contiguous_copies(dtype):
+    # views of every layout the strided kernel reads: row slices, column slices, negative and
+    # non-unit steps, a column and a row broadcast, a 3-D view whose rows are not evenly spaced
+    dt = np.dtype(dtype)
+    steps = [("Mul", (("in", 0), ("in", 2)), dt), ("Sub", (("t", 0), ("in", 1)), dt),
+             ("Maximum", (("t", 1), ("in", 0)), dt), ("Less", (("t", 2), ("in", 1)), np.dtype(bool))]
+    operands = [(dt, False, "full"), (dt, False, "full"), (dt, True, "scalar")]
+    base = (np.random.default_rng(4).standard_normal((3, 130, 1030)) * 50).astype(dtype)
+    views = [(base[0, 1:, :-1], base[1, :-1, ::-1][:, 1:]), (base[2, :0:-1, 1::2], base[1, 1:, ::2]),
+             (base[0, ::2, ::-1], base[1, 1::2, :]), (base[0, :, :1], base[1]), (base[0, 0], base[2]),
+             (base[:, 1:, 2:], base[:, :-1, :-2])]
+    for a, b in views:
+        shape = np.broadcast_shapes(a.shape, b.shape)
+        want = np.empty(shape, bool)
+        flat = [np.ascontiguousarray(np.broadcast_to(v, shape)) for v in (a, b)]
+        elementwise.cpu_kernel(steps, operands)(want, [*flat, 3], 0, want.size)
+        got = _strided_run(steps, operands, a, b, 3)
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+        with np.errstate(over="ignore"):
+            np.testing.assert_array_equal(got, np.less(np.maximum(a * dt.type(3) - b, a), b))
+    # numpy's result of transposed views is transposed too (a later sum adds in its order): not taken
+    assert fused._Native(steps, operands).strided_layout([base[0].T, base[1].T, 3]) is None
 
 
 def test_a_built_kernel_is_loaded_from_the_disk_cache(tmp_path):
@@ -214,7 +252,7 @@ def test_a_bias_is_read_as_a_row_and_other_layouts_take_the_numpy_path():
     assert len(fused) == 1 and [k for _, _, k in fused[0].attrs["operands"]].count("row") == 1
     assert_same(dense_tanh(x, w, b), f(x, w, b))
     assert len(compiler._loaded) == 1
-    # inputs the kernel was not built for take the numpy path: a (1, 64) bias, a strided x
+    # inputs the kernel was not built for take its strided twin: a (1, 64) bias, a strided x
     assert_same(dense_tanh(x, w, b[None, :]), f(x, w, b[None, :]))
     strided = np.repeat(x, 2, axis=1)[:, ::2]
     assert not strided.flags.c_contiguous

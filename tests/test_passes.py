@@ -5,7 +5,9 @@ import pytest
 
 import autograph_lite as ag
 from examples.models import mandelbrot
-from helpers import assert_same, cpu_only, to_host
+from autograph_lite.runtime.native import compiler
+from autograph_lite.runtime.native import elementwise as native_elementwise
+from helpers import assert_same, cpu_only, force_native, to_host
 
 
 def optimized(fn, *args):
@@ -306,9 +308,10 @@ def _stencil_chain(a, b):
     return b[1:, :] - 0.5 * (a[1:, :-1] - a[:-1, :-1]) + (a[:, 1:] - a[:, :-1])[1:, :] * 0.25
 
 
-def test_fused_strided_chain_reuses_its_temporaries_and_leaves_its_inputs():
-    # fdtd_2d's updates: strided views take the whole-array path, whose dead temporaries the next
+def test_fused_strided_chain_reuses_its_temporaries_and_leaves_its_inputs(monkeypatch):
+    # without C kernels, strided views take the whole-array path, whose dead temporaries the next
     # step writes into (runtime/fused._into), never an input or a broadcast-shaped temporary
+    monkeypatch.setenv("AG_NATIVE_KERNELS", "0")
     rng = np.random.default_rng(0)
     for a, b in ((rng.standard_normal((400, 451)), rng.standard_normal((400, 450))),
                  (rng.standard_normal((400, 451)).astype(np.float32), rng.standard_normal((400, 1)).astype(np.float32))):
@@ -319,6 +322,88 @@ def test_fused_strided_chain_reuses_its_temporaries_and_leaves_its_inputs():
             assert_same(_stencil_chain(a, b), f(a, b))
         np.testing.assert_array_equal(a, copies[0])
         np.testing.assert_array_equal(b, copies[1])
+
+
+def _strided_kernel_calls(monkeypatch):
+    """A list that each call of a fused node's strided C kernel (built after this) appends to."""
+    calls, build = [], native_elementwise.cpu_strided_kernel
+
+    def counting(steps, operands):
+        run = build(steps, operands)
+        if not callable(run):
+            return run
+
+        def counted(out, inputs, meta, start, stop):
+            calls.append(out.shape)
+            return run(out, inputs, meta, start, stop)
+        return counted
+    monkeypatch.setattr(native_elementwise, "cpu_strided_kernel", counting)
+    return calls
+
+
+def _reversed_chain(a, b):
+    return a[:0:-1, 1:] * 2.0 - b[:, ::-1] * (b[:, ::-1] - a[1:, :-1] * 0.5)
+
+
+def _heat_step(a):
+    inner = a[1:-1, 1:-1, 1:-1]
+    return inner + 0.125 * (a[2:, 1:-1, 1:-1] - 2.0 * inner + a[:-2, 1:-1, 1:-1]) \
+        + 0.125 * (a[1:-1, 1:-1, 2:] - 2.0 * inner + a[1:-1, 1:-1, :-2])
+
+
+def _rows_from_itself(a, b):
+    # the update reads rows of the array it writes: the chain's output is fresh, stored afterwards
+    a[1:, :] -= 0.5 * (a[1:, :] - a[:-1, :]) * b[1:, :]
+    a[:, :-1] = a[:, 1:] * 0.25 + a[:, :-1]
+    return a
+
+
+def _sum_of_transposed(a, b):
+    # numpy's a.T * 2 - b.T is F-ordered and its sum adds in that order: the chain keeps numpy's layout
+    c = a.T * 2.0 - b.T * (b.T - 0.5)
+    return c, np.sum(c), c.sum(axis=0)
+
+
+_rng = np.random.default_rng(1)
+_STRIDED_CASES = [
+    (_stencil_chain, lambda: (_rng.standard_normal((400, 451)), _rng.standard_normal((400, 450)))),
+    (_stencil_chain, lambda: (_rng.standard_normal((400, 451)).astype(np.float32),
+                              _rng.standard_normal((400, 1)).astype(np.float32))),  # a column broadcast along rows
+    (_stencil_chain, lambda: (_rng.standard_normal((400, 451))[::-1], _rng.standard_normal((400, 900))[:, ::-2])),
+    (_reversed_chain, lambda: (_rng.standard_normal((401, 301)).astype(np.float32),
+                               _rng.standard_normal((400, 300)).astype(np.float32))),
+    (_heat_step, lambda: (_rng.standard_normal((50, 60, 70)),)),
+    (_rows_from_itself, lambda: (_rng.standard_normal((300, 400)), _rng.standard_normal((300, 400)))),
+    (_sum_of_transposed, lambda: (_rng.standard_normal((400, 300)), _rng.standard_normal((400, 300))[:, ::-1])),
+]
+
+
+@pytest.mark.skipif(compiler.compiler() is None, reason="no C compiler on this machine")
+@pytest.mark.parametrize("fn, make", _STRIDED_CASES, ids=["f64", "f32-column", "negative-steps", "reversed-f32",
+                                                          "3d", "rows-of-the-output", "transposed"])
+def test_fused_chain_over_strided_views_is_one_c_loop(monkeypatch, fn, make):
+    # NPBench's fdtd_2d, hdiff, heat_3d: a chain over slices of arrays is the C kernel reading
+    # each view through its strides (runtime/native/elementwise.cpu_strided_kernel), numpy's bits
+    force_native(monkeypatch)
+    calls = _strided_kernel_calls(monkeypatch)
+    f = ag.function(fn)
+    args = make()
+    assert "FusedElementwise" in ops_of(f.get_concrete_function(*args).optimized_graph)
+    for _ in range(3):
+        eager_args, compiled_args = [a.copy() for a in args], [a.copy() for a in args]
+        if fn is not _rows_from_itself:  # views as arguments too: the copies above are contiguous
+            eager_args, compiled_args = list(args), list(args)
+        copies = [a.copy() for a in args]
+        eager, compiled = fn(*eager_args), f(*compiled_args)
+        assert_same(eager, compiled)
+        for e, c in zip(eager if isinstance(eager, tuple) else [eager], compiled if isinstance(compiled, tuple) else [compiled]):
+            assert c.flags.c_contiguous == e.flags.c_contiguous and c.flags.f_contiguous == e.flags.f_contiguous
+        for e, c in zip(eager_args, compiled_args):
+            np.testing.assert_array_equal(e, c)
+        if fn is not _rows_from_itself:
+            for a, copy in zip(args, copies):
+                np.testing.assert_array_equal(a, copy)
+    assert bool(calls) == (fn is not _sum_of_transposed), "the strided chain ran on numpy, not as the C kernel"
 
 
 def test_passes_can_be_turned_off(monkeypatch):

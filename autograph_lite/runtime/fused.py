@@ -6,9 +6,12 @@ large result is computed by one generated C loop (runtime/native/elementwise.py)
 compiler is at hand: every element is read once and written once, the chain runs in
 registers. Otherwise, or for a step C has no translation for, it is computed in
 cache-sized blocks: each block runs the chain through scratch buffers (`out=`). Either
-way the range is split among threads (ctypes and numpy release the GIL). Small results,
-broadcasting or strided inputs evaluate the steps on whole arrays. On a GPU the chain is
-one CUDA kernel from the same generator (runtime/native/cuda.py) where cupy can compile it.
+way the range is split among threads (ctypes and numpy release the GIL). Views read through
+their strides (`a[1:, :]`, `a[:, ::-1]`, a column broadcast along rows: NPBench's stencils)
+take the C kernel's strided twin, its rows split among threads. Small results, and what C
+cannot take, evaluate the steps on whole arrays. On a GPU the chain is one CUDA kernel from
+the same generator (runtime/native/cuda.py) where cupy can compile it and its arrays are
+contiguous (strided views there run the ops one by one).
 """
 import concurrent.futures
 import functools
@@ -41,6 +44,16 @@ def _fused_kernel(xp, steps, expr, operands):
     def fused(*inputs):
         layout = native.layout(inputs) if native.run is not False else None  # False: no C kernel
         run = native.kernel() if layout is not None and layout[1] >= BLOCKED_MIN_SIZE else None
+        if run is None and layout is None and native.run is not False:
+            strided = native.strided_layout(inputs)
+            run = native.strided_kernel() if strided is not None else None
+            if run is not None:  # views read through their strides, the rows split among threads
+                shape, meta, rows = strided
+                out = np.empty(shape, out_dtype)
+                args = [native_elementwise.as_number(a) if scalar else a
+                        for a, scalar in zip(inputs, native.scalars)]
+                _in_row_chunks(run, out, args, meta, rows)
+                return out
         if run is not None:
             shape, size, inner = layout
             out = np.empty(shape, out_dtype)
@@ -105,6 +118,21 @@ def _in_chunks(run, out, inputs, size):
         f.result()
 
 
+def _in_row_chunks(run, out, inputs, meta, rows):
+    """`run` over the rows [0, rows) of `out`, in THREADS parts where `_chunks` would split its
+    elements: the calling thread takes the first, the pool the rest."""
+    parts = THREADS if out.size >= BLOCKED_MIN_SIZE * THREADS else 1
+    step = -(-rows // parts)
+    first, *rest = [(start, min(rows, start + step)) for start in range(0, rows, step)]
+    others = [_pool().submit(run, out, inputs, meta, *c) for c in rest]
+    try:
+        run(out, inputs, meta, *first)
+    finally:  # the parts still running write into `out`: wait for them, whatever happened here
+        concurrent.futures.wait(others)
+    for f in others:
+        f.result()
+
+
 class _Native:
     """The C kernel of one fused node, built at its first large call."""
 
@@ -113,7 +141,7 @@ class _Native:
         self.kinds = [kind for _, _, kind in operands]
         self.dtypes = [np.dtype(d) for d, _, _ in operands]
         self.scalars = [kind == "scalar" for kind in self.kinds]
-        self.run = None
+        self.run = self.strided = None
 
     def layout(self, inputs, array_type=np.ndarray):
         """(shape, size, inner) if `inputs` are what the kernel reads: C-contiguous arrays
@@ -144,6 +172,59 @@ class _Native:
                 return None
             inner = math.prod(rows)
         return shape, math.prod(shape), inner
+
+    def strided_layout(self, inputs):
+        """(shape, meta, rows) if the strided kernel reads `inputs`: numpy arrays of its dtypes
+        whose shapes broadcast to the result's, at least BLOCKED_MIN_SIZE elements, aligned, each
+        stepping through its dims outermost first (so numpy's result is C-contiguous, as this one
+        is: a transposed view keeps numpy's layout on the numpy path), and scalars where it takes
+        scalars; else None. `meta` (int64): the shape, then each array's
+        strides in elements (0 along broadcast dims), with dims every array steps through
+        contiguously merged and dims of 1 dropped; `rows`: the product of all but its last dim."""
+        arrays = []
+        for a, scalar, dtype in zip(inputs, self.scalars, self.dtypes):
+            if scalar:
+                if not (isinstance(a, (int, float, bool, np.generic)) or (type(a) is np.ndarray and not a.ndim)):
+                    return None
+            elif type(a) is not np.ndarray or a.dtype != dtype or not a.flags.aligned \
+                    or any(st % dtype.itemsize for st in a.strides):
+                return None
+            else:
+                arrays.append(a)
+        try:
+            shape = np.broadcast_shapes(*(a.shape for a in arrays))
+        except ValueError:
+            return None
+        size = math.prod(shape)
+        if not shape or size < BLOCKED_MIN_SIZE:
+            return None
+        strides = [[0] * (len(shape) - a.ndim) + [st // a.itemsize if n > 1 else 0 for st, n in zip(a.strides, a.shape)]
+                   for a in arrays]  # broadcast_to's strides, without making the views
+        for st in strides:  # numpy's result is C-ordered (what a later sum's order depends on) only if
+            steps = [abs(s) for s, n in zip(st, shape) if n > 1 and s]  # no input orders its dims otherwise
+            if steps != sorted(steps, reverse=True):
+                return None
+        dims = []  # (length, [each array's stride]) from the last dim, merged where all allow
+        for d in reversed(range(len(shape))):
+            n, st = shape[d], [s[d] for s in strides]
+            if n == 1:
+                continue
+            if dims and all(s == inner * dims[-1][0] for s, inner in zip(st, dims[-1][1])):
+                dims[-1] = (dims[-1][0] * n, dims[-1][1])
+            else:
+                dims.append((n, st))
+        dims.reverse()
+        meta = np.array([n for n, _ in dims] + [st[k] for k in range(len(arrays)) for _, st in dims], np.int64)
+        return shape, meta, size // dims[-1][0]
+
+    def strided_kernel(self):
+        """The C kernel over strided views, or None (as `kernel`)."""
+        if self.strided is None:
+            run = native_elementwise.cpu_strided_kernel(self.steps, self.operands)
+            if run is compiler.PENDING:
+                return None
+            self.strided = run or False
+        return self.strided or None
 
     def kernel(self):
         """The C kernel, or None where there is none or it is still being built (the numpy path runs)."""

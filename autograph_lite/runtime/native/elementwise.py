@@ -8,6 +8,13 @@ elements, as a bias is; the range is then whole rows) or "scalar" (passed by val
 It is None when a step has no C translation or no compiler is available, and
 compiler.PENDING while the kernel is built on a worker thread (ask again later). ctypes
 releases the GIL during the call, so callers may run disjoint ranges on threads.
+
+`cpu_strided_kernel(steps, operands)` returns `run(out, inputs, meta, start, stop)`, the same
+chain over views read through their strides (`a[1:, :]`, `a[:, ::-1]`, a column broadcast
+along rows): every array input, of any kind, is read at its own strides over the result's
+shape (`meta`: the shape, then each array input's strides in elements, 0 where it is
+broadcast), `out` C-contiguous, [start, stop) a range of its rows (all dims but the last).
+The CPU only: the GPU takes contiguous operands (`cuda.py`), others run its ops one by one.
 """
 import ctypes
 
@@ -72,6 +79,71 @@ def source(steps, operands, vector_math=frozenset(), language=None):
     return "\n".join([emitter.prelude(), *lines, ""])
 
 
+MAX_DIMS = 64  # numpy's NPY_MAXDIMS
+
+
+def strided_source(steps, operands, vector_math=frozenset()):
+    """Source of `void kernel_strided(ndim, meta, start, stop, out, inputs...)`: the chain over
+    the rows [start, stop) of a result of `ndim` dims, each array input read through the strides
+    `meta` holds (see the module docstring), scalars by value. Each row is one loop over its
+    elements, its inputs at a constant step; rows whose inputs are all contiguous get a loop
+    reading them as such (the compiler vectorizes it). Raises cexpr.Unsupported."""
+    language = C(vector_math)
+    emitter = cexpr.Emitter(language)
+    out_t = language.type(steps[-1][2])
+    params = ["int64_t ndim", "const int64_t* restrict meta", "int64_t start", "int64_t stop", f"{out_t}* restrict out"]
+    arrays = [i for i, (_, _, kind) in enumerate(operands) if kind != "scalar"]
+    types = {}
+    for i, (dtype, weak, kind) in enumerate(operands):
+        types[i] = language.type(dtype)
+        params.append(f"{types[i]} s{i}" if kind == "scalar" else f"const {types[i]}* a{i}")
+
+    def body(step):
+        ins = [cexpr.Value(f"s{i}" if kind == "scalar" else f"q{i}[{step(i)}]", np.dtype(dtype), weak)
+               for i, (dtype, weak, kind) in enumerate(operands)]
+        return ["                " + line for line in _body(emitter, steps, ins, "o[j]")]
+
+    def each(template):
+        return [template.format(i=i, k=k + 1) for k, i in enumerate(arrays)]
+    lines = [
+        f"void kernel_strided({', '.join(params)}) {{",
+        "    const int64_t* shape = meta;",
+        "    const int64_t cols = shape[ndim - 1];",
+        *each("    const int64_t* st{i} = meta + ndim * {k};"),
+        *(f"    const {types[i]}* p{i} = a{i};" for i in arrays),
+        f"    int64_t idx[{MAX_DIMS}];",
+        "    int64_t rest = start;",
+        "    for (int64_t d = ndim - 2; d >= 0; d--) {  /* the first row's index and addresses */",
+        "        idx[d] = rest % shape[d];",
+        "        rest /= shape[d];",
+        *each("        p{i} += idx[d] * st{i}[d];"),
+        "    }",
+        *each("    const int64_t c{i} = st{i}[ndim - 1];"),
+        f"    const int unit = {' && '.join(f'c{i} == 1' for i in arrays) or '1'};",
+        "    for (int64_t r = start; r < stop; r++) {",
+        f"        {out_t}* restrict o = out + r * cols;",
+        *(f"        const {types[i]}* restrict q{i} = p{i};" for i in arrays),
+        "        if (unit) {",
+        "            for (int64_t j = 0; j < cols; j++) {",
+        *body(lambda i: "j"),
+        "            }",
+        "        } else {",
+        "            for (int64_t j = 0; j < cols; j++) {",
+        *body(lambda i: f"j * c{i}"),
+        "            }",
+        "        }",
+        "        for (int64_t d = ndim - 2; d >= 0; d--) {  /* the next row */",
+        *each("            p{i} += st{i}[d];"),
+        "            if (++idx[d] < shape[d]) break;",
+        "            idx[d] = 0;",
+        *each("            p{i} -= shape[d] * st{i}[d];"),
+        "        }",
+        "    }",
+        "}",
+    ]
+    return "\n".join([emitter.prelude(), *lines, ""])
+
+
 def _body(emitter, steps, inputs, target):
     """The statements computing `steps` on one element from `inputs` (a cexpr.Value per operand),
     the result stored to `target`."""
@@ -106,4 +178,28 @@ def cpu_kernel(steps, operands):
     def run(out, inputs, start, stop, inner=0):
         args = [v if step is None else v.ctypes.data + start * step for v, step in zip(inputs, offsets)]
         fn(stop - start, inner, out.ctypes.data + start * out_size, *args)
+    return run
+
+
+def cpu_strided_kernel(steps, operands):
+    """run(out, inputs, meta, start, stop), or None or compiler.PENDING (see the module docstring)."""
+    if not compiler.enabled():
+        return None
+    try:
+        text = strided_source(steps, operands, compiler.vector_math())
+    except cexpr.Unsupported:
+        return None
+    fn = compiler.load(text, "kernel_strided", wait=False)
+    if fn is None or fn is compiler.PENDING:
+        return fn
+    fn.restype = None
+    fn.argtypes = [ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p] + [
+        _CTYPES_SCALAR[cexpr.c_type(dtype)] if kind == "scalar" else ctypes.c_void_p
+        for dtype, _, kind in operands]
+    scalars = [kind == "scalar" for _, _, kind in operands]
+    per_dim = 1 + scalars.count(False)  # the shape's entry and each array's stride
+
+    def run(out, inputs, meta, start, stop):
+        args = [v if scalar else v.ctypes.data for v, scalar in zip(inputs, scalars)]
+        fn(len(meta) // per_dim, meta.ctypes.data, start, stop, out.ctypes.data, *args)
     return run
