@@ -72,6 +72,11 @@ def test_spmv_index_dtypes(index):
     run_both(spmv, A_row.astype(np.int32), A_col.astype(index), A_val, x)
 
 
+def test_spmv_pausing_every_few_rows(monkeypatch):
+    monkeypatch.setattr(loops, "BUDGET", 40)  # PAUSED every few rows: the scratch memory freed and taken again
+    run_both(spmv, *csr())
+
+
 def test_spmv_unrolled_is_one_native_graph():
     _, found = run_both(spmv, *csr(rows=40))  # a short loop unrolls: the gathers in a straight-line graph
     assert [type(r.region).__name__ for r in found] == ["Graph"], found
