@@ -96,13 +96,13 @@ def source(graph, language=None):
             renderer.emit(f"*o{j} = {emitter.cast(cexpr.Value(value.expr, value.dtype, value.weak), t.dtype)};", 1)
         else:
             renderer.copy(target, value, 1)
-    free = "".join(f"free({name}); " for name, _ in renderer.heap)
+    free = "".join(f"free({name}); " for name, _ in renderer.heap) + renderer.release() + " "
     # a floating-point flag raised: the Python plan runs the call again and warns at each op's line
     renderer.emit(f"if (ag_seen | ag_flags()) {{ {free}return {FLAGGED}; }}", 1)
     renderer.emit(f"{free}return {DONE};", 1)
+    renderer.lines[:0] = [f"    {t_c}* {name} = NULL;" for name, t_c in renderer.heap] + renderer.prologue()
     if renderer.inexact:
         renderer.lines += ["ag_inexact:", f"    {free}return {INEXACT};"]
-    renderer.lines[:0] = [f"    {t_c}* {name} = NULL;" for name, t_c in renderer.heap]
     if renderer.numpy_loops:
         params += ["void* const* ag_fn", "void* const* ag_data"]
     text = "\n".join(["#include <fenv.h>", emitter.prelude(), FLAG_BITS, f"{emitter.language.entry_prefix}int graph({', '.join(params)}) {{",

@@ -189,12 +189,14 @@ def source(node, language=None, track=True):
                         + [f"ag_state[{i + 1}] = ag_o{i};" for i in origins]) if tracked or origins else ""
 
     outs = renderer.while_(node, loop_vars + captures, 1, loop_vars=loop_vars, ran="ag_ran", pause=lambda values: (
-        f"{write_back(values)} {save_boxes('1')} return {PAUSED} | ag_seen | ag_flags();"))
+        f"{write_back(values)} {save_boxes('1')} {renderer.release()} return {PAUSED} | ag_seen | ag_flags();"))
     renderer.emit(write_back(outs), 1)
     renderer.emit(save_boxes("0"), 1)
+    renderer.emit(renderer.release(), 1)
     renderer.emit(f"return (ag_ran ? {DONE} : {UNCHANGED}) | ag_seen | ag_flags();", 1)
+    renderer.lines[:0] = renderer.prologue()
     if renderer.inexact:
-        renderer.lines += ["ag_inexact:", f"    return {INEXACT};"]
+        renderer.lines += ["ag_inexact:", f"    {renderer.release()} return {INEXACT};"]
     if renderer.origin_lost and origins:
         return source(node, language, track=False)
     if renderer.numpy_loops or tracked or origins:  # the tables of numpy inner loops it calls (numpy_loops.py)

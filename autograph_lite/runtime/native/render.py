@@ -56,6 +56,7 @@ Lazy = collections.namedtuple("Lazy", "element dtype weak shape reads expr base 
 MAX_ELEMENTS = 1 << 14     # a larger array stays on numpy
 MAX_LOCAL_BYTES = 1 << 18  # stack bytes of local arrays per function (threads have small stacks)
 MAX_LAZY_TEXT = 4000       # characters of a Lazy value's element expression (reads repeat it)
+MAX_SCRATCH_BYTES = 1 << 26  # heap bytes of a function's arrays of run-time length (`Renderer.scratch`)
 _EXACT_DOUBLE = "9007199254740992"   # 2**53: ints up to it are exact as doubles
 _MATMUL = "(n?,k),(k,m?)->(n?,m?)"   # numpy's matmul signature: its loop takes (count, n, k, m)
 
@@ -127,6 +128,9 @@ class Renderer:
         self.work = 0          # elements computed per pass over the nodes written (for budgets)
         self.declared = []     # the names of the local arrays declared, in order
         self.heap = None       # a list where large arrays may live on the heap (graphs.py), else None
+        # bytes of `ag_scratch`, the heap block the function allocates once at its start, in which an
+        # array of run-time length too large for its locals (a gather a dot reads) has its bound's room
+        self.scratch = 0
         # a straight-line function's arrays no later node reads, by C type: [(elements, name)], which a
         # later array of up to that size takes over (an unrolled loop's steps reuse a few buffers)
         self.dead = collections.defaultdict(list)
@@ -179,6 +183,8 @@ class Renderer:
             self.declared.append(reused)
             return Val(reused, dtype, weak, shape, reused)
         if size_of(shape) > MAX_ELEMENTS or self.local_bytes + size_of(shape) * dtype.itemsize > MAX_LOCAL_BYTES:
+            if any(isinstance(n, Dim) for n in shape) and (self.heap is None or indent != 1):
+                return self.scratch_buffer(name, t_c, dtype, weak, shape, indent)
             if self.heap is None or indent != 1:
                 raise Unsupported(f"an array of {size_of(shape)} elements: more than a function's locals hold")
             # a straight-line function's large array: allocated here, freed at every return
@@ -196,6 +202,36 @@ class Renderer:
         self.declared.append(name)
         return Val(name, dtype, weak, shape, name)
 
+    def scratch_buffer(self, name, t_c, dtype, weak, shape, indent):
+        """An array of run-time length in `ag_scratch`, room for its bound (a loop body's is the same
+        room on every iteration, as a local array's would be)."""
+        at, self.scratch = self.scratch, self.scratch + -(-size_of(shape) * dtype.itemsize // 64) * 64
+        if self.scratch > MAX_SCRATCH_BYTES:
+            raise Unsupported(f"arrays of run-time length of {self.scratch} bytes in all: more than {MAX_SCRATCH_BYTES}")
+        self.emit(f"{t_c}* {name} = ({t_c}*)(ag_scratch + {at});", indent)
+        self.declared.append(name)
+        return Val(name, dtype, weak, shape, name)
+
+    def prologue(self):
+        """The lines that start the function: `ag_scratch` allocated (NULL if no array needs it)."""
+        if not self.scratch:
+            return ["    char* ag_scratch = NULL;"]
+        self.inexact = True  # no memory: the Python path runs, and raises numpy's MemoryError if it must
+        return [f"    char* ag_scratch = (char*)malloc({self.scratch});", "    if (!ag_scratch) goto ag_inexact;"]
+
+    @staticmethod
+    def release():
+        """The statement that frees what `prologue` allocated, before each return."""
+        return "free(ag_scratch);"
+
+    def worked(self, count, indent):
+        """Count `count` elements computed toward the budget: a static count once per pass over the
+        nodes (`work`), a run-time one (a C expression of Dims) where it is computed."""
+        if isinstance(count, str):
+            self.emit(f"ag_budget -= {count};", indent)
+        else:
+            self.work += count
+
     def copy(self, target, value, indent):
         """target = value (same shape; the value cast to the target's dtype)."""
         if target.shape == ():
@@ -207,7 +243,7 @@ class Renderer:
 
     def elementwise_loop(self, out, operands, element, indent):
         """out[...] = element(operand elements) over out's shape, operands broadcast to it."""
-        self.work += size_of(out.shape)
+        self.worked(count_of(out.shape), indent)
         pad = indent
         if contiguous(out) and all(v.shape == () or (v.shape == out.shape and not isinstance(v, Lazy) and
                                                      contiguous(v)) for v in operands):
@@ -418,7 +454,7 @@ class Renderer:
         # gufunc arguments: dims (outer count, m, k, p); steps: outer strides, then the core strides
         steps = [0, 0, 0, *(_product([s, size], 1) for s in (a0, a1, b0, b1)), p * size, size]
         self.call_numpy_loop(ufunc, 2, [a.expr, b.expr, result.expr], [1, m, k, p], steps, dtype, indent)
-        self.work += m * bound_of(k) * p
+        self.worked(_product([m, k, p], 1), indent)
         return result
 
     def numpy_dot(self, ufunc, a, b, dtype, indent):
@@ -438,7 +474,7 @@ class Renderer:
         result = self.declare(dtype, False, (), indent)
         steps = [0, 0, 0, 0, _product([a_step, size], 1), _product([b_step, size], 1), 0, 0, 0]
         self.call_numpy_loop(ufunc, 2, [a.expr, b.expr, f"&{result.expr}"], [1, 1, k, 1], steps, dtype, indent)
-        self.work += bound_of(k)
+        self.worked(k, indent)
         return result
 
     def as_eager(self, value, what, indent):
@@ -523,6 +559,8 @@ class Renderer:
             return x
         if x.layout == "c":  # a broadcast read in place: eager slices a C array
             x = self.packed(x, indent)
+        if len(index) == 1 and type(index[0]) is Slot and ins[1 + index[0].k].shape != ():
+            return self.gather(x, ins[1 + index[0].k], out, indent)
         if len(index) == 1 and (type(index[0]) is Slot or type(index[0]) is int and not isinstance(x.shape[0], Dim)):
             return self.row(node, ins, out, indent)
         offset, axes = self.region(index, x, ins[1:], indent)
@@ -530,6 +568,40 @@ class Renderer:
         if shape == ():
             return self.declare(x.dtype, x.weak, (), indent, f"{x.expr}[{offset}]")
         return self.view(x, offset, shape, tuple(step for _, step in axes))._replace(layout=x.layout)
+
+    def gather(self, x, positions, out, indent):
+        """x[positions] by a 1-D array of integers (numpy's integer array indexing of the first axis):
+        a Lazy value, each element read where it is used at its position (a negative one counts from
+        the end). numpy raises outside [-n, n): every position is checked first, and one out of
+        range runs the Python path, which raises numpy's IndexError."""
+        if x.shape == () or len(positions.shape) != 1 or positions.dtype.kind not in "iu":
+            raise Unsupported(f"indexing {x.dtype}{list(x.shape)} by {positions.dtype}{list(positions.shape)}")
+        (count,), n = positions.shape, x.shape[0]
+        self.check_positions(positions, n, indent)
+        strides = x.strides or strides_of(x.shape)
+
+        def element(names):
+            at = self.position(positions, names[0], n)
+            terms = [_product([at, strides[0]], 1)] + [_product([i, s], 1) for i, s in zip(names[1:], strides[1:])]
+            return f"{x.expr}[{' + '.join(str(t) for t in terms)}]"
+        shape = self.known_shape(out, (count, *x.shape[1:]), indent)
+        return Lazy(element, x.dtype, out.weak, shape, frozenset({x.base, positions.base}) - {None})
+
+    def check_positions(self, positions, n, indent):
+        """Run the Python path (which raises numpy's IndexError) if an element of 1-D integer array
+        `positions` is not an index into an axis of length `n`, [-n, n)."""
+        k = self.name()
+        p = _at(positions, _broadcast_index(positions.shape, positions.shape, [k], positions.strides)).expr
+        self.emit(f"for (int64_t {k} = 0; {k} < {positions.shape[0]}; {k}++) {{", indent)
+        self.bail(f"{p} >= (uint64_t){n}" if positions.dtype.kind == "u" else f"{p} < -{n} || {p} >= {n}", indent + 1)
+        self.emit("}", indent)
+        self.worked(positions.shape[0], indent)
+
+    @staticmethod
+    def position(positions, i, n):
+        """C of the index into an axis of length `n` that element `i` of checked `positions` names."""
+        p = _at(positions, _broadcast_index(positions.shape, positions.shape, [i], positions.strides)).expr
+        return f"(int64_t){p}" if positions.dtype.kind == "u" else f"({p} < 0 ? (int64_t){p} + {n} : (int64_t){p})"
 
     def view(self, x, offset, shape, strides):
         """A view into x's elements from flat `offset` (a C expression), `strides` per dim, as
@@ -607,7 +679,9 @@ class Renderer:
     def set_item(self, node, ins, indent):
         """x[index] = value: a store into x's array where the graph owns it and nothing reads
         its old contents later (a fill loop's buffer), else into a copy. The value is broadcast
-        and cast as numpy assigns; an index out of range runs the Python path, which raises."""
+        and cast as numpy assigns; an index out of range runs the Python path, which raises.
+        `x[positions] = value` by a 1-D integer array stores in the positions' order, so where a
+        position repeats the last store stays, as numpy's."""
         x, value = ins[0], ins[1]
         index = node.attrs["index"]
         if x.shape == () or x.dtype.kind not in "biuf" or (value.dtype.kind == "f" and x.dtype.kind != "f") or (
@@ -625,7 +699,17 @@ class Renderer:
             copy = self.declare(x.dtype, x.weak, _static_shape(node.outputs[0], local=False), indent)
             self.copy(copy, x, indent)
             x = copy
-        offset, axes = self.region(index, x, ins[2:], indent)
+        positions = ins[2 + index[0].k] if len(index) == 1 and type(index[0]) is Slot else None
+        if positions is not None and positions.shape != ():
+            positions = self.materialize(positions, indent)
+            if len(positions.shape) != 1 or positions.dtype.kind not in "iu":
+                raise Unsupported(f"storing into {x.dtype}{list(x.shape)} at {positions.dtype}{list(positions.shape)}")
+            self.check_positions(positions, x.shape[0], indent)
+            strides = strides_of(x.shape)  # x is C-contiguous here
+            axes = [(positions.shape[0], None), *zip(x.shape[1:], strides[1:])]
+            offset = None
+        else:
+            offset, axes = self.region(index, x, ins[2:], indent)
         shape = tuple(count for count, _ in axes)
         source = value.shape
         while len(source) > len(shape) and source[0] == 1:  # numpy drops leading 1s of the value
@@ -650,12 +734,16 @@ class Renderer:
         names = [f"i{d}" for d in range(len(shape))]
         for d, (name, (count, _)) in enumerate(zip(names, axes)):
             self.emit("    " * d + f"for (int64_t {name} = 0; {name} < {count}; {name}++) {{", indent)
-        target = " + ".join([offset] + [f"{name} * {step}" for name, (_, step) in zip(names, axes)])
+        if offset is None:  # by positions: the first axis at each one
+            target = " + ".join([str(_product([self.position(positions, names[0], x.shape[0]), strides[0]], 1))] +
+                                [f"{name} * {step}" for name, (_, step) in zip(names[1:], axes[1:])])
+        else:
+            target = " + ".join([offset] + [f"{name} * {step}" for name, (_, step) in zip(names, axes)])
         element = _element(value, shape, names)
         self.emit("    " * len(shape) + f"{x.expr}[{target}] = {self.emitter.cast(element, x.dtype)};", indent)
         for d in reversed(range(len(shape))):
             self.emit("    " * d + "}", indent)
-        self.work += max(1, size_of(shape))
+        self.worked(count_of(shape) or 1, indent)
         return [x._replace(weak=node.outputs[0].weak)]
 
     def row(self, node, ins, out, indent):
@@ -824,7 +912,7 @@ class Renderer:
         if accumulate != x.dtype and inner != 1 and (accumulate.kind not in "iu" or averages):
             # (integers add exactly in any order: each element is cast as it is added)
             raise Unsupported(f"{opdef.name} over a leading axis cast to {accumulate}")
-        self.work += size_of(x.shape)
+        self.worked(count_of(x.shape), indent)
         if accumulate.kind == "f" and inner == 1:
             # a float reduction of contiguous runs: numpy's own loop in reduce mode (its pairwise
             # sum, its SIMD max with its choice between -0.0 and 0.0), so the result is numpy's
