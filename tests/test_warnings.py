@@ -206,3 +206,35 @@ def test_constant_folding_leaves_warning_ops_to_run_and_warn():
         assert caught == [("divide by zero encountered in log", __file__, line_of(log_of_a_folded_zero, 2))]
         with np.errstate(divide="ignore"):
             np.testing.assert_array_equal(result, log_of_a_folded_zero(np.ones(3)))
+
+
+def large_chain(x, y):
+    return np.exp(x * 800.0) - np.log(y) + np.sqrt(x - 2.0) / y  # each of the four warns
+
+
+def large_strided_chain(a, y):
+    return (a[1:, :] - a[:-1, :]) / y[1:, :] * 2.0  # views: the strided C kernel
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+@pytest.mark.parametrize("fn, make", [
+    (large_chain, lambda: (np.linspace(-1.0, 1.0, 300_000), np.zeros(300_000))),
+    (large_strided_chain, lambda: (np.linspace(-1.0, 1.0, 600 * 501).reshape(600, 501), np.zeros((600, 501))))])
+def test_a_large_fused_chain_warns_as_eager_once_per_op(monkeypatch, native, fn, make):
+    # its C kernel (or the numpy path in blocks on threads) raised flags that numpy then blamed on
+    # the next ufunc, or none: now the chain is computed again with numpy's ufuncs on the caller's
+    # thread, which warn (or raise) as eager's, named by the step that did
+    monkeypatch.setenv("AG_NATIVE_KERNELS", native)
+    args = make()
+    expected, eager = recorded(fn, *args)
+    compiled = ag.function(fn)
+    for _ in range(5):  # the plan, then the native tiers
+        result, caught = recorded(compiled, *args)
+        np.testing.assert_array_equal(result, expected)
+        assert [m for m, _, _ in caught] == [m for m, _, _ in eager]
+        assert {(f, line) for _, f, line in caught} == {(__file__, line_of(fn, 1))}
+    with np.errstate(all="ignore"):
+        assert recorded(compiled, *args)[1] == []
+    with warnings.catch_warnings(), np.errstate(divide="raise"), pytest.raises(FloatingPointError, match="divide by zero"):
+        warnings.simplefilter("ignore")  # exp's overflow warns first, as eagerly
+        compiled(*args)

@@ -187,6 +187,7 @@ def plan_reporter(plan):
         return (likely or inside or [node])[0]
 
     def locate(frame, kind):
+        step = fused_step(frame)
         plan_frame = frame
         while plan_frame is not None and plan_frame.f_code.co_filename != filename:
             plan_frame = plan_frame.f_back
@@ -197,6 +198,7 @@ def plan_reporter(plan):
             nodes = plan.nodes_at(plan_frame.f_lineno, col, end_col)
         named = [(error_name(n), n) for n in (inner(n, kind) for n in nodes)]
         name, node = next(((e, n) for e, n in named if e), (None, nodes[0] if nodes else None))
+        name = step or name
         if node is None or not node.location:
             return name or "a compiled function", *user_frame_location(frame)
         if name and _scalar_math(node):
@@ -246,6 +248,26 @@ def may_raise(graph):
 def float_errors_of(node):
     """True if `node` itself (not its sub-graphs) can raise a floating-point error."""
     return bool(_float_errors(node.op)) or node.op == "FusedElementwise"
+
+
+_fused_steps = {}  # the file name of a fused chain's step-by-step code -> {line: the op of its step}
+
+
+def name_steps(filename, ops):
+    """Record which op each line of a fused chain's generated code (runtime/fused.py) runs."""
+    _fused_steps[filename] = ops
+
+
+def fused_step(frame):
+    """numpy's name for the op of the fused chain's step running in `frame` or a frame it called
+    from, or None: a chain computed step by step (its C raised a flag) warns as the op that did."""
+    while frame is not None:
+        steps = _fused_steps.get(frame.f_code.co_filename)
+        if steps is not None:
+            op = steps.get(frame.f_lineno)
+            return _float_errors(op) if op else None
+        frame = frame.f_back
+    return None
 
 
 def _float_errors(op):

@@ -15,12 +15,14 @@ contiguous (strided views there run the ops one by one).
 """
 import concurrent.futures
 import functools
+import itertools
 import math
 import os
 import threading
 
 import numpy as np
 
+from . import fp_errors
 from .native import cexpr, compiler
 from .native import cuda as native_cuda
 from .native import elementwise as native_elementwise
@@ -52,25 +54,25 @@ def _fused_kernel(xp, steps, expr, operands):
                 out = np.empty(shape, out_dtype)
                 args = [native_elementwise.as_number(a) if scalar else a
                         for a, scalar in zip(inputs, native.scalars)]
-                _in_row_chunks(run, out, args, meta, rows)
+                if _in_row_chunks(run, out, args, meta, rows):
+                    return whole(*inputs)  # numpy's ufuncs warn (or raise) as eager's
                 return out
         if run is not None:
             shape, size, inner = layout
             out = np.empty(shape, out_dtype)
             args = [native_elementwise.as_number(a) if scalar else a
                     for a, scalar in zip(inputs, native.scalars)]
-            if inner:  # row-broadcast inputs: one call over whole rows
-                run(out, args, 0, size, inner)
-            else:
-                _in_chunks(run, out, args, size)
-            return out
+            # row-broadcast inputs: one call over whole rows
+            flags = run(out, args, 0, size, inner) if inner else _in_chunks(run, out, args, size)
+            return whole(*inputs) if flags else out  # a flag raised: numpy's ufuncs warn as eager's
         size = _blockable_size(inputs)
         if size < BLOCKED_MIN_SIZE:
             return whole(*inputs)
         shape = next(a.shape for a in inputs if isinstance(a, np.ndarray) and a.ndim)
         out = np.empty(shape, out_dtype)
         flat_in = [a.reshape(-1) if isinstance(a, np.ndarray) and a.ndim else a for a in inputs]
-        _in_chunks(on_numpy, out.reshape(-1), flat_in, size)
+        if _in_chunks(on_numpy, out.reshape(-1), flat_in, size):
+            return whole(*inputs)  # on the caller's thread, once: warned (or raised) as eagerly
         return out
     return fused
 
@@ -107,15 +109,17 @@ def _gpu_kernel(xp, steps, operands):
 
 
 def _in_chunks(run, out, inputs, size):
-    """`run` over the chunks of [0, size): the calling thread takes the first, the pool the rest."""
+    """`run` over the chunks of [0, size): the calling thread takes the first, the pool the rest.
+    Returns the floating-point flags the runs raised, or'd."""
     first, *rest = _chunks(size)
     others = [_pool().submit(run, out, inputs, *c) for c in rest]
     try:
-        run(out, inputs, *first)
+        flags = run(out, inputs, *first)
     finally:  # the chunks still running write into `out`: wait for them, whatever happened here
         concurrent.futures.wait(others)
     for f in others:
-        f.result()
+        flags |= f.result()
+    return flags
 
 
 def _in_row_chunks(run, out, inputs, meta, rows):
@@ -126,11 +130,12 @@ def _in_row_chunks(run, out, inputs, meta, rows):
     first, *rest = [(start, min(rows, start + step)) for start in range(0, rows, step)]
     others = [_pool().submit(run, out, inputs, meta, *c) for c in rest]
     try:
-        run(out, inputs, meta, *first)
+        flags = run(out, inputs, meta, *first)
     finally:  # the parts still running write into `out`: wait for them, whatever happened here
         concurrent.futures.wait(others)
     for f in others:
-        f.result()
+        flags |= f.result()
+    return flags
 
 
 class _Native:
@@ -270,10 +275,17 @@ def _pool():
 
 
 def _run_blocks(block, out, inputs, start, stop):
-    """The numpy path: the chain on each BLOCK-sized piece of [start, stop)."""
-    for lo in range(start, stop, BLOCK):
-        hi = min(stop, lo + BLOCK)
-        block(out[lo:hi], [a[lo:hi] if isinstance(a, np.ndarray) and a.ndim else a for a in inputs], hi - lo)
+    """The numpy path: the chain on each BLOCK-sized piece of [start, stop). Returns 1 where an op
+    met a floating-point error (numpy's warning from here would be one per block, from a pool
+    thread whose error state is not the caller's: the caller computes the chain again), else 0."""
+    try:
+        with np.errstate(divide="raise", over="raise", invalid="raise", under="ignore"):
+            for lo in range(start, stop, BLOCK):
+                hi = min(stop, lo + BLOCK)
+                block(out[lo:hi], [a[lo:hi] if isinstance(a, np.ndarray) and a.ndim else a for a in inputs], hi - lo)
+    except FloatingPointError:
+        return 1
+    return 0
 
 
 def _scratch_slots(steps):
@@ -362,8 +374,15 @@ def _whole_array_evaluator(xp, steps):
     if any("_into(" in line for line in lines):  # the inputs a temporary must not be
         lines.insert(0, f"    inputs = ({''.join(p + ', ' for p in params)})")
     lines = [f"def evaluate({', '.join(params)}):", *lines, f"    return t{len(steps) - 1}"]
-    exec("\n".join(lines), namespace)
+    filename = f"<fused chain {next(_chains)}>"
+    exec(compile("\n".join(lines), filename, "exec"), namespace)
+    # the line of each step, so that numpy's warning from it names its op (fp_errors.fused_step)
+    first = len(lines) - len(steps)  # (lines count from 1; the last is the return)
+    fp_errors.name_steps(filename, {first + j: op for j, (op, _, _) in enumerate(steps)})
     return namespace["evaluate"]
+
+
+_chains = itertools.count()
 
 
 IN_PLACE_MIN_SIZE = 1 << 15  # elements: below, numpy's allocations are cheap

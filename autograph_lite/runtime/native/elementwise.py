@@ -7,7 +7,9 @@ kind says: "full" (the result's shape), "row" (the result's trailing dims, `inne
 elements, as a bias is; the range is then whole rows) or "scalar" (passed by value).
 It is None when a step has no C translation or no compiler is available, and
 compiler.PENDING while the kernel is built on a worker thread (ask again later). ctypes
-releases the GIL during the call, so callers may run disjoint ranges on threads.
+releases the GIL during the call, so callers may run disjoint ranges on threads. A run
+returns the floating-point flags the range raised (language.FLAG_BITS; none left set on the
+thread): numpy's ufuncs would have warned, so the caller computes the chain with them.
 
 `cpu_strided_kernel(steps, operands)` returns `run(out, inputs, meta, start, stop)`, the same
 chain over views read through their strides (`a[1:, :]`, `a[:, ::-1]`, a column broadcast
@@ -21,7 +23,7 @@ import ctypes
 import numpy as np
 
 from . import cexpr, compiler
-from .language import C
+from .language import FLAG_BITS, C
 
 _CTYPES_SCALAR = {
     "uint8_t": ctypes.c_uint8, "int8_t": ctypes.c_int8, "int16_t": ctypes.c_int16,
@@ -60,8 +62,9 @@ def source(steps, operands, vector_math=frozenset(), language=None):
         return [cexpr.Value(element(i, kind), np.dtype(dtype), weak) for i, (dtype, weak, kind) in enumerate(operands)]
     body = _body(emitter, steps, values(lambda i, kind: {"scalar": f"s{i}", "row": f"a{i}[j]", "full": f"a{i}[i]"}[kind]),
                  "out[i]")
-    lines = [f"{language.entry_prefix}void kernel({', '.join(params)}) {{",
-             *language.elementwise_loop(body, rows), "}"]
+    kind, start, end = _flag_parts(language)
+    lines = [f"{language.entry_prefix}{kind} kernel({', '.join(params)}) {{", *start,
+             *language.elementwise_loop(body, rows), *end, "}"]
     vector = language.vector_types.get(out_dtype)
     if vector and not rows and all(kind == "scalar" or np.dtype(d) == out_dtype for d, _, kind in operands):
         name, width = vector
@@ -73,10 +76,25 @@ def source(steps, operands, vector_math=frozenset(), language=None):
             ins = values(lambda i, kind: f"s{i}" if kind == "scalar" else f"v{i}.{lane}")
             vector_body += ["{", *("    " + line for line in _body(emitter, steps, ins, f"r.{lane}")), "}"]
         vector_body.append(f"(({name}*)out)[i] = r;")
-        lines += [f"{language.entry_prefix}void kernel_vec{width}({', '.join(params)}) {{",
+        lines += [f"{language.entry_prefix}{kind} kernel_vec{width}({', '.join(params)}) {{", *start,
                   *language.elementwise_loop(vector_body, False, count=f"n / {width}"),
-                  *language.elementwise_loop(body, False, start=f"n / {width} * {width}"), "}"]
-    return "\n".join([emitter.prelude(), *lines, ""])
+                  *language.elementwise_loop(body, False, start=f"n / {width} * {width}"), *end, "}"]
+    return "\n".join([emitter.prelude(), *_flag_helpers(language), *lines, ""])
+
+
+def _flag_parts(language):
+    """(return type, first statements, last statements) of a kernel: in a dialect with
+    floating-point flags, it clears them, and returns those it raised (FLAG_BITS), cleared again
+    so that numpy's next check on this thread does not see them (runtime/fused.py then computes
+    the chain with numpy, whose ufuncs warn or raise as eager's)."""
+    if not language.fp_flags:
+        return "void", [], []
+    return "int", ["    ag_clear_flags();"], ["    const int ag_raised = ag_flags();", "    ag_clear_flags();",
+                                                  "    return ag_raised;"]
+
+
+def _flag_helpers(language):
+    return ["#include <fenv.h>", FLAG_BITS] if language.fp_flags else []
 
 
 MAX_DIMS = 64  # numpy's NPY_MAXDIMS
@@ -105,8 +123,9 @@ def strided_source(steps, operands, vector_math=frozenset()):
 
     def each(template):
         return [template.format(i=i, k=k + 1) for k, i in enumerate(arrays)]
+    kind, start, end = _flag_parts(language)
     lines = [
-        f"void kernel_strided({', '.join(params)}) {{",
+        f"{kind} kernel_strided({', '.join(params)}) {{", *start,
         "    const int64_t* shape = meta;",
         "    const int64_t cols = shape[ndim - 1];",
         *each("    const int64_t* st{i} = meta + ndim * {k};"),
@@ -139,9 +158,10 @@ def strided_source(steps, operands, vector_math=frozenset()):
         *each("            p{i} -= shape[d] * st{i}[d];"),
         "        }",
         "    }",
+        *end,
         "}",
     ]
-    return "\n".join([emitter.prelude(), *lines, ""])
+    return "\n".join([emitter.prelude(), *_flag_helpers(language), *lines, ""])
 
 
 def _body(emitter, steps, inputs, target):
@@ -166,7 +186,7 @@ def cpu_kernel(steps, operands):
     fn = compiler.load(text, "kernel", wait=False)
     if fn is None or fn is compiler.PENDING:
         return fn
-    fn.restype = None
+    fn.restype = ctypes.c_int  # the floating-point flags it raised
     fn.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p] + [
         _CTYPES_SCALAR[cexpr.c_type(dtype)] if kind == "scalar" else ctypes.c_void_p
         for dtype, _, kind in operands]
@@ -177,7 +197,7 @@ def cpu_kernel(steps, operands):
 
     def run(out, inputs, start, stop, inner=0):
         args = [v if step is None else v.ctypes.data + start * step for v, step in zip(inputs, offsets)]
-        fn(stop - start, inner, out.ctypes.data + start * out_size, *args)
+        return fn(stop - start, inner, out.ctypes.data + start * out_size, *args)
     return run
 
 
@@ -192,7 +212,7 @@ def cpu_strided_kernel(steps, operands):
     fn = compiler.load(text, "kernel_strided", wait=False)
     if fn is None or fn is compiler.PENDING:
         return fn
-    fn.restype = None
+    fn.restype = ctypes.c_int  # the floating-point flags it raised
     fn.argtypes = [ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p] + [
         _CTYPES_SCALAR[cexpr.c_type(dtype)] if kind == "scalar" else ctypes.c_void_p
         for dtype, _, kind in operands]
@@ -201,5 +221,5 @@ def cpu_strided_kernel(steps, operands):
 
     def run(out, inputs, meta, start, stop):
         args = [v if scalar else v.ctypes.data for v, scalar in zip(inputs, scalars)]
-        fn(len(meta) // per_dim, meta.ctypes.data, start, stop, out.ctypes.data, *args)
+        return fn(len(meta) // per_dim, meta.ctypes.data, start, stop, out.ctypes.data, *args)
     return run

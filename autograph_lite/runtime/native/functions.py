@@ -32,24 +32,6 @@ TIER_UP_AFTER = 3
 DONE, PAUSED, INEXACT, UNCHANGED = 0, 1, 2, 3
 STATUS = 15  # the status's bits; above them, the floating-point flags raised (FLAG_BITS)
 FLAGS = 16 | 32 | 64
-# a C helper: the flags numpy reports ('divide', 'over', 'invalid') raised since the call began
-# (on x86-64 the SSE status register alone, read in one instruction: numpy and this code compute
-# floats with SSE/AVX, and the helper runs before every call of a numpy loop)
-# (`ag_clear_flags` likewise clears the SSE flags alone: glibc's feclearexcept saves and reloads the
-# x87 environment too, which costs more than a short loop's whole run)
-FLAG_BITS = """#if defined(__x86_64__) && defined(__SSE__)
-static inline int ag_flags(void) {
-    unsigned f = __builtin_ia32_stmxcsr();
-    return (f & 0x4 ? 16 : 0) | (f & 0x8 ? 32 : 0) | (f & 0x1 ? 64 : 0);
-}
-static inline void ag_clear_flags(void) { __builtin_ia32_ldmxcsr(__builtin_ia32_stmxcsr() & ~0x3fu); }
-#else
-static inline int ag_flags(void) {
-    int f = fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID);
-    return (f & FE_DIVBYZERO ? 16 : 0) | (f & FE_OVERFLOW ? 32 : 0) | (f & FE_INVALID ? 64 : 0);
-}
-static inline void ag_clear_flags(void) { feclearexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID); }
-#endif"""
 _KINDS = {16: "divide", 32: "over", 64: "invalid"}
 
 

@@ -14,7 +14,8 @@ import numpy as np
 
 from ..opdef import COND, CONST, PLACEHOLDER, WHILE
 from . import cexpr, compiler
-from .functions import BOX, DONE, FLAG_BITS, INEXACT, NativeFunction, address, subclass_among
+from .functions import BOX, DONE, INEXACT, NativeFunction, address, subclass_among
+from .language import FLAG_BITS
 from .language import C, Unsupported
 from .render import Renderer, Val, _static_shape, placeholder_sources, zero_d_box
 

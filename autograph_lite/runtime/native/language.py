@@ -10,6 +10,26 @@ members for kernels compiled by NVRTC (`cuda.py`).
 """
 import numpy as np
 
+# a C helper: the flags numpy reports ('divide', 'over', 'invalid') raised since the call began
+# (on x86-64 the SSE status register alone, read in one instruction: numpy and this code compute
+# floats with SSE/AVX, and the helper runs before every call of a numpy loop)
+# (`ag_clear_flags` likewise clears the SSE flags alone: glibc's feclearexcept saves and reloads the
+# x87 environment too, which costs more than a short loop's whole run)
+FLAG_BITS = """#if defined(__x86_64__) && defined(__SSE__)
+static inline int ag_flags(void) {
+    unsigned f = __builtin_ia32_stmxcsr();
+    return (f & 0x4 ? 16 : 0) | (f & 0x8 ? 32 : 0) | (f & 0x1 ? 64 : 0);
+}
+static inline void ag_clear_flags(void) { __builtin_ia32_ldmxcsr(__builtin_ia32_stmxcsr() & ~0x3fu); }
+#else
+static inline int ag_flags(void) {
+    int f = fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID);
+    return (f & FE_DIVBYZERO ? 16 : 0) | (f & FE_OVERFLOW ? 32 : 0) | (f & FE_INVALID ? 64 : 0);
+}
+static inline void ag_clear_flags(void) { feclearexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID); }
+#endif"""
+
+
 
 class Unsupported(Exception):
     """The op, dtype or construct has no translation here; the numpy path runs instead."""
@@ -23,6 +43,7 @@ class CStyleLanguage:
     helper_prefix = "static inline"      # a small function the expressions call
     entry_prefix = ""                     # the function Python (or a launch) calls
     restrict = "restrict"
+    fp_flags = False  # whether an elementwise kernel returns the floating-point flags it raised (FLAG_BITS)
     # a dialect's own spelling of an op, keyed as cexpr.BY_COMPUTATION (by the op's `ufunc` or
     # `primitive`), over the shared one: rule(emitter, operands, out_dtype) -> expression
     code_for_op = {}
@@ -75,6 +96,7 @@ class C(CStyleLanguage):
     (glibc's libmvec) are declared so loops over them vectorize."""
 
     name = "c"
+    fp_flags = True
 
     def math_declaration(self, name, dtype):
         if name not in self.vector_math:

@@ -35,9 +35,9 @@ import numpy as np
 from ..opdef import COND, PLACEHOLDER, WHILE
 from . import cexpr, compiler
 from .entry import BODY_NEVER_RAN
-from .functions import (BOX, DONE, FLAG_BITS, FLAGS, INEXACT, PAUSED, STATUS, TIER_UP_AFTER,  # noqa: F401
+from .functions import (BOX, DONE, FLAGS, INEXACT, PAUSED, STATUS, TIER_UP_AFTER,  # noqa: F401
                         UNCHANGED, NativeFunction, report_flags, subclass_among, tier_up_after)
-from .language import C, Unsupported
+from .language import FLAG_BITS, C, Unsupported
 from .render import Renderer, Val, _static_shape, placeholder_sources, size_of, zero_d_box
 
 BUDGET = 1 << 18   # elements computed per C call: about a millisecond of simple work
