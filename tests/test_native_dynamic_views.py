@@ -164,11 +164,10 @@ def test_gramschmidt_columns_and_products():
 
 
 def test_durbin_flipped_prefixes():
-    """np.dot of a flipped view: numpy's dot copies an operand of negative stride and calls BLAS on
-    the copy, while the graph's matmul (its numpy path as its C) calls numpy's dot loop on the view,
-    which sums in order: the results agree to NPBench's tolerance, not bit for bit."""
+    """np.dot of a flipped view, bit for bit: numpy's dot copies an operand of negative stride and
+    calls BLAS on the copy (np.matmul would sum the view in its own loop); the C does as np.dot."""
     r = np.random.default_rng(3).random(40) / 40
-    all_native(durbin, r, np.array(40), exact=False)
+    all_native(durbin, r, np.array(40))
 
 
 @pytest.mark.parametrize("kernel", [syrk, syr2k, symm, trmm])

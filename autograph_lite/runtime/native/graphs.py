@@ -50,7 +50,8 @@ def homes(graph):
                 made_by = x.node
                 if made_by is None or not only_here(x, t.shape):
                     continue
-                if made_by.opdef.ufunc == "matmul" and x.dtype == t.dtype and id(x) not in found:
+                if (made_by.opdef.ufunc == "matmul" or made_by.opdef.primitive == "dot") and x.dtype == t.dtype \
+                        and id(x) not in found:
                     found[id(x)] = f"o{j}"
                     break
                 if made_by.opdef.elementwise:
