@@ -265,6 +265,24 @@ def test_run_time_lengths_numpy_stretches_or_refuses_run_as_eager():
     all_native(stretched, x, np.array(4))
 
 
+def add_rows_into_a_row(a, n):
+    for k in range(n):
+        a[7:8, 3:] += a[k:k + 1, 2:3].T     # (1, 1) += (1, 1), but (1, 0) once k is past the last row
+    return a
+
+
+def test_an_update_whose_result_has_another_run_time_shape_runs_python_which_raises():
+    all_native(add_rows_into_a_row, np.arange(40.0).reshape(10, 4), np.array(10))
+    with pytest.raises(ValueError, match="non-broadcastable output operand with shape \\(1,1\\)"):
+        add_rows_into_a_row(np.arange(40.0).reshape(10, 4), np.array(11))
+    compiled = ag.function(add_rows_into_a_row)
+    for _ in range(loops.TIER_UP_AFTER + 2):
+        with pytest.raises(ValueError, match="non-broadcastable output operand with shape \\(1,1\\)"):
+            compiled(np.arange(40.0).reshape(10, 4), np.array(11))
+    (region,) = compiled.get_concrete_function(np.ones((10, 4)), np.array(11)).plan.native
+    assert region.native is not None and region.native.fn  # the C loop ran first, then Python raised
+
+
 def prefix_reductions(x, a, n):
     out = np.zeros((x.shape[0], 6))
     for j in range(n):

@@ -29,6 +29,7 @@ NOT_EXPORTABLE = {
     "Raise": "ONNX graphs cannot raise an error",
     "CheckFits": "ONNX cannot raise numpy's OverflowError for a Python int out of the dtype's range; "
                  "cast the Python int explicitly (ag.cast / np.int8(...)) so no check is needed",
+    "CheckShape": "ONNX cannot raise numpy's ValueError for an in-place operator's result of another shape",
     "RandomNormal": "ONNX draws from another generator, so results could never equal the eager run's",
     "RandomUniform": "ONNX draws from another generator, so results could never equal the eager run's",
     "RandomDraw": "it calls a numpy (or cupy) generator object held by reference; ONNX has no such object",

@@ -295,6 +295,13 @@ class Renderer:
             (value,) = ins
             self.bail(f"{value.expr} < {int(info.min)}LL || {value.expr} > {int(info.max)}LL", indent)
             return []
+        if node.op == "CheckShape":
+            # `x op= y` whose result has another shape than x at run time: numpy raises, the Python path too
+            new, x = ins
+            for n, m in zip(new.shape, x.shape):
+                if n != m:
+                    self.bail(f"{n} != {m}", indent)
+            return []
         if node.opdef.in_place == "store":  # x[index] = value (SetItem)
             return self.set_item(node, ins, indent)
         view = VIEWS.get(node.opdef.primitive) or (Renderer.fused if node.op == "FusedElementwise" else None)
