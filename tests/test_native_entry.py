@@ -339,6 +339,47 @@ def test_a_view_argument_is_read_through_a_copy_the_entry_makes(fn, rest, form, 
     assert_identical(view, before)
 
 
+def products_and_sums(x, y):
+    return np.dot(x[0], y[0]), x[0] @ y[1], np.dot(x, y.T), x.sum(axis=0), np.mean(x, axis=1)
+
+
+def dots_in_a_loop(x, y, n):
+    total = 0.0
+    for k in range(n):
+        total += np.dot(x[0, :k + 1], y[1, :k + 1]) + x[1, :k + 1].sum()
+    return total
+
+
+@pytest.mark.parametrize("form", ["strided view", "flipped", "transposed"])
+@pytest.mark.parametrize("fn, rest", [(products_and_sums, ()), (dots_in_a_loop, (np.int64(150),))])
+def test_an_argument_a_product_or_float_sum_reads_in_another_layout_runs_python(fn, rest, form, monkeypatch):
+    """np.dot, @ and float reductions compute by the memory layout of their operands (BLAS's strides,
+    numpy's order of summing): an argument they read that comes in another layout than C's is not
+    read through a C-contiguous copy (its results would round otherwise) but by the Python code;
+    a C-contiguous one takes the C."""
+    fallbacks = []
+    for kind in (loops.NativeLoop, graphs.NativeGraph):  # counted: the Entries built below call these
+        monkeypatch.setattr(kind, "_python_call", (lambda python_call: lambda self, *args: fallbacks.append(
+            args) or python_call(self, *args))(kind._python_call))
+    rng = np.random.default_rng(13)
+    big = rng.standard_normal((300, 320)) * 100
+    x, y = (np.ascontiguousarray(big[:2, :150]), np.ascontiguousarray(big[2:4, :150]))
+    compiled, _ = hot(fn, x, y, *rest)
+    fallbacks.clear()
+    x, y = {"strided view": (big[:4:2, :300:2], big[1:4:2, 1:300:2]), "flipped": (big[1::-1, 149::-1],
+            big[3:1:-1, 149::-1]), "transposed": (np.ascontiguousarray(big[:150, :2]).T,
+                                                   np.ascontiguousarray(big[150:300, 2:4]).T)}[form]
+    for _ in range(CALLS):
+        eager, result = fn(x, y, *rest), compiled(x, y, *rest)
+        for e, c in zip(eager if isinstance(eager, tuple) else (eager,), result if isinstance(result, tuple) else (result,)):
+            assert np.asarray(c).tobytes() == np.asarray(e).tobytes()
+    assert fallbacks
+    fallbacks.clear()
+    assert_identical(fn(np.ascontiguousarray(x), np.ascontiguousarray(y), *rest),
+                     compiled(np.ascontiguousarray(x), np.ascontiguousarray(y), *rest))
+    assert fallbacks == []
+
+
 def offset(x, s, t):
     return x * s + t, 1.0 / s
 

@@ -9,7 +9,9 @@ below), handles PAUSED (the interpreter's signal handlers run between calls, so
 Ctrl-C raises KeyboardInterrupt) and boxes the results as the Python plan would.
 
 An array argument of its dtype and shape in another layout (a strided, transposed or offset
-view) is read through a C-contiguous copy made here, as the Python caller makes one. Any
+view) is read through a C-contiguous copy made here, as the Python caller makes one, unless the
+C reads it as eager lays it out (a product's or a float reduction's operand, `exact`): then the
+call goes to `fallback`, whose Python code computes on the array as it is. Any
 argument in another form (another dtype, a byte-swapped array, a subclass, an int that does
 not fit) is not converted here: the call goes to `fallback` (the Python caller, functions.py)
 with the same arguments, which converts it as numpy does. What this file does is the fast
@@ -97,6 +99,8 @@ typedef struct {
     int role, typenum, ndim, box;  /* ndim -1: a scalar, passed as a pointer to its cell */
     int python_bit;  /* >= 0: boxed as a Python number where this bit of the state cell is set (loops.tracked_boxes) */
     int origin;      /* >= 0: state[origin], where >= 0, is the argument whose object eager holds here (loops.passed_on) */
+    int exact;       /* an array the C reads as eager lays it out (a product's, a float reduction's operand): one in
+                        another layout runs the Python code, not the C on a C-contiguous copy */
     npy_intp dims[NPY_MAXDIMS];
     npy_intp size;
 } Spec;
@@ -314,7 +318,7 @@ static PyObject* entry_run(Entry* self, PyObject* const* args, Py_ssize_t nargs,
             pointers[k] = PyArray_DATA((PyArrayObject*)arrays[k]);
         } else {
             int in_form = fits(o, s);
-            if (!in_form && (s->role == DONATE || !copyable(o, s))) goto fallback;
+            if (!in_form && (s->role == DONATE || s->exact || !copyable(o, s))) goto fallback;
             if (s->role == UPDATE || !in_form) {  /* a fresh copy the loop updates in place, or a view's C-contiguous copy */
                 arrays[k] = PyArray_NewCopy((PyArrayObject*)o, NPY_CORDER);
                 if (arrays[k] == NULL) goto error;
@@ -436,7 +440,7 @@ static void entry_dealloc(Entry* self) {
     Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
-/* Entry(fallback, finish, specs, loop): specs a sequence of (role, typenum, shape or None, box[, python_bit[, origin]]). */
+/* Entry(fallback, finish, specs, loop): specs a sequence of (role, typenum, shape or None, box[, python_bit[, origin[, exact]]]). */
 static PyObject* entry_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
     PyObject *fallback, *finish, *specs;
     int loop, zero_d = 0;
@@ -467,8 +471,9 @@ static PyObject* entry_new(PyTypeObject* type, PyObject* args, PyObject* kwargs)
         Spec* s = &self->specs[k];
         PyObject* shape;
         s->python_bit = s->origin = -1;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, k), "iiOi|ii", &s->role, &s->typenum, &shape, &s->box,
-                              &s->python_bit, &s->origin))
+        s->exact = 0;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, k), "iiOi|iii", &s->role, &s->typenum, &shape, &s->box,
+                              &s->python_bit, &s->origin, &s->exact))
             goto error;
         s->ndim = -1;
         if (shape != Py_None) {

@@ -91,8 +91,12 @@ class NativeFunction:
     loop = False
     scalar_inputs = False  # a 0-d argument must come as a numpy scalar (NativeLoop: a loop variable may pass it on)
 
-    def __init__(self, text, symbol, values, written=(), numpy_loops=(), boxes=(), donated=(), state=False):
+    def __init__(self, text, symbol, values, written=(), numpy_loops=(), boxes=(), donated=(), state=False,
+                 exact=()):
         self.symbol, self.runs = symbol, 0
+        # arrays whose layout the C takes as eager's (render.Renderer.exact_layout): one that comes in
+        # another (a strided or transposed view) runs the Python code, not the C on a C-contiguous copy
+        self.exact = set(exact)
         self.fn = None  # the C function once built; False when it could not be (warned)
         self.written = set(written)
         self.donated = set(donated)  # written arrays the caller gives up: updated in place, not copied
@@ -159,7 +163,8 @@ class NativeFunction:
             return
         tables = [ctypes.addressof(t) for t in self.tables] or [0, 0]
         # a 0-d array argument is a scalar cell, unless a loop may give it back as it came (its box)
-        c_entry = module.Entry(self._python_call, self.finish, self.entry_specs, self.loop, not self.scalar_inputs)
+        specs = [tuple(spec) + (-1,) * (6 - len(spec)) + (int(i in self.exact),) for i, spec in enumerate(self.entry_specs)]
+        c_entry = module.Entry(self._python_call, self.finish, specs, self.loop, not self.scalar_inputs)
         c_entry.bind(ctypes.cast(values, ctypes.c_void_p).value, (values, self.tables), *tables)
         self.call = c_entry
         for hook in self.on_entry:
@@ -170,6 +175,11 @@ class NativeFunction:
         return self._python_call(*args)
 
     __call__ = call
+
+    def laid_out_otherwise(self, values):
+        """True if an array the C reads as eager lays it out comes in another layout."""
+        return any(not (type(values[i]) is np.ndarray and values[i].flags.c_contiguous and values[i].flags.aligned)
+                   for i in self.exact)
 
     def arguments(self, values, tables=True):
         """(ctypes arguments for `values`, the arrays they point to). A written array is a fresh

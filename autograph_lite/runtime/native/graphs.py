@@ -110,14 +110,14 @@ def source(graph, language=None):
                       "    int64_t ag_budget = 0; (void)ag_budget;", "    ag_clear_flags();",
                       "    int ag_seen = 0;",
                       *renderer.lines, "}", ""])
-    return text, renderer.numpy_loops
+    return text, renderer.numpy_loops, [i for i in range(len(graph.inputs)) if f"a{i}" in renderer.exact_layout]
 
 
 class NativeGraph(NativeFunction):
     """The C version of a straight-line graph: `native.call(*inputs)` gives its outputs, or None
     when the caller should run its Python plan (not yet hot, or INEXACT)."""
 
-    def __init__(self, graph, text, numpy_loops=()):
+    def __init__(self, graph, text, numpy_loops=(), exact=()):
         self.n_in = len(graph.inputs)
         sources = placeholder_sources(graph)
         boxes = [(BOX[t.dtype.kind], False) if t.weak else zero_d_box(t, sources, "an output")
@@ -125,7 +125,7 @@ class NativeGraph(NativeFunction):
         self.boxes = [box for box, _ in boxes]
         values = list(graph.inputs) + list(graph.outputs)
         super().__init__(text, "graph", values, written=range(self.n_in, len(values)), numpy_loops=numpy_loops,
-                         boxes=self.boxes)
+                         boxes=self.boxes, exact=exact)
         # a 0-d argument passed through to an output must be a numpy scalar, as the box says
         self.scalar_inputs = any(needs for _, needs in boxes)
         self.outputs = self.arrays[self.n_in:]  # per output: None (a scalar) or (dtype, shape)
@@ -137,7 +137,7 @@ class NativeGraph(NativeFunction):
 
     def _python_call(self, *args):
         fn = self.fn or self.tier_up()
-        if not fn or subclass_among(args):
+        if not fn or subclass_among(args) or self.laid_out_otherwise(args):
             return None
         if self.scalar_inputs and not all(type(a) is not np.ndarray or a.shape for a in args):
             return None  # a 0-d array argument: the plan gives it back as it is

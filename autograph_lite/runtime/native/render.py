@@ -132,6 +132,10 @@ class Renderer:
         self.dead = collections.defaultdict(list)
         self.sizes = {}        # name -> (C type, elements) of the arrays declared at the top level
         self.homes = {}        # id(matmul result) -> the output buffer it is made in (graphs.py: `homes`)
+        # the arrays read where the order of eager's memory decides the result (a product's BLAS call,
+        # a float reduction's order): an input among them must come C-contiguous, as the C reads it
+        # (graphs.py, loops.py: `exact`; an argument in another layout runs the Python code)
+        self.exact_layout = set()
         self.scopes = []       # per graph being written, innermost last: a _Scope
 
     # --- locals ------------------------------------------------------------------------
@@ -516,6 +520,8 @@ class Renderer:
         the layout (numpy's matmul picks its BLAS call by strides); raises Unsupported where eager's
         layout is not known here."""
         value = self.materialize(value, indent)
+        if value.layout is None:
+            self.exact_layout.add(value.base)
         if value.layout == "c":
             return self.packed(value, indent)
         if value.layout == "unknown":
@@ -868,6 +874,8 @@ class Renderer:
             elif count_each > 1 and (accumulate.kind not in "biu" or averages):
                 raise Unsupported(f"a float {opdef.name} of a strided view or a transposed result: numpy "
                                   f"reduces in the order of its memory layout")
+        if not isinstance(x, Lazy) and x.layout is None and (accumulate.kind not in "biu" or averages):
+            self.exact_layout.add(x.base)
         if step == 1:
             x = self.packed(x, indent)
         result = self.declare(dtype, weak, shape, indent)
