@@ -99,8 +99,9 @@ typedef struct {
     int role, typenum, ndim, box;  /* ndim -1: a scalar, passed as a pointer to its cell */
     int python_bit;  /* >= 0: boxed as a Python number where this bit of the state cell is set (loops.tracked_boxes) */
     int origin;      /* >= 0: state[origin], where >= 0, is the argument whose object eager holds here (loops.passed_on) */
-    int exact;       /* an array the C reads as eager lays it out (a product's, a float reduction's operand): one in
-                        another layout runs the Python code, not the C on a C-contiguous copy */
+    int exact;       /* the layout the C takes an array in as eager's: 1 C-contiguous (a product's, a float
+                        reduction's operand), 2 axes in C order (what one is computed from), 0 any; one
+                        that comes otherwise runs the Python code, not the C on a C-contiguous copy */
     npy_intp dims[NPY_MAXDIMS];
     npy_intp size;
 } Spec;
@@ -248,6 +249,20 @@ static int copyable(PyObject* o, const Spec* s) {
     return memcmp(PyArray_DIMS(a), s->dims, s->ndim * sizeof(npy_intp)) == 0;
 }
 
+/* An array whose axes lie in C order (the steps of axes longer than 1 larger to the left): numpy's
+   elementwise results of it are C-contiguous, as the C's of its copy (functions.c_ordered). */
+static int c_ordered(PyObject* o) {
+    PyArrayObject* a = (PyArrayObject*)o;
+    npy_intp last = -1;
+    for (int d = 0; d < PyArray_NDIM(a); d++) {
+        if (PyArray_DIM(a, d) <= 1) continue;
+        npy_intp step = PyArray_STRIDE(a, d) < 0 ? -PyArray_STRIDE(a, d) : PyArray_STRIDE(a, d);
+        if (last >= 0 && step >= last) return 0;
+        last = step;
+    }
+    return 1;
+}
+
 /* Runs self's C, without the GIL unless its last run took under SHORT_NS: releasing and
 taking back the GIL costs more than such a run (numpy keeps the GIL for small arrays too).
 A long run is at most a budget's worth (about a millisecond) before it PAUSEs. */
@@ -318,7 +333,8 @@ static PyObject* entry_run(Entry* self, PyObject* const* args, Py_ssize_t nargs,
             pointers[k] = PyArray_DATA((PyArrayObject*)arrays[k]);
         } else {
             int in_form = fits(o, s);
-            if (!in_form && (s->role == DONATE || s->exact || !copyable(o, s))) goto fallback;
+            if (!in_form && (s->role == DONATE || s->exact == 1 || !copyable(o, s) || (s->exact == 2 && !c_ordered(o))))
+                goto fallback;
             if (s->role == UPDATE || !in_form) {  /* a fresh copy the loop updates in place, or a view's C-contiguous copy */
                 arrays[k] = PyArray_NewCopy((PyArrayObject*)o, NPY_CORDER);
                 if (arrays[k] == NULL) goto error;

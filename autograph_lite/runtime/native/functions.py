@@ -76,6 +76,19 @@ def address(array):
         return array.ctypes.data
 
 
+def layouts(renderer, bases):
+    """Per input (its base), what layout the C takes it in as eager's: 1 C-contiguous (read as it
+    lies), 2 axes in C order (computed from), 0 any (entry.c `exact`)."""
+    return [1 if b in renderer.exact_layout else 2 if b in renderer.ordered_layout else 0 for b in bases]
+
+
+def c_ordered(array):
+    """True if `array`'s axes lie in C order (its steps, of axes longer than 1, larger to the left):
+    numpy's elementwise results of it are C-contiguous."""
+    steps = [abs(s) for n, s in zip(array.shape, array.strides) if n > 1]
+    return all(a > b for a, b in zip(steps, steps[1:]))
+
+
 def tier_up_after():
     """The run at which native code is built: TIER_UP_AFTER, or the first with AG_NATIVE=always
     (the test mode that runs everything the generator can write as C from its first call)."""
@@ -94,9 +107,10 @@ class NativeFunction:
     def __init__(self, text, symbol, values, written=(), numpy_loops=(), boxes=(), donated=(), state=False,
                  exact=()):
         self.symbol, self.runs = symbol, 0
-        # arrays whose layout the C takes as eager's (render.Renderer.exact_layout): one that comes in
-        # another (a strided or transposed view) runs the Python code, not the C on a C-contiguous copy
-        self.exact = set(exact)
+        # per value, the layout the C takes it in as eager's (`layouts`: 1 C-contiguous, 2 axes in C
+        # order): one that comes otherwise (a strided or transposed view) runs the Python code, not the
+        # C on a C-contiguous copy
+        self.exact = dict(enumerate(exact))
         self.fn = None  # the C function once built; False when it could not be (warned)
         self.written = set(written)
         self.donated = set(donated)  # written arrays the caller gives up: updated in place, not copied
@@ -163,7 +177,7 @@ class NativeFunction:
             return
         tables = [ctypes.addressof(t) for t in self.tables] or [0, 0]
         # a 0-d array argument is a scalar cell, unless a loop may give it back as it came (its box)
-        specs = [tuple(spec) + (-1,) * (6 - len(spec)) + (int(i in self.exact),) for i, spec in enumerate(self.entry_specs)]
+        specs = [tuple(spec) + (-1,) * (6 - len(spec)) + (self.exact.get(i, 0),) for i, spec in enumerate(self.entry_specs)]
         c_entry = module.Entry(self._python_call, self.finish, specs, self.loop, not self.scalar_inputs)
         c_entry.bind(ctypes.cast(values, ctypes.c_void_p).value, (values, self.tables), *tables)
         self.call = c_entry
@@ -177,9 +191,14 @@ class NativeFunction:
     __call__ = call
 
     def laid_out_otherwise(self, values):
-        """True if an array the C reads as eager lays it out comes in another layout."""
-        return any(not (type(values[i]) is np.ndarray and values[i].flags.c_contiguous and values[i].flags.aligned)
-                   for i in self.exact)
+        """True if an array the C takes as eager lays it out comes in another layout."""
+        for i, level in self.exact.items():
+            v = values[i]
+            if level == 1 and not (type(v) is np.ndarray and v.flags.c_contiguous and v.flags.aligned):
+                return True
+            if level == 2 and isinstance(v, np.ndarray) and not c_ordered(v):
+                return True
+        return False
 
     def arguments(self, values, tables=True):
         """(ctypes arguments for `values`, the arrays they point to). A written array is a fresh

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..opdef import COND, CONST, PLACEHOLDER, WHILE
 from . import cexpr, compiler
-from .functions import BOX, DONE, FLAG_BITS, INEXACT, NativeFunction, address, subclass_among
+from .functions import BOX, DONE, FLAG_BITS, INEXACT, NativeFunction, address, layouts, subclass_among
 from .language import C, Unsupported
 from .render import Renderer, Val, _static_shape, placeholder_sources, zero_d_box
 
@@ -110,7 +110,7 @@ def source(graph, language=None):
                       "    int64_t ag_budget = 0; (void)ag_budget;", "    ag_clear_flags();",
                       "    int ag_seen = 0;",
                       *renderer.lines, "}", ""])
-    return text, renderer.numpy_loops, [i for i in range(len(graph.inputs)) if f"a{i}" in renderer.exact_layout]
+    return text, renderer.numpy_loops, layouts(renderer, [f"a{i}" for i in range(len(graph.inputs))])
 
 
 class NativeGraph(NativeFunction):

@@ -36,7 +36,7 @@ from ..opdef import COND, PLACEHOLDER, WHILE
 from . import cexpr, compiler
 from .entry import BODY_NEVER_RAN
 from .functions import (BOX, DONE, FLAG_BITS, FLAGS, INEXACT, PAUSED, STATUS, TIER_UP_AFTER,  # noqa: F401
-                        UNCHANGED, NativeFunction, report_flags, subclass_among, tier_up_after)
+                        UNCHANGED, NativeFunction, layouts, report_flags, subclass_among, tier_up_after)
 from .language import C, Unsupported
 from .render import Renderer, Val, _static_shape, placeholder_sources, size_of, zero_d_box
 
@@ -207,8 +207,12 @@ def source(node, language=None, track=True):
                       f"{emitter.language.entry_prefix}int loop({', '.join(params)}) {{",
                       "    ag_clear_flags();", "    int ag_seen = 0;",
                       *renderer.lines, "}", ""])
-    exact = {copies.get(base, base) for base in renderer.exact_layout}
-    return text, renderer.numpy_loops, origins, [i for i in range(len(node.inputs)) if {f"p{i}", f"c{i}"} & exact]
+    for local, buffer in copies.items():  # a small loop variable's local copy is read as its buffer
+        for found in (renderer.exact_layout, renderer.ordered_layout):
+            if local in found:
+                found.add(buffer)
+    bases = [f"p{i}" if i < n else f"c{i}" for i in range(len(node.inputs))]
+    return text, renderer.numpy_loops, origins, layouts(renderer, bases)
 
 
 class NativeLoop(NativeFunction):

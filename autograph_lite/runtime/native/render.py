@@ -133,9 +133,12 @@ class Renderer:
         self.sizes = {}        # name -> (C type, elements) of the arrays declared at the top level
         self.homes = {}        # id(matmul result) -> the output buffer it is made in (graphs.py: `homes`)
         # the arrays read where the order of eager's memory decides the result (a product's BLAS call,
-        # a float reduction's order): an input among them must come C-contiguous, as the C reads it
-        # (graphs.py, loops.py: `exact`; an argument in another layout runs the Python code)
-        self.exact_layout = set()
+        # a float reduction's order): an input among them must come C-contiguous, as the C reads it;
+        # `ordered_layout`: those an array so read was computed from element by element, which must come
+        # with their axes in C order (eager's result is then C-contiguous, as the C's) (graphs.py,
+        # loops.py: `exact`; an argument in another layout runs the Python code)
+        self.exact_layout, self.ordered_layout = set(), set()
+        self.derived = {}      # an array computed here -> the arrays its layout follows (eager's elementwise ops)
         self.scopes = []       # per graph being written, innermost last: a _Scope
 
     # --- locals ------------------------------------------------------------------------
@@ -156,7 +159,22 @@ class Renderer:
             return value
         out = self.declare(value.dtype, value.weak, value.shape, indent)
         self.elementwise_loop(out, [value], lambda v: v[0].expr, indent)
+        self.derived[out.base] = _sources(value)
         return out._replace(layout=value.layout)
+
+    def exact(self, value):
+        """Note that `value` is read as eager lays it out: so are the arrays it was computed from
+        element by element (numpy lays an elementwise result out in its operands' order)."""
+        if isinstance(value, Lazy):
+            stack = list(_sources(value))
+        else:
+            self.exact_layout.update(_sources(value))
+            stack = list(self.derived.get(value.base, ()))
+        while stack:
+            base = stack.pop()
+            if base not in self.ordered_layout:
+                self.ordered_layout.add(base)
+                stack.extend(self.derived.get(base, ()))
 
     def packed(self, value, indent):
         """`value` as C-contiguous elements: a Lazy value or a view copied into a new buffer. The
@@ -166,6 +184,7 @@ class Renderer:
             return value
         out = self.declare(value.dtype, value.weak, value.shape, indent)
         self.elementwise_loop(out, [value], lambda v: v[0].expr, indent)
+        self.derived[out.base] = _sources(value)
         view = not isinstance(value, Lazy) and value.layout != "c"
         return out._replace(layout="unknown" if view or value.layout == "unknown" else None)
 
@@ -375,7 +394,10 @@ class Renderer:
             return self.weak_op(op, ins, dtype, indent)
         # numpy lays its result out in its operands' order: C unless an operand is transposed
         layout = None if all(c_ordered(v) for v in ins if v.shape != ()) else "unknown"
-        return self._apply(op, ins, dtype, weak, shape, indent)._replace(layout=layout)
+        result = self._apply(op, ins, dtype, weak, shape, indent)._replace(layout=layout)
+        if not isinstance(result, Lazy) and result.base is not None:
+            self.derived[result.base] = frozenset().union(*map(_sources, ins))
+        return result
 
     def _apply(self, op, ins, dtype, weak, shape, indent):
         if cexpr.needs_numpy_loop(op):
@@ -521,7 +543,7 @@ class Renderer:
         layout is not known here."""
         value = self.materialize(value, indent)
         if value.layout is None:
-            self.exact_layout.add(value.base)
+            self.exact(value)
         if value.layout == "c":
             return self.packed(value, indent)
         if value.layout == "unknown":
@@ -874,8 +896,8 @@ class Renderer:
             elif count_each > 1 and (accumulate.kind not in "biu" or averages):
                 raise Unsupported(f"a float {opdef.name} of a strided view or a transposed result: numpy "
                                   f"reduces in the order of its memory layout")
-        if not isinstance(x, Lazy) and x.layout is None and (accumulate.kind not in "biu" or averages):
-            self.exact_layout.add(x.base)
+        if x.layout is None and (accumulate.kind not in "biu" or averages):
+            self.exact(x)
         if step == 1:
             x = self.packed(x, indent)
         result = self.declare(dtype, weak, shape, indent)
@@ -1345,6 +1367,13 @@ def c_ordered(value):
         return True
     steps = [abs(s) for n, s in zip(value.shape, value.strides) if n != 1 and s != 0]
     return all(a > b for a, b in zip(steps, steps[1:]))
+
+
+def _sources(value):
+    """The arrays `value` reads: a Lazy value's, an array's base."""
+    if isinstance(value, Lazy):
+        return frozenset(value.reads or ())
+    return frozenset((value.base,)) if value.base is not None else frozenset()
 
 
 def _transposed(value):
