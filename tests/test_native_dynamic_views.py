@@ -164,11 +164,10 @@ def test_gramschmidt_columns_and_products():
 
 
 def test_durbin_flipped_prefixes():
-    """np.dot of a flipped view: numpy's dot copies an operand of negative stride and calls BLAS on
-    the copy, while the graph's matmul (its numpy path as its C) calls numpy's dot loop on the view,
-    which sums in order: the results agree to NPBench's tolerance, not bit for bit."""
+    """np.dot of a flipped view, bit for bit: numpy's dot copies an operand of negative stride and
+    calls BLAS on the copy (np.matmul would sum the view in its own loop); the C does as np.dot."""
     r = np.random.default_rng(3).random(40) / 40
-    all_native(durbin, r, np.array(40), exact=False)
+    all_native(durbin, r, np.array(40))
 
 
 @pytest.mark.parametrize("kernel", [syrk, syr2k, symm, trmm])
@@ -264,6 +263,24 @@ def test_run_time_lengths_numpy_stretches_or_refuses_run_as_eager():
     (region,) = compiled.get_concrete_function(x, np.array(4)).plan.native
     assert region.native is not None and region.native.fn  # the C loop ran first, then Python raised
     all_native(stretched, x, np.array(4))
+
+
+def add_rows_into_a_row(a, n):
+    for k in range(n):
+        a[7:8, 3:] += a[k:k + 1, 2:3].T     # (1, 1) += (1, 1), but (1, 0) once k is past the last row
+    return a
+
+
+def test_an_update_whose_result_has_another_run_time_shape_runs_python_which_raises():
+    all_native(add_rows_into_a_row, np.arange(40.0).reshape(10, 4), np.array(10))
+    with pytest.raises(ValueError, match="non-broadcastable output operand with shape \\(1,1\\)"):
+        add_rows_into_a_row(np.arange(40.0).reshape(10, 4), np.array(11))
+    compiled = ag.function(add_rows_into_a_row)
+    for _ in range(loops.TIER_UP_AFTER + 2):
+        with pytest.raises(ValueError, match="non-broadcastable output operand with shape \\(1,1\\)"):
+            compiled(np.arange(40.0).reshape(10, 4), np.array(11))
+    (region,) = compiled.get_concrete_function(np.ones((10, 4)), np.array(11)).plan.native
+    assert region.native is not None and region.native.fn  # the C loop ran first, then Python raised
 
 
 def prefix_reductions(x, a, n):

@@ -323,8 +323,10 @@ def reads(w, n):
 @pytest.mark.parametrize("fn, rest", [(mixed, (np.float64(0.5), 5, 0.25)), (reads, (np.int64(4),))])
 def test_a_view_argument_is_read_through_a_copy_the_entry_makes(fn, rest, form, monkeypatch):
     """An array of the C's dtype and shape in another layout takes the entry's own path (a
-    C-contiguous copy made in C, as the ctypes path makes one), never the ctypes path; the caller's
-    array is left as it was, and the results equal eager's."""
+    C-contiguous copy made in C, as the ctypes path makes one), not the ctypes path, where its axes
+    lie in C order; the caller's array is left as it was, and the results equal eager's. Both
+    functions sum, in floats, what they compute from it: eager's result of a transposed array lies
+    in F order and sums in that order, so such an array runs the Python code."""
     fallbacks = []
     for kind in (loops.NativeLoop, graphs.NativeGraph):  # counted: the Entries built below call these
         monkeypatch.setattr(kind, "_python_call", (lambda python_call: lambda self, *args: fallbacks.append(
@@ -335,8 +337,72 @@ def test_a_view_argument_is_read_through_a_copy_the_entry_makes(fn, rest, form, 
     before = view.copy()
     for _ in range(CALLS):
         assert_identical(fn(view, *rest), compiled(view, *rest))
-    assert fallbacks == []
+    assert bool(fallbacks) == (form in ("transposed", "fortran order"))
     assert_identical(view, before)
+
+
+def products_and_sums(x, y):
+    return np.dot(x[0], y[0]), x[0] @ y[1], np.dot(x, y.T), x.sum(axis=0), np.mean(x, axis=1)
+
+
+def dots_in_a_loop(x, y, n):
+    total = 0.0
+    for k in range(n):
+        total += np.dot(x[0, :k + 1], y[1, :k + 1]) + x[1, :k + 1].sum()
+    return total
+
+
+@pytest.mark.parametrize("form", ["strided view", "flipped", "transposed"])
+@pytest.mark.parametrize("fn, rest", [(products_and_sums, ()), (dots_in_a_loop, (np.int64(150),))])
+def test_an_argument_a_product_or_float_sum_reads_in_another_layout_runs_python(fn, rest, form, monkeypatch):
+    """np.dot, @ and float reductions compute by the memory layout of their operands (BLAS's strides,
+    numpy's order of summing): an argument they read that comes in another layout than C's is not
+    read through a C-contiguous copy (its results would round otherwise) but by the Python code;
+    a C-contiguous one takes the C."""
+    fallbacks = []
+    for kind in (loops.NativeLoop, graphs.NativeGraph):  # counted: the Entries built below call these
+        monkeypatch.setattr(kind, "_python_call", (lambda python_call: lambda self, *args: fallbacks.append(
+            args) or python_call(self, *args))(kind._python_call))
+    rng = np.random.default_rng(13)
+    big = rng.standard_normal((300, 320)) * 100
+    x, y = (np.ascontiguousarray(big[:2, :150]), np.ascontiguousarray(big[2:4, :150]))
+    compiled, _ = hot(fn, x, y, *rest)
+    fallbacks.clear()
+    x, y = {"strided view": (big[:4:2, :300:2], big[1:4:2, 1:300:2]), "flipped": (big[1::-1, 149::-1],
+            big[3:1:-1, 149::-1]), "transposed": (np.ascontiguousarray(big[:150, :2]).T,
+                                                   np.ascontiguousarray(big[150:300, 2:4]).T)}[form]
+    for _ in range(CALLS):
+        eager, result = fn(x, y, *rest), compiled(x, y, *rest)
+        for e, c in zip(eager if isinstance(eager, tuple) else (eager,), result if isinstance(result, tuple) else (result,)):
+            assert np.asarray(c).tobytes() == np.asarray(e).tobytes()
+    assert fallbacks
+    fallbacks.clear()
+    assert_identical(fn(np.ascontiguousarray(x), np.ascontiguousarray(y), *rest),
+                     compiled(np.ascontiguousarray(x), np.ascontiguousarray(y), *rest))
+    assert fallbacks == []
+
+
+def sums_of_results(x):
+    return (x * 2.0).sum(axis=0), np.tanh(x).sum(axis=1), (x + 1.0).sum()
+
+
+@pytest.mark.parametrize("form, runs_python", [("strided view", False), ("flipped", False), ("transposed", True)])
+def test_a_float_sum_of_what_is_computed_from_an_argument_in_f_order_runs_python(form, runs_python, monkeypatch):
+    """numpy lays an elementwise result out in its operand's order and sums it in that order: of a
+    transposed argument, in F order, so the C (on a C-contiguous copy) would round otherwise; that
+    call runs the Python code. Axes in C order (a strided or flipped view) give a C-ordered result:
+    the C runs on the copy."""
+    fallbacks = []
+    monkeypatch.setattr(graphs.NativeGraph, "_python_call", (lambda python_call: lambda self, *args: fallbacks.append(
+        args) or python_call(self, *args))(graphs.NativeGraph._python_call))
+    big = np.random.default_rng(14).standard_normal((200, 200)) * 100
+    compiled, _ = hot(sums_of_results, np.ascontiguousarray(big[:40, :60]))
+    fallbacks.clear()
+    x = {"strided view": big[:80:2, :120:2], "flipped": big[39::-1, :60], "transposed": big[:60, :40].T}[form]
+    for _ in range(CALLS):
+        for e, c in zip(sums_of_results(x), compiled(x)):
+            assert c.tobytes() == e.tobytes()
+    assert bool(fallbacks) == runs_python
 
 
 def offset(x, s, t):

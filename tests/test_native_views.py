@@ -84,6 +84,33 @@ def test_matmul_reads_transposes_and_strided_slices_in_place(dtype):
     all_native(matmuls_of_views, x, w)
 
 
+def dots_of_views(x, w, y):
+    a = x[:5] * 2.0
+    return (np.dot(x[::-1], w), np.dot(x[:, ::-1], w[::-1]), np.dot(x.T, x), np.dot(x, x.T),
+            np.dot(a, (x[:5] * 2.0).T), a @ a.T, a @ (x[:5] * 2.0).T, np.dot(x[::2, :3], w[:3, ::2]),
+            np.dot(y[::-1], y), np.dot(y[:1], y[-1:]), np.dot(y[::2], y[1::2]), np.dot(x[1], w[:, 0][::-1]),
+            y[::-1] @ y, y[:1] @ y[-1:])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_dot_copies_what_numpys_dot_copies_and_multiplies_one_element_vectors(dtype):
+    """np.dot in C as numpy's dot computes it: a flipped operand copied for BLAS (np.matmul's loop
+    sums it in place), a matrix neither C- nor F-contiguous copied, one-element vectors multiplied
+    (-1.5 * 0.0 is -0.0; matmul's sum onto 0 gives 0.0), a matrix and its transpose by syrk,
+    two equal arrays (`x[:5] * 2.0` twice) by gemm; bit for bit, signed zeros too."""
+    rng = np.random.default_rng(12)
+    x, w, y = ((rng.standard_normal(shape) * 100).astype(dtype) for shape in ((8, 6), (6, 7), 40))
+    y[0], y[-1] = -1.5, 0.0
+    compiled = ag.function(dots_of_views)
+    eager = dots_of_views(x, w, y)
+    for _ in range(CALLS):
+        result = compiled(x, w, y)
+        for k, (e, c) in enumerate(zip(eager, result)):
+            assert type(c) is type(e) and c.dtype == e.dtype and c.tobytes() == e.tobytes(), (k, e, c)
+    found = compiled.get_concrete_function(x, w, y).plan.native
+    assert found and all(r.native is not None and r.native.fn for r in found), found
+
+
 def elementwise_of_views(x, y, k):
     a = x.T * 2.0 + y                 # a transpose broadcast against a row
     b = np.tanh(x[:, ::-1]) - x[::-1]  # numpy's loop over a packed copy of a view

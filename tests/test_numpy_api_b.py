@@ -273,6 +273,65 @@ def test_npbench_cholesky2_and_products():
     both(lambda a: kernel(spd(a)), a)
 
 
+# operands as a product meets them: a view BLAS cannot take (flipped, a step of 0), a strided one, a
+# C array, a transpose; vectors of 40 (BLAS's sums round unlike a loop's) and of one element
+VECTORS = [lambda v: v[:40], lambda v: np.flip(v[:40]), lambda v: v[:80:2], lambda v: v[79::-2],
+           lambda v: np.broadcast_to(v[:1], (40,)), lambda v: v[:40] * 2, lambda v: v[:1], lambda v: v[::-1][:1]]
+MATRICES = [lambda m: m[:5, :40], lambda m: m[:5, :40][::-1], lambda m: m[:10:2, :40],
+            lambda m: np.broadcast_to(m[:1, :40], (5, 40)), lambda m: m[:40, :5].T, lambda m: m[:5, :40] * 2,
+            lambda m: m[:1, :40], lambda m: m[:5, :1]]
+
+
+def all_products(v, w, m):
+    """np.dot, @, np.inner and np.vdot of every pair of layouts of vectors and matrices."""
+    out = []
+    for f in VECTORS:
+        for g in VECTORS:
+            a, b = f(v), g(w)
+            if a.shape == b.shape:
+                out += [np.dot(a, b), a @ b, np.inner(a, b), np.vdot(a, b)]
+    for f in MATRICES:
+        for g in VECTORS:
+            a, b = f(m), g(w)
+            if a.shape[1] == b.shape[0]:
+                out += [np.dot(a, b), a @ b]
+            if a.shape[0] <= b.shape[0]:
+                out += [np.dot(b[:a.shape[0]], a), b[:a.shape[0]] @ a]
+        for g in MATRICES:
+            a, b = f(m), g(m)
+            if a.shape[1] == b.shape[1]:
+                out += [np.dot(a, b.T), a @ b.T, np.inner(a, b)]
+    return tuple(out)
+
+
+def bits_both_ways(fn, *args):
+    """fn eagerly and compiled (past native code's tier-up, where it runs): the same types, dtypes
+    and bits (a signed zero's sign too) of each result in the tuple fn returns."""
+    eager = fn(*args)
+    compiled = ag.function(fn)
+    for _ in range(4):
+        result = compiled(*args)
+        assert len(result) == len(eager)
+        for k, (e, c) in enumerate(zip(eager, result)):
+            assert type(c) is type(e) and np.asarray(c).dtype == np.asarray(e).dtype, k
+            assert np.asarray(c).tobytes() == np.asarray(e).tobytes(), (k, e, c)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128, np.int64])
+def test_products_of_every_layout_are_numpys_bit_for_bit(dtype):
+    """np.dot copies an operand BLAS cannot take (a negative step, a step of 0) and calls BLAS;
+    np.matmul sums such a view in its own loop, and np.dot of one-element vectors is their product
+    where matmul's sum onto 0 turns -0.0 into 0.0: each traced as numpy computes it. Two equal
+    products of one array (`m[:5] * 2`, twice) stay two arrays: numpy's BLAS call for one array
+    and its transpose is syrk's, which rounds otherwise (native code: test_native_views.py)."""
+    rng = np.random.default_rng(11)
+    v, w, m = (rng.standard_normal(shape) * 100 for shape in (80, 80, (40, 40)))
+    if np.dtype(dtype).kind == "c":
+        v, w, m = v + 1j * w, w - 1j * v, m + 1j * m.T
+    v[0], w[0], v[-1], w[-1] = -1.5, 0.0, 0.0, -2.5  # one-element products of -0.0
+    bits_both_ways(all_products, *(x.astype(dtype) for x in (v, w, m)))
+
+
 @pytest.mark.parametrize("fn", [
     lambda a: np.sum(np.linalg.inv(spd(a)) * np.arange(9.0).reshape(3, 3)),
     lambda a: np.linalg.det(spd(a)),

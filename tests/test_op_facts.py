@@ -164,11 +164,11 @@ def test_a_new_elementwise_op_takes_part_in_buffer_reuse(new_ops):
 def test_passes_and_backends_name_ops_only_to_build_nodes_or_match_a_rewrite():
     """No pass or backend keeps its own list of op names: any op name in runtime/ is one it
     builds (FusedElementwise, the row-product and sibling-slice rewrites) or a node kind it
-    runs itself (CheckFits in a C loop)."""
+    runs itself (CheckFits and CheckShape in a C loop)."""
     import ast
     import pathlib
     import autograph_lite.runtime
-    allowed = {"FusedElementwise", "StridedSlice", "MatMul", "CheckFits"}
+    allowed = {"FusedElementwise", "StridedSlice", "MatMul", "CheckFits", "CheckShape"}
     found = {}
     for path in pathlib.Path(autograph_lite.runtime.__file__).parent.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):

@@ -29,6 +29,7 @@ NOT_EXPORTABLE = {
     "Raise": "ONNX graphs cannot raise an error",
     "CheckFits": "ONNX cannot raise numpy's OverflowError for a Python int out of the dtype's range; "
                  "cast the Python int explicitly (ag.cast / np.int8(...)) so no check is needed",
+    "CheckShape": "ONNX cannot raise numpy's ValueError for an in-place operator's result of another shape",
     "RandomNormal": "ONNX draws from another generator, so results could never equal the eager run's",
     "RandomUniform": "ONNX draws from another generator, so results could never equal the eager run's",
     "RandomDraw": "it calls a numpy (or cupy) generator object held by reference; ONNX has no such object",
@@ -73,7 +74,7 @@ NOT_EXPORTABLE = {
         "MultiDot", "LinalgTensorDot", "LinalgOuter", "LinalgTrace", "LinalgDiagonal", "VecDot")},
     "Unique": "ONNX's Unique sorts only when asked and numpy's NaN handling (equal_nan) has no ONNX form",
     **{op: f"numpy computes {op} with its own loops or BLAS; ONNX's would round differently" for op in (
-        "Dot", "Vdot", "Inner", "TensorDot", "Einsum", "Det")},
+        "Vdot", "Inner", "TensorDot", "Einsum", "Det")},
     "Modf": "ONNX has no operator splitting a float into its fraction and integral parts",
     "Frexp": "ONNX has no operator splitting a float into mantissa and exponent",
     "Accumulate": "a running ufunc (numpy's accumulate): ONNX's CumSum rounds float sums in another order",
@@ -721,6 +722,13 @@ def _matmul(ctx, node):
     if out == np.bool_:
         return ctx.add("Not", [ctx.add("Equal", [product, ctx.const(0, work)])])
     return product if work == out else ctx.cast(product, out)
+
+
+@rule("Dot")
+def _dot(ctx, node):  # np.dot of vectors and matrices is matmul's product (numpy's BLAS calls differ)
+    if not all(1 <= t.ndim <= 2 for t in node.inputs):
+        ctx.fail("numpy computes Dot of these ranks with its own loops; ONNX's would round differently")
+    return _matmul(ctx, node)
 
 
 def _axes(node):

@@ -401,6 +401,27 @@ CHECK_FITS = define("CheckFits", _check_fits_kernel, lambda value, **attrs: [], 
                     attrs={"dtype": DTYPE, "location": STR})
 
 
+def numpy_shape(shape):
+    """A shape as numpy's messages write it: (0,1), (4,)."""
+    return f"({','.join(map(str, shape))}{',' if len(shape) == 1 else ''})"
+
+
+def _check_shape_kernel(xp, message, location):
+    def check(new, x):
+        if tuple(new.shape) != tuple(x.shape):
+            e = ValueError(f"non-broadcastable output operand with shape {numpy_shape(x.shape)} doesn't match the "
+                           f"broadcast shape {numpy_shape(new.shape)}{message}")
+            e.add_note(f"at {location}")
+            raise e
+    return check
+
+
+# numpy's check that `x op= y` leaves x's shape, where a length is known only when the graph runs (an
+# empty x too: a reshape of the result would not see the difference)
+CHECK_SHAPE = define("CheckShape", _check_shape_kernel, lambda new, x, **attrs: [], stateful=True,
+                     attrs={"message": STR, "location": STR})
+
+
 # the backprop engine's table (ops/gradients.py reads it): OpDef -> rule(node, *output cotangents)
 # -> [input cotangent or None]; each op's rule is registered beside the op with @grad_rule, the
 # Cond and While rules by the engine itself. An op with none is not differentiable.

@@ -212,6 +212,7 @@ NOT_DIFFERENTIABLE = {
     "UfuncAt": "no rule yet: numpy's ufunc.at (np.add.at) applied once per occurrence of an index",
     "Const": "a constant: gradients stop there",
     "Assert": _NO_OUTPUTS, "Warn": _NO_OUTPUTS, "Print": _NO_OUTPUTS, "Raise": _NO_OUTPUTS, "CheckFits": _NO_OUTPUTS,
+    "CheckShape": _NO_OUTPUTS,
     "Not": "its result is a Python bool: no cotangent reaches it",
     "PythonInt": "its result is a Python int: no cotangent reaches it",
     "PythonCall": "its result is a Python number (math.sqrt(t), float(t)): no cotangent reaches it",

@@ -271,7 +271,6 @@ def _slogdet_shapes(a):
 
 # numpy function path -> (op name, shape rule)
 for _path, _name, _shapes in [
-        ("dot", "Dot", _dot_shapes),
         ("vdot", "Vdot", lambda a, b: [()]),
         ("inner", "Inner", _inner_shapes),
         ("tensordot", "TensorDot", _tensordot_shapes),
@@ -289,6 +288,10 @@ for _path, _name, _shapes in [
         ("linalg.svd", "Svd", _svd_shapes),
         ("linalg.norm", "Norm", _norm_shapes)]:
     numpy_function_op(_name, _path, _shapes)
+# np.dot raises only where shapes differ, warns as "... encountered in dot", and is what the C renders
+# as numpy computes it (runtime/native/render.py `Renderer.dot`): `primitive` names it there
+numpy_function_op("Dot", "dot", _dot_shapes, value_errors=None, float_errors="dot", primitive="dot", box="scalar",
+                  same_operands_matter=True)
 numpy_function_op("Cross", "cross", _cross_shapes, example_dims=lambda d: min(d, 3))  # vectors of 2 or 3
 # einsum of one operand may be a view of it (np.einsum("ii->i", a) is a's diagonal, "ij->ji" its transpose)
 numpy_function_op("Einsum", "einsum", _einsum_shapes, view=lambda node: len(node.inputs) == 1)
@@ -339,6 +342,8 @@ for _path, _name, _shapes in [
         ("linalg.trace", "LinalgTrace", lambda x, /, *, offset=0, dtype=None: [_shape(x)[:-2]]),
         ("linalg.vecdot", "VecDot", _vecdot_shapes)]:
     numpy_function_op(_name, _path, _shapes, example_dims=lambda d: min(d, 3))
+for _path in ("inner", "tensordot", "einsum", "linalg.multi_dot", "linalg.tensordot"):  # through np.dot's BLAS calls
+    OPS[_path].same_operands_matter = True
 
 
 # --- gradients --------------------------------------------------------------------------------

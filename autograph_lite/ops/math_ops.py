@@ -292,7 +292,7 @@ def _matmul_infer(a, b):
 
 
 OPS["matmul"] = define("MatMul", lambda xp: xp.matmul, _matmul_infer, float_errors="matmul", ufunc="matmul",
-                       fresh=True, may_raise=False)
+                       fresh=True, may_raise=False, same_operands_matter=True)
 
 
 def matmul(a, b):

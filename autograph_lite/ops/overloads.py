@@ -17,6 +17,7 @@ from ..runtime.boxes import ARRAY, VARIES, box_of
 from ..runtime.graph import InPlaceUpdate, Tensor, check_partial_aliases, current_graph
 from ..runtime.opdef import PLACEHOLDER
 from . import array_ops, math_ops, numpy_api, python_values
+from .core import CHECK_SHAPE, apply, numpy_shape
 
 _BINARY = {
     "add": math_ops.add, "sub": math_ops.subtract, "mul": math_ops.multiply,
@@ -143,11 +144,13 @@ def _updated(x, new, name, symbol, label, location):
         new = math_ops.cast(new, x.dtype)
     if len(new.shape) != len(x.shape) or any(a is not None and b is not None and a != b
                                              for a, b in zip(x.shape, new.shape)):
-        raise ValueError(f"non-broadcastable output operand with shape {x.shape} doesn't match the "
-                         f"broadcast shape {new.shape}: {label} {symbol} cannot change {label}'s shape "
+        raise ValueError(f"non-broadcastable output operand with shape {numpy_shape(x.shape)} doesn't match the "
+                         f"broadcast shape {numpy_shape(new.shape)}: {label} {symbol} cannot change {label}'s shape "
                          f"(at {location})")
     if new.shape != x.shape:
-        # unknown dims: the result must fit x's run-time shape (reshape raises where it would grow x)
+        # unknown dims: the result must have x's run-time shape, as numpy checks when the graph runs
+        apply(CHECK_SHAPE, (new, x), {"message": f": {label} {symbol} cannot change {label}'s shape",
+                                      "location": location})
         new = array_ops.reshape(new, array_ops.shape(x))
     if new.shape == () and box_of(x) == ARRAY and box_of(new) != ARRAY:
         # a 0-d array updated in place is still an array, where the op gives a numpy scalar: Select

@@ -39,7 +39,7 @@ def _box(t):
         return ARRAY
     if opdef.box == "input":
         return ARRAY if node.inputs[0].weak else (yield _box(node.inputs[0]))
-    if opdef.ufunc is not None or opdef.reduce_with is not None or opdef.stateful:
+    if opdef.box == SCALAR or opdef.ufunc is not None or opdef.reduce_with is not None or opdef.stateful:
         return SCALAR
     boxes = []
     for i in node.inputs:

@@ -63,6 +63,9 @@ class OpDef:
     simplify: Optional[Callable] = None
     # static_value(node) -> the node's value when the trace already knows it (a shape), or None
     static_value: Optional[Callable] = None
+    # its kernel may compute otherwise where two operands are one array (numpy's matmul and dot call
+    # BLAS's syrk for x @ x.T, gemm for two arrays): passes never make distinct operands one (cse.py)
+    same_operands_matter: bool = False
     # view(node) -> True when numpy may give the result as a view of input 0 (an in-place
     # update of one then reaches the other; runtime/graph.py tracks it); None: never a view
     view: Optional[Callable] = None
@@ -73,7 +76,8 @@ class OpDef:
     reshapes: bool = False          # output holds input 0's elements in the same C order (Reshape)
     # how its kernel boxes a 0-d result: "array" (a 0-d array: xp.where), "input" (as input 0 is
     # boxed: astype keeps a numpy scalar or a 0-d array; a Python number becomes a 0-d array),
-    # None: numpy's rule for ufuncs and reductions (a numpy scalar)
+    # "scalar" (a numpy scalar whatever the inputs: np.dot), None: numpy's rule for ufuncs and
+    # reductions (a numpy scalar), else as its kernel boxes examples
     box: Optional[str] = None
     _eager: dict = dataclasses.field(default_factory=dict, repr=False)
 

@@ -186,6 +186,32 @@ def test_broadcast_into_unknown_dims_is_checked_when_the_graph_runs():
         f(np.ones(1, np.float32), np.ones(3, np.float32))
 
 
+def add_column_into_no_rows(a, k):
+    a[7:7, 3:] += a[:k, 2:3].T
+    return a
+
+
+def add_column_into_a_row(a, k):
+    a[7:8, 3:] += a[:k, 2:3].T
+    return a
+
+
+@pytest.mark.parametrize("fn", [add_column_into_no_rows, add_column_into_a_row])
+@pytest.mark.parametrize("k", [4, np.array(4), np.array(0)])
+def test_a_result_of_another_run_time_shape_than_the_view_raises_numpys_error(fn, k):
+    """`a[7:7, 3:] += v` whose (1, k) value broadcasts with the empty (0, 1) target to (0, k): numpy
+    raises, the compiled call too, with numpy's words at the user's line (where k is a tensor the
+    shapes meet when the graph runs, and an empty result reshapes into the target silently)."""
+    with pytest.raises(ValueError, match="non-broadcastable output operand") as eager:
+        fn(np.ones((10, 4)), k)
+    with pytest.raises(ValueError) as compiled:
+        ag.function(fn)(np.ones((10, 4)), k)
+    assert str(compiled.value).startswith(str(eager.value).strip())
+    line = f"test_inplace.py:{line_of(fn, '+= a[:k')}"
+    assert line in str(compiled.value) + "".join(getattr(compiled.value, "__notes__", ()))
+    both(fn, lambda: np.arange(40.0).reshape(10, 4), lambda: np.array(1))  # (1, 1) fits
+
+
 def test_numpy_scalar_argument_is_not_mutated_and_a_0d_array_is():
     eager = add_value(np.float64(5.0), 1.0)
     f = ag.function(add_value)

@@ -19,14 +19,11 @@ def _operand(v):
 
 
 def _dot(a, b, out=None):
-    """numpy's dot: matmul's computation for 1-D and 2-D operands, numpy's own function otherwise (a
-    0-d operand too: its loop sums each product onto 0, +0.0 where multiply gives -0.0)."""
+    """numpy's dot, its own function for every rank: for vectors and matrices of floats it copies an
+    operand whose strides BLAS cannot take (negative, or 0 along an axis longer than 1) and calls
+    BLAS, where np.matmul sums such a view in its own loop, so matmul's rounding is not dot's."""
     keywords("dot", dict(out=out), out=None)
-    a, b = _operand(a), _operand(b)
-    na, nb = np.ndim(a), np.ndim(b)
-    if na and nb and na <= 2 and nb <= 2 and not (na == 1 and nb == 2):
-        return math_ops.matmul(a, b)  # numpy's dot of these is matmul's computation (C, gradients)
-    return call(OPS["dot"], a, b)
+    return call(OPS["dot"], _operand(a), _operand(b))
 
 
 def _vdot(a, b):

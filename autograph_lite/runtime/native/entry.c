@@ -9,7 +9,9 @@ below), handles PAUSED (the interpreter's signal handlers run between calls, so
 Ctrl-C raises KeyboardInterrupt) and boxes the results as the Python plan would.
 
 An array argument of its dtype and shape in another layout (a strided, transposed or offset
-view) is read through a C-contiguous copy made here, as the Python caller makes one. Any
+view) is read through a C-contiguous copy made here, as the Python caller makes one, unless the
+C reads it as eager lays it out (a product's or a float reduction's operand, `exact`): then the
+call goes to `fallback`, whose Python code computes on the array as it is. Any
 argument in another form (another dtype, a byte-swapped array, a subclass, an int that does
 not fit) is not converted here: the call goes to `fallback` (the Python caller, functions.py)
 with the same arguments, which converts it as numpy does. What this file does is the fast
@@ -97,6 +99,9 @@ typedef struct {
     int role, typenum, ndim, box;  /* ndim -1: a scalar, passed as a pointer to its cell */
     int python_bit;  /* >= 0: boxed as a Python number where this bit of the state cell is set (loops.tracked_boxes) */
     int origin;      /* >= 0: state[origin], where >= 0, is the argument whose object eager holds here (loops.passed_on) */
+    int exact;       /* the layout the C takes an array in as eager's: 1 C-contiguous (a product's, a float
+                        reduction's operand), 2 axes in C order (what one is computed from), 0 any; one
+                        that comes otherwise runs the Python code, not the C on a C-contiguous copy */
     npy_intp dims[NPY_MAXDIMS];
     npy_intp size;
 } Spec;
@@ -244,6 +249,20 @@ static int copyable(PyObject* o, const Spec* s) {
     return memcmp(PyArray_DIMS(a), s->dims, s->ndim * sizeof(npy_intp)) == 0;
 }
 
+/* An array whose axes lie in C order (the steps of axes longer than 1 larger to the left): numpy's
+   elementwise results of it are C-contiguous, as the C's of its copy (functions.c_ordered). */
+static int c_ordered(PyObject* o) {
+    PyArrayObject* a = (PyArrayObject*)o;
+    npy_intp last = -1;
+    for (int d = 0; d < PyArray_NDIM(a); d++) {
+        if (PyArray_DIM(a, d) <= 1) continue;
+        npy_intp step = PyArray_STRIDE(a, d) < 0 ? -PyArray_STRIDE(a, d) : PyArray_STRIDE(a, d);
+        if (last >= 0 && step >= last) return 0;
+        last = step;
+    }
+    return 1;
+}
+
 /* Runs self's C, without the GIL unless its last run took under SHORT_NS: releasing and
 taking back the GIL costs more than such a run (numpy keeps the GIL for small arrays too).
 A long run is at most a budget's worth (about a millisecond) before it PAUSEs. */
@@ -314,7 +333,8 @@ static PyObject* entry_run(Entry* self, PyObject* const* args, Py_ssize_t nargs,
             pointers[k] = PyArray_DATA((PyArrayObject*)arrays[k]);
         } else {
             int in_form = fits(o, s);
-            if (!in_form && (s->role == DONATE || !copyable(o, s))) goto fallback;
+            if (!in_form && (s->role == DONATE || s->exact == 1 || !copyable(o, s) || (s->exact == 2 && !c_ordered(o))))
+                goto fallback;
             if (s->role == UPDATE || !in_form) {  /* a fresh copy the loop updates in place, or a view's C-contiguous copy */
                 arrays[k] = PyArray_NewCopy((PyArrayObject*)o, NPY_CORDER);
                 if (arrays[k] == NULL) goto error;
@@ -436,7 +456,7 @@ static void entry_dealloc(Entry* self) {
     Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
-/* Entry(fallback, finish, specs, loop): specs a sequence of (role, typenum, shape or None, box[, python_bit[, origin]]). */
+/* Entry(fallback, finish, specs, loop): specs a sequence of (role, typenum, shape or None, box[, python_bit[, origin[, exact]]]). */
 static PyObject* entry_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
     PyObject *fallback, *finish, *specs;
     int loop, zero_d = 0;
@@ -467,8 +487,9 @@ static PyObject* entry_new(PyTypeObject* type, PyObject* args, PyObject* kwargs)
         Spec* s = &self->specs[k];
         PyObject* shape;
         s->python_bit = s->origin = -1;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, k), "iiOi|ii", &s->role, &s->typenum, &shape, &s->box,
-                              &s->python_bit, &s->origin))
+        s->exact = 0;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, k), "iiOi|iii", &s->role, &s->typenum, &shape, &s->box,
+                              &s->python_bit, &s->origin, &s->exact))
             goto error;
         s->ndim = -1;
         if (shape != Py_None) {

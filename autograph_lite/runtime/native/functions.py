@@ -58,6 +58,19 @@ def address(array):
         return array.ctypes.data
 
 
+def layouts(renderer, bases):
+    """Per input (its base), what layout the C takes it in as eager's: 1 C-contiguous (read as it
+    lies), 2 axes in C order (computed from), 0 any (entry.c `exact`)."""
+    return [1 if b in renderer.exact_layout else 2 if b in renderer.ordered_layout else 0 for b in bases]
+
+
+def c_ordered(array):
+    """True if `array`'s axes lie in C order (its steps, of axes longer than 1, larger to the left):
+    numpy's elementwise results of it are C-contiguous."""
+    steps = [abs(s) for n, s in zip(array.shape, array.strides) if n > 1]
+    return all(a > b for a, b in zip(steps, steps[1:]))
+
+
 def tier_up_after():
     """The run at which native code is built: TIER_UP_AFTER, or the first with AG_NATIVE=always
     (the test mode that runs everything the generator can write as C from its first call)."""
@@ -73,8 +86,13 @@ class NativeFunction:
     loop = False
     scalar_inputs = False  # a 0-d argument must come as a numpy scalar (NativeLoop: a loop variable may pass it on)
 
-    def __init__(self, text, symbol, values, written=(), numpy_loops=(), boxes=(), donated=(), state=False):
+    def __init__(self, text, symbol, values, written=(), numpy_loops=(), boxes=(), donated=(), state=False,
+                 exact=()):
         self.symbol, self.runs = symbol, 0
+        # per value, the layout the C takes it in as eager's (`layouts`: 1 C-contiguous, 2 axes in C
+        # order): one that comes otherwise (a strided or transposed view) runs the Python code, not the
+        # C on a C-contiguous copy
+        self.exact = dict(enumerate(exact))
         self.fn = None  # the C function once built; False when it could not be (warned)
         self.written = set(written)
         self.donated = set(donated)  # written arrays the caller gives up: updated in place, not copied
@@ -141,7 +159,8 @@ class NativeFunction:
             return
         tables = [ctypes.addressof(t) for t in self.tables] or [0, 0]
         # a 0-d array argument is a scalar cell, unless a loop may give it back as it came (its box)
-        c_entry = module.Entry(self._python_call, self.finish, self.entry_specs, self.loop, not self.scalar_inputs)
+        specs = [tuple(spec) + (-1,) * (6 - len(spec)) + (self.exact.get(i, 0),) for i, spec in enumerate(self.entry_specs)]
+        c_entry = module.Entry(self._python_call, self.finish, specs, self.loop, not self.scalar_inputs)
         c_entry.bind(ctypes.cast(values, ctypes.c_void_p).value, (values, self.tables), *tables)
         self.call = c_entry
         for hook in self.on_entry:
@@ -152,6 +171,16 @@ class NativeFunction:
         return self._python_call(*args)
 
     __call__ = call
+
+    def laid_out_otherwise(self, values):
+        """True if an array the C takes as eager lays it out comes in another layout."""
+        for i, level in self.exact.items():
+            v = values[i]
+            if level == 1 and not (type(v) is np.ndarray and v.flags.c_contiguous and v.flags.aligned):
+                return True
+            if level == 2 and isinstance(v, np.ndarray) and not c_ordered(v):
+                return True
+        return False
 
     def arguments(self, values, tables=True):
         """(ctypes arguments for `values`, the arrays they point to). A written array is a fresh

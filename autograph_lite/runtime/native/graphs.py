@@ -14,7 +14,7 @@ import numpy as np
 
 from ..opdef import COND, CONST, PLACEHOLDER, WHILE
 from . import cexpr, compiler
-from .functions import BOX, DONE, INEXACT, NativeFunction, address, subclass_among
+from .functions import BOX, DONE, INEXACT, NativeFunction, address, layouts, subclass_among
 from .language import FLAG_BITS
 from .language import C, Unsupported
 from .render import Renderer, Val, _static_shape, placeholder_sources, zero_d_box
@@ -51,7 +51,8 @@ def homes(graph):
                 made_by = x.node
                 if made_by is None or not only_here(x, t.shape):
                     continue
-                if made_by.opdef.ufunc == "matmul" and x.dtype == t.dtype and id(x) not in found:
+                if (made_by.opdef.ufunc == "matmul" or made_by.opdef.primitive == "dot") and x.dtype == t.dtype \
+                        and id(x) not in found:
                     found[id(x)] = f"o{j}"
                     break
                 if made_by.opdef.elementwise:
@@ -110,14 +111,14 @@ def source(graph, language=None):
                       "    int64_t ag_budget = 0; (void)ag_budget;", "    ag_clear_flags();",
                       "    int ag_seen = 0;",
                       *renderer.lines, "}", ""])
-    return text, renderer.numpy_loops
+    return text, renderer.numpy_loops, layouts(renderer, [f"a{i}" for i in range(len(graph.inputs))])
 
 
 class NativeGraph(NativeFunction):
     """The C version of a straight-line graph: `native.call(*inputs)` gives its outputs, or None
     when the caller should run its Python plan (not yet hot, or INEXACT)."""
 
-    def __init__(self, graph, text, numpy_loops=()):
+    def __init__(self, graph, text, numpy_loops=(), exact=()):
         self.n_in = len(graph.inputs)
         sources = placeholder_sources(graph)
         boxes = [(BOX[t.dtype.kind], False) if t.weak else zero_d_box(t, sources, "an output")
@@ -125,7 +126,7 @@ class NativeGraph(NativeFunction):
         self.boxes = [box for box, _ in boxes]
         values = list(graph.inputs) + list(graph.outputs)
         super().__init__(text, "graph", values, written=range(self.n_in, len(values)), numpy_loops=numpy_loops,
-                         boxes=self.boxes)
+                         boxes=self.boxes, exact=exact)
         # a 0-d argument passed through to an output must be a numpy scalar, as the box says
         self.scalar_inputs = any(needs for _, needs in boxes)
         self.outputs = self.arrays[self.n_in:]  # per output: None (a scalar) or (dtype, shape)
@@ -137,7 +138,7 @@ class NativeGraph(NativeFunction):
 
     def _python_call(self, *args):
         fn = self.fn or self.tier_up()
-        if not fn or subclass_among(args):
+        if not fn or subclass_among(args) or self.laid_out_otherwise(args):
             return None
         if self.scalar_inputs and not all(type(a) is not np.ndarray or a.shape for a in args):
             return None  # a 0-d array argument: the plan gives it back as it is

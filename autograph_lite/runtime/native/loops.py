@@ -36,7 +36,7 @@ from ..opdef import COND, PLACEHOLDER, WHILE
 from . import cexpr, compiler
 from .entry import BODY_NEVER_RAN
 from .functions import (BOX, DONE, FLAGS, INEXACT, PAUSED, STATUS, TIER_UP_AFTER,  # noqa: F401
-                        UNCHANGED, NativeFunction, report_flags, subclass_among, tier_up_after)
+                        UNCHANGED, NativeFunction, layouts, report_flags, subclass_among, tier_up_after)
 from .language import FLAG_BITS, C, Unsupported
 from .render import Renderer, Val, _static_shape, placeholder_sources, size_of, zero_d_box
 
@@ -133,6 +133,7 @@ def source(node, language=None, track=True):
     tracked = tracked_boxes(node)
     origins = passed_on(node) if track else []
     params, loop_vars, captures = [], [], []
+    copies = {}  # a small loop variable's local copy -> its buffer p{i}
     renderer.emit(f"int64_t ag_budget = {BUDGET};", 1)
     renderer.emit("int ag_ran = 0;  /* the body ran: loop variables have their loop types */", 1)
     for i, t in enumerate(node.inputs):
@@ -169,6 +170,7 @@ def source(node, language=None, track=True):
             params.append(f"{t_c}* {emitter.language.restrict} p{i}")
             loop_vars.append(renderer.declare(dtype, out.weak, shape, 1))
             renderer.copy(loop_vars[-1], Val(f"p{i}", dtype, out.weak, shape, f"p{i}"), 1)
+            copies[loop_vars[-1].base] = f"p{i}"
         elif i < n:  # an array loop variable: its buffer, updated in place
             params.append(f"{t_c}* {emitter.language.restrict} p{i}")
             loop_vars.append(Val(f"p{i}", dtype, out.weak, shape, f"p{i}"))
@@ -207,7 +209,12 @@ def source(node, language=None, track=True):
                       f"{emitter.language.entry_prefix}int loop({', '.join(params)}) {{",
                       "    ag_clear_flags();", "    int ag_seen = 0;",
                       *renderer.lines, "}", ""])
-    return text, renderer.numpy_loops, origins
+    for local, buffer in copies.items():  # a small loop variable's local copy is read as its buffer
+        for found in (renderer.exact_layout, renderer.ordered_layout):
+            if local in found:
+                found.add(buffer)
+    bases = [f"p{i}" if i < n else f"c{i}" for i in range(len(node.inputs))]
+    return text, renderer.numpy_loops, origins, layouts(renderer, bases)
 
 
 class NativeLoop(NativeFunction):
@@ -215,7 +222,7 @@ class NativeLoop(NativeFunction):
 
     loop = True
 
-    def __init__(self, node, text, numpy_loops=(), origins=(), donated=()):
+    def __init__(self, node, text, numpy_loops=(), origins=(), exact=(), donated=()):
         self.n = len(node.attrs["body"].outputs)
         carried = list(node.outputs) + list(node.inputs[self.n:])
         sources = placeholder_sources(node.graph) if node.graph is not None else {}
@@ -228,7 +235,7 @@ class NativeLoop(NativeFunction):
         self.state_size = 1 + self.n if self.origins else 1
         # loop variables by pointer (an array's buffer, a scalar's cell), captures read as they are
         super().__init__(text, "loop", carried, written=range(self.n), numpy_loops=numpy_loops, boxes=self.boxes,
-                         donated=donated, state=bool(self.tracked or self.origins))
+                         donated=donated, state=bool(self.tracked or self.origins), exact=exact)
         self.entry_specs = [spec + (i + 1 if i in self.tracked else -1, i + 1 if i in self.origins else -1)
                             for i, spec in enumerate(self.entry_specs)]
         # a 0-d argument a loop variable may pass on must be a numpy scalar, as the box says, unless
@@ -250,7 +257,7 @@ class NativeLoop(NativeFunction):
 
     def _python_call(self, *args):
         fn = self.fn or self.tier_up()
-        if not fn or subclass_among(args):
+        if not fn or subclass_among(args) or self.laid_out_otherwise(args):
             return None
         for i, low, high in self.weak_ints:
             if not low <= args[i] < high:

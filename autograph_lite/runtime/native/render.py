@@ -136,6 +136,13 @@ class Renderer:
         self.dead = collections.defaultdict(list)
         self.sizes = {}        # name -> (C type, elements) of the arrays declared at the top level
         self.homes = {}        # id(matmul result) -> the output buffer it is made in (graphs.py: `homes`)
+        # the arrays read where the order of eager's memory decides the result (a product's BLAS call,
+        # a float reduction's order): an input among them must come C-contiguous, as the C reads it;
+        # `ordered_layout`: those an array so read was computed from element by element, which must come
+        # with their axes in C order (eager's result is then C-contiguous, as the C's) (graphs.py,
+        # loops.py: `exact`; an argument in another layout runs the Python code)
+        self.exact_layout, self.ordered_layout = set(), set()
+        self.derived = {}      # an array computed here -> the arrays its layout follows (eager's elementwise ops)
         self.scopes = []       # per graph being written, innermost last: a _Scope
 
     # --- locals ------------------------------------------------------------------------
@@ -156,7 +163,22 @@ class Renderer:
             return value
         out = self.declare(value.dtype, value.weak, value.shape, indent)
         self.elementwise_loop(out, [value], lambda v: v[0].expr, indent)
+        self.derived[out.base] = _sources(value)
         return out._replace(layout=value.layout)
+
+    def exact(self, value):
+        """Note that `value` is read as eager lays it out: so are the arrays it was computed from
+        element by element (numpy lays an elementwise result out in its operands' order)."""
+        if isinstance(value, Lazy):
+            stack = list(_sources(value))
+        else:
+            self.exact_layout.update(_sources(value))
+            stack = list(self.derived.get(value.base, ()))
+        while stack:
+            base = stack.pop()
+            if base not in self.ordered_layout:
+                self.ordered_layout.add(base)
+                stack.extend(self.derived.get(base, ()))
 
     def packed(self, value, indent):
         """`value` as C-contiguous elements: a Lazy value or a view copied into a new buffer. The
@@ -166,6 +188,7 @@ class Renderer:
             return value
         out = self.declare(value.dtype, value.weak, value.shape, indent)
         self.elementwise_loop(out, [value], lambda v: v[0].expr, indent)
+        self.derived[out.base] = _sources(value)
         view = not isinstance(value, Lazy) and value.layout != "c"
         return out._replace(layout="unknown" if view or value.layout == "unknown" else None)
 
@@ -331,6 +354,13 @@ class Renderer:
             (value,) = ins
             self.bail(f"{value.expr} < {int(info.min)}LL || {value.expr} > {int(info.max)}LL", indent)
             return []
+        if node.op == "CheckShape":
+            # `x op= y` whose result has another shape than x at run time: numpy raises, the Python path too
+            new, x = ins
+            for n, m in zip(new.shape, x.shape):
+                if n != m:
+                    self.bail(f"{n} != {m}", indent)
+            return []
         if node.opdef.in_place == "store":  # x[index] = value (SetItem)
             return self.set_item(node, ins, indent)
         view = VIEWS.get(node.opdef.primitive) or (Renderer.fused if node.op == "FusedElementwise" else None)
@@ -348,6 +378,8 @@ class Renderer:
             return [self.reshape(ins[0], out, indent)]
         if node.op == "StridedSlice":
             return [self.subscript(node, ins, out, indent)]
+        if node.opdef.primitive == "dot":
+            return self.dot(node, ins, indent)
         if node.opdef.ufunc and getattr(np, node.opdef.ufunc).signature == _MATMUL:
             return [self.numpy_matmul(node.opdef.ufunc, ins, np.dtype(out.dtype), _static_shape(out, local=False), indent,
                                       self.homes.get(id(out)))]
@@ -398,7 +430,10 @@ class Renderer:
             return self.weak_op(op, ins, dtype, indent)
         # numpy lays its result out in its operands' order: C unless an operand is transposed
         layout = None if all(c_ordered(v) for v in ins if v.shape != ()) else "unknown"
-        return self._apply(op, ins, dtype, weak, shape, indent)._replace(layout=layout)
+        result = self._apply(op, ins, dtype, weak, shape, indent)._replace(layout=layout)
+        if not isinstance(result, Lazy) and result.base is not None:
+            self.derived[result.base] = frozenset().union(*map(_sources, ins))
+        return result
 
     def _apply(self, op, ins, dtype, weak, shape, indent):
         if cexpr.needs_numpy_loop(op):
@@ -442,6 +477,10 @@ class Renderer:
         if size_of(a.shape) == 0 or size_of(b.shape) == 0:
             raise Unsupported(f"{ufunc} of an empty array")
         a, b = (self.as_eager(v, f"{ufunc}'s operand", indent) for v in (a, b))
+        return self.matmul_loop(a, b, dtype, shape, indent, home)
+
+    def matmul_loop(self, a, b, dtype, shape, indent, home=None):
+        """numpy's matmul loop over matrices a and b as they lie in memory."""
         (m, k), (other, p) = a.shape, b.shape
         # a run-time length: the output's shape is the graph's, static; numpy raises where they differ
         for length, expected in ((m, shape[0]), (k, other), (p, shape[1])):
@@ -453,35 +492,94 @@ class Renderer:
         (a0, a1), (b0, b1) = a.strides or strides_of(a.shape), b.strides or strides_of(b.shape)
         # gufunc arguments: dims (outer count, m, k, p); steps: outer strides, then the core strides
         steps = [0, 0, 0, *(_product([s, size], 1) for s in (a0, a1, b0, b1)), p * size, size]
-        self.call_numpy_loop(ufunc, 2, [a.expr, b.expr, result.expr], [1, m, k, p], steps, dtype, indent)
+        self.call_numpy_loop("matmul", 2, [a.expr, b.expr, result.expr], [1, m, k, p], steps, dtype, indent)
         self.worked(_product([m, k, p], 1), indent)
         return result
 
     def numpy_dot(self, ufunc, a, b, dtype, indent):
-        """a @ b of two vectors (also np.dot's) through numpy's matmul loop as a (1, k) @ (k, 1):
-        it calls numpy's dot of the dtype (BLAS's for floats, with the vectors' strides; 0 for
-        empty ones), as eager numpy does. The lengths may be known only at run time."""
+        """a @ b of two vectors through numpy's matmul loop as a (1, k) @ (k, 1): it calls numpy's
+        dot of the dtype (BLAS's for floats, with the vectors' strides; 0 for empty ones), as eager
+        numpy does. The lengths may be known only at run time."""
+        a, b = self.vector_operands(ufunc, a, b, dtype, indent)
+        result = self.declare(dtype, False, (), indent)
+        self.dot_loop(a, b, result, indent)
+        return result
+
+    def vector_operands(self, what, a, b, dtype, indent):
+        """Vectors a and b of a product, laid out as eager's, their lengths checked equal."""
         if a.dtype != dtype or b.dtype != dtype or dtype.kind not in "iuf":
-            raise Unsupported(f"{ufunc} of {a.dtype} and {b.dtype} vectors")
+            raise Unsupported(f"{what} of {a.dtype} and {b.dtype} vectors")
         (k,), (other,) = a.shape, b.shape
         if not isinstance(k, Dim) and not isinstance(other, Dim) and k != other:
-            raise Unsupported(f"{ufunc} of vectors of shapes {a.shape} and {b.shape}")  # numpy raised at the trace
+            raise Unsupported(f"{what} of vectors of shapes {a.shape} and {b.shape}")  # numpy raised at the trace
         if k != other:
             self.bail(f"{k} != {other}", indent)  # numpy raises (no broadcast in a product): the Python path does
-        a, b = (self.as_eager(v, f"{ufunc}'s operand", indent) for v in (a, b))
+        return [self.as_eager(v, f"{what}'s operand", indent) for v in (a, b)]
+
+    def dot_loop(self, a, b, result, indent):
+        """result = numpy's dot of the dtype over vectors a and b with their strides, through
+        its matmul loop as a (1, k) @ (k, 1) (0 for empty ones)."""
+        (k,), size = a.shape, result.dtype.itemsize
         (_, a_step), (_, b_step) = one_dim(a), one_dim(b)
-        size = dtype.itemsize
-        result = self.declare(dtype, False, (), indent)
         steps = [0, 0, 0, 0, _product([a_step, size], 1), _product([b_step, size], 1), 0, 0, 0]
-        self.call_numpy_loop(ufunc, 2, [a.expr, b.expr, f"&{result.expr}"], [1, 1, k, 1], steps, dtype, indent)
+        self.call_numpy_loop("matmul", 2, [a.expr, b.expr, f"&{result.expr}"], [1, 1, k, 1], steps, result.dtype,
+                             indent)
         self.worked(k, indent)
-        return result
+
+    def dot(self, node, ins, indent):
+        """np.dot of two vectors or two matrices as numpy's dot computes it (`cblas_matrixproduct`,
+        for floats): an operand whose strides BLAS cannot take (one negative, or 0 along an axis
+        longer than 1: a flip, a broadcast) copied first, one-element vectors multiplied, a matrix
+        neither C- nor F-contiguous copied too; then the BLAS call numpy's dot makes, through
+        numpy's matmul loop (its dot for vectors, gemm or syrk for matrices: on such operands
+        matmul's loop chooses as dot does). Integers sum exactly in any order. Other ranks, and
+        float matrices with an axis of one (numpy's dot takes its scalar and vector paths there),
+        stay numpy."""
+        (out,) = node.outputs
+        a, b = ins
+        dtype = np.dtype(out.dtype)
+        floats = dtype.kind == "f"
+        if len(a.shape) == 1 and len(b.shape) == 1:
+            a, b = (self.blas_strides(v, floats, indent) for v in self.vector_operands("np.dot", a, b, dtype, indent))
+            result = self.declare(dtype, False, (), indent)
+            (k,) = a.shape
+            if not floats or not isinstance(k, Dim) and k != 1:
+                self.dot_loop(a, b, result, indent)
+            elif k == 1:
+                self.emit(f"{result.expr} = {a.expr}[0] * {b.expr}[0];", indent)
+            else:  # one-element vectors are numpy's scalars: their product, not BLAS's sum onto 0
+                self.emit(f"if ({k} == 1) {result.expr} = {a.expr}[0] * {b.expr}[0]; else {{", indent)
+                self.dot_loop(a, b, result, indent + 1)
+                self.emit("}", indent)
+            return [result]
+        shape = _static_shape(out, local=False)
+        if len(a.shape) != 2 or len(b.shape) != 2 or a.dtype != dtype or b.dtype != dtype or dtype.kind not in "iuf":
+            raise Unsupported(f"np.dot of {a.shape} and {b.shape} ({a.dtype}, {b.dtype})")
+        if any(isinstance(n, Dim) for n in (*a.shape, *b.shape)):
+            raise Unsupported("np.dot of matrices of run-time shape: numpy's dot copies by their layout")
+        if size_of(a.shape) == 0 or size_of(b.shape) == 0 or floats and 1 in (*a.shape, b.shape[1]):
+            raise Unsupported(f"np.dot of {a.shape} and {b.shape}: numpy's dot takes its scalar or vector path")
+        a, b = (self.as_eager(v, "np.dot's operand", indent) for v in (a, b))
+        if floats:
+            a, b = (self.blas_strides(v, floats, indent) for v in (a, b))
+            a, b = (v if contiguous(v) or contiguous(_transposed(v)) else self.packed(v, indent) for v in (a, b))
+        return [self.matmul_loop(a, b, dtype, shape, indent, self.homes.get(id(out)))]
+
+    def blas_strides(self, value, floats, indent):
+        """`value` copied C-contiguous where numpy's dot copies it for BLAS (`_bad_strides`: a
+        negative step, or a step of 0 along an axis longer than 1), as it is elsewhere. A step
+        known only at run time is the length of a C array's axis: not negative."""
+        steps = value.strides or strides_of(value.shape)
+        bad = any(type(s) is int and (s < 0 or s == 0 and bound_of(n) > 1) for n, s in zip(value.shape, steps))
+        return self.packed(value, indent) if floats and bad else value
 
     def as_eager(self, value, what, indent):
         """`value` in memory laid out as eager numpy's array, for an op whose result depends on
         the layout (numpy's matmul picks its BLAS call by strides); raises Unsupported where eager's
         layout is not known here."""
         value = self.materialize(value, indent)
+        if value.layout is None:
+            self.exact(value)
         if value.layout == "c":
             return self.packed(value, indent)
         if value.layout == "unknown":
@@ -886,6 +984,8 @@ class Renderer:
             elif count_each > 1 and (accumulate.kind not in "biu" or averages):
                 raise Unsupported(f"a float {opdef.name} of a strided view or a transposed result: numpy "
                                   f"reduces in the order of its memory layout")
+        if x.layout is None and (accumulate.kind not in "biu" or averages):
+            self.exact(x)
         if step == 1:
             x = self.packed(x, indent)
         result = self.declare(dtype, weak, shape, indent)
@@ -1260,7 +1360,7 @@ def _zero_d_kind(t, sources):
         return {"array"}, []
     if node.opdef.box == "input":
         return ({"array"}, []) if node.inputs[0].weak else (set(), [node.inputs[0]])
-    if node.opdef.ufunc is not None or node.opdef.reduce_with is not None:
+    if node.opdef.box == "scalar" or node.opdef.ufunc is not None or node.opdef.reduce_with is not None:
         return {"scalar"}, []
     if node.op == "StridedSlice" and node.inputs[0].ndim == 0:  # x[()] and x[...] of a 0-d value
         return {"array" if Ellipsis in node.attrs["index"] else "scalar"}, []
@@ -1355,6 +1455,18 @@ def c_ordered(value):
         return True
     steps = [abs(s) for n, s in zip(value.shape, value.strides) if n != 1 and s != 0]
     return all(a > b for a, b in zip(steps, steps[1:]))
+
+
+def _sources(value):
+    """The arrays `value` reads: a Lazy value's, an array's base."""
+    if isinstance(value, Lazy):
+        return frozenset(value.reads or ())
+    return frozenset((value.base,)) if value.base is not None else frozenset()
+
+
+def _transposed(value):
+    """A matrix's transpose, as a view of the same elements."""
+    return value._replace(shape=value.shape[::-1], strides=(value.strides or strides_of(value.shape))[::-1])
 
 
 def one_dim(value):

@@ -1,5 +1,6 @@
 """Common-subexpression elimination: two pure nodes with the same op, inputs and attrs
-become one (small equal constants too)."""
+become one (small equal constants too), unless one node then reads both as two operands
+where eager's are two arrays (`OpDef.same_operands_matter`: BLAS's syrk for `x @ x.T`)."""
 import numpy as np
 
 from ..opdef import CONST
@@ -40,13 +41,34 @@ def _merge(graph):
         if key is None:
             continue
         # eager returns distinct arrays for the graph's outputs: never merged away
-        if key in seen and not any(is_output(graph, t) for t in node.outputs):
+        if key in seen and not any(is_output(graph, t) for t in node.outputs) \
+                and not _read_together(seen[key], node):
             for old, new in zip(node.outputs, seen[key].outputs):
                 graph.replace_all_uses(old, new)
             merged.append(node)
         else:
             seen[key] = node
     graph.erase_nodes(merged)
+
+
+def _readers(t):
+    """The nodes reading `t` or a view of it (a transpose, a slice), through chains of views."""
+    found, stack = set(), [t]
+    while stack:
+        x = stack.pop()
+        for user in x.users:
+            if user.opdef.view is not None and user.inputs[0] is x and user.opdef.view(user):
+                stack.extend(user.outputs)
+            else:
+                found.add(user)
+    return found
+
+
+def _read_together(kept, node):
+    """True if a node whose result depends on whether two operands are one array reads both
+    `kept`'s and `node`'s results (or views of them): merged, eager's two arrays would be one."""
+    mine = set().union(*(_readers(t) for t in node.outputs))
+    return any(user.opdef.same_operands_matter for t in kept.outputs for user in _readers(t) & mine)
 
 
 def run(graph):
