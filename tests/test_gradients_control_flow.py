@@ -185,3 +185,29 @@ def test_while_backward_memory_is_linear_in_trip_count():
             assert max(sizes) == count  # one entry per iteration, never more
     finally:
         stack_ops.PUSH.kernel = real_push
+
+
+def prints_in_a_loop_in_a_branch(z, n):
+    s = z * 0
+    if S(z) > 0:
+        for i in ag.range(n):
+            print("step", i)
+            s = s + z * z
+    return S(s)
+
+
+def test_the_recomputed_forward_prints_nothing(capsys):
+    # fuzzer seed 1204005142: the backward Cond recomputed the branch with its loop, whose body
+    # printed each iteration a second time; its copy there now leaves out print/assert at any depth
+    def f(x, n):
+        return ag.grad(lambda z: prints_in_a_loop_in_a_branch(z, n))(x)
+
+    x, n = np.linspace(0.5, 1.0, 4), np.int64(3)
+    expected = f(x, n)
+    eager = capsys.readouterr().out
+    compiled = ag.function(f)
+    for _ in range(2):
+        np.testing.assert_allclose(compiled(x, n), expected, rtol=1e-12)
+        assert capsys.readouterr().out == eager == "step 0\nstep 1\nstep 2\n"
+    check_grad(lambda z: prints_in_a_loop_in_a_branch(z, n), x)
+    capsys.readouterr()

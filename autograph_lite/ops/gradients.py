@@ -13,7 +13,7 @@ Control flow:
   in reverse, recomputes that iteration's body and backpropagates through it. Memory is
   one entry per iteration; the trip count is whatever the data made it.
 """
-from ..runtime.graph import Graph, backward_of, current_graph, internal_reads
+from ..runtime.graph import Graph, backward_of, copy_graph, current_graph, internal_reads
 from ..runtime.passes.util import has_effects
 from . import stack_ops
 from .core import GRADIENTS, convert_to_tensor
@@ -93,15 +93,35 @@ def inline(sub, inputs):
     graph = current_graph()
     values = {id(p): convert_to_tensor(v, graph) for p, v in zip(sub.inputs, inputs)}
     for node in sub.nodes:
-        if not node.outputs and has_effects(node):
+        if _effect_only(node):
             continue
         ins = [values[id(i)] for i in node.inputs]
-        copy = graph.add_node(node.op, ins, node.attrs, [(o.shape, o.dtype) for o in node.outputs],
+        attrs = {k: _quiet(v) if isinstance(v, Graph) else v for k, v in node.attrs.items()}
+        copy = graph.add_node(node.op, ins, attrs, [(o.shape, o.dtype) for o in node.outputs],
                               location=node.location)
         for old, new in zip(node.outputs, copy.outputs):
             new.weak = old.weak
             values[id(old)] = new
     return [values[id(o)] for o in sub.outputs]
+
+
+def _effect_only(node):
+    return not node.outputs and has_effects(node)
+
+
+def _quiet(sub):
+    """A Cond branch or loop body the recomputation runs: `sub`, or a copy of it without its
+    side-effect-only nodes at any depth (a loop in a branch printed each iteration twice: fuzzer
+    seed 1204005142)."""
+    if not any(_effect_only(n) for n in sub.walk()):
+        return sub
+    copy = copy_graph(sub, parent=sub.parent, outer={})  # captures still name the same outer values
+    graphs = [copy]
+    while graphs:
+        g = graphs.pop()
+        g.erase_nodes([n for n in g.nodes if _effect_only(n)])
+        graphs.extend(s for n in g.nodes for s in n.subgraphs())
+    return copy
 
 
 # --- Cond -------------------------------------------------------------------------------
