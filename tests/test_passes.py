@@ -646,3 +646,33 @@ def test_an_unused_numpy_function_that_raises_for_its_values_stays():
     with pytest.raises(ValueError):
         ag.function(_unused_histogram)(np.array([np.inf, 1.0]))
     assert_same(_unused_histogram(np.array([0.5, 1.0])), ag.function(_unused_histogram)(np.array([0.5, 1.0])))
+
+
+def _fills_rows(table, data, n):
+    for i in ag.range(n):             # a graph loop (AG_NATIVE=off: the plan's Python loop)
+        table[i, i:] = table[i:, i] = data[i, i:] * 2.0   # the loop variable is only stored into
+    return table
+
+
+def _reads_then_fills(table, data, n):
+    out = table.copy()
+    for i in ag.range(n):
+        row = out[i - 1] + 1.0 if i > 0 else out[0]   # reads the array it then stores into
+        out[i] = row * data[i]
+    return out, table
+
+
+@pytest.mark.parametrize("fn", [_fills_rows, _reads_then_fills])
+def test_a_loop_stores_into_its_own_array_in_place_and_leaves_the_start_value(monkeypatch, fn):
+    monkeypatch.setenv("AG_NATIVE", "off")
+    data = np.random.default_rng(1).random((6, 6))
+    compiled = ag.function(fn)
+    for _ in range(3):
+        start, eager_start = np.zeros((6, 6)), np.zeros((6, 6))
+        assert_same(fn(eager_start, data, np.int64(5)), compiled(start, data, np.int64(5)))
+        np.testing.assert_array_equal(start, eager_start)
+    graph = compiled.get_concrete_function(np.zeros((6, 6)), data, np.int64(5)).optimized_graph
+    (loop,) = [n for n in graph.nodes if n.op == "While"]
+    stores = [n for n in loop.attrs["body"].nodes if n.op == "SetItem"]
+    # each iteration stores into the loop's array, not into a copy of it (one copy on entering)
+    assert all(n.in_place_input == 0 for n in stores) == (fn is _fills_rows)

@@ -23,6 +23,7 @@ from .native.functions import tier_up_after
 from .native.graphs import NativeGraph
 from .native.loops import NativeLoop, Restart, restarting
 from .opdef import COND, CONST, PLACEHOLDER, WHILE
+from .passes.buffer_reuse import written_loop_variables
 
 _plan_ids = itertools.count()
 MAX_INLINE_DEPTH = 32  # operators nested in one plan expression before it is stored in a variable
@@ -537,6 +538,8 @@ class _Lowering:
             self.emit("else:", indent, node)
             indent += 1
         self.assign(loop_vars, ins[:n], indent, node, node.inputs[:n])
+        for k in written_loop_variables(node):  # the loop's own array, which its body stores into
+            self.emit(f"{loop_vars[k]} = {loop_vars[k]}.copy()", indent, node)
         self.alias(cond.inputs, loop_vars + ins[n:])
         where = f"  # {printable(f'{node.name} at {short_location(node.location)}')}"
         header = len(self.lines)
