@@ -219,6 +219,11 @@ class _Native:
             else:
                 dims.append((n, st))
         dims.reverse()
+        if 0 in dims[-1][1]:
+            # an array broadcast along the rows (a column, `x[:, k][:, None]`) is read through stride 0 in
+            # the C's strided loop, which does not vectorize: numpy's ufuncs are faster there
+            # (NPBench's floyd_warshall took 1.9x numpy's time)
+            return None
         meta = np.array([n for n, _ in dims] + [st[k] for k in range(len(arrays)) for _, st in dims], np.int64)
         return shape, meta, size // dims[-1][0]
 
