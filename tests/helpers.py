@@ -198,6 +198,26 @@ def plan_after_tier_up(fn, *args):
     return compiled.get_concrete_function(*args).plan
 
 
+def native_regions(fn, *args, exact=True):
+    """Call compiled fn past its native tier-up, each call on fresh copies of `args` against eager's
+    call on its own: the results and the arguments after the call must agree (bit for bit where
+    `exact`, else within NPBench's tolerance). Returns (the compiled function, its plan's regions)."""
+    from autograph_lite.runtime.native import loops
+    compiled = ag.function(fn)
+    for _ in range(loops.TIER_UP_AFTER + 2):
+        eager_args = [np.copy(a) for a in args]
+        compiled_args = [np.copy(a) for a in args]
+        eager = fn(*eager_args)
+        result = compiled(*compiled_args)
+        for e, c in zip([eager, *eager_args], [result, *compiled_args]):
+            if exact:
+                assert_identical(e, c)
+            elif e is not None:
+                for e_item, c_item in zip(e if isinstance(e, tuple) else (e,), c if isinstance(c, tuple) else (c,)):
+                    np.testing.assert_allclose(c_item, e_item, rtol=1e-6, atol=1e-8)
+    return compiled, compiled.get_concrete_function(*args).plan.native
+
+
 def cpu_only(reason):
     """Skips a test under AG_TEST_DEVICE=gpu/standin: it tests something only the CPU has."""
     import pytest

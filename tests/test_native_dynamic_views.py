@@ -5,14 +5,13 @@ argument, run as C While loops: each is checked against its eager run (returned 
 arguments it updates in place, bit for bit) and its plan must say every While is native, so a
 region falling back to numpy fails here."""
 
-import warnings
 
 import numpy as np
 import pytest
 
 import autograph_lite as ag
 from autograph_lite.runtime.native import compiler, loops
-from helpers import assert_identical, force_native
+from helpers import force_native, native_regions
 
 pytestmark = pytest.mark.skipif(compiler.compiler() is None, reason="no C compiler on this machine")
 
@@ -22,27 +21,8 @@ def native_on(monkeypatch):
     force_native(monkeypatch)
 
 
-def run_both(fn, *args, exact=True):
-    """Call compiled fn past its native tier-up, each call on fresh copies of `args` against eager's
-    call on its own: the results and the arguments after the call must agree (bit for bit where
-    `exact`); the plan's regions."""
-    compiled = ag.function(fn)
-    for _ in range(loops.TIER_UP_AFTER + 2):
-        eager_args = [np.copy(a) for a in args]
-        compiled_args = [np.copy(a) for a in args]
-        eager = fn(*eager_args)
-        result = compiled(*compiled_args)
-        for e, c in zip([eager, *eager_args], [result, *compiled_args]):
-            if exact:
-                assert_identical(e, c)
-            elif e is not None:
-                for e_item, c_item in zip(e if isinstance(e, tuple) else (e,), c if isinstance(c, tuple) else (c,)):
-                    np.testing.assert_allclose(c_item, e_item, rtol=1e-6, atol=1e-8)
-    return compiled.get_concrete_function(*args).plan.native
-
-
 def all_native(fn, *args, exact=True):
-    found = run_both(fn, *args, exact=exact)
+    _, found = native_regions(fn, *args, exact=exact)
     assert found and all(r.native is not None and r.native.fn for r in found), found
 
 

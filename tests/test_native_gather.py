@@ -7,9 +7,8 @@ bit for bit) and its plan must say every region is native, so a region falling b
 import numpy as np
 import pytest
 
-import autograph_lite as ag
 from autograph_lite.runtime.native import compiler, loops
-from helpers import assert_identical, force_native
+from helpers import assert_identical, force_native, native_regions
 
 pytestmark = pytest.mark.skipif(compiler.compiler() is None, reason="no C compiler on this machine")
 
@@ -45,17 +44,8 @@ def csr(rows=ROWS, n=300, per_row=4, index=np.int32, value=np.float64, seed=0, e
 
 
 def run_both(fn, *args):
-    """Call compiled fn past its native tier-up, each call on fresh copies of `args` against eager's
-    call on its own (results and arguments bit for bit); assert every region of its plan is native."""
-    compiled = ag.function(fn)
-    for _ in range(loops.TIER_UP_AFTER + 2):
-        eager_args = [np.copy(a) for a in args]
-        compiled_args = [np.copy(a) for a in args]
-        eager = fn(*eager_args)
-        result = compiled(*compiled_args)
-        for e, c in zip([eager, *eager_args], [result, *compiled_args]):
-            assert_identical(e, c)
-    found = compiled.get_concrete_function(*args).plan.native
+    """native_regions(fn, *args), asserting every region of the plan is native."""
+    compiled, found = native_regions(fn, *args)
     assert found and all(r.native is not None and r.native.fn for r in found), found
     return compiled, found
 

@@ -229,21 +229,20 @@ class _Native:
 
     def strided_kernel(self):
         """The C kernel over strided views, or None (as `kernel`)."""
-        if self.strided is None:
-            run = native_elementwise.cpu_strided_kernel(self.steps, self.operands)
-            if run is compiler.PENDING:
-                return None
-            self.strided = run or False
-        return self.strided or None
+        return self._built("strided", native_elementwise.cpu_strided_kernel)
 
     def kernel(self):
         """The C kernel, or None where there is none or it is still being built (the numpy path runs)."""
-        if self.run is None:
-            run = native_elementwise.cpu_kernel(self.steps, self.operands)
+        return self._built("run", native_elementwise.cpu_kernel)
+
+    def _built(self, attr, build):
+        """The kernel `build` makes, kept in `attr` (False: none can be); None while it is built."""
+        if getattr(self, attr) is None:
+            run = build(self.steps, self.operands)
             if run is compiler.PENDING:
                 return None
-            self.run = run or False
-        return self.run or None
+            setattr(self, attr, run or False)
+        return getattr(self, attr) or None
 
 
 def _blockable_size(inputs):
