@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import autograph_lite as ag
-from autograph_lite.runtime.native import compiler, loops as scalar_loop
+from autograph_lite.runtime.native import compiler, loops as scalar_loop, render
 from examples.models import bisection, collatz
 from helpers import assert_identical, assert_same, force_native
 
@@ -117,15 +117,28 @@ def test_the_python_loop_runs_until_the_loop_is_hot(monkeypatch):
     assert loop.fn
 
 
-def test_loops_over_large_arrays_stay_python():
-    def halve(x):
-        while ag.reduce_sum(x) > 1:
-            x = x / 2
-        return x
-    f = ag.function(halve)
-    x = np.ones(1 << 15)  # beyond render.MAX_ELEMENTS: numpy's own loops are as fast
+def _halve(x):
+    while ag.reduce_sum(x) > 1:
+        x = x / 2
+    return x
+
+
+def test_loops_over_large_arrays_keep_them_in_the_heap_block():
+    # arrays beyond what a C function's locals hold (NPBench's jacobi_1d, vadv) live in its
+    # `ag_scratch` block, the same room on every iteration
+    f = ag.function(_halve)
+    x = np.ones(1 << 15)
     for _ in range(scalar_loop.TIER_UP_AFTER + 1):
-        assert_same(halve(x), f(x))
+        assert_same(_halve(x), f(x))
+    assert len(f.get_concrete_function(x).plan.native_loops) == 1
+
+
+def test_loops_over_arrays_beyond_the_heap_block_stay_python(monkeypatch):
+    monkeypatch.setattr(render, "MAX_SCRATCH_BYTES", 1 << 16)
+    f = ag.function(_halve)
+    x = np.ones(1 << 15)
+    for _ in range(scalar_loop.TIER_UP_AFTER + 1):
+        assert_same(_halve(x), f(x))
     assert f.get_concrete_function(x).plan.native_loops == []
 
 

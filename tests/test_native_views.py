@@ -13,7 +13,7 @@ from autograph_lite.ops.core import apply
 from autograph_lite.ops.gradient_ops import BROADCAST, SUM_TO
 from autograph_lite.runtime.native import compiler, loops
 from examples.models import mlp_step, mlp_step_inputs
-from helpers import force_native, plan_after_tier_up
+from helpers import force_native, native_regions, plan_after_tier_up
 
 pytestmark = pytest.mark.skipif(compiler.compiler() is None, reason="no C compiler on this machine")
 CALLS = loops.TIER_UP_AFTER + 2
@@ -125,6 +125,20 @@ def test_elementwise_ops_and_reshapes_read_views_through_their_strides():
     all_native(elementwise_of_views, x, rng.standard_normal(4), np.int64(2))
     with pytest.raises(IndexError):
         ag.function(elementwise_of_views)(x, rng.standard_normal(4), np.int64(9))
+
+
+def shortest_paths(path):
+    # NPBench's floyd_warshall: np.add.outer is `a[..., None] + b`, its column read at stride 0
+    for k in ag.range(ag.shape(path)[0]):
+        path[:] = np.minimum(path[:], np.add.outer(path[:, k], path[k, :]))
+    return path[..., 1:, None] * 2
+
+
+@pytest.mark.parametrize("n", [6, 160])  # 160: arrays beyond a C function's locals, in its heap block
+def test_ellipsis_views_and_large_loop_bodies_are_native(n):
+    path = np.random.default_rng(5).integers(1, 50, (n, n)).astype(np.float64)
+    _, found = native_regions(shortest_paths, path)
+    assert found and all(r.native is not None and r.native.fn for r in found), found
 
 
 def sums_of_views(x):

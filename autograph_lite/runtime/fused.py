@@ -31,6 +31,15 @@ from .opdef import BOOL, DTYPE, INT, STR, OpDef, Record, TupleOf, lookup, regist
 BLOCK = 1 << 16            # elements per block: few Python steps per element, buffers near cache
 BLOCKED_MIN_SIZE = 1 << 16  # below this, whole-array evaluation is cheaper
 THREADS = max(1, min(8, os.cpu_count() or 1))
+# elements each thread's part of a chain has at least: waking a pool thread and waiting for it costs
+# tens of microseconds, about what a C kernel takes for this many (NPBench's floyd_warshall, 160,000
+# elements a call, took 2.1x its one-thread time split in two)
+SPLIT_MIN = 1 << 18
+
+
+def parts(size):
+    """How many threads compute a chain of `size` elements."""
+    return max(1, min(THREADS, size // SPLIT_MIN))
 
 
 # --- the kernel -----------------------------------------------------------------------
@@ -123,10 +132,9 @@ def _in_chunks(run, out, inputs, size):
 
 
 def _in_row_chunks(run, out, inputs, meta, rows):
-    """`run` over the rows [0, rows) of `out`, in THREADS parts where `_chunks` would split its
+    """`run` over the rows [0, rows) of `out`, in as many parts as `_chunks` would split its
     elements: the calling thread takes the first, the pool the rest."""
-    parts = THREADS if out.size >= BLOCKED_MIN_SIZE * THREADS else 1
-    step = -(-rows // parts)
+    step = -(-rows // parts(out.size))
     first, *rest = [(start, min(rows, start + step)) for start in range(0, rows, step)]
     others = [_pool().submit(run, out, inputs, meta, *c) for c in rest]
     try:
@@ -219,11 +227,6 @@ class _Native:
             else:
                 dims.append((n, st))
         dims.reverse()
-        if 0 in dims[-1][1]:
-            # an array broadcast along the rows (a column, `x[:, k][:, None]`) is read through stride 0 in
-            # the C's strided loop, which does not vectorize: numpy's ufuncs are faster there
-            # (NPBench's floyd_warshall took 1.9x numpy's time)
-            return None
         meta = np.array([n for n, _ in dims] + [st[k] for k in range(len(arrays)) for _, st in dims], np.int64)
         return shape, meta, size // dims[-1][0]
 
@@ -259,8 +262,7 @@ def _blockable_size(inputs):
 
 
 def _chunks(size):
-    parts = THREADS if size >= BLOCKED_MIN_SIZE * THREADS else 1
-    step = -(-size // parts)
+    step = -(-size // parts(size))
     step = -(-step // BLOCK) * BLOCK
     return [(start, min(size, start + step)) for start in range(0, size, step)]
 

@@ -162,7 +162,7 @@ NUMPY_FORMS = {
     "clip": ["np.clip({a}, 0, 2)", "np.clip({a}, {b}, None)"],
     "concatenate": ["np.concatenate([{a}[:2], {b}[2:]])"],
     "stack": ["np.stack([{a}, {b}])[1]", "np.stack([{a}, {b}], axis=1)[:, 0]"],
-    "outer": ["np.outer({a}, {b})[1]"],
+    "outer": ["np.outer({a}, {b})[1]", "np.add.outer({a}, {b})[..., 1]", "np.minimum({a}[..., None], {b})[2]"],
     "linalg.outer": ["np.linalg.outer({a}, {b})[2]"],
     "triu": ["np.triu(np.outer({a}, {b}))[1]"],
     "tril": ["np.tril(np.outer({a}, {b}), -1)[2]"],

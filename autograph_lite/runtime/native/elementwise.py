@@ -98,6 +98,7 @@ def _flag_helpers(language):
 
 
 MAX_DIMS = 64  # numpy's NPY_MAXDIMS
+CHUNK = 256    # elements of a row a strided kernel computes at once from contiguous copies of its inputs
 
 
 def strided_source(steps, operands, vector_math=frozenset()):
@@ -116,10 +117,10 @@ def strided_source(steps, operands, vector_math=frozenset()):
         types[i] = language.type(dtype)
         params.append(f"{types[i]} s{i}" if kind == "scalar" else f"const {types[i]}* a{i}")
 
-    def body(step):
-        ins = [cexpr.Value(f"s{i}" if kind == "scalar" else f"q{i}[{step(i)}]", np.dtype(dtype), weak)
+    def body(read, target, indent):
+        ins = [cexpr.Value(f"s{i}" if kind == "scalar" else read(i), np.dtype(dtype), weak)
                for i, (dtype, weak, kind) in enumerate(operands)]
-        return ["                " + line for line in _body(emitter, steps, ins, "o[j]")]
+        return ["    " * indent + line for line in _body(emitter, steps, ins, target)]
 
     def each(template):
         return [template.format(i=i, k=k + 1) for k, i in enumerate(arrays)]
@@ -144,11 +145,20 @@ def strided_source(steps, operands, vector_math=frozenset()):
         *(f"        const {types[i]}* restrict q{i} = p{i};" for i in arrays),
         "        if (unit) {",
         "            for (int64_t j = 0; j < cols; j++) {",
-        *body(lambda i: "j"),
+        *body(lambda i: f"q{i}[j]", "o[j]", 4),
         "            }",
-        "        } else {",
-        "            for (int64_t j = 0; j < cols; j++) {",
-        *body(lambda i: f"j * c{i}"),
+        "        } else {  /* in chunks: a strided (or stride-0) input copied into a contiguous one first */",
+        f"            for (int64_t j0 = 0; j0 < cols; j0 += {CHUNK}) {{",
+        f"                const int64_t m = cols - j0 < {CHUNK} ? cols - j0 : {CHUNK};",
+        f"                {out_t}* restrict oo = o + j0;",
+        *(line for i in arrays for line in (
+            f"                {types[i]} b{i}[{CHUNK}];",
+            f"                const {types[i]}* restrict u{i} = q{i} + j0;",
+            f"                if (c{i} == 0) {{ for (int64_t j = 0; j < m; j++) b{i}[j] = q{i}[0]; u{i} = b{i}; }}",
+            f"                else if (c{i} != 1) {{ for (int64_t j = 0; j < m; j++) b{i}[j] = q{i}[(j0 + j) * c{i}]; u{i} = b{i}; }}")),
+        "                for (int64_t j = 0; j < m; j++) {",
+        *body(lambda i: f"u{i}[j]", "oo[j]", 5),
+        "                }",
         "            }",
         "        }",
         "        for (int64_t d = ndim - 2; d >= 0; d--) {  /* the next row */",

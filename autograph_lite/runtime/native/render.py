@@ -206,10 +206,8 @@ class Renderer:
             self.declared.append(reused)
             return Val(reused, dtype, weak, shape, reused)
         if size_of(shape) > MAX_ELEMENTS or self.local_bytes + size_of(shape) * dtype.itemsize > MAX_LOCAL_BYTES:
-            if any(isinstance(n, Dim) for n in shape) and (self.heap is None or indent != 1):
-                return self.scratch_buffer(name, t_c, dtype, weak, shape, indent)
             if self.heap is None or indent != 1:
-                raise Unsupported(f"an array of {size_of(shape)} elements: more than a function's locals hold")
+                return self.scratch_buffer(name, t_c, dtype, weak, shape, indent)
             # a straight-line function's large array: allocated here, freed at every return
             self.heap.append((name, t_c))
             self.sizes[name] = (t_c, size_of(shape))
@@ -715,6 +713,9 @@ class Renderer:
         def dynamic(i):
             return type(i) is Slot and slots[i.k].shape == () and slots[i.k].dtype.kind in "iu"
 
+        if index.count(Ellipsis) == 1:  # `...`: as many full slices as the other indices leave axes
+            at, rest = index.index(Ellipsis), [i for i in index if i is not None and i is not Ellipsis]
+            index = (*index[:at], *[slice(None)] * (len(x.shape) - len(rest)), *index[at + 1:])
         picks = [i for i in index if i is not None]  # None: a new axis of length 1
         if x.shape == () or len(picks) > len(x.shape) or not all(
                 type(i) is int or dynamic(i) or (type(i) is slice and type(i.step) in (int, type(None)) and all(
@@ -918,11 +919,11 @@ class Renderer:
     def fused(self, node, ins, indent):
         """A FusedElementwise node: its steps written one by one (large results stay Lazy: the
         chain is computed where it is read)."""
-        from ..fused import BLOCKED_MIN_SIZE, THREADS  # fused.py builds these nodes (and imports this package)
+        from ..fused import parts  # fused.py builds these nodes (and imports this package)
         out = node.outputs[0]
         size = size_of(self.broadcast([v.shape for v in ins], indent))
-        if THREADS > 1 and size >= BLOCKED_MIN_SIZE * THREADS:
-            raise Unsupported(f"a fused chain of {size} elements: its own kernel splits it among {THREADS} threads")
+        if parts(size) > 1:
+            raise Unsupported(f"a fused chain of {size} elements: its own kernel splits it among {parts(size)} threads")
         steps = []
         for op, args, dtype in node.attrs["steps"]:
             operands = [ins[k] if kind == "in" else steps[k] for kind, k in args]
