@@ -135,3 +135,63 @@ def test_arrays_written_in_the_staged_rest_are_the_callers(small_budget):
 
     x = np.linspace(0.0, 3.0, 30)
     on_fresh_arguments(fill, lambda: np.ones(30), lambda: x, same=assert_identical)
+
+
+def self_energies(neigh_idx, dH, G, D, Sigma):  # NPBench's scattering_self_energies, unchanged
+    for k in range(G.shape[0]):
+        for E in range(G.shape[1]):
+            for q in range(D.shape[0]):
+                for w in range(D.shape[1]):
+                    for i in range(D.shape[-2]):
+                        for j in range(D.shape[-1]):
+                            for a in range(neigh_idx.shape[0]):
+                                for b in range(neigh_idx.shape[1]):
+                                    if E - w >= 0:
+                                        dHG = G[k, E - w, neigh_idx[a, b]] @ dH[a, b, i]
+                                        dHD = dH[a, b, j] * D[q, w, a, b, i, j]
+                                        Sigma[k, E, a] += dHG @ dHD
+
+
+def _self_energies_args(kz=2, ne=4, qz=3, nw=2, n3d=2, na=6, nb=2, orb=3):
+    rng = np.random.default_rng(2)
+    c = lambda *shape: rng.random(shape) + 1j * rng.random(shape)  # noqa: E731
+    return (rng.integers(0, na, (na, nb)), c(na, nb, n3d, orb, orb), c(kz, ne, na, orb, orb),
+            c(qz, nw, na, nb, n3d, n3d), np.zeros((kz, ne, na, orb, orb), np.complex128))
+
+
+def test_a_nest_of_short_loops_stages_where_its_rest_is_large(monkeypatch, caplog):
+    # no loop of the nest has STAGE_AT_LEAST iterations: a loop whose rest would make as many nodes
+    # as the budget stages, and a loop staged once in this trace is staged whole where it comes again
+    monkeypatch.setattr(control_flow, "STAGE_AFTER_NODES", 300)
+    monkeypatch.setattr(control_flow, "UNROLL_WARNING_SECONDS", 0.0)
+    args = _self_energies_args()
+    with caplog.at_level("WARNING", logger="autograph_lite"):
+        on_fresh_arguments(self_energies, *[a.copy for a in args], same=assert_identical)  # one trace
+    said = [r.getMessage().split(" has run")[0] for r in caplog.records if "while tracing" in r.getMessage()]
+    assert said and len(said) == len(set(said)), said  # each loop's long-unroll warning once per trace
+    compiled = ag.function(self_energies)
+    nodes = [n.op for n in compiled.get_concrete_function(*args).graph.walk()]
+    assert "While" in nodes and len(nodes) < 3000, len(nodes)  # unrolled: ~11,000
+
+
+def test_a_nest_of_loops_writing_one_array_traces_each_body_a_bounded_number_of_times(monkeypatch):
+    # each graph loop writing an array from outside is traced again carrying it, and so is the loop
+    # around it: a loop the trace met before carries what it carried then from the start
+    from autograph_lite.ops import control_flow as staging
+    traced, trace = [], staging._stage_while
+    monkeypatch.setattr(staging, "_stage_while", lambda *a, **k: traced.append(1) or trace(*a, **k))
+
+    def nest(x):
+        for i in ag.range(ag.shape(x)[0]):
+            for j in ag.range(ag.shape(x)[1]):
+                for k in ag.range(ag.shape(x)[2]):
+                    for m in ag.range(ag.shape(x)[3]):
+                        x[i, j, k, m] += i * j - k * m
+        return x
+
+    x = np.arange(2 * 3 * 2 * 3, dtype=np.float64).reshape(2, 3, 2, 3)
+    ag.function(nest).get_concrete_function(x.copy())
+    # 112 before; each level's throwaway probe of its body (finding the types of the variables the
+    # body first assigns) still doubles the traces per level
+    assert len(traced) <= 60, len(traced)
+    on_fresh_arguments(nest, x.copy, same=assert_identical)

@@ -960,6 +960,9 @@ def _warn_long_unroll(iterations, start, kind, warned):
         return warned
     if iterations < UNROLL_WARNING_ITERATIONS and time.perf_counter() - start < UNROLL_WARNING_SECONDS:
         return False
+    if user_location() in _tracing.unroll_warned:  # said once per loop per trace
+        return True
+    _tracing.unroll_warned.add(user_location())
     logger.warning("a Python `%s` loop at %s has run %d iterations while tracing (%.1f s); it is being "
                    "unrolled into the graph. If its length comes from data, iterate over ag.range(n) "
                    "with a tensor n so it becomes one graph loop.", kind, user_location(), iterations,
@@ -1064,7 +1067,7 @@ def for_stmt(iterable, extra_test, body, state, names, opts=None):
     budget = STAGE_AFTER_NODES if not _in_graph_loop() else 0
     with _unrolling() as level:
         for item in iterable:
-            if iterations and _stages_rest(iterable, iterations, _tracing.nodes_made - made > budget):
+            if _stages_rest(iterable, iterations, _tracing.nodes_made - made, budget, level[0]):
                 rest = iterable[iterations:]
                 break
             level[1] = iterations
@@ -1081,7 +1084,8 @@ def for_stmt(iterable, extra_test, body, state, names, opts=None):
             iterations += 1
             warned = _warn_long_unroll(iterations, start, "for", warned)
     if rest is not None:
-        _tracing.staged_ranges.append(level[0])
+        if level[0] not in _tracing.staged_ranges:
+            _tracing.staged_ranges.append(level[0])
         return _staged_for(rest, extra_test, body, state, names, level[0], opts)
     return state
 
@@ -1108,17 +1112,27 @@ def _staged_for(iterable, extra_test, body, state, names, location, opts):
 
 
 # A Python `for` over a range that has made more than STAGE_AFTER_NODES nodes while the trace unrolled
-# it (inside a graph loop's body: any), with at least STAGE_AT_LEAST iterations left, runs the rest as
-# one graph loop (the tests lower them)
+# it (inside a graph loop's body: any), with at least STAGE_AT_LEAST iterations left or a rest that
+# would make STAGE_AFTER_NODES more (a nest of short loops: NPBench's scattering_self_energies, eight
+# deep, unrolls 21,600 bodies), runs the rest as one graph loop (the tests lower them)
 STAGE_AFTER_NODES = 2000
 STAGE_AT_LEAST = 16
 
 
-def _stages_rest(iterable, iterations, grown):
-    """Whether the trace stages the rest of a Python loop over `iterable` after `iterations`
-    iterations as a graph loop, `grown` saying whether their nodes are past the budget."""
-    return (grown and _tracing.staged_ranges is not None and type(iterable) is builtins.range
-            and len(iterable) - iterations >= STAGE_AT_LEAST)
+def _stages_rest(iterable, iterations, made, budget, location):
+    """Whether the trace stages the rest of a Python loop over `iterable` at `location` after
+    `iterations` iterations that made `made` nodes as a graph loop, `budget` the nodes it may
+    unroll. A loop this trace staged before (at the same `file:line`) is staged whole: unrolling
+    its first iteration again in each iteration of a staged loop around it doubles the nodes per
+    level of a nest."""
+    if _tracing.staged_ranges is None or type(iterable) is not builtins.range:
+        return False
+    if not iterations:
+        return location in _tracing.staged_ranges
+    if made <= budget:
+        return False
+    left = len(iterable) - iterations
+    return left >= STAGE_AT_LEAST or (left > 0 and left * made >= STAGE_AFTER_NODES * iterations)
 
 
 def _in_graph_loop():
@@ -1138,12 +1152,14 @@ def range_staging(on):
     `on`, else they unroll whatever their length. Yields the list of the staged loops' `file:line`
     (None if not `on`): if the trace fails with any staged, the caller traces again with it off,
     since staging changes how the body is traced (its target is a tensor) and the error may come
-    from that."""
-    saved, _tracing.staged_ranges = _tracing.staged_ranges, [] if on else None
+    from that. The trace's other memory starts empty too: the loops it warned of, what graph loops
+    carried (`graph._Tracing`)."""
+    saved = _tracing.staged_ranges, _tracing.unroll_warned, _tracing.loop_carries
+    _tracing.staged_ranges, _tracing.unroll_warned, _tracing.loop_carries = [] if on else None, set(), {}
     try:
         yield _tracing.staged_ranges
     finally:
-        _tracing.staged_ranges = saved
+        _tracing.staged_ranges, _tracing.unroll_warned, _tracing.loop_carries = saved
 
 
 class StagedSequence:

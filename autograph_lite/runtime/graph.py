@@ -539,7 +539,7 @@ def _mark_maybe_aliases(old, new, graph, label, symbol, location, spared=()):
     nor are those in `spared` (memory.py: return values on runs the write does not happen)."""
     for t in _block_results(graph, old.node.graph):
         if t.stale is None and t is not old and t is not new and not any(t is s for s in spared) \
-                and any(m is old for m in _maybe_same(t)):
+                and id(old) in _maybe_same_ids(t):
             _mark_maybe_same(t, graph, label, symbol, location)
 
 
@@ -580,7 +580,22 @@ def _maybe_same(t):
     """Other tensors whose array `t` is on some runs: a Cond output is what a branch passes through
     from outside, a While output its start value (no iterations) or a value its body passes through,
     and another output of the same node that the branch or body gives the same array (`d['a'] = v`
-    in a loop that also carries v: fuzzer seed 8017096); and so on, transitively."""
+    in a loop that also carries v: fuzzer seed 8017096); and so on, transitively. Kept on t's node,
+    as `_direct_aliases` are (each write asks it of every block result in scope: NPBench's
+    scattering_self_energies, thousands of Conds each passing one array on, traced for minutes)."""
+    if t.node.opdef not in CONTROL_FLOW:
+        return []
+    return _cached(t, "closure", _compute_maybe_same)
+
+
+def _maybe_same_ids(t):
+    """{id: tensor} of `_maybe_same(t)`."""
+    if t.node.opdef not in CONTROL_FLOW:
+        return {}
+    return _cached(t, "closure ids", lambda t: {id(x): x for x in _maybe_same(t)})
+
+
+def _compute_maybe_same(t):
     found, seen, todo = [], {id(t)}, [t]
     while todo:
         for other in _direct_aliases(todo.pop()):
@@ -822,9 +837,28 @@ class _Tracing(threading.local):
         # the Python range loops this trace staged the rest of as graph loops (operators/control_flow.py), or None
         # where it may not (`range_staging`)
         self.staged_ranges = None
+        self.unroll_warned = set()  # the `file:line`s of Python loops this trace warned were long to unroll
+        # a graph loop's `file:line` -> the storages (memory.py) its last trace carried: traced again (the
+        # block around it traced again to carry them too), it carries them from the start, so a nest of
+        # loops writing one array traces each body twice, not 2^depth times (ops/control_flow.stage_while)
+        self.loop_carries = {}
 
 
 _tracing = _Tracing()
+
+
+def loop_carries():
+    """This trace's memory of what each graph loop carried (`_Tracing.loop_carries`)."""
+    return _tracing.loop_carries
+
+
+def in_scope(t, graph):
+    """Whether tensor `t` is of `graph` or of a graph around it."""
+    while graph is not None:
+        if t.node.graph is graph:
+            return True
+        graph = graph.parent
+    return False
 
 
 def current_graph():
