@@ -231,19 +231,21 @@ class _Lowering:
         self.counter = itertools.count()
         self.segments = []   # where each open guarded segment of a flat Cond starts (its first line)
         self.filename = f"<autograph_lite plan {next(_plan_ids)}>"
-        # freeing what is dead, in the graph's top level: a variable whose value no later line reads
-        # is given to the next result, so rebinding it frees the array, as CPython frees a local
+        # freeing what is dead, in the graph's top level and in the body of a loop the plan runs: a
+        # variable whose value no later line of its block reads is given to the next result, so
+        # rebinding it frees the array, as CPython frees a local (a body's arrays no longer outlive their
+        # iteration: NPBench's contour_integral page-faulted in 45 MB a call)
         self.root = None
+        self.freeing = []    # the graphs whose nodes free what is dead: the top level, the loop bodies being written
         self.uses = {}       # id(Tensor) -> reads of it not yet written into a line
         self.reads = {}      # id(Tensor) -> the variables its inlined expression reads, once per read
-        self.variable = {}   # id(Tensor) -> its variable, where that is a top-level `v` variable
+        self.variable = {}   # id(Tensor) -> its variable, where that is a `v` variable of a freeing block
         self.holders = {}    # variable -> how many live tensors it holds (an in-place result keeps its input's)
         self.spare = []      # variables whose value is dead, to be given to the next results
 
     def run(self, graph):
         self.root = graph
-        for t in [t for node in graph.nodes for t in node.inputs] + list(graph.outputs):
-            self.uses[id(t)] = self.uses.get(id(t), 0) + 1
+        self.count_uses(graph)
         params = [self.fresh(t, "a") for t in graph.inputs]
         self.emit(f"def plan({', '.join(params)}):", 1)
         native, why = NativeGraph.for_graph(graph) if self.xp is np and graph.nodes else (None, None)
@@ -315,8 +317,14 @@ class _Lowering:
         value = self.env.get(name)
         return name.startswith("c") and (isinstance(value, np.ndarray) or is_device_array(value))
 
+    def count_uses(self, graph):
+        """Start freeing what is dead in `graph`: its nodes' reads and its outputs counted."""
+        self.freeing.append(graph)
+        for t in [t for node in graph.nodes for t in node.inputs] + list(graph.outputs):
+            self.uses[id(t)] = self.uses.get(id(t), 0) + 1
+
     def fresh(self, tensor, prefix="v"):
-        if prefix == "v" and tensor.node.graph is self.root:
+        if prefix == "v" and any(tensor.node.graph is g for g in self.freeing):
             name = self.spare.pop() if self.spare else f"v{next(self.counter)}"
             self.hold(tensor, name)
         else:
@@ -328,7 +336,7 @@ class _Lowering:
         self.variable[id(tensor)] = name
         self.holders[name] = self.holders.get(name, 0) + 1
 
-    def release(self, node):
+    def release(self, node, indent=None):
         """After top-level `node` is lowered: the variables no later line reads are spare. An inlined
         node's reads move into its expression, read where that expression is written."""
         if any(id(t) in self.depths for t in node.outputs):
@@ -343,6 +351,8 @@ class _Lowering:
                 self.holders[name] -= 1
                 if self.holders[name] == 0:
                     self.spare.append(name)
+                    if indent is not None:
+                        self.emit(f"del {name}", indent)
 
     def bind(self, prefix, value):
         name = f"{prefix}{next(self.counter)}"
@@ -369,10 +379,11 @@ class _Lowering:
     def body(self, graph, indent):
         """Lower `graph`'s nodes at `indent`; returns the names of its outputs. A walk for `iterate`:
         it yields the walks of the blocks nested in it (Cond branches, While bodies)."""
+        freeing = any(graph is g for g in self.freeing)
         for node in graph.nodes:
             yield self.node(node, indent)
-            if graph is self.root:
-                self.release(node)
+            if freeing:
+                self.release(node, None if graph is self.root else indent)
         return [self.names[id(t)] for t in graph.outputs]
 
     def alias(self, placeholders, values):
@@ -554,7 +565,11 @@ class _Lowering:
             self.emit("break", indent + 2, node)
         self.alias(body.inputs, loop_vars + ins[n:])
         start = len(self.lines)
+        spare, self.spare = self.spare, []  # the body's own variables
+        self.count_uses(body)
         self.assign(loop_vars, (yield self.body(body, indent + 1)), indent + 1, node, body.outputs)
+        self.freeing.pop()
+        self.spare = spare
         if len(self.lines) == start:
             self.emit("pass", indent + 1)
 

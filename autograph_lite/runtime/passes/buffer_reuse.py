@@ -14,11 +14,12 @@ before" is by position in the graph (the plan's order), followed through what ma
 buffer (a view, any op not `fresh`) and through what the plan may write inside a later
 expression (a value read once is inlined where it is read: `_single_use` in the lowering).
 
-In a While's body, a loop variable the body reads only to store into, and whose next value is a
-new array of the body's own (no other variable's), is the loop's to write (`_loop_owned`): the
-plan copies its start value once, on entering the loop, and each iteration stores in place rather
-than copying the array (NPBench's correlation copied its 1400 x 1400 table twice an iteration once
-the rest of its Python loop ran as a graph loop).
+In a While's body, a loop variable whose next value is a new array of the body's own (no other
+variable's) is the loop's to write (`_loop_owned`) where the body reads it only to store into it
+or to compute that next value (`P0 = P0 + X`): the plan copies its start value once, on entering
+the loop, and each iteration writes in place rather than making a new array (NPBench's
+correlation copied its 1400 x 1400 table twice an iteration once the rest of its Python loop ran
+as a graph loop; contour_integral made a 200 x 400 complex array an iteration).
 """
 import numpy as np
 
@@ -61,9 +62,10 @@ def _read_before(graph, a, node, position):
 
 
 def _loop_owned(body):
-    """Ids of the body's loop-variable placeholders it may store into (see the module docstring)."""
+    """{id: position} of the body's loop-variable placeholders it may write into (see the module
+    docstring)."""
     outs = body.outputs
-    return {id(p) for p, out in zip(body.inputs, outs)
+    return {id(p): k for k, (p, out) in enumerate(zip(body.inputs, outs))
             if out is not p and out.node.graph is body and out.node.opdef.fresh and sum(o is out for o in outs) == 1}
 
 
@@ -75,7 +77,7 @@ def written_loop_variables(node):
             if any(u.in_place_input is not None and u.inputs[u.in_place_input] is p for u in p.users)]
 
 
-def _mark(graph, owned=frozenset()):
+def _mark(graph, owned={}):
     position = None
     for node in graph.nodes:
         opdef = node.opdef
@@ -89,8 +91,8 @@ def _mark(graph, owned=frozenset()):
         for k in _targets(opdef):
             a = node.inputs[k]
             maker = a.node.opdef
-            if id(a) in owned:  # a loop variable: only a store that is its one reader
-                if opdef.in_place != "store" or a.users != [node]:
+            if id(a) in owned:  # a loop variable: only its one reader, a store or the op making its next value
+                if a.users != [node] or (opdef.in_place != "store" and graph.outputs[owned[id(a)]] is not out):
                     continue
             elif not maker.fresh:
                 continue
@@ -110,4 +112,4 @@ def _mark(graph, owned=frozenset()):
 
 def run(graph):
     owned = {id(n.attrs["body"]): _loop_owned(n.attrs["body"]) for n in graph.walk() if n.opdef is WHILE}
-    subgraphs_first(graph, lambda g: _mark(g, owned.get(id(g), frozenset())))
+    subgraphs_first(graph, lambda g: _mark(g, owned.get(id(g), {})))
