@@ -653,9 +653,9 @@ def contour_sums(ham, points, y):
     return p0, p1
 
 
-def test_a_loop_body_frees_each_value_after_its_last_use_and_writes_its_own_arrays_in_place():
+def test_a_loop_body_frees_each_value_after_its_last_use_and_writes_its_own_arrays_in_place(rng):
+    # (a fixture: tests/test_interpreter.py does not rerun it, the interpreter keeping every value)
     import tracemalloc
-    rng = np.random.default_rng(3)
     ham = rng.random((3, 60, 60)) + 1j * rng.random((3, 60, 60))
     points, y = np.exp(1j * np.linspace(0.1, 6.2, 12)) * 1.1, rng.random((60, 90)) + 0j
     compiled = ag.function(contour_sums)
