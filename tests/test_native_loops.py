@@ -6,7 +6,7 @@ import pytest
 import autograph_lite as ag
 from autograph_lite.runtime.native import compiler, loops as scalar_loop, render
 from examples.models import bisection, collatz
-from helpers import assert_identical, assert_same, force_native
+from helpers import assert_identical, assert_same, force_native, native_regions
 
 pytestmark = pytest.mark.skipif(compiler.compiler() is None, reason="no C compiler on this machine")
 
@@ -597,3 +597,26 @@ def test_a_nested_loop_passing_on_an_argument_keeps_0d_arrays_on_the_python_loop
     outer, inner = [r.native for r in compiled.get_concrete_function(*args).plan.native]  # the inner: run by the Python loop
     assert outer.fn and not outer.origins and outer.scalar_inputs
     assert inner.fn and inner.origins and not inner.scalar_inputs
+
+
+def _elementwise_in_place_cases(x, y, n):
+    """Loops whose elementwise results may be computed in an operand's buffer, and the hazards
+    that forbid it: an operand read again later in the body, read through another view of it,
+    or the next value of another variable."""
+    a, b, c, d = x, y, x * 0.5, y * 2.0
+    for i in ag.range(n):
+        a = np.where(a > 0.5, a, a * 0.25 + 1.0)  # into a's buffer: no copy back
+        b, c = c, b + c                             # b + c is c's next value, b takes old c
+        shifted = d * 1.5                           # d read again below: not into d
+        d = np.tanh(d[::-1] - shifted) + d          # d read reversed: another view of its buffer
+    return a, b, c, d
+
+
+def test_elementwise_results_computed_in_an_operands_buffer_equal_eager(monkeypatch):
+    # W2b's `state = np.where(i >= seq_len[:, None], state, updated)` is written into state's own
+    # buffer (render.Renderer.operand_to_write) where nothing reads the old state after it
+    force_native(monkeypatch)
+    rng = np.random.default_rng(8)
+    x, y = rng.random((6, 5)), rng.random((6, 5))
+    _, found = native_regions(_elementwise_in_place_cases, x, y, np.int64(7))
+    assert found and all(r.native is not None and r.native.fn for r in found), found

@@ -382,8 +382,24 @@ class Renderer:
             return [self.numpy_matmul(node.opdef.ufunc, ins, np.dtype(out.dtype), _static_shape(out, local=False), indent,
                                       self.homes.get(id(out)))]
         if node.opdef.elementwise or cexpr.rule_for(node.opdef) is not None or node.opdef.expansion is not None:
-            return [self.apply(node.op, ins, np.dtype(out.dtype), out.weak, self.result_shape(out, ins, indent), indent)]
+            shape = self.result_shape(out, ins, indent)
+            return [self.apply(node.op, ins, np.dtype(out.dtype), out.weak, shape, indent,
+                               self.operand_to_write(node, ins, out, shape))]
         raise Unsupported(f"{node.op} (node '{node.name}') has no C form in a native region")
+
+    def operand_to_write(self, node, ins, out, shape):
+        """An operand of elementwise `node` whose array its result may be computed in, element by
+        element (each read before it is written): one of the result's shape and dtype, contiguous
+        in C order, that nothing reads after the node (`writable`): a loop variable's buffer its body
+        gives the next value of (W2b's `state = np.where(..., state, updated)` copied the result
+        back every step). None if there is none."""
+        if shape == () or any(isinstance(n, Dim) for n in shape) or size_of(shape) > MAX_ELEMENTS:
+            return None
+        for t, v in zip(node.inputs, ins):
+            if isinstance(v, Val) and v.shape == shape and v.dtype == np.dtype(out.dtype) and contiguous(v) \
+                    and v.layout is None and self.writable(t, v):
+                return v._replace(weak=out.weak)
+        return None
 
     def known_shape(self, t, computed, indent):
         """The shape of `t` where the renderer `computed` one for it: the graph's static dims (a
@@ -422,18 +438,22 @@ class Renderer:
             result.append(length)
         return tuple(result)
 
-    def apply(self, op, ins, dtype, weak, shape, indent):
-        """The Val of elementwise op `op` over `ins`, of `dtype` and `shape`."""
+    def apply(self, op, ins, dtype, weak, shape, indent, home=None):
+        """The Val of elementwise op `op` over `ins`, of `dtype` and `shape` (computed in `home`, an
+        operand's buffer, if given and the op is one C loop)."""
         if shape == () and weak:
             return self.weak_op(op, ins, dtype, indent)
         # numpy lays its result out in its operands' order: C unless an operand is transposed
         layout = None if all(c_ordered(v) for v in ins if v.shape != ()) else "unknown"
-        result = self._apply(op, ins, dtype, weak, shape, indent)._replace(layout=layout)
+        result = self._apply(op, ins, dtype, weak, shape, indent, home)._replace(layout=layout)
         if not isinstance(result, Lazy) and result.base is not None:
-            self.derived[result.base] = frozenset().union(*map(_sources, ins))
+            sources = frozenset().union(*map(_sources, ins))
+            if home is not None:  # computed in an operand's buffer: what that was computed from too
+                sources = (sources - {result.base}) | self.derived.get(result.base, frozenset())
+            self.derived[result.base] = sources
         return result
 
-    def _apply(self, op, ins, dtype, weak, shape, indent):
+    def _apply(self, op, ins, dtype, weak, shape, indent, home=None):
         if cexpr.needs_numpy_loop(op):
             ins = [self.packed(v, indent) for v in ins]
             opdef = REGISTRY[op]
@@ -458,7 +478,7 @@ class Renderer:
             if len(element(["i"] * len(shape))) > MAX_LAZY_TEXT:
                 raise Unsupported(f"an expression of {op} too long to repeat where it is read")
             return Lazy(element, dtype, weak, shape, reads - {None})
-        result = self.declare(dtype, weak, shape, indent)
+        result = home if home is not None else self.declare(dtype, weak, shape, indent)
         self.elementwise_loop(result, ins, lambda v: self.emitter.op(op, v, dtype), indent)
         return result
 
