@@ -675,6 +675,41 @@ def test_a_loop_body_frees_each_value_after_its_last_use_and_writes_its_own_arra
     assert plan <= eager, (plan, eager)  # each iteration's arrays kept to its next: 1.003x eager's
 
 
+def _views_of_the_next_value(p, s, x, n):
+    q = p * 1.0
+    for i in ag.range(n):
+        p = p + x           # p's next value; q below holds a view of it, read in the next iteration
+        s = s + q
+        q = p.reshape(-1)
+    return p, s, q
+
+
+def test_a_loop_variable_another_variable_views_is_not_written_in_place():
+    # written in place, p's buffer would change under q's view: eagerly `p + x` makes a new array
+    args = (np.arange(6.0), np.zeros(6), np.ones(6), np.int64(4))
+    eager = _views_of_the_next_value(*args)
+    compiled = ag.function(_views_of_the_next_value)
+    for _ in range(4):  # past the native tier-up too
+        assert_same(eager, compiled(*args))
+
+
+def _unused_index_and_shape_ops(y, n):
+    np.take_along_axis(y, np.minimum(y - 1, 0))  # unused: numpy raises for an index out of range
+    np.broadcast_to(y[:1], (n, 4))               # unused: numpy raises for a negative length
+    return 1
+
+
+@pytest.mark.parametrize("n", [np.int64(-1), -1])
+def test_unused_ops_that_raise_for_their_index_or_shape_values_stay(n):
+    """Fuzzer seed 1212007928: an unused np.take_along_axis out of range was dropped, not raised."""
+    for y, length in ((np.array([-5, 2, 0, 0], np.int8), 2), (np.array([1, 2, 3, 4], np.int8), n)):
+        with pytest.raises((IndexError, ValueError)) as eager:
+            _unused_index_and_shape_ops(y, length)
+        with pytest.raises(type(eager.value)):
+            ag.function(_unused_index_and_shape_ops)(y, length)
+    assert ag.function(_unused_index_and_shape_ops)(np.array([1, 2, 3, 4], np.int8), 2) == 1
+
+
 def _unused_histogram(x):
     np.histogram(x, bins=4)  # unused: numpy raises for a non-finite range
     return x

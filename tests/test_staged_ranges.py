@@ -173,25 +173,3 @@ def test_a_nest_of_short_loops_stages_where_its_rest_is_large(monkeypatch, caplo
     nodes = [n.op for n in compiled.get_concrete_function(*args).graph.walk()]
     assert "While" in nodes and len(nodes) < 3000, len(nodes)  # unrolled: ~11,000
 
-
-def test_a_nest_of_loops_writing_one_array_traces_each_body_a_bounded_number_of_times(monkeypatch):
-    # each graph loop writing an array from outside is traced again carrying it, and so is the loop
-    # around it: a loop the trace met before carries what it carried then from the start
-    from autograph_lite.ops import control_flow as staging
-    traced, trace = [], staging._stage_while
-    monkeypatch.setattr(staging, "_stage_while", lambda *a, **k: traced.append(1) or trace(*a, **k))
-
-    def nest(x):
-        for i in ag.range(ag.shape(x)[0]):
-            for j in ag.range(ag.shape(x)[1]):
-                for k in ag.range(ag.shape(x)[2]):
-                    for m in ag.range(ag.shape(x)[3]):
-                        x[i, j, k, m] += i * j - k * m
-        return x
-
-    x = np.arange(2 * 3 * 2 * 3, dtype=np.float64).reshape(2, 3, 2, 3)
-    ag.function(nest).get_concrete_function(x.copy())
-    # 112 before; each level's throwaway probe of its body (finding the types of the variables the
-    # body first assigns) still doubles the traces per level
-    assert len(traced) <= 60, len(traced)
-    on_fresh_arguments(nest, x.copy, same=assert_identical)

@@ -960,12 +960,13 @@ def _warn_long_unroll(iterations, start, kind, warned):
         return warned
     if iterations < UNROLL_WARNING_ITERATIONS and time.perf_counter() - start < UNROLL_WARNING_SECONDS:
         return False
-    if user_location() in _tracing.unroll_warned:  # said once per loop per trace
+    location = user_location()
+    if location in _tracing.unroll_warned:  # said once per loop per trace
         return True
-    _tracing.unroll_warned.add(user_location())
+    _tracing.unroll_warned.add(location)
     logger.warning("a Python `%s` loop at %s has run %d iterations while tracing (%.1f s); it is being "
                    "unrolled into the graph. If its length comes from data, iterate over ag.range(n) "
-                   "with a tensor n so it becomes one graph loop.", kind, user_location(), iterations,
+                   "with a tensor n so it becomes one graph loop.", kind, location, iterations,
                    time.perf_counter() - start)
     return True
 
@@ -1122,13 +1123,13 @@ STAGE_AT_LEAST = 16
 def _stages_rest(iterable, iterations, made, budget, location):
     """Whether the trace stages the rest of a Python loop over `iterable` at `location` after
     `iterations` iterations that made `made` nodes as a graph loop, `budget` the nodes it may
-    unroll. A loop this trace staged before (at the same `file:line`) is staged whole: unrolling
-    its first iteration again in each iteration of a staged loop around it doubles the nodes per
-    level of a nest."""
+    unroll. Inside a graph loop, a loop this trace staged before (at the same `file:line`) is staged
+    whole: unrolling its first iteration again in each iteration of a staged loop around it doubles
+    the nodes per level of a nest."""
     if _tracing.staged_ranges is None or type(iterable) is not builtins.range:
         return False
     if not iterations:
-        return location in _tracing.staged_ranges
+        return location in _tracing.staged_ranges and _in_graph_loop()
     if made <= budget:
         return False
     left = len(iterable) - iterations
@@ -1152,14 +1153,13 @@ def range_staging(on):
     `on`, else they unroll whatever their length. Yields the list of the staged loops' `file:line`
     (None if not `on`): if the trace fails with any staged, the caller traces again with it off,
     since staging changes how the body is traced (its target is a tensor) and the error may come
-    from that. The trace's other memory starts empty too: the loops it warned of, what graph loops
-    carried (`graph._Tracing`)."""
-    saved = _tracing.staged_ranges, _tracing.unroll_warned, _tracing.loop_carries
-    _tracing.staged_ranges, _tracing.unroll_warned, _tracing.loop_carries = [] if on else None, set(), {}
+    from that. The loops the trace warned of start empty too."""
+    saved = _tracing.staged_ranges, _tracing.unroll_warned
+    _tracing.staged_ranges, _tracing.unroll_warned = [] if on else None, set()
     try:
         yield _tracing.staged_ranges
     finally:
-        _tracing.staged_ranges, _tracing.unroll_warned, _tracing.loop_carries = saved
+        _tracing.staged_ranges, _tracing.unroll_warned = saved
 
 
 class StagedSequence:

@@ -710,6 +710,8 @@ memory.VIEWS[OPS["squeeze"]] = memory.ViewRule(_replay_same, _scatter_reshape_ba
 
 def _broadcast_to_infer(x, s):
     target = static_shape_of(s)
+    if any(t is not None and t < 0 for t in target):
+        raise ValueError("all elements of broadcast shape must be non-negative")  # numpy's words
     if len(target) < x.ndim:
         raise ValueError(f"cannot broadcast a tensor of shape {x.shape} to the shape {target} of fewer dims")
     for d, t in zip(reversed(x.shape), reversed(target)):
@@ -720,7 +722,7 @@ def _broadcast_to_infer(x, s):
 
 
 OPS["broadcast_to"] = define("BroadcastTo", lambda xp: lambda x, s: xp.broadcast_to(x, _as_shape(s)),
-                             _broadcast_to_infer, view=_always)
+                             _broadcast_to_infer, view=_always, value_errors=_values_beyond_first)
 memory.READ_ONLY[OPS["broadcast_to"]] = _always
 
 
@@ -787,7 +789,8 @@ def _take_along_axis_infer(x, indices, axis):
 
 
 OPS["take_along_axis"] = define("TakeAlongAxis", lambda xp, axis: lambda x, i: xp.take_along_axis(x, i, axis=axis),
-                                _take_along_axis_infer, attrs={"axis": OptionalOf(INT)})
+                                _take_along_axis_infer, attrs={"axis": OptionalOf(INT)},
+                                value_errors=_values_beyond_first)  # an index out of range (fuzzer seed 1212007928)
 
 
 def take_along_axis(x, indices, axis):

@@ -13,7 +13,7 @@ from .. import nest
 from ..errors import ConversionError, NeedsPython, user_location
 from ..runtime import devices, memory
 from ..runtime.boxes import ARRAY, SCALAR, VARIES, PythonBox, box_of
-from ..runtime.graph import Graph, Tensor, building, current_graph, from_outside_iteration, in_scope, loop_carries
+from ..runtime.graph import Graph, Tensor, building, current_graph, from_outside_iteration
 from ..runtime.opdef import COND, WHILE, always
 from .core import apply, convert_to_tensor, define, exemplar
 from .math_ops import cast, logical_not
@@ -393,10 +393,7 @@ def stage_while(cond_fn, step, loop_vars, names, location, unknown=(), var_names
     too: the loop traces again with each such storage's base as an extra loop variable, and a
     loop variable that is a handle of it stays that handle.
     """
-    # storages the loop writes (runtime/memory.py), found by tracing; those this loop carried when the
-    # trace met it before (its block traced again) that are still there
-    known = loop_carries()
-    carried = [s for s in known.get(location, ()) if in_scope(s.base, current_graph())]
+    carried = []  # storages the loop writes (runtime/memory.py), found by tracing
     private = set()  # flat positions of variables whose arrays the body permutes (`_Permuted`)
     while True:
         try:
@@ -408,7 +405,6 @@ def stage_while(cond_fn, step, loop_vars, names, location, unknown=(), var_names
             if any(c.storage is s for s in carried):
                 raise
             carried.append(c.storage)
-            known[location] = list(carried)
         except _Permuted as p:
             if p.positions <= private:
                 raise p.error from None

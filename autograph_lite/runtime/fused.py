@@ -6,9 +6,9 @@ large result is computed by one generated C loop (runtime/native/elementwise.py)
 compiler is at hand: every element is read once and written once, the chain runs in
 registers. Otherwise, or for a step C has no translation for, it is computed in
 cache-sized blocks: each block runs the chain through scratch buffers (`out=`). Either
-way the range is split among threads (ctypes and numpy release the GIL). Views read through
-their strides (`a[1:, :]`, `a[:, ::-1]`, a column broadcast along rows: NPBench's stencils)
-take the C kernel's strided twin, its rows split among threads. Small results, and what C
+way a range of `SPLIT_MIN` elements a thread or more is split among threads (ctypes and numpy
+release the GIL). Views read through their strides (`a[1:, :]`, `a[:, ::-1]`, a column
+broadcast along rows: NPBench's stencils) take the C kernel's strided twin, its rows split alike. Small results, and what C
 cannot take, evaluate the steps on whole arrays. On a GPU the chain is one CUDA kernel from
 the same generator (runtime/native/cuda.py) where cupy can compile it and its arrays are
 contiguous (strided views there run the ops one by one).

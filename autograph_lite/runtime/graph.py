@@ -157,7 +157,7 @@ class Node:
         self.outputs = []
         self.in_place_input = None
         self.forward = _tracing.backward_of
-        self._aliases = None  # a Cond/While's cached _direct_aliases / _view_bases, per output
+        self._aliases = None  # a Cond/While's cached _direct_aliases / _maybe_same / _view_bases, per output
         # the Python loops the trace unrolled around it, outermost first: ((loop's file:line, iteration), ...)
         self.unrolled = tuple(map(tuple, _tracing.unrolled)) if _tracing.unrolled else ()
         _tracing.nodes_made += 1
@@ -838,27 +838,10 @@ class _Tracing(threading.local):
         # where it may not (`range_staging`)
         self.staged_ranges = None
         self.unroll_warned = set()  # the `file:line`s of Python loops this trace warned were long to unroll
-        # a graph loop's `file:line` -> the storages (memory.py) its last trace carried: traced again (the
-        # block around it traced again to carry them too), it carries them from the start, so a nest of
-        # loops writing one array traces each body twice, not 2^depth times (ops/control_flow.stage_while)
-        self.loop_carries = {}
 
 
 _tracing = _Tracing()
 
-
-def loop_carries():
-    """This trace's memory of what each graph loop carried (`_Tracing.loop_carries`)."""
-    return _tracing.loop_carries
-
-
-def in_scope(t, graph):
-    """Whether tensor `t` is of `graph` or of a graph around it."""
-    while graph is not None:
-        if t.node.graph is graph:
-            return True
-        graph = graph.parent
-    return False
 
 
 def current_graph():

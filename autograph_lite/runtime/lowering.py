@@ -337,8 +337,9 @@ class _Lowering:
         self.holders[name] = self.holders.get(name, 0) + 1
 
     def release(self, node, indent=None):
-        """After top-level `node` is lowered: the variables no later line reads are spare. An inlined
-        node's reads move into its expression, read where that expression is written."""
+        """After `node`, of a freeing block, is lowered: the variables no later line reads are spare,
+        and deleted at `indent` (a loop body's: `del vN`) unless None (the top level: rebinding one
+        frees it). An inlined node's reads move into its expression, read where that is written."""
         if any(id(t) in self.depths for t in node.outputs):
             self.reads[id(node.outputs[0])] = [v for t in node.inputs for v in self.reads.get(id(t), [id(t)])]
             return

@@ -153,7 +153,7 @@ def strided_source(steps, operands, vector_math=frozenset()):
         f"                {out_t}* restrict oo = o + j0;",
         *(line for i in arrays for line in (
             f"                {types[i]} b{i}[{CHUNK}];",
-            f"                const {types[i]}* restrict u{i} = q{i} + j0;",
+            f"                const {types[i]}* u{i} = q{i} + j0;",
             f"                if (c{i} == 0) {{ for (int64_t j = 0; j < m; j++) b{i}[j] = q{i}[0]; u{i} = b{i}; }}",
             f"                else if (c{i} != 1) {{ for (int64_t j = 0; j < m; j++) b{i}[j] = q{i}[(j0 + j) * c{i}]; u{i} = b{i}; }}")),
         "                for (int64_t j = 0; j < m; j++) {",

@@ -53,10 +53,12 @@ Val = collections.namedtuple("Val", "expr dtype weak shape base strides layout p
 Lazy = collections.namedtuple("Lazy", "element dtype weak shape reads expr base strides layout",
                               defaults=(None, None, None, None))
 
-MAX_ELEMENTS = 1 << 14     # a larger array stays on numpy
+# a Cond's or loop's variable larger than this stays on numpy; a larger result of an op is computed
+# where it is read (`Lazy`), or kept in the heap (a straight-line graph's) or `ag_scratch` (a loop's)
+MAX_ELEMENTS = 1 << 14
 MAX_LOCAL_BYTES = 1 << 18  # stack bytes of local arrays per function (threads have small stacks)
 MAX_LAZY_TEXT = 4000       # characters of a Lazy value's element expression (reads repeat it)
-MAX_SCRATCH_BYTES = 1 << 26  # heap bytes of a function's arrays of run-time length (`Renderer.scratch`)
+MAX_SCRATCH_BYTES = 1 << 26  # heap bytes of a function's arrays in `ag_scratch` (`Renderer.scratch`)
 _EXACT_DOUBLE = "9007199254740992"   # 2**53: ints up to it are exact as doubles
 _MATMUL = "(n?,k),(k,m?)->(n?,m?)"   # numpy's matmul signature: its loop takes (count, n, k, m)
 
@@ -129,7 +131,8 @@ class Renderer:
         self.declared = []     # the names of the local arrays declared, in order
         self.heap = None       # a list where large arrays may live on the heap (graphs.py), else None
         # bytes of `ag_scratch`, the heap block the function allocates once at its start, in which an
-        # array of run-time length too large for its locals (a gather a dot reads) has its bound's room
+        # array too large for its locals has its room: one of run-time length (a gather a dot reads) its
+        # bound's, one in a loop's body or a branch the same room on every run of it
         self.scratch = 0
         # a straight-line function's arrays no later node reads, by C type: [(elements, name)], which a
         # later array of up to that size takes over (an unrolled loop's steps reuse a few buffers)
@@ -224,11 +227,11 @@ class Renderer:
         return Val(name, dtype, weak, shape, name)
 
     def scratch_buffer(self, name, t_c, dtype, weak, shape, indent):
-        """An array of run-time length in `ag_scratch`, room for its bound (a loop body's is the same
-        room on every iteration, as a local array's would be)."""
+        """An array in `ag_scratch`, room for its size (run-time length: its bound); a loop body's is the
+        same room on every iteration, as a local array's would be."""
         at, self.scratch = self.scratch, self.scratch + -(-size_of(shape) * dtype.itemsize // 64) * 64
         if self.scratch > MAX_SCRATCH_BYTES:
-            raise Unsupported(f"arrays of run-time length of {self.scratch} bytes in all: more than {MAX_SCRATCH_BYTES}")
+            raise Unsupported(f"arrays of {self.scratch} bytes in all in the heap block: more than {MAX_SCRATCH_BYTES}")
         self.emit(f"{t_c}* {name} = ({t_c}*)(ag_scratch + {at});", indent)
         self.declared.append(name)
         return Val(name, dtype, weak, shape, name)
@@ -394,7 +397,7 @@ class Renderer:
         gives the next value of (W2b's `state = np.where(..., state, updated)` copied the result
         back every step). None if there is none."""
         if shape == () or any(isinstance(n, Dim) for n in shape) or size_of(shape) > MAX_ELEMENTS:
-            return None
+            return None  # (a larger result is Lazy: computed where it is read, in no buffer)
         for t, v in zip(node.inputs, ins):
             if isinstance(v, Val) and v.shape == shape and v.dtype == np.dtype(out.dtype) and contiguous(v) \
                     and v.layout is None and self.writable(t, v):

@@ -69,6 +69,24 @@ def _loop_owned(body):
             if out is not p and out.node.graph is body and out.node.opdef.fresh and sum(o is out for o in outs) == 1}
 
 
+def _held_elsewhere(body, out, k):
+    """Whether a body output other than the k-th may hold `out`'s array (a view or reshape of it):
+    written in place on the next iteration, that variable would change with it, where eagerly it
+    keeps the array `p + x` made (a store, eagerly in place too, shows through such views alike)."""
+    seen, todo = {id(out)}, [out]
+    while todo:
+        t = todo.pop()
+        if any(o is t for j, o in enumerate(body.outputs) if j != k):
+            return True
+        for user in t.users:
+            if not user.opdef.fresh:
+                for o in user.outputs:
+                    if id(o) not in seen:
+                        seen.add(id(o))
+                        todo.append(o)
+    return False
+
+
 def written_loop_variables(node):
     """The positions of a While's loop variables its body stores into in place: the plan copies
     their start values on entering the loop."""
@@ -77,7 +95,8 @@ def written_loop_variables(node):
             if any(u.in_place_input is not None and u.inputs[u.in_place_input] is p for u in p.users)]
 
 
-def _mark(graph, owned={}):
+def _mark(graph, owned=None):
+    owned = owned or {}
     position = None
     for node in graph.nodes:
         opdef = node.opdef
@@ -92,7 +111,8 @@ def _mark(graph, owned={}):
             a = node.inputs[k]
             maker = a.node.opdef
             if id(a) in owned:  # a loop variable: only its one reader, a store or the op making its next value
-                if a.users != [node] or (opdef.in_place != "store" and graph.outputs[owned[id(a)]] is not out):
+                if a.users != [node] or (opdef.in_place != "store" and (
+                        graph.outputs[owned[id(a)]] is not out or _held_elsewhere(graph, out, owned[id(a)]))):
                     continue
             elif not maker.fresh:
                 continue
@@ -112,4 +132,4 @@ def _mark(graph, owned={}):
 
 def run(graph):
     owned = {id(n.attrs["body"]): _loop_owned(n.attrs["body"]) for n in graph.walk() if n.opdef is WHILE}
-    subgraphs_first(graph, lambda g: _mark(g, owned.get(id(g), {})))
+    subgraphs_first(graph, lambda g: _mark(g, owned.get(id(g))))
