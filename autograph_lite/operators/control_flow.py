@@ -1123,13 +1123,14 @@ STAGE_AT_LEAST = 16
 def _stages_rest(iterable, iterations, made, budget, location):
     """Whether the trace stages the rest of a Python loop over `iterable` at `location` after
     `iterations` iterations that made `made` nodes as a graph loop, `budget` the nodes it may
-    unroll. Inside a graph loop, a loop this trace staged before (at the same `file:line`) is staged
-    whole: unrolling its first iteration again in each iteration of a staged loop around it doubles
-    the nodes per level of a nest."""
+    unroll. A loop this trace staged before (at the same `file:line`) is staged whole: unrolling its
+    first iteration again in each iteration of a staged loop around it doubles the nodes per level
+    of a nest, and a helper called again (NPBench's lenet, two conv2d layers) would run its unrolled
+    part on numpy's path (lenet 0.19 of numpy's time, 0.59 with it)."""
     if _tracing.staged_ranges is None or type(iterable) is not builtins.range:
         return False
     if not iterations:
-        return location in _tracing.staged_ranges and _in_graph_loop()
+        return location in _tracing.staged_ranges
     if made <= budget:
         return False
     left = len(iterable) - iterations
