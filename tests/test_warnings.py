@@ -75,6 +75,19 @@ def test_compiled_and_eager_share_the_warning_text():
     assert eager == compiled
 
 
+def numpy_functions_on_one_line(x, m):
+    return np.inner(x, x) + 1, np.tensordot(x, x, 1) + 1, np.kron(x, x) + 1, np.linalg.norm(x) + 1, \
+        np.linalg.matrix_power(m, 2) + 1, np.vdot(x, x)
+
+
+def test_numpy_functions_warn_with_the_name_numpys_own_warning_gives():
+    # np.inner warns "overflow encountered in dot", not in Inner (the op's name in the graph)
+    args = np.full(3, 1e200), np.full((2, 2), 1e200)
+    _, eager = recorded(numpy_functions_on_one_line, *args)
+    _, compiled = recorded(ag.function(numpy_functions_on_one_line), *args)
+    assert [m for m, _, _ in eager] == [m for m, _, _ in compiled] and len(eager) == 5, (eager, compiled)
+
+
 def test_eager_and_compiled_runs_of_a_line_share_once_per_line():
     def both(x):
         log_then_divide(x)

@@ -269,25 +269,26 @@ def _slogdet_shapes(a):
     return [shape[:-2], shape[:-2]]
 
 
-# numpy function path -> (op name, shape rule)
-for _path, _name, _shapes in [
+# numpy function path -> (op name, shape rule, and where numpy's warning names an op of its own, that:
+# "overflow encountered in dot" from np.inner, the float_errors fact)
+for _path, _name, _shapes, *_warns in [
         ("vdot", "Vdot", lambda a, b: [()]),
-        ("inner", "Inner", _inner_shapes),
-        ("tensordot", "TensorDot", _tensordot_shapes),
-        ("kron", "Kron", _kron_shapes),
+        ("inner", "Inner", _inner_shapes, "dot"),
+        ("tensordot", "TensorDot", _tensordot_shapes, "dot"),
+        ("kron", "Kron", _kron_shapes, "multiply"),
         ("linalg.cholesky", "Cholesky", lambda a, upper=False: [_square(a, "cholesky")]),
         ("linalg.inv", "MatrixInverse", lambda a: [_square(a, "inv")]),
         ("linalg.pinv", "PseudoInverse", lambda a, **kw: [_shape(a)[:-2] + _shape(a)[-2:][::-1]]),
         ("linalg.solve", "Solve", _solve_shapes),
         ("linalg.det", "Det", lambda a: [_square(a, "det")[:-2]]),
         ("linalg.slogdet", "LogDet", _slogdet_shapes),
-        ("linalg.matrix_power", "MatrixPower", lambda a, n: [_square(a, "matrix_power")]),
+        ("linalg.matrix_power", "MatrixPower", lambda a, n: [_square(a, "matrix_power")], "matmul"),
         ("linalg.qr", "Qr", _qr_shapes),
         ("linalg.eigh", "Eigh", _eigh_shapes),
         ("linalg.eigvalsh", "EigvalsH", lambda a, UPLO="L": [_square(a, "eigvalsh")[:-1]]),
         ("linalg.svd", "Svd", _svd_shapes),
-        ("linalg.norm", "Norm", _norm_shapes)]:
-    numpy_function_op(_name, _path, _shapes)
+        ("linalg.norm", "Norm", _norm_shapes, "dot")]:  # (its default ord: sqrt(dot(x, x)))
+    numpy_function_op(_name, _path, _shapes, **({"float_errors": _warns[0]} if _warns else {}))
 # np.dot raises only where shapes differ, warns as "... encountered in dot", and is what the C renders
 # as numpy computes it (runtime/native/render.py `Renderer.dot`): `primitive` names it there
 numpy_function_op("Dot", "dot", _dot_shapes, value_errors=None, float_errors="dot", primitive="dot", box="scalar",
