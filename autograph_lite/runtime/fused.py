@@ -118,28 +118,27 @@ def _gpu_kernel(xp, steps, operands):
 
 
 def _in_chunks(run, out, inputs, size):
-    """`run` over the chunks of [0, size): the calling thread takes the first, the pool the rest.
-    Returns the floating-point flags the runs raised, or'd."""
-    first, *rest = _chunks(size)
-    others = [_pool().submit(run, out, inputs, *c) for c in rest]
-    try:
-        flags = run(out, inputs, *first)
-    finally:  # the chunks still running write into `out`: wait for them, whatever happened here
-        concurrent.futures.wait(others)
-    for f in others:
-        flags |= f.result()
-    return flags
+    """`run` over the chunks of [0, size) of `out`. Returns the floating-point flags the runs
+    raised, or'd."""
+    return _on_threads(lambda start, stop: run(out, inputs, start, stop), _chunks(size))
 
 
 def _in_row_chunks(run, out, inputs, meta, rows):
     """`run` over the rows [0, rows) of `out`, in as many parts as `_chunks` would split its
-    elements: the calling thread takes the first, the pool the rest."""
+    elements. Returns the flags, as `_in_chunks`."""
     step = -(-rows // parts(out.size))
-    first, *rest = [(start, min(rows, start + step)) for start in range(0, rows, step)]
-    others = [_pool().submit(run, out, inputs, meta, *c) for c in rest]
+    return _on_threads(lambda start, stop: run(out, inputs, meta, start, stop),
+                       [(start, min(rows, start + step)) for start in range(0, rows, step)])
+
+
+def _on_threads(run, ranges):
+    """run(start, stop) over `ranges`: the calling thread takes the first, the pool the rest;
+    their results (floating-point flags) or'd."""
+    first, *rest = ranges
+    others = [_pool().submit(run, *r) for r in rest]
     try:
-        flags = run(out, inputs, meta, *first)
-    finally:  # the parts still running write into `out`: wait for them, whatever happened here
+        flags = run(*first)
+    finally:  # the parts still running write into the output: wait for them, whatever happened here
         concurrent.futures.wait(others)
     for f in others:
         flags |= f.result()

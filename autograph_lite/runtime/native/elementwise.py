@@ -186,20 +186,29 @@ def _body(emitter, steps, inputs, target):
     return body
 
 
-def cpu_kernel(steps, operands):
+def _loaded(write, symbol, steps, operands, leading):
+    """C function `symbol` of the source `write(steps, operands, vector_math)` gives, taking the
+    ctypes `leading` then one argument per operand (a scalar by value, an array's address) and
+    returning the floating-point flags it raised; or None, or compiler.PENDING while it is built."""
     if not compiler.enabled():
         return None
     try:
-        text = source(steps, operands, compiler.vector_math())
+        text = write(steps, operands, compiler.vector_math())
     except cexpr.Unsupported:
         return None
-    fn = compiler.load(text, "kernel", wait=False)
+    fn = compiler.load(text, symbol, wait=False)
     if fn is None or fn is compiler.PENDING:
         return fn
-    fn.restype = ctypes.c_int  # the floating-point flags it raised
-    fn.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p] + [
-        _CTYPES_SCALAR[cexpr.c_type(dtype)] if kind == "scalar" else ctypes.c_void_p
-        for dtype, _, kind in operands]
+    fn.restype = ctypes.c_int
+    fn.argtypes = list(leading) + [_CTYPES_SCALAR[cexpr.c_type(dtype)] if kind == "scalar" else ctypes.c_void_p
+                                   for dtype, _, kind in operands]
+    return fn
+
+
+def cpu_kernel(steps, operands):
+    fn = _loaded(source, "kernel", steps, operands, [ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p])
+    if fn is None or fn is compiler.PENDING:
+        return fn
     out_size = np.dtype(steps[-1][2]).itemsize
     # per input: None (by value), or the byte step of its pointer per element of `start`
     offsets = [None if kind == "scalar" else 0 if kind == "row" else np.dtype(d).itemsize
@@ -213,19 +222,10 @@ def cpu_kernel(steps, operands):
 
 def cpu_strided_kernel(steps, operands):
     """run(out, inputs, meta, start, stop), or None or compiler.PENDING (see the module docstring)."""
-    if not compiler.enabled():
-        return None
-    try:
-        text = strided_source(steps, operands, compiler.vector_math())
-    except cexpr.Unsupported:
-        return None
-    fn = compiler.load(text, "kernel_strided", wait=False)
+    fn = _loaded(strided_source, "kernel_strided", steps, operands,
+                 [ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p])
     if fn is None or fn is compiler.PENDING:
         return fn
-    fn.restype = ctypes.c_int  # the floating-point flags it raised
-    fn.argtypes = [ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p] + [
-        _CTYPES_SCALAR[cexpr.c_type(dtype)] if kind == "scalar" else ctypes.c_void_p
-        for dtype, _, kind in operands]
     scalars = [kind == "scalar" for _, _, kind in operands]
     per_dim = 1 + scalars.count(False)  # the shape's entry and each array's stride
 
