@@ -13,7 +13,7 @@ from .. import nest
 from ..errors import ConversionError, NeedsPython, user_location
 from ..runtime import devices, memory
 from ..runtime.boxes import ARRAY, SCALAR, VARIES, PythonBox, box_of
-from ..runtime.graph import Graph, Tensor, building, current_graph, from_outside_iteration
+from ..runtime.graph import Graph, Tensor, building, check_stale_across_iterations, current_graph, from_outside_iteration
 from ..runtime.opdef import COND, WHILE, always
 from .core import apply, convert_to_tensor, define, exemplar
 from .math_ops import cast, logical_not
@@ -493,6 +493,7 @@ def _stage_while(cond_fn, step, loop_vars, names, location, unknown, var_names, 
                 memory_out.append(body_memory[-1] + np.int64(1))
             memory.check_held_across_iterations(body_g, location)
             memory.check_lists_read_across_iterations(body_g, init, [labels[i] for i in carried], location)
+            check_stale_across_iterations(body_g, cond_g, body_in, [flat[i] for i in carried], body_out, location)
             _check_rebound_handles(body_in, [out_flat[i] for i in carried], [labels[i] for i in carried], location,
                                    carried)
             permutation = _permutation(private_k, body_in, [out_flat[i] for i in carried],

@@ -665,6 +665,32 @@ def _origin(t):
     return t
 
 
+def check_stale_across_iterations(body, cond, placeholders, starts, outs, location):
+    """After a loop body is traced: a value from outside that an update in the body made stale
+    (on some runs the array the body writes: a tensor `if` gave `v = x[::-1]` or `v = w`) is read
+    again by the next iteration, stale, where the body or the condition read it before the update,
+    or where the body hands on, on some runs, a loop variable that started as it (a loop variable's
+    other aliases are not: a loop that carries memory hands on its latest contents). Eagerly that
+    read sees the update (fuzzer seed 1215005829: compiled code added the first iteration's array
+    every time)."""
+    reading = f"is read again by the next iteration of the loop at {location}"
+
+    def refuse_if_stale(t):
+        stale = t.stale
+        if stale is not None and _within(stale.scope, body):
+            stale.check_read(body, reading)
+
+    for graph in (body, cond):
+        for outer, _ in graph.captures:
+            refuse_if_stale(outer)
+    for out in outs:
+        refuse_if_stale(out)
+        for t in _may_be(out):  # a loop variable's array from before the loop, on some runs
+            k = next((k for k, p in enumerate(placeholders) if p is t), None)
+            if k is not None and isinstance(starts[k], Tensor):
+                refuse_if_stale(starts[k])
+
+
 def _carry_maybe_updates(node, subs):
     """After a Cond or While is built: an outer array that an update inside changed on some runs
     only (it was the same array as the updated one on those runs) is stale, and an argument's

@@ -790,3 +790,64 @@ def test_a_loop_variable_updated_under_an_if_in_the_loop_equals_eager():
     for dtype in (np.float64, np.float32):
         both(_number_accumulated_under_an_if_in_a_loop, lambda: np.arange(5, dtype=dtype))
         both(_array_from_the_function_written_under_an_if_in_a_loop, lambda: np.arange(4, dtype=dtype))
+
+
+# a value a tensor `if` gave, on some runs a view of the array a loop body then updates, read again
+# by the loop's next iteration: eagerly that read sees the update (fuzzer seed 1215005829: the
+# compiled loop added the first iteration's array every time)
+
+def _if_view_read_by_a_loop_that_updates_its_array(x, n):
+    v2 = x[::-1]
+    v5 = x[::-1]
+    if n > 0:
+        v5 = v5
+    else:
+        v5 = v2
+    i = 0
+    while i < n:
+        i += 1
+        v2 += v5                    # read before the update; the next iteration reads it again
+    return x
+
+
+def _if_view_carried_by_a_loop_that_updates_its_array(x, n):
+    v2 = x[::-1]
+    v5 = x[::-1]
+    if n > 0:
+        v5 = v5
+    else:
+        v5 = v2
+    i = 0
+    while i < n:
+        i += 1
+        v2 += v5
+        if n < 0:
+            v5 = v5 + 0             # a loop variable, handed on as it started on these runs
+    return v5
+
+
+def _if_view_handed_on_through_an_inner_loop(x, n):
+    v2 = x[::-1]
+    v5 = x[::-1]
+    w = 0
+    while w < 3:                    # unrolled once, then a loop on a tensor (the break's flag)
+        w += 1
+        v2 += v5
+        if n > 0:
+            k = 0
+            while k < 2 and n < 0:
+                k += 1
+                v5 = v2
+        else:
+            break
+    return v5
+
+
+@pytest.mark.parametrize("fn", [_if_view_read_by_a_loop_that_updates_its_array,
+                                _if_view_carried_by_a_loop_that_updates_its_array,
+                                _if_view_handed_on_through_an_inner_loop])
+def test_an_if_view_read_again_after_a_loop_updates_its_array_is_refused(fn):
+    with pytest.raises(ag.ConversionError, match=rf"updated in place \(`\+=`\) at {__file__}:"
+                                                 rf"{line_of(fn, 'v2 += v5')}.* read again by the next iteration "
+                                                 rf"of the loop at {__file__}:"):
+        ag.function(fn)(np.array([4.0, 2.0, -2.0, -2.0]), np.array(3, np.int32))
