@@ -752,3 +752,108 @@ def test_a_loop_stores_into_its_own_array_in_place_and_leaves_the_start_value(mo
     stores = [n for n in loop.attrs["body"].nodes if n.op == "SetItem"]
     # each iteration stores into the loop's array, not into a copy of it (one copy on entering)
     assert all(n.in_place_input == 0 for n in stores) == (fn is _fills_rows)
+
+
+def _sums_under_an_if(sigma, g, n):
+    """NPBench's scattering_self_energies in small: a tensor `if` in a loop adds into the array
+    the loop carries (complex128: the plan's Python loop)."""
+    for e in range(n):
+        for w in range(2):
+            if e - w >= 0:
+                sigma[e] += g[e - w] @ g[w]
+    return sigma
+
+
+def _if_keeps_the_old_array(sigma, g, n):
+    acc, total = sigma * 1.0, sigma[0] * 0.0
+    for e in range(n):
+        old = acc                    # the same array: eagerly it shows the branch's store
+        if e % 2 == 0:
+            acc[e] = g[e] @ g[e]
+        total = total + old[e]
+    return acc, total
+
+
+def _if_gives_another_array(sigma, g, n):
+    acc, other = sigma * 1.0, sigma * 2.0
+    for e in range(n):
+        if e % 3 == 0:
+            acc = acc + g[e]
+        else:
+            acc = other              # an array read after the loop too
+        acc = acc * 1.0
+        acc[e] = g[e] @ g[0]
+    return acc, other
+
+
+def _if_writes_a_view(sigma, g, n):
+    acc = sigma * 1.0
+    rows = acc[1:]                   # a view: the branch's store shows in acc
+    for e in range(n):
+        if e % 2 == 0:
+            rows[e % 5] = g[e]
+        acc[e] += rows[0]
+    return acc
+
+
+def _if_after_a_copy(sigma, g, n):
+    acc, total = sigma * 1.0, sigma[0] * 0.0
+    for e in range(n):
+        before = acc.copy()          # the old contents, read after the branch's store
+        if e % 2 == 0:
+            acc[e] = g[e]
+        total = total + before[e]
+    return acc, total
+
+
+def _if_hands_one_array_to_two_names(sigma, g, n):
+    a, b = sigma[0] * 1.0, sigma[0] * 2.0
+    for e in range(n):
+        if e % 2 == 0:
+            a = a + g[e]             # into a's array only where nothing else holds it
+        else:
+            b = a                    # from here b holds a's array
+    return a, b
+
+
+def _if_hands_a_view_on(sigma, g, n):
+    a, b = sigma[0] * 1.0, sigma[0] * 2.0
+    for e in range(n):
+        if e % 2 == 0:
+            a = a + g[e]
+        else:
+            b = a.T
+    return a, b
+
+
+def _nested_ifs_write_the_loop_array(sigma, g, n):
+    for e in range(n):
+        if e % 2 == 0:
+            if e % 4 == 0:
+                sigma[e] = g[e]
+            else:
+                sigma[e] -= g[e]
+    return sigma
+
+
+@pytest.mark.parametrize("fn", [_sums_under_an_if, _if_keeps_the_old_array, _if_gives_another_array,
+                                _if_writes_a_view, _if_after_a_copy, _if_hands_one_array_to_two_names,
+                                _if_hands_a_view_on, _nested_ifs_write_the_loop_array])
+def test_a_branch_writes_the_loop_array_in_place_only_where_nothing_reads_the_old_one(fn):
+    rng = np.random.default_rng(3)
+    g = rng.random((6, 3, 3)) + 1j * rng.random((6, 3, 3))
+    compiled = ag.function(fn)
+    for n in (5, 6, 5, 6):  # past the native tier-up too; the last iteration taking either branch
+        sigma, eager_sigma = np.ones((6, 3, 3), np.complex128), np.ones((6, 3, 3), np.complex128)
+        assert_same(fn(eager_sigma, g, np.int64(n)), compiled(sigma, g, np.int64(n)))
+        np.testing.assert_array_equal(sigma, eager_sigma)
+
+
+def test_a_branch_stores_into_the_array_a_loop_carries_without_copying_it():
+    g = np.ones((6, 3, 3), np.complex128)
+    graph = ag.function(_sums_under_an_if).get_concrete_function(
+        np.zeros((6, 3, 3), np.complex128), g, np.int64(6)).optimized_graph
+    stores = [n for n in graph.walk() if n.op == "SetItem" and n.graph is not graph]
+    assert stores and all(n.in_place_input == 0 for n in stores)
+    # one store a branch: `sigma[e] = sigma[e]`, what `+=` on an item leaves after its update, is gone
+    assert len(stores) == sum(n.op == "Cond" for n in graph.walk())

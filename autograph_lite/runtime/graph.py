@@ -123,6 +123,12 @@ class Slot:
     def __repr__(self):
         return f"${self.k}"
 
+    def __eq__(self, other):  # two nodes' indexes compare equal where their slots name the same input
+        return type(other) is Slot and other.k == self.k
+
+    def __hash__(self):
+        return hash(("Slot", self.k))
+
 
 def fill_slots(value, inputs):
     """A stored attr value (nested tuples) with each Slot replaced by the node's input it names."""

@@ -7,7 +7,7 @@ broadcasting and type promotion are never changed, and when it gives the node's 
 bit for bit under IEEE arithmetic (-0.0 + 0.0 is +0.0, so `x + 0.0` stays; complex
 products are not exact, so complex `x * 1` stays). A tensor its graph returns, or returns a
 view of, is never replaced: eager returns a fresh array (or a view of one) there, not the
-caller's own input.
+caller's own input, unless the replacement is a new array the graph made itself.
 """
 import numpy as np
 
@@ -43,6 +43,13 @@ def _candidates(node):
         yield opdef.simplify(node)
 
 
+def _new_array_of(graph, t):
+    """Whether `t` is an array `graph` made itself (`OpDef.fresh`): returned in place of a value it
+    equals, it shares no one's memory (a branch's `x[i] = x[i]` after `x[i] += v` on its own copy
+    of NPBench's scattering_self_energies' Sigma stored the item twice an iteration)."""
+    return t is not None and t.node.graph is graph and t.node.opdef.fresh and t.node.opdef is not CONST
+
+
 def _simplify(graph):
     returned = returned_through_views(graph)
     for node in graph.nodes:
@@ -50,9 +57,11 @@ def _simplify(graph):
             continue
         out = node.outputs[0]
         # a value a Cond or While takes in may come out of it as it is (a branch that returns it)
-        if id(out) in returned or any(user.subgraphs() for user in out.users):
+        if any(user.subgraphs() for user in out.users):
             continue
         for new in _candidates(node):
+            if id(out) in returned and not _new_array_of(graph, new):
+                continue
             if new is not None and new.dtype == out.dtype and new.shape == out.shape and new.weak == out.weak \
                     and (new.shape != () or box_of(new) == box_of(out)):  # `a - 0` is a numpy scalar, `a` may not be
                 graph.replace_all_uses(out, new)
