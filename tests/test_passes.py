@@ -1,5 +1,7 @@
 """Each optimization pass on small graphs: what it changes in the graph, and that results
 stay those of the eager run."""
+import re
+
 import numpy as np
 import pytest
 
@@ -857,3 +859,31 @@ def test_a_branch_stores_into_the_array_a_loop_carries_without_copying_it():
     assert stores and all(n.in_place_input == 0 for n in stores)
     # one store a branch: `sigma[e] = sigma[e]`, what `+=` on an item leaves after its update, is gone
     assert len(stores) == sum(n.op == "Cond" for n in graph.walk())
+
+
+def _stores_of_every_index_kind(data, n):
+    out = np.zeros((4, 5, 6))
+    mask = data[0, 0] > 0.5
+    for i in ag.range(n):
+        out[i] = data[i]                          # an int from the loop
+        out[i, 1:i + 2] += 1.0                    # a slice with a tensor bound; `+=` on an item
+        out[..., i] = out[..., i + 1] * 2.0       # an Ellipsis
+        out[i, ::-2, None] = data[i, ::-2, None]  # a negative step, a new axis
+        out[i, 0, mask] = -1.0                    # a bool mask
+        out[[0, 2], i] = 3.0                      # an index list
+    return out
+
+
+def test_a_store_written_in_place_is_python_item_assignment(monkeypatch):
+    monkeypatch.setenv("AG_NATIVE", "off")  # the plan's own Python loop
+    data = np.random.default_rng(2).random((4, 5, 6))
+    compiled = ag.function(_stores_of_every_index_kind)
+    for _ in range(3):
+        assert_same(_stores_of_every_index_kind(data, np.int64(4)), compiled(data, np.int64(4)))
+    plan = compiled.get_concrete_function(data, np.int64(4)).plan.source
+    stores = [line for line in plan.splitlines() if re.match(r"\s+l\d+\[.*\] = ", line)]
+    assert len(stores) == 6, plan  # each store a subscript of the loop's own array, not a kernel call
+    with pytest.raises(IndexError):
+        _stores_of_every_index_kind(data, np.int64(5))
+    with pytest.raises(IndexError):
+        compiled(data, np.int64(5))

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import UnknownRank, user_location
 from ..runtime import devices, memory
 from ..runtime.graph import Slot, Tensor
-from ..runtime.lowering import SPELLINGS
+from ..runtime.lowering import SPELLINGS, STORE_SPELLINGS
 from ..runtime.opdef import AXES, BOOL, CONST, DTYPE, INDEX, INT, STR, OptionalOf, TupleOf, always
 from .core import (apply, broadcast_shapes, define, normalize_axes, normalize_axis,
                    result_dtype, static_ints)
@@ -531,8 +531,17 @@ def _basic_index(node):
     return all(t.ndim == 0 and t.dtype != np.bool_ for t in node.inputs[1:])
 
 
+def _index_may_raise(node):
+    """`value_errors` of an item read: an index known only when the graph runs may be out of range,
+    but for the index a store into the same array just used (`x[i] += v` reads x[i] after storing)."""
+    x = node.inputs[0]
+    stored = x.node.opdef is OPS["setitem"] and x.node.attrs["index"] == node.attrs["index"] \
+        and len(x.node.inputs) == len(node.inputs) + 1 and all(a is b for a, b in zip(x.node.inputs[2:], node.inputs[1:]))
+    return not stored and _values_beyond_first(node)
+
+
 OPS["getitem"] = define("StridedSlice", _getitem_kernel, _getitem_infer, attrs={"index": INDEX}, view=_basic_index,
-                        value_errors=_values_beyond_first)
+                        value_errors=_index_may_raise)
 
 
 def _getitem_inline(xp, a, bind, index):
@@ -616,6 +625,7 @@ def _store_may_raise(node):
 
 OPS["setitem"] = define("SetItem", _setitem_kernel, _setitem_infer, attrs={"index": INDEX}, fresh=True, box="array",
                         in_place="store", value_errors=_store_may_raise, simplify=_store_of_its_own_item)
+STORE_SPELLINGS[OPS["setitem"]] = lambda xp, a, bind, index: _getitem_inline(xp, [a[0], *a[2:]], bind, index)
 
 
 def _ufunc_at_kernel(xp, ufunc, index, unary):

@@ -440,6 +440,9 @@ class _Lowering:
         elif how.endswith("="):  # `a - b` into b: the op's ufunc with out=
             ufunc = getattr(self.xp, opdef.ufunc)
             self.emit(f"{self.bind('k', ufunc)}({ins[0]}, {target}, out={target})", indent, node, node.inputs)
+        elif how == "store" and opdef in STORE_SPELLINGS:  # `x[i, j] = v`, as Python writes it
+            place = STORE_SPELLINGS[opdef](self.xp, ins, self.value, **node.attrs)
+            self.emit(f"{place} = {ins[1]}", indent, node, node.inputs)
         elif how == "store":  # the kernel writes into input 0's buffer (SetItem)
             kernel = self.bind("k", opdef.kernel(self.xp, copy=False, **node.attrs))
             self.emit(f"{kernel}({', '.join(ins)})", indent, node, node.inputs)
@@ -588,6 +591,10 @@ NOT_LOWERED = {PLACEHOLDER: "a graph input: a parameter of the plan"}
 # variable): never write a value as text. `ops/` adds the ops its facts do not spell (a subscript,
 # `not`, a reduction); every other op is spelled from its facts (`_from_facts`) or not at all.
 SPELLINGS = {}
+# STORE_SPELLINGS[opdef] = spell(xp, operand expressions, bind, **attrs) -> the place a store written
+# in place assigns to ("v1[0, v3]", from operands (target, value, *index values)): the plan writes
+# `place = value`, Python's own item assignment, instead of calling the op's kernel
+STORE_SPELLINGS = {}
 
 # ufuncs that are a Python operator on arrays and numpy scalars alike (numpy's scalar fast path)
 _INFIX = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "floor_divide": "//",

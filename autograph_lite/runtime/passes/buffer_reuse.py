@@ -68,32 +68,46 @@ def _read_before(graph, a, node, position):
     return True
 
 
-def _loop_owned(body):
+def _loop_owned(body, owned):
     """{id: position} of the body's loop-variable placeholders it may write into (see the module
     docstring): the largest set where each one's next value is a new array of the body's, or a
-    Cond result that is one given the set."""
+    Cond or While result that is one given the set (`owned`: those of the loops inside)."""
     outs = body.outputs
-    owned = {id(p): k for k, (p, out) in enumerate(zip(body.inputs, outs))
-             if out is not p and out.node.graph is body and sum(o is out for o in outs) == 1
-             and (out.node.opdef.fresh or out.node.opdef is COND)}
+    mine = {id(p): k for k, (p, out) in enumerate(zip(body.inputs, outs))
+            if out is not p and out.node.graph is body and sum(o is out for o in outs) == 1
+            and (out.node.opdef.fresh or (out.node.opdef in (COND, WHILE) and not _held_elsewhere(body, out, k)))}
     while True:
-        lost = [key for key, k in owned.items() if outs[k].node.opdef is COND and not _own_array(outs[k], owned)]
+        trial = {**owned, **mine}
+        lost = [key for key, k in mine.items()
+                if outs[k].node.opdef in (COND, WHILE) and not _own_array(outs[k], trial)]
         if not lost:
-            return owned
+            return mine
         for key in lost:
-            del owned[key]
+            del mine[key]
 
 
 def _own_array(t, owned):
     """Whether `t` is an array its graph may write without another value seeing it: a new array
-    (`OpDef.fresh`), an owned loop variable (`owned`), or a Cond result that is, on every branch,
-    a new array of the branch or an outside array of its own that the Cond reads last. A result
-    held by another output of the branch (the same tensor or a view of it) is not."""
+    (`OpDef.fresh`), an owned loop variable or donated branch input (`owned`), a Cond result that
+    is, on every branch, a new array of the branch or an outside array of its own that the Cond
+    reads last, or a While result that is a new array of the body's or its start value, an array
+    of its own that the loop reads last. A result another output of the branch or body may hold
+    (the same tensor or a view of it) is not."""
     todo = [t]
     while todo:
         t = todo.pop()
         node = t.node
         if id(t) in owned or (node.opdef.fresh and node.opdef is not CONST):
+            continue
+        if node.opdef is WHILE:
+            body, k = node.attrs["body"], t.index
+            out = body.outputs[k]
+            if sum(o is out for o in body.outputs) != 1 or _held_elsewhere(body, out, k) \
+                    or not _last_read_by(node.inputs[k], node):
+                return False
+            todo.append(node.inputs[k])  # its value after no iteration
+            if out is not body.inputs[k]:
+                todo.append(out)
             continue
         if node.opdef is not COND:
             return False
@@ -110,14 +124,15 @@ def _own_array(t, owned):
     return True
 
 
-def _last_read_by(t, cond):
-    """Whether `cond` is the one reader of `t` in their graph, which does not return it."""
-    return t.node.graph is cond.graph and t.users == [cond] and not is_output(cond.graph, t)
+def _last_read_by(t, block):
+    """Whether `block` (a Cond or While) is the one reader of `t` in their graph, which does not
+    return it."""
+    return t.node.graph is block.graph and t.users == [block] and not is_output(block.graph, t)
 
 
 def _donated(cond, owned):
     """{id: None} of a Cond's branch placeholders for outside arrays the branch may write (see the
-    module docstring); `owned`: the graph around the Cond's own loop variables."""
+    module docstring); `owned`: the loops' own variables, and the arrays donated to branches around."""
     found = {}
     for i, t in enumerate(cond.inputs[1:]):
         if _last_read_by(t, cond) and None not in t.shape and _own_array(t, owned):
@@ -163,8 +178,7 @@ def _written_in_place(t):
     return False
 
 
-def _mark(graph, owned=None):
-    owned = owned or {}
+def _mark(graph, owned):
     position = None
     for node in graph.nodes:
         opdef = node.opdef
@@ -200,10 +214,11 @@ def _mark(graph, owned=None):
 
 
 def run(graph):
-    owned = {id(n.attrs["body"]): _loop_owned(n.attrs["body"]) for n in graph.walk() if n.opdef is WHILE}
+    owned = {}  # id -> position: a loop's own variable; -> None: a branch's array from outside (`_donated`)
+    for node in reversed(list(graph.walk())):  # inner loops first
+        if node.opdef is WHILE:
+            owned.update(_loop_owned(node.attrs["body"], owned))
     for node in graph.walk():  # parents first: what a branch may write follows what its graph owns
         if node.opdef is COND:
-            donated = _donated(node, owned.get(id(node.graph), {}))
-            for branch in node.subgraphs():
-                owned.setdefault(id(branch), {}).update({id(p): None for p in branch.inputs if id(p) in donated})
-    subgraphs_first(graph, lambda g: _mark(g, owned.get(id(g))))
+            owned.update(_donated(node, owned))
+    subgraphs_first(graph, lambda g: _mark(g, owned))
