@@ -887,3 +887,25 @@ def test_a_store_written_in_place_is_python_item_assignment(monkeypatch):
         _stores_of_every_index_kind(data, np.int64(5))
     with pytest.raises(IndexError):
         compiled(data, np.int64(5))
+
+
+def _fills_new_arrays(x):
+    zeros, empty, negative_zeros = np.zeros((3, 200, 100)), np.empty((3, 200, 100)), np.full((3, 200, 100), -0.0)
+    for k in range(3):
+        zeros[k, :, :50] = x[k, :, 50:]
+        empty[k] = x[k] * 2.0
+        negative_zeros[k, 1:] = x[k, 1:]
+    return zeros, empty, negative_zeros
+
+
+def test_a_store_into_a_constant_of_zeros_makes_new_zeros_instead_of_copying_it():
+    x = np.random.default_rng(4).random((3, 200, 100))
+    compiled = ag.function(_fills_new_arrays)
+    for _ in range(3):
+        eager, got = _fills_new_arrays(x), compiled(x)
+        assert_same(eager, got)
+        assert np.signbit(got[2][0, 0]).all() and not np.signbit(got[0][0, :, 50:]).any()
+    plan = compiled.get_concrete_function(x).plan.source
+    # zeros as new zeros (its constant is every byte zero; np.empty's is whatever memory it got, and
+    # -0.0 is not: signbit above), not a copy of the constant
+    assert re.search(r"v\d+ = k\d+\(\(3, 200, 100\), k\d+\)\n\s+v\d+\[0, :, :50\] = ", plan), plan
