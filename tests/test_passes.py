@@ -909,3 +909,70 @@ def test_a_store_into_a_constant_of_zeros_makes_new_zeros_instead_of_copying_it(
     # zeros as new zeros (its constant is every byte zero; np.empty's is whatever memory it got, and
     # -0.0 is not: signbit above), not a copy of the constant
     assert re.search(r"v\d+ = k\d+\(\(3, 200, 100\), k\d+\)\n\s+v\d+\[0, :, :50\] = ", plan), plan
+
+
+# a review of the branch-donation change found three ways a plan wrote an array another value still
+# held: a loop variable handed another variable's array (its start value, never copied), a loop's
+# result passing a swapped variable's start value on, and a simplification making two results one array
+
+def _hands_a_start_value_to_another_variable(a, b, n):
+    p = a
+    j = a * 0.0
+    for i in range(n):
+        if i % 2 == 1:
+            j = j + 1.0
+        else:
+            j = p                    # i = 0: j holds a's array, which the next iteration adds to
+        p = b * i
+    return j
+
+
+def _hands_a_kept_array_on(a, b, n):
+    p = a * 3.0
+    keep = p
+    out = a * 0.0
+    for i in range(n):
+        if i % 2 == 0:
+            r = p
+        else:
+            r = b * 1.0
+        if i < 100:
+            r = r + 1.0
+        out = out + r
+        p = b * i
+    return out, keep
+
+
+def _swaps_then_adds(a, b, n):
+    x = a * 1.0
+    y = b
+    i = 0
+    while i < n:
+        x, y = y, a * i          # after one iteration x is b's array
+        i += 1
+    if n > 0:
+        x = x + 1.0
+    return x
+
+
+def _two_results_of_one_value(a):
+    y = a + 1.0
+    z = y * 1.0                  # equal to y, but eagerly another array
+    return y, z
+
+
+@pytest.mark.parametrize("fn, n", [(_hands_a_start_value_to_another_variable, 3), (_hands_a_kept_array_on, 3),
+                                   (_swaps_then_adds, 1), (_swaps_then_adds, 2)])
+def test_an_array_handed_between_loop_variables_is_not_written_in_place(fn, n):
+    compiled = ag.function(fn)
+    for _ in range(4):
+        a, b, eager_a, eager_b = np.arange(4.0), np.ones(4), np.arange(4.0), np.ones(4)
+        assert_same(fn(eager_a, eager_b, np.int64(n)), compiled(a, b, np.int64(n)))
+        np.testing.assert_array_equal(a, eager_a)
+        np.testing.assert_array_equal(b, eager_b)
+
+
+def test_two_results_equal_by_simplification_stay_two_arrays():
+    y, z = ag.function(_two_results_of_one_value)(np.arange(4.0))
+    assert_same(_two_results_of_one_value(np.arange(4.0)), (y, z))
+    assert not np.shares_memory(y, z)

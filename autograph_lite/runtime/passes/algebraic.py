@@ -60,8 +60,8 @@ def _simplify(graph):
         if any(user.subgraphs() for user in out.users):
             continue
         for new in _candidates(node):
-            if id(out) in returned and not _new_array_of(graph, new):
-                continue
+            if id(out) in returned and (not _new_array_of(graph, new) or id(new) in returned):
+                continue  # (two results one array, where eager's are two: `y = a + 1; return y, y * 1`)
             if new is not None and new.dtype == out.dtype and new.shape == out.shape and new.weak == out.weak \
                     and (new.shape != () or box_of(new) == box_of(out)):  # `a - 0` is a numpy scalar, `a` may not be
                 graph.replace_all_uses(out, new)

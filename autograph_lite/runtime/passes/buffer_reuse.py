@@ -30,7 +30,7 @@ value is such a Cond result is the loop's own too (NPBench's scattering_self_ene
 """
 import numpy as np
 
-from ..opdef import COND, CONST, WHILE
+from ..opdef import COND, CONST, PLACEHOLDER, WHILE
 from .util import is_output, subgraphs_first
 
 
@@ -71,7 +71,9 @@ def _read_before(graph, a, node, position):
 def _loop_owned(body, owned):
     """{id: position} of the body's loop-variable placeholders it may write into (see the module
     docstring): the largest set where each one's next value is a new array of the body's, or a
-    Cond or While result that is one given the set (`owned`: those of the loops inside)."""
+    Cond or While result that is one given the set (`owned`: those of the loops inside), passing
+    on at most the variable's own array (another variable's would be that one's start value,
+    which the plan copies only for a variable written itself: a reviewer's `j = p` in a branch)."""
     outs = body.outputs
     mine = {id(p): k for k, (p, out) in enumerate(zip(body.inputs, outs))
             if out is not p and out.node.graph is body and sum(o is out for o in outs) == 1
@@ -79,35 +81,41 @@ def _loop_owned(body, owned):
     while True:
         trial = {**owned, **mine}
         lost = [key for key, k in mine.items()
-                if outs[k].node.opdef in (COND, WHILE) and not _own_array(outs[k], trial)]
+                if outs[k].node.opdef in (COND, WHILE) and not _own_array(outs[k], trial, body.inputs[k])]
         if not lost:
             return mine
         for key in lost:
             del mine[key]
 
 
-def _own_array(t, owned):
+def _own_array(t, owned, home=None):
     """Whether `t` is an array its graph may write without another value seeing it: a new array
-    (`OpDef.fresh`), an owned loop variable or donated branch input (`owned`), a Cond result that
-    is, on every branch, a new array of the branch or an outside array of its own that the Cond
-    reads last, or a While result that is a new array of the body's or its start value, an array
-    of its own that the loop reads last. A result another output of the branch or body may hold
-    (the same tensor or a view of it) is not."""
-    todo = [t]
+    (`OpDef.fresh`), a donated branch input or an owned loop variable (`owned`; only `home`, where
+    given), a Cond result that is, on every branch, a new array of the branch or an outside array
+    of its own that the Cond reads last, or a While result that is a new array of the body's or
+    its start value, an array of its own that the loop reads last. A result another output of the
+    branch or body may hold (the same tensor or a view of it) is not."""
+    todo = [(t, home)]
     while todo:
-        t = todo.pop()
+        t, home = todo.pop()
         node = t.node
-        if id(t) in owned or (node.opdef.fresh and node.opdef is not CONST):
+        if node.opdef.fresh and node.opdef is not CONST:
             continue
+        if id(t) in owned:
+            if owned[id(t)] is None or home is None or t is home:
+                continue
+            return False
         if node.opdef is WHILE:
             body, k = node.attrs["body"], t.index
             out = body.outputs[k]
             if sum(o is out for o in body.outputs) != 1 or _held_elsewhere(body, out, k) \
                     or not _last_read_by(node.inputs[k], node):
                 return False
-            todo.append(node.inputs[k])  # its value after no iteration
+            todo.append((node.inputs[k], home))  # its value after no iteration
             if out is not body.inputs[k]:
-                todo.append(out)
+                if out.node.opdef is PLACEHOLDER:  # another variable's array: its start, uncopied (`a, b = b, a`)
+                    return False
+                todo.append((out, body.inputs[k]))
             continue
         if node.opdef is not COND:
             return False
@@ -120,7 +128,7 @@ def _own_array(t, owned):
             i = next((i for i, p in enumerate(branch.inputs) if p is out), None)
             if i is None or not _last_read_by(node.inputs[1 + i], node):
                 return False
-            todo.append(node.inputs[1 + i])
+            todo.append((node.inputs[1 + i], home))
     return True
 
 
@@ -167,14 +175,28 @@ def written_loop_variables(node):
 
 
 def _written_in_place(t):
-    todo = [t]
+    """Whether an op writes `t`'s array in place: directly, in a branch of a tensor `if` given it,
+    or through what a Cond or While hands it on as (a branch passing it through, a loop's start)."""
+    todo, seen = [t], set()
     while todo:
         t = todo.pop()
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
         for u in t.users:
             if u.in_place_input is not None and u.inputs[u.in_place_input] is t:
                 return True
             if u.opdef is COND:
-                todo += [branch.inputs[i] for i, x in enumerate(u.inputs[1:]) if x is t for branch in u.subgraphs()]
+                for i, x in enumerate(u.inputs[1:]):
+                    if x is t:
+                        for branch in u.subgraphs():
+                            todo.append(branch.inputs[i])
+                            todo += [u.outputs[j] for j, o in enumerate(branch.outputs) if o is branch.inputs[i]]
+            elif u.opdef is WHILE:
+                body = u.attrs["body"]
+                for k, x in enumerate(u.inputs[:len(body.outputs)]):
+                    if x is t:
+                        todo += [body.inputs[k], u.outputs[k]]
     return False
 
 
