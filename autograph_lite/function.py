@@ -208,7 +208,17 @@ class ConcreteFunction:
                 f"{n.op} '{n.name}' created at {n.place}" for n in nodes))
 
     def _write_back(self, callers, results):
-        """Copy the final value of each argument updated in place into the caller's array."""
+        """Copy the final value of each argument updated in place into the caller's array. A value
+        that is a view of another such argument (`x[:] = y[:]` before `y` is written: the plan gives
+        x the view `y[:]`) is copied before any caller's array changes (fuzzer seed 1220010496)."""
+        targets = [callers[i] for i, _ in self.graph.write_back_outputs if isinstance(callers[i], np.ndarray)]
+        if len(targets) > 1:
+            results = list(results)
+            for i, k in self.graph.write_back_outputs:
+                value = results[k]
+                if isinstance(value, np.ndarray) and any(
+                        t is not callers[i] and np.may_share_memory(value, t) for t in targets):
+                    results[k] = value.copy()
         for i, k in self.graph.write_back_outputs:
             target = callers[i]
             if isinstance(target, np.generic) or not hasattr(target, "__setitem__"):

@@ -976,3 +976,56 @@ def test_two_results_equal_by_simplification_stay_two_arrays():
     y, z = ag.function(_two_results_of_one_value)(np.arange(4.0))
     assert_same(_two_results_of_one_value(np.arange(4.0)), (y, z))
     assert not np.shares_memory(y, z)
+
+
+# a second review found: a loop variable donated to a branch while another variable still viewed the
+# array the last iteration gave it; two simplifications making two results one array; numpy
+# functions handing an input back as their result (the plan then wrote the caller's array)
+
+def _adds_in_a_branch_to_an_array_another_variable_views(a, n):
+    p = a * 1.0
+    v = a[1:] * 0.0
+    acc = a[1:] * 0.0
+    for i in range(n):
+        if i % 2 == 0:
+            p = p + 1.0              # a new array eagerly: v keeps the last iteration's p[1:]
+        acc = acc + v
+        p = p * 2.0
+        v = p[1:]
+    return p, acc
+
+
+def _two_rules_on_one_value(a):
+    y = a + 1.0
+    return y * 1.0, y / 1.0
+
+
+def _numpy_hands_an_input_back(a, bins):
+    counts, edges = np.histogram(a, bins=bins)   # edges is `bins` itself
+    power = np.linalg.matrix_power(a.reshape(2, 2), 1)  # a's array itself, as a 2 x 2 view
+    return counts, edges * 2.0, power + 1.0
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_a_branch_does_not_write_an_array_another_loop_variable_views(n, monkeypatch):
+    monkeypatch.setenv("AG_NATIVE", "off")  # the plan's Python loop (a C loop makes its own arrays)
+    compiled = ag.function(_adds_in_a_branch_to_an_array_another_variable_views)
+    for _ in range(4):
+        assert_same(_adds_in_a_branch_to_an_array_another_variable_views(np.arange(4.0), np.int64(n)),
+                    compiled(np.arange(4.0), np.int64(n)))
+
+
+def test_results_equal_by_two_simplifications_stay_two_arrays():
+    first, second = ag.function(_two_rules_on_one_value)(np.arange(4.0))
+    assert_same(_two_rules_on_one_value(np.arange(4.0)), (first, second))
+    assert not np.shares_memory(first, second)
+
+
+def test_a_numpy_function_handing_an_input_back_leaves_the_callers_array(monkeypatch):
+    monkeypatch.setenv("AG_NATIVE", "off")
+    compiled = ag.function(_numpy_hands_an_input_back)
+    for _ in range(3):
+        a, bins = np.arange(4.0), np.array([0.0, 1.5, 3.0])
+        assert_same(_numpy_hands_an_input_back(a.copy(), bins.copy()), compiled(a, bins))
+        np.testing.assert_array_equal(a, np.arange(4.0))
+        np.testing.assert_array_equal(bins, [0.0, 1.5, 3.0])

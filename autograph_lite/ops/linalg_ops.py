@@ -9,6 +9,7 @@ trace learns the result's shape from the op's shape rule and its dtype from nump
 small examples (identity matrices, so a factorization always succeeds).
 """
 import functools
+import sys
 import warnings
 
 import numpy as np
@@ -53,7 +54,12 @@ def numpy_function_op(name, path, shapes, example_dims=lambda d: 1, **facts):
                                       f"(with ag.device('cpu'))") from None
 
         def run(*inputs):
-            return fn(*fill_slots(args, inputs), **{k: fill_slots(v, inputs) for k, v in kwargs})
+            result = fn(*fill_slots(args, inputs), **{k: fill_slots(v, inputs) for k, v in kwargs})
+            if not fresh:
+                return result
+            # a new array, as the op's `fresh` fact says, where numpy hands an input back (histogram's
+            # edges are an array `bins`, matrix_power(a, 1) is `a`): the plan may write it in place
+            return tuple(_own(r, inputs) for r in result) if isinstance(result, tuple) else _own(result, inputs)
         return run
 
     def infer(*tensors, args, kwargs):
@@ -70,8 +76,22 @@ def numpy_function_op(name, path, shapes, example_dims=lambda d: 1, **facts):
     # a new array, unless numpy may give a view; numpy's function may raise for the values (a singular
     # matrix's LinAlgError, histogram's non-finite range): kept when unused, as eager raises there
     facts = {"fresh": facts.get("view") is None, "value_errors": always, **facts}
+    fresh = facts["fresh"]
     OPS[path] = opdef = define(name, kernel, infer, attrs={"args": CALL_ARGS, "kwargs": CALL_KWARGS}, **facts)
     return opdef
+
+
+def _own(result, inputs):
+    """`result`, or a copy where it may share memory with one of `inputs`."""
+    if any(hasattr(x, "shape") and hasattr(result, "shape") and type(x) is type(result)
+           and x.size and result.size and _may_share(x, result) for x in inputs):
+        return result.copy()
+    return result
+
+
+def _may_share(a, b):
+    module = type(a).__module__.split(".")[0]
+    return (np if module == "numpy" else sys.modules[module]).may_share_memory(a, b)
 
 
 def call(opdef, *args, **kwargs):

@@ -1813,3 +1813,30 @@ def test_np_round_of_a_python_int_loop_counter_is_numpys_scalar():
     x = np.array([1.5, -2.0], np.float64)
     for n in (np.array(4, np.int32), np.array(0, np.int32)):
         assert_every_call_same(_round_of_a_loop_counter, x, n)
+
+
+def _copies_then_writes_the_source(x, y, n):
+    x[:] = y[:]                  # the plan gives x's final contents as the view y[:]
+    y[n % 4] = y[3]              # written back into the caller's y first
+    return y
+
+
+def _copies_then_writes_the_source_in_a_loop(x, y, n):
+    x[:] = y[:]
+    w = 0
+    while w < 1 and n > 0:
+        w += 1
+        y[n % 4] = y[3]
+    return y
+
+
+@pytest.mark.parametrize("fn", [_copies_then_writes_the_source, _copies_then_writes_the_source_in_a_loop])
+def test_an_argument_given_a_view_of_another_written_argument_keeps_its_contents(fn):
+    """Fuzzer seed 1220010496 (older than the eighth session): x ended with y's final contents."""
+    compiled = ag.function(fn)
+    for _ in range(CALLS):
+        eager_args = (np.array([1.0, 0.0, 3.5, 4.0]), np.array([4.0, 3.5, -3.0, -1.5]), np.array(4, np.int32))
+        args = tuple(a.copy() for a in eager_args)
+        assert_same(fn(*eager_args), compiled(*args))
+        for a, b in zip(args, eager_args):
+            np.testing.assert_array_equal(a, b)

@@ -65,6 +65,8 @@ def _simplify(graph):
             if new is not None and new.dtype == out.dtype and new.shape == out.shape and new.weak == out.weak \
                     and (new.shape != () or box_of(new) == box_of(out)):  # `a - 0` is a numpy scalar, `a` may not be
                 graph.replace_all_uses(out, new)
+                if id(out) in returned:
+                    returned.add(id(new))  # now returned itself: a later rule may not make it another result
                 break
 
 

@@ -73,11 +73,13 @@ def _loop_owned(body, owned):
     docstring): the largest set where each one's next value is a new array of the body's, or a
     Cond or While result that is one given the set (`owned`: those of the loops inside), passing
     on at most the variable's own array (another variable's would be that one's start value,
-    which the plan copies only for a variable written itself: a reviewer's `j = p` in a branch)."""
+    which the plan copies only for a variable written itself: a reviewer's `j = p` in a branch),
+    and whose next value no other variable may view (a branch's `p = p + 1.0` written in place
+    would change the `v = p[1:]` the last iteration left)."""
     outs = body.outputs
     mine = {id(p): k for k, (p, out) in enumerate(zip(body.inputs, outs))
             if out is not p and out.node.graph is body and sum(o is out for o in outs) == 1
-            and (out.node.opdef.fresh or (out.node.opdef in (COND, WHILE) and not _held_elsewhere(body, out, k)))}
+            and (out.node.opdef.fresh or out.node.opdef in (COND, WHILE)) and not _held_elsewhere(body, out, k)}
     while True:
         trial = {**owned, **mine}
         lost = [key for key, k in mine.items()
