@@ -208,28 +208,29 @@ class ConcreteFunction:
                 f"{n.op} '{n.name}' created at {n.place}" for n in nodes))
 
     def _write_back(self, callers, results):
-        """Copy the final value of each argument updated in place into the caller's array. A value
-        that is a view of another such argument (`x[:] = y[:]` before `y` is written: the plan gives
-        x the view `y[:]`) is copied before any caller's array changes (fuzzer seed 1220010496)."""
-        targets = [callers[i] for i, _ in self.graph.write_back_outputs if isinstance(callers[i], np.ndarray)]
-        if len(targets) > 1:
-            results = list(results)
-            for i, k in self.graph.write_back_outputs:
-                value = results[k]
-                if isinstance(value, np.ndarray) and any(
-                        t is not callers[i] and np.may_share_memory(value, t) for t in targets):
-                    results[k] = value.copy()
-        for i, k in self.graph.write_back_outputs:
-            target = callers[i]
-            if isinstance(target, np.generic) or not hasattr(target, "__setitem__"):
-                continue  # numpy scalars are immutable: `x += 1` rebinds, as eagerly
+        """Copy the final value of each argument updated in place into the caller's array. Arguments
+        that share memory with another input are refused before any caller's array changes, and a
+        value that is a view of another such argument (`x[:] = y[:]` before `y` is written: the plan
+        gives x the view `y[:]`) is copied first (fuzzer seed 1220010496)."""
+        written = [(i, k) for i, k in self.graph.write_back_outputs
+                   if not isinstance(callers[i], np.generic) and hasattr(callers[i], "__setitem__")]
+        for i, _ in written:  # (numpy scalars are immutable: `x += 1` rebinds, as eagerly)
             for j, other in enumerate(callers):
-                if j != i and isinstance(other, np.ndarray) and np.may_share_memory(target, other):
+                if j != i and isinstance(other, np.ndarray) and np.may_share_memory(callers[i], other):
                     raise ValueError(
                         f"{self.call_signature.name}(): {self._input_words(i)} is updated in place and shares "
                         f"memory with {self._input_words(j)}; the compiled function cannot make one see the "
                         f"update of the other: pass or assign a copy (`.copy()`) (called at {user_location()})")
+        targets = [callers[i] for i, _ in written if isinstance(callers[i], np.ndarray)]
+        values = {}
+        for i, k in written:
             value = results[k]
+            if len(targets) > 1 and isinstance(value, np.ndarray) and any(
+                    t is not callers[i] and np.may_share_memory(value, t) for t in targets):
+                value = value.copy()
+            values[i] = value
+        for i, _ in written:
+            target, value = callers[i], values[i]
             target[...] = devices.to_host(value) if isinstance(target, np.ndarray) else value
 
     def _input_words(self, i):

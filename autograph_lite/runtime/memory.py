@@ -511,12 +511,21 @@ def _local(storage, graph):
 
 
 def _unmodeled_step(handle):
-    """The node of an unmodeled view op that made `handle` from a storage, or None."""
-    node = handle.node
-    if handle.mem is None and node.opdef.view is not None and node.outputs and _array_result(handle) \
-            and node.opdef.view(node) and node.opdef not in VIEWS:
-        return node
-    return None
+    """The node of an unmodeled view op that made `handle` from a storage, directly or under views
+    of its result (`a.reshape(2, 2)[0]`: the slice is modeled, on a reshape that is not, so the
+    write would reach only the slice's own memory; a reviewer's finding, older than the eighth
+    session), or None."""
+    t = handle
+    while True:
+        node = t.node
+        if node.opdef.view is None or not node.outputs or not _array_result(t) or not node.opdef.view(node):
+            return None
+        if t.mem is not None and t.mem.storage.root is not t:
+            t = t.mem.storage.root  # a handle of that memory: is its root a view numpy makes?
+            continue
+        if node.opdef not in VIEWS:
+            return node
+        t = node.inputs[0]
 
 
 def _array_result(t):

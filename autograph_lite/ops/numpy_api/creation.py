@@ -90,7 +90,7 @@ def _as_array(value):
 
 def _array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None):  # noqa: A002
     keywords("array", dict(order=order, subok=subok, like=like), order="K", subok=False, like=None)
-    return _converted("array", object, dtype, ndmin, copy=copy is not False)
+    return _converted("array", object, dtype, ndmin, copy=bool(copy))  # copy=None: the array itself, where it fits
 
 
 def _asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):

@@ -69,7 +69,9 @@ def _pinv(a, rcond=None, hermitian=False, *, rtol=np._NoValue):
 
 def _matrix_power(a, n):
     _static("matrix_power", n=n)
-    return call(OPS["linalg.matrix_power"], _matrix(a), int(n))
+    a = _matrix(a)
+    power = call(OPS["linalg.matrix_power"], a, int(n))  # (for n = 1 too: numpy checks a is square)
+    return a if int(n) == 1 and isinstance(a, Tensor) else power  # numpy gives `a` itself back for n = 1
 
 
 def _matrix_rank(A, tol=None, hermitian=False, *, rtol=None):  # noqa: N803 - numpy's name

@@ -17,7 +17,7 @@ def install():
     Tensor.itemsize = property(lambda x: x.dtype.itemsize)
     Tensor.nbytes = property(lambda x: _size(x) * x.dtype.itemsize)
     Tensor.reshape = lambda x, *shape: array_ops.reshape(x, shape[0] if len(shape) == 1 else shape)
-    Tensor.astype = lambda x, dtype: math_ops.cast(x, dtype)
+    Tensor.astype = _astype
     Tensor.copy = lambda x: array_ops.identity(x)
     for name in ("sum", "mean", "prod", "max", "min", "any", "all"):
         setattr(Tensor, name, _reduction_method(name, getattr(math_ops, f"reduce_{name}")))
@@ -28,6 +28,15 @@ def install():
     Tensor.__round__ = _builtin_round
     Tensor.__divmod__ = lambda x, y: (math_ops.floordiv(x, y), math_ops.mod(x, y))
     Tensor.__rdivmod__ = lambda x, y: (math_ops.floordiv(y, x), math_ops.mod(y, x))
+
+
+def _astype(x, dtype, order="K", casting="unsafe", subok=True, copy=True):
+    """ndarray.astype: a new array, or with copy=False the array itself where its dtype is `dtype`."""
+    keywords("ndarray.astype", dict(order=order, casting=casting, subok=subok), order="K", casting="unsafe",
+             subok=True)
+    if not copy and np.dtype(dtype) == x.dtype:
+        return x
+    return math_ops.cast(x, dtype)
 
 
 def _round(a, decimals=0, out=None):

@@ -20,7 +20,9 @@ def _histogram(a, bins=10, range=None, density=None, weights=None):  # noqa: A00
         bins = int(bins)
     kwargs = {k: v for k, v in (("range", range), ("density", density), ("weights", _array(weights)))
               if v is not None}
-    return call(OPS["histogram"], _array(a), bins, **kwargs)
+    counts, edges = call(OPS["histogram"], _array(a), bins, **kwargs)
+    # numpy gives a 1-D array `bins` back as the edges (`np.asarray(bins)`): the same array, as eagerly
+    return counts, (bins if isinstance(bins, Tensor) and bins.ndim == 1 else edges)
 
 
 def _bincount(x, weights=None, minlength=0):
