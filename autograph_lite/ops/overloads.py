@@ -216,7 +216,7 @@ def _install():
     Tensor.__divmod__ = lambda x, y: (math_ops.floordiv(x, y), math_ops.mod(x, y))
     Tensor.__rdivmod__ = lambda x, y: (math_ops.floordiv(y, x), math_ops.mod(y, x))
     Tensor.__neg__ = lambda x: math_ops.negative(x)
-    Tensor.__pos__ = lambda x: x
+    Tensor.__pos__ = lambda x: math_ops.positive(x)  # np.positive: a new array (a numpy scalar of a 0-d one)
     Tensor.__abs__ = lambda x: math_ops.abs(x)
     Tensor.__invert__ = _invert
     Tensor.__getitem__ = _getitem

@@ -153,6 +153,13 @@ def track_view(handle, out):
         mem.storage.unmodeled.append((out, node.location))
 
 
+def track_computed_view(handle, out):
+    """`out` is an array numpy gives as a view of `handle`'s (np.diagonal: a read-only view) that the
+    graph computes as a new one: a write to `handle`'s memory makes it stale, as a view it is not
+    modeled as (a reviewer's finding, older than the eighth session: the diagonal kept old values)."""
+    storage_of(handle).storage.unmodeled.append((out, out.node.location))
+
+
 def update(handle, compute, label, symbol, location):
     """Write through `handle`: `compute(value)` gives its new contents from its current value;
     the storage's base becomes the value with them scattered back. Returns nothing: every
@@ -181,7 +188,8 @@ def update(handle, compute, label, symbol, location):
             f"block cannot yet carry that array's new contents out (issue 26). Build the new value with "
             f"ag.where, or update the array outside the block")
     storage.label, storage.last_write = label, (symbol, location)
-    from .graph import InPlaceUpdate, _mark_maybe_aliases, building, check_partial_aliases, mark_views_on_some_runs
+    from .graph import (InPlaceUpdate, _mark_maybe_aliases, _mark_views, building, check_partial_aliases,
+                        mark_views_on_some_runs)
     # (the memory's current contents, a block's output for the memory it carried, are what this
     # update moves on from, not "on some runs the same array": `if c: x[0] = 1`, then `x[1] = 2`)
     check_partial_aliases(storage.root, label, symbol, location,
@@ -218,6 +226,8 @@ def update(handle, compute, label, symbol, location):
         if view.stale is None:
             view.stale = InPlaceUpdate(graph, f"{label} (of which this value is a view made at {made})",
                                        symbol, location)
+            # and the views of it (`np.meshgrid(y, copy=False)`: y's reshape, broadcast)
+            _mark_views(view.node.graph, view, graph, view.stale.label, symbol, location)
 
 
 def _mark_copies(storage, handle, graph, label, symbol, location):

@@ -925,3 +925,39 @@ def test_a_call_refused_for_arguments_sharing_memory_changes_no_argument():
         ag.function(_updates_three)(a, b, b)
     np.testing.assert_array_equal(a, np.arange(3.0))
     np.testing.assert_array_equal(b, np.arange(10.0, 13.0))
+
+
+# a fourth review found more, older than the eighth session: `+x` gave x's own array (numpy's
+# np.positive makes a new one); np.diagonal and np.meshgrid(copy=False), views in numpy computed as
+# new arrays here, kept their old values after a write to the array they view
+
+def _updates_a_copy_made_by_plus(x):
+    z = +x
+    z[0] = 50.0
+    return z, x
+
+
+def _reads_a_diagonal_after_writing_its_array(x):
+    y = x + 0.0
+    d = y.diagonal()
+    y[1, 1] = 100.0
+    return d * 1.0
+
+
+def _reads_a_meshgrid_after_writing_its_vector(x):
+    y = x[0] + 0.0
+    a, b = np.meshgrid(y, y[:2], copy=False)
+    y[1] = 100.0
+    return a * 1.0
+
+
+def test_plus_makes_a_new_array():
+    both(_updates_a_copy_made_by_plus, arr(0.0, 1.0, 2.0))
+
+
+@pytest.mark.parametrize("fn, line", [(_reads_a_diagonal_after_writing_its_array, "y[1, 1] = 100.0"),
+                                      (_reads_a_meshgrid_after_writing_its_vector, "y[1] = 100.0")])
+def test_a_view_computed_as_a_new_array_is_stale_after_a_write_to_its_array(fn, line):
+    with pytest.raises(ag.ConversionError, match=rf"updated in place .* at {__file__}:{line_of(fn, line)}, and "
+                                                 rf"the array from before that update is read again"):
+        ag.function(fn)(np.arange(12.0).reshape(3, 4))

@@ -4,6 +4,7 @@ builds it (numpy's own Python implementation, ported), so values, dtypes and box
 import numpy as np
 
 from ...errors import ConversionError, user_location
+from ...runtime import memory
 from ...runtime.graph import Tensor
 from .. import array_ops, math_ops
 from ..core import normalize_axes, normalize_axis
@@ -280,8 +281,12 @@ def _diagonal(a, offset=0, axis1=0, axis2=1):
     rows = rows[rows + offset < n2]
     flat = array_ops.reshape(array_ops.transpose(a, rest + [axis1, axis2]), tuple(shape[i] for i in rest) + (n1 * n2,))
     out = array_ops.gather(flat, rows * n2 + rows + offset, len(rest))
-    # numpy's diagonal is a read-only view: a write to it raises numpy's ValueError (seed 1180015732)
-    return array_ops.broadcast_to(out, array_ops.shape(out) if None in out.shape else out.shape)
+    # numpy's diagonal is a read-only view: a write to it raises numpy's ValueError (seed 1180015732),
+    # and a write to `a` shows in it (here: makes it stale)
+    out = array_ops.broadcast_to(out, array_ops.shape(out) if None in out.shape else out.shape)
+    if isinstance(a, Tensor):
+        memory.track_computed_view(a, out)
+    return out
 
 
 def _diag(v, k=0):
