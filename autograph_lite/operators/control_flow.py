@@ -28,6 +28,7 @@ from ..ops.control_flow import (_held_elsewhere, build_cond, python_int, python_
 from ..ops.core import convert_to_tensor
 from ..runtime import memory
 from ..runtime.boxes import ARRAY, PythonBox, box_of
+from ..runtime.opdef import WHILE
 from ..runtime.graph import Tensor, _tracing, building, current_graph, holds, record_numpy_alias
 from ..runtime.passes.util import has_effects
 from .lists import TensorList, join_kinds
@@ -1034,6 +1035,11 @@ def _staged_loop(test, body, state, names, location, extra=None, written=None):
     kept.check()
     if own:
         written.check()
+    for i in lists:  # a list the loop grew holds what its body appended: an update of that array after
+        t = result[i]  # the loop makes it stale (fuzzer seed 1222010457: `L.append(y)`, then `y[0] = 7`)
+        if isinstance(t, Tensor) and t.node.opdef is WHILE:
+            body = t.node.attrs["body"]
+            _hold_what_a_branch_list_holds(t, body.outputs[t.index], body)
     return tuple(wrap(result))
 
 

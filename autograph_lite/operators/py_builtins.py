@@ -9,13 +9,12 @@ import numpy as np
 from .. import ops
 from ..errors import ConversionError, user_location
 from ..ops import array_ops, math_ops
-from ..ops.control_flow import python_scalar
 from ..ops.core import apply, holds_tensor
 from ..ops.logging_ops import ASSERT, FormattedText
 from ..ops.python_values import PythonValue
 from ..runtime.boxes import SCALAR, box_of, eager_type
-from ..ops.control_flow import python_scalar
-from ..runtime.graph import Tensor, current_graph
+from ..ops.control_flow import python_int, python_scalar
+from ..runtime.graph import Tensor, current_graph, internal_reads
 from .exceptions import assert_stmt
 from .lists import TensorList
 from .logical import Choice
@@ -101,11 +100,14 @@ def range_(*args):
 def len_(value):
     """len: of a tensor whose first dim is unknown, a scalar tensor."""
     if isinstance(value, TensorList):
-        return ops.shape(value.stacked())[0]
+        value = value.stacked()
     if isinstance(value, Tensor):
         if value.ndim == 0:
             raise TypeError(f"len() of a scalar {value!r}")
-        return value.shape[0] if value.shape[0] is not None else ops.shape(value)[0]
+        if value.shape[0] is not None:
+            return value.shape[0]
+        with internal_reads():  # a length, which no in-place update changes: read from a stale value too
+            return python_int(ops.shape(value)[0])  # a Python int, as eager's len() gives
     return builtins.len(value)
 
 

@@ -1840,3 +1840,31 @@ def test_an_argument_given_a_view_of_another_written_argument_keeps_its_contents
         assert_same(fn(*eager_args), compiled(*args))
         for a, b in zip(args, eager_args):
             np.testing.assert_array_equal(a, b)
+
+
+def _list_grown_in_a_loop_then_its_item_written(x, y, n):
+    items = [x]
+    w = 0
+    while w < 3 and n > 0:
+        w += 1
+        items.append(y)          # eagerly the list holds y itself
+    y[0] = 7.0
+    return items
+
+
+def _length_of_a_list_grown_in_a_loop_after_its_item_is_written(x, y, n):
+    items = [x]
+    w = 0
+    while w < 3 and n > 0:
+        w += 1
+        items.append(y)
+    y[0] = 7.0
+    return len(items)            # its length, which the write does not change
+
+
+def test_a_list_a_loop_grew_is_stale_after_its_item_is_written():
+    """Fuzzer seed 1222010457 (older than the eighth session): the list kept y's old contents."""
+    args = (np.arange(4.0), np.ones(4), np.array(3, np.int32))
+    with pytest.raises(ag.ConversionError, match=r"'y' \(a list holding it\) was updated in place"):
+        ag.function(_list_grown_in_a_loop_then_its_item_written)(*args)
+    assert_every_call_same(_length_of_a_list_grown_in_a_loop_after_its_item_is_written, *args)
