@@ -961,3 +961,15 @@ def test_a_view_computed_as_a_new_array_is_stale_after_a_write_to_its_array(fn, 
     with pytest.raises(ag.ConversionError, match=rf"updated in place .* at {__file__}:{line_of(fn, line)}, and "
                                                  rf"the array from before that update is read again"):
         ag.function(fn)(np.arange(12.0).reshape(3, 4))
+
+
+def _copy_in_c_order_then_update(x):
+    y = x.copy(order="C")
+    y[0] = 5.0
+    return y, x
+
+
+def test_copy_takes_numpys_order_argument():
+    both(_copy_in_c_order_then_update, arr(0.0, 1.0, 2.0, 3.0))
+    with pytest.raises(ag.ConversionError, match=rf"ndarray.copy\(\.\.\., order=\) is not supported .*{__file__}"):
+        ag.function(lambda x: x.copy(order="F"))(np.arange(4.0))

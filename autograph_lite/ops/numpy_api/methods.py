@@ -18,7 +18,7 @@ def install():
     Tensor.nbytes = property(lambda x: _size(x) * x.dtype.itemsize)
     Tensor.reshape = lambda x, *shape: array_ops.reshape(x, shape[0] if len(shape) == 1 else shape)
     Tensor.astype = _astype
-    Tensor.copy = lambda x: array_ops.identity(x)
+    Tensor.copy = _copy
     for name in ("sum", "mean", "prod", "max", "min", "any", "all"):
         setattr(Tensor, name, _reduction_method(name, getattr(math_ops, f"reduce_{name}")))
     for name, method in METHODS.items():
@@ -28,6 +28,13 @@ def install():
     Tensor.__round__ = _builtin_round
     Tensor.__divmod__ = lambda x, y: (math_ops.floordiv(x, y), math_ops.mod(x, y))
     Tensor.__rdivmod__ = lambda x, y: (math_ops.floordiv(y, x), math_ops.mod(y, x))
+
+
+def _copy(x, order="C"):
+    """ndarray.copy: a new array (in C order, or keeping the layout: the values alike)."""
+    if order not in ("C", "K", "A"):
+        keywords("ndarray.copy", dict(order=order), order="C")
+    return array_ops.identity(x)
 
 
 def _astype(x, dtype, order="K", casting="unsafe", subok=True, copy=True):
