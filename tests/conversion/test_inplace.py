@@ -973,3 +973,20 @@ def test_copy_takes_numpys_order_argument():
     both(_copy_in_c_order_then_update, arr(0.0, 1.0, 2.0, 3.0))
     with pytest.raises(ag.ConversionError, match=rf"ndarray.copy\(\.\.\., order=\) is not supported .*{__file__}"):
         ag.function(lambda x: x.copy(order="F"))(np.arange(4.0))
+
+
+@pytest.mark.parametrize("make", [lambda x: np.tile(x, 1), lambda x: np.repeat(x, 1), lambda x: np.roll(x, 1),
+                                  lambda x: np.resize(x, x.shape)])
+def test_tile_repeat_roll_and_resize_give_new_arrays(make):
+    """np.tile(x, 1) and np.repeat(x, 1) came back as views of x (the caller's array changed with
+    the result), and writing into any of them was refused as a view made by Reshape."""
+    def update(x):
+        y = make(x)
+        y[0] = 9.0
+        return y, x
+
+    x = np.arange(4.0)
+    result = ag.function(make)(x)
+    assert_same(make(x), result)
+    assert not np.shares_memory(result, x)
+    both(update, arr(0.0, 1.0, 2.0, 3.0))

@@ -120,6 +120,13 @@ def _splitter(name):
     return split
 
 
+def _new_array(x):
+    """`x` as the new array numpy's function gives (np.tile(x, 1) is a copy, not the reshaped view of
+    x it is built as here; a reshape of a new array is one too, which may be written): a copy the
+    optimizer drops where the graph does not return it."""
+    return x if x.node.opdef.fresh else array_ops.identity(x)
+
+
 def _tile(A, reps):
     try:
         reps = tuple(int(r) for r in reps)
@@ -132,7 +139,7 @@ def _tile(A, reps):
     c = array_ops.reshape(A, shape)
     spread = array_ops.broadcast_to(array_ops.reshape(c, tuple(x for s in shape for x in (1, s))),
                                     tuple(x for r, s in zip(reps, shape) for x in (r, s)))
-    return array_ops.reshape(spread, tuple(r * s for r, s in zip(reps, shape)))
+    return _new_array(array_ops.reshape(spread, tuple(r * s for r, s in zip(reps, shape))))
 
 
 def _repeat(a, repeats, axis=None):
@@ -150,13 +157,13 @@ def _repeat(a, repeats, axis=None):
             raise ValueError("repeats may not contain negative values.")
         spread = array_ops.broadcast_to(array_ops.expand_dims(a, axis + 1),
                                         a.shape[:axis + 1] + (r,) + a.shape[axis + 1:])
-        return array_ops.reshape(spread, a.shape[:axis] + (n * r,) + a.shape[axis + 1:])
+        return _new_array(array_ops.reshape(spread, a.shape[:axis] + (n * r,) + a.shape[axis + 1:]))
     return array_ops.gather(a, np.repeat(np.arange(n), counts), axis)
 
 
 def _roll(a, shift, axis=None):
     if axis is None:
-        return array_ops.reshape(_roll(array_ops.reshape(a, (-1,)), shift, 0), dims(a))
+        return _new_array(array_ops.reshape(_roll(array_ops.reshape(a, (-1,)), shift, 0), dims(a)))
     shifts = {}
     if isinstance(shift, Tensor):
         if not isinstance(axis, (int, np.integer)) or shift.ndim:
@@ -371,7 +378,8 @@ def _resize(a, new_shape):
     new_size = int(np.prod(new_shape, dtype=np.int64))
     if size == 0 or new_size == 0:
         return array_ops.zeros(new_shape, a.dtype)
-    return array_ops.reshape(array_ops.gather(array_ops.reshape(a, (-1,)), np.arange(new_size) % size), new_shape)
+    return _new_array(array_ops.reshape(array_ops.gather(array_ops.reshape(a, (-1,)), np.arange(new_size) % size),
+                                        new_shape))
 
 
 def _meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
