@@ -531,12 +531,19 @@ def _basic_index(node):
     return all(t.ndim == 0 and t.dtype != np.bool_ for t in node.inputs[1:])
 
 
+def _same_index(store, item):
+    """Whether SetItem node `store` and StridedSlice node `item` name the same elements: one index
+    template, filled by the same tensors."""
+    values = store.inputs[2:]
+    return store.attrs["index"] == item.attrs["index"] and len(item.inputs) - 1 == len(values) \
+        and all(a is b for a, b in zip(item.inputs[1:], values))
+
+
 def _index_may_raise(node):
     """`value_errors` of an item read: an index known only when the graph runs may be out of range,
     but for the index a store into the same array just used (`x[i] += v` reads x[i] after storing)."""
     x = node.inputs[0]
-    stored = x.node.opdef is OPS["setitem"] and x.node.attrs["index"] == node.attrs["index"] \
-        and len(x.node.inputs) == len(node.inputs) + 1 and all(a is b for a, b in zip(x.node.inputs[2:], node.inputs[1:]))
+    stored = x.node.opdef is OPS["setitem"] and _same_index(x.node, node)
     return not stored and _values_beyond_first(node)
 
 
@@ -611,8 +618,7 @@ def _store_of_its_own_item(node):
             and value.shape == x.shape and None not in x.shape and value.dtype == x.dtype:
         return value
     item = value.node
-    if item.opdef is OPS["getitem"] and item.inputs[0] is x and item.attrs["index"] == node.attrs["index"] \
-            and len(item.inputs) - 1 == len(values) and all(a is b for a, b in zip(item.inputs[1:], values)):
+    if item.opdef is OPS["getitem"] and item.inputs[0] is x and _same_index(node, item):
         return x
     return None
 

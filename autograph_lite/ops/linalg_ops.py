@@ -9,7 +9,6 @@ trace learns the result's shape from the op's shape rule and its dtype from nump
 small examples (identity matrices, so a factorization always succeeds).
 """
 import functools
-import sys
 import warnings
 
 import numpy as np
@@ -59,7 +58,7 @@ def numpy_function_op(name, path, shapes, example_dims=lambda d: 1, **facts):
                 return result
             # a new array, as the op's `fresh` fact says, where numpy hands an input back (histogram's
             # edges are an array `bins`, matrix_power(a, 1) is `a`): the plan may write it in place
-            return tuple(_own(r, inputs) for r in result) if isinstance(result, tuple) else _own(result, inputs)
+            return tuple(_own(xp, r, inputs) for r in result) if isinstance(result, tuple) else _own(xp, result, inputs)
         return run
 
     def infer(*tensors, args, kwargs):
@@ -81,17 +80,12 @@ def numpy_function_op(name, path, shapes, example_dims=lambda d: 1, **facts):
     return opdef
 
 
-def _own(result, inputs):
-    """`result`, or a copy where it may share memory with one of `inputs`."""
+def _own(xp, result, inputs):
+    """`result`, or a copy where it may share memory with one of `inputs` (arrays of module `xp`)."""
     if any(hasattr(x, "shape") and hasattr(result, "shape") and type(x) is type(result)
-           and x.size and result.size and _may_share(x, result) for x in inputs):
+           and x.size and result.size and xp.may_share_memory(x, result) for x in inputs):
         return result.copy()
     return result
-
-
-def _may_share(a, b):
-    module = type(a).__module__.split(".")[0]
-    return (np if module == "numpy" else sys.modules[module]).may_share_memory(a, b)
 
 
 def call(opdef, *args, **kwargs):

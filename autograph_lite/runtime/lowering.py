@@ -443,8 +443,7 @@ class _Lowering:
             ufunc = getattr(self.xp, opdef.ufunc)
             self.emit(f"{self.bind('k', ufunc)}({ins[0]}, {target}, out={target})", indent, node, node.inputs)
         elif how == "store" and opdef in STORE_SPELLINGS:  # `x[i, j] = v`, as Python writes it
-            place = STORE_SPELLINGS[opdef](self.xp, ins, self.value, **node.attrs)
-            self.emit(f"{place} = {ins[1]}", indent, node, node.inputs)
+            self.spelled_store(node, target, ins, indent, node.inputs)
         elif how == "store":  # the kernel writes into input 0's buffer (SetItem)
             kernel = self.bind("k", opdef.kernel(self.xp, copy=False, **node.attrs))
             self.emit(f"{kernel}({', '.join(ins)})", indent, node, node.inputs)
@@ -467,8 +466,12 @@ class _Lowering:
         target = self.fresh(out)
         self.emit(f"{target} = {self.bind('k', self.xp.zeros)}({zeros.shape!r}, {self.value(zeros.dtype)})",
                   indent, node)
+        self.spelled_store(node, target, ins, indent, node.inputs[1:])
+
+    def spelled_store(self, node, target, ins, indent, reads):
+        """`target[index] = value` for store `node` (its `STORE_SPELLINGS` rule): into `target`'s array."""
         place = STORE_SPELLINGS[node.opdef](self.xp, [target, *ins[1:]], self.value, **node.attrs)
-        self.emit(f"{place} = {ins[1]}", indent, node, node.inputs[1:])
+        self.emit(f"{place} = {ins[1]}", indent, node, reads)
 
     def assign(self, targets, values, indent, node=None, reads=()):
         if targets:

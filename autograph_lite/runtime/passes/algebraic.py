@@ -47,7 +47,7 @@ def _new_array_of(graph, t):
     """Whether `t` is an array `graph` made itself (`OpDef.fresh`): returned in place of a value it
     equals, it shares no one's memory (a branch's `x[i] = x[i]` after `x[i] += v` on its own copy
     of NPBench's scattering_self_energies' Sigma stored the item twice an iteration)."""
-    return t is not None and t.node.graph is graph and t.node.opdef.fresh and t.node.opdef is not CONST
+    return t is not None and t.node.graph is graph and t.node.opdef.fresh
 
 
 def _simplify(graph):

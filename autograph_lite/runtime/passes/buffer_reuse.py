@@ -32,7 +32,7 @@ shrank between iterations, 6,000-12,000 page faults a call becoming 17,000-19,00
 """
 import numpy as np
 
-from ..opdef import COND, CONST, PLACEHOLDER, WHILE
+from ..opdef import COND, PLACEHOLDER, WHILE
 from .util import is_output, subgraphs_first
 
 
@@ -103,7 +103,7 @@ def _own_array(t, owned, home=None):
     while todo:
         t, home = todo.pop()
         node = t.node
-        if node.opdef.fresh and node.opdef is not CONST:
+        if node.opdef.fresh:
             continue
         if id(t) in owned:
             if owned[id(t)] is None or home is None or t is home:
@@ -127,7 +127,7 @@ def _own_array(t, owned, home=None):
             out = branch.outputs[t.index]
             if sum(o is out for o in branch.outputs) != 1 or _held_elsewhere(branch, out, t.index):
                 return False
-            if out.node.graph is branch and out.node.opdef.fresh and out.node.opdef is not CONST:
+            if out.node.graph is branch and out.node.opdef.fresh:
                 continue
             i = next((i for i, p in enumerate(branch.inputs) if p is out), None)
             if i is None or not _last_read_by(node.inputs[1 + i], node):
@@ -220,8 +220,8 @@ def _mark(graph, owned):
             maker = a.node.opdef
             if id(a) in owned and owned[id(a)] is not None:
                 # a loop variable: only its one reader, a store or the op making its next value
-                if a.users != [node] or (opdef.in_place != "store" and (
-                        graph.outputs[owned[id(a)]] is not out or _held_elsewhere(graph, out, owned[id(a)]))):
+                # (`_loop_owned` took only those whose next value no other variable may view)
+                if a.users != [node] or (opdef.in_place != "store" and graph.outputs[owned[id(a)]] is not out):
                     continue
             elif id(a) in owned and opdef.in_place != "store":
                 continue  # a branch's array from outside takes stores only (see the module docstring)
