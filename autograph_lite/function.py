@@ -260,16 +260,21 @@ class _Literal:
 
 
 class _UpdatedArgument:
-    """An output leaf that is an argument's array after in-place updates: eagerly the function
-    returns the caller's own array (`x += 1; return x`), so the compiled one does too."""
-    __slots__ = ("input", "output")
+    """An output leaf that is an argument's array after in-place updates, or a view of it: eagerly
+    the function returns the caller's own array (`x += 1; return x`) or a view sharing its memory
+    (`x += 1; return x[1:]`), so the compiled one does too (`view`: a `memory.ViewSteps` taking
+    the caller's array to it after the write-back)."""
+    __slots__ = ("input", "output", "view")
 
-    def __init__(self, input_index, output_index):
-        self.input, self.output = input_index, output_index
+    def __init__(self, input_index, output_index, view=None):
+        self.input, self.output, self.view = input_index, output_index, view
 
     def get(self, arrays, results):
         array = arrays[self.input]
-        return results[self.output] if isinstance(array, np.generic) else array
+        if self.view is None:
+            return results[self.output] if isinstance(array, np.generic) else array
+        # a device's array: its value (a copy); numpy's view ops take host arrays
+        return self.view(array, results) if type(array) is np.ndarray else results[self.output]
 
 
 class _ListItems:
@@ -731,8 +736,13 @@ def _output_slots(graph, outputs, where=None):
                 graph, leaf if isinstance(leaf, np.generic) else np.asarray(devices.to_host(leaf)))
             updated = next((i for i, value in write_backs if isinstance(leaf, Tensor)
                             and memory.same_array(leaf, value, graph)), None)
-            slots.append(len(graph.outputs) if updated is None else _UpdatedArgument(updated, len(graph.outputs)))
+            view = None if updated is not None or not isinstance(leaf, Tensor) else next(
+                ((i, steps) for i, value in write_backs
+                 if (steps := memory.view_steps(leaf, value, graph)) is not None), None)
+            index = len(graph.outputs)
             graph.outputs.append(tensor)
+            slots.append(index if updated is None and view is None else _UpdatedArgument(updated, index)
+                         if view is None else _UpdatedArgument(view[0], index, _view_steps(graph, view[1])))
         else:
             slots.append(_Literal(leaf))
     for i, value in write_backs:
@@ -742,6 +752,17 @@ def _output_slots(graph, outputs, where=None):
         _check_unset_items(outputs)
         treedef = _DropUnset(treedef)
     return treedef, slots
+
+
+def _view_steps(graph, nodes):
+    """A `memory.ViewSteps` replaying view nodes `nodes`: their other inputs (a run-time subscript's
+    bounds) become outputs of `graph`."""
+    steps = []
+    for node in nodes:
+        first = len(graph.outputs)
+        graph.outputs.extend(graph.capture(t) for t in node.inputs[1:])
+        steps.append((node.opdef, dict(node.attrs), tuple(range(first, len(graph.outputs)))))
+    return memory.ViewSteps(steps)
 
 
 def _check_unset_items(value, holder=None, key=None):

@@ -204,3 +204,25 @@ def test_a_foreign_zip_is_refused(tmp_path):
 def test_a_missing_file(tmp_path):
     with pytest.raises(ag.LoadError, match="no such file"):
         ag.load(tmp_path / "nothing.agz")
+
+
+@ag.function
+def _updates_and_views(x):
+    x += 1.0
+    return x[1:]
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda step: step.update(op="Tanh"), r"view step 0: 'Tanh' is not a view op"),
+    (lambda step: step.update(inputs=[99]), r"view step 0: inputs must be graph outputs in range"),
+    (lambda step: step["attrs"].update(bogus=1), r"view step 0: op StridedSlice has no attr 'bogus'"),
+    (lambda step: step["attrs"].update(index=[{"slot": 3}]), r"view step 0: an attr names input \$3, the step has 0"),
+])
+def test_a_forged_returned_view_is_refused(tmp_path, change, message):
+    _updates_and_views(np.arange(3.0))
+    path = tmp_path / "v.agz"
+    ag.save(_updates_and_views, path)
+    def forge(function):
+        change(function["signatures"][0]["outputs"][0]["view"][0])
+    with pytest.raises(ag.LoadError, match=message):
+        _load_bytes(tmp_path, _rewrite(path.read_bytes(), change_function=forge))

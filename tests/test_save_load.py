@@ -287,6 +287,25 @@ def test_in_place_update_of_an_argument_is_written_back(tmp_path):
     assert result is b
 
 
+@ag.function
+def shifts_and_views(x, n):
+    x += 1.0
+    return x[n:], x.T[None], x
+
+
+def test_a_returned_view_of_an_updated_argument_shares_the_callers_memory_after_loading(tmp_path):
+    shifts_and_views(np.arange(6.0).reshape(2, 3), np.int64(1))
+    ag.save(shifts_and_views, tmp_path / "v.agz")
+    loaded = ag.load(tmp_path / "v.agz")
+    for fn in (shifts_and_views.python_function, loaded, ag.load(tmp_path / "v.agz")):
+        x = np.arange(6.0).reshape(2, 3)
+        tail, transposed, whole = fn(x, np.int64(1))
+        np.testing.assert_array_equal(tail, [[4.0, 5.0, 6.0]])
+        assert whole is x and np.shares_memory(tail, x) and np.shares_memory(transposed, x)
+        tail[0, 0] = -1.0  # eagerly the caller's array sees it
+        assert x[1, 0] == -1.0 and transposed[0, 0, 1] == -1.0
+
+
 def test_gradient_of_a_loaded_function_inside_a_function(tmp_path):
     module, _ = _module(tmp_path)
     w = np.array([0.3, -0.7])

@@ -565,6 +565,33 @@ def same_array(handle, value, graph):
                                and resolve(handle, graph) is value)
 
 
+class ViewSteps:
+    """A returned view of an argument updated in place, taken again from the caller's array after
+    the write-back: `steps`, each (OpDef in `VIEWS`, its attrs, the result indices of its other
+    inputs: a run-time subscript's bounds), replayed by numpy's own view ops (`x[1:]`, `x.T`)."""
+
+    __slots__ = ("steps", "_kernels")
+
+    def __init__(self, steps):
+        import numpy
+        self.steps = tuple(steps)
+        self._kernels = [(opdef.kernel(numpy, **attrs), inputs) for opdef, attrs, inputs in self.steps]
+
+    def __call__(self, array, results):
+        for kernel, inputs in self._kernels:
+            array = kernel(array, *(results[k] for k in inputs))
+        return array
+
+
+def view_steps(handle, value, graph):
+    """The view nodes that take the array whose final contents are `value` to handle `handle`, a
+    modeled view of it made in `graph` (`x += 1; return x[1:]`), else None."""
+    mem = handle.mem
+    if mem is None or not mem.steps or mem.storage.base is not value or any(s.graph is not graph for s in mem.steps):
+        return None
+    return mem.steps
+
+
 # id(copy) -> (copy, original): the copies of numpy arrays that a tensor `if`'s branches start from
 # (operators/control_flow.py `_copy_lists`), while the branches are traced
 _branch_copies = {}

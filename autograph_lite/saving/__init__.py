@@ -16,7 +16,7 @@ from ..errors import LoadError
 from ..runtime import devices
 from ..tensor_spec import TensorSpec
 from . import format as _format
-from .graphs import SaveError, decode_graph, decode_value, encode_graph, encode_value, fail
+from .graphs import SaveError, decode_graph, decode_value, decode_view, encode_graph, encode_value, encode_view, fail
 from .loaded import LoadedConcreteFunction, LoadedFunction, Output
 
 __all__ = ["save", "load", "dumps", "loads", "LoadedFunction", "LoadError"]
@@ -145,6 +145,8 @@ def _output_slots(concrete, writer):
         if s.kind in ("literal", "argument"):
             try:
                 e["value"] = _tree(s.value, writer) if s.kind == "literal" else s.value
+                if s.view is not None:
+                    e["view"] = encode_view(s.view, writer)
             except SaveError as err:
                 raise ValueError(f"ag.save: an output of {getattr(concrete.graph, 'name', '?')} is a value a "
                                  f"file cannot hold: {err}") from None
@@ -165,7 +167,7 @@ def _as_output(slot):
     if kind == "_Literal":
         return Output("literal", value=slot.value)
     if kind == "_UpdatedArgument":
-        return Output("argument", slot.output, slot.input)
+        return Output("argument", slot.output, slot.input, slot.view)
     if kind == "_ListItems":
         return Output("rows", slot.output, slot.python or None)
     if kind == "_Item":  # a Python number where a tensor `if` merged one with a numpy value
@@ -213,7 +215,7 @@ def _load(document, arrays, path):
 
 
 def _object(obj, keys, where):
-    if type(obj) is not dict or not set(keys) <= set(obj) or not set(obj) <= set(keys) | {"default", "value"}:
+    if type(obj) is not dict or not set(keys) <= set(obj) or not set(obj) <= set(keys) | {"default", "value", "view"}:
         fail(f"{where}: expected an object with keys {sorted(keys)}, got {str(obj)[:60]}")
     return obj
 
@@ -283,7 +285,7 @@ def _loaded_signature(obj, arrays, k):
         if kind == "literal" and "value" in o:
             return Output("literal", value=_untree(o["value"], arrays, at))
         if kind == "argument" and ok_index and type(o.get("value")) is int and 0 <= o["value"] < n_in and not depth:
-            return Output("argument", index, o["value"])
+            return Output("argument", index, o["value"], decode_view(o["view"], arrays, n_out, at) if "view" in o else None)
         if kind == "item" and ok_index and depth:
             return Output("item", index)
         if kind == "rows" and (ok_index or index is None) and not depth:

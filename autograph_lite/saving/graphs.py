@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import LoadError
 from ..ops.control_flow import relax_shape
+from ..runtime import memory
 from ..runtime.graph import Graph, Slot
 from ..runtime.opdef import COND, CONST, PLACEHOLDER, REFERENCE, SCALAR_TYPE, WHILE, AttrError, check_attrs, find
 from ..tensor_spec import TensorSpec
@@ -146,6 +147,13 @@ def _encode_attr(node, name, value, writer, refs):
         return encode_value(value, writer, refs)
     except SaveError as e:
         raise SaveError(f"attr {name!r} of {node.op} node '{node.name}' (created at {node.location}): {e}") from None
+
+
+def encode_view(view, writer):
+    """A returned view of an argument updated in place (`memory.ViewSteps`) as JSON: per step its
+    op, attrs, and the graph outputs its other inputs are."""
+    return [{"op": opdef.name, "attrs": {k: encode_value(v, writer) for k, v in attrs.items()},
+             "inputs": list(inputs)} for opdef, attrs, inputs in view.steps]
 
 
 # --- decoding ---------------------------------------------------------------------------
@@ -309,13 +317,8 @@ def _node(graph, n, entry, arrays):
     if type(inputs) is not list or type(outputs) is not list:
         fail(f"{where}: inputs and outputs must be lists")
     ins = [_ref(graph, r, n, where) for r in inputs]
-    attrs = _attrs(attrs, arrays, graph, where)
-    try:
-        check_attrs(opdef, attrs, name, location)
-    except AttrError as e:
-        fail(f"{where}: {e}")
-    if any(k >= len(ins) for k in _slots(attrs.values())):
-        fail(f"{where}: an attr names input ${max(_slots(attrs.values()))}, the node has {len(ins)} inputs")
+    attrs = _checked_attrs(opdef, attrs, arrays, graph, len(ins), where, name, location,
+                           f"the node has {len(ins)} inputs")
     stored = []
     for k, o in enumerate(outputs):
         shape, dtype, weak = _fields(o, ("shape", "dtype", "weak"), f"{where}, output {k}")
@@ -332,6 +335,38 @@ def _node(graph, n, entry, arrays):
     node = graph.add_node(opdef, ins, attrs, specs, location=_text(location, where), name=name)
     for out, (_, _, weak) in zip(node.outputs, stored):
         out.weak = weak
+
+
+def decode_view(obj, arrays, n_out, where):
+    """The `memory.ViewSteps` JSON `obj` encodes: view ops the memory model replays, their attrs
+    checked as a node's are, their other inputs graph outputs in range."""
+    if type(obj) is not list or len(obj) > 64:
+        fail(f"{where}: a view must be a list of at most 64 steps")
+    steps = []
+    for k, step in enumerate(obj):
+        at = f"{where}, view step {k}"
+        op, attrs, inputs = _fields(step, ("op", "attrs", "inputs"), at)
+        opdef = find(_text(op, at))
+        if opdef not in memory.VIEWS:
+            fail(f"{at}: {_brief(op)} is not a view op")
+        if type(inputs) is not list or not all(type(i) is int and 0 <= i < n_out for i in inputs):
+            fail(f"{at}: inputs must be graph outputs in range")
+        attrs = _checked_attrs(opdef, attrs, arrays, None, len(inputs), at, op, at, f"the step has {len(inputs)}")
+        steps.append((opdef, attrs, tuple(inputs)))
+    return memory.ViewSteps(steps)
+
+
+def _checked_attrs(opdef, obj, arrays, graph, inputs, where, name, location, has):
+    """The attrs JSON `obj` holds for an `opdef` node (or view step) with `inputs` inputs its Slots
+    may name, checked against the op's schema."""
+    attrs = _attrs(obj, arrays, graph, where)
+    try:
+        check_attrs(opdef, attrs, name, location)
+    except AttrError as e:
+        fail(f"{where}: {e}")
+    if any(k >= inputs for k in _slots(attrs.values())):
+        fail(f"{where}: an attr names input ${max(_slots(attrs.values()))}, {has}")
+    return attrs
 
 
 def _slots(values):

@@ -26,12 +26,12 @@ from ..trace_cache import _spec_mismatch
 
 class Output:
     """Where a leaf of the result comes from: graph output `index`, a `literal` value, the
-    caller's argument array `argument` after an in-place update, or the rows of a list built
-    in a loop (`rows`)."""
-    __slots__ = ("kind", "index", "value")
+    caller's argument array `argument` after an in-place update (or its view `view`, a
+    `memory.ViewSteps`), or the rows of a list built in a loop (`rows`)."""
+    __slots__ = ("kind", "index", "value", "view")
 
-    def __init__(self, kind, index=None, value=None):
-        self.kind, self.index, self.value = kind, index, value
+    def __init__(self, kind, index=None, value=None, view=None):
+        self.kind, self.index, self.value, self.view = kind, index, value, view
 
 
 class LoadedConcreteFunction:
@@ -139,6 +139,8 @@ class LoadedConcreteFunction:
             return value.item() if hasattr(value, "item") else value
         if out.kind == "argument":
             array = callers[out.value]
+            if out.view is not None:
+                return out.view(array, results) if type(array) is np.ndarray else results[out.index]
             return results[out.index] if isinstance(array, np.generic) or not isinstance(array, np.ndarray) else array
         if out.index is None:
             return []

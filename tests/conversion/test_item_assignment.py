@@ -1215,3 +1215,50 @@ def test_an_update_through_a_view_a_writing_branch_kept_is_refused():
             ag.function(fn)(np.arange(4.0), np.int32(2))
     for n in (0, 2):
         both(reads_a_view_one_branch_kept_after_writing_its_base, arange(4), lambda: np.int32(n))
+
+
+# --- a returned view of an argument written in place shares the caller's memory -------------
+
+def returns_a_slice_of_a_written_argument(x, n):
+    x += 1
+    return x[n:]
+
+
+def returns_views_after_an_item_write(x, n):
+    x[0, 1] = -5.0
+    return x.T, x[None, :, 1], x[1:][::-1], x[..., 0]
+
+
+def returns_a_view_taken_before_the_write(x, n):
+    row = x[1]
+    x *= 2
+    return row, {"col": x[:, n]}
+
+
+def returns_a_view_after_a_loop_wrote_the_argument(x, n):
+    i = 0
+    while i < n:
+        x[i] += 10.0
+        i += 1
+    return x[i:]
+
+
+@pytest.mark.parametrize("fn", [returns_a_slice_of_a_written_argument, returns_views_after_an_item_write,
+                                returns_a_view_taken_before_the_write,
+                                returns_a_view_after_a_loop_wrote_the_argument])
+def test_a_returned_view_of_a_written_argument_shares_the_callers_memory(fn, monkeypatch):
+    for native in ("off", "always"):
+        monkeypatch.setenv("AG_NATIVE", native)
+        compiled = ag.function(fn)
+        for _ in range(4):  # the traced call, the plan, and the C the plan tiers up to
+            eager_x, x = arange(3, 4)(), arange(3, 4)()
+            eager = ag.nest.flatten(fn(eager_x, np.int64(1)))
+            got = ag.nest.flatten(compiled(x, np.int64(1)))
+            assert len(eager) == len(got)
+            assert_identical(eager_x, x)
+            for e, c in zip(eager, got):
+                assert_identical(e, c)  # a write through the result reaches the argument, as eagerly
+                assert np.shares_memory(c, x) == np.shares_memory(e, eager_x)
+                e[...] = -1.0
+                c[...] = -1.0
+            assert_identical(eager_x, x)
