@@ -21,7 +21,7 @@ from .. import ops
 from ..ops import generator_draws, math_ops, numpy_api, python_values
 from ..errors import ConversionError, user_location
 from ..runtime import devices
-from ..runtime.graph import current_graph
+from ..runtime.graph import Tensor, current_graph
 from . import control_flow, lists, outside_state, py_builtins
 
 _REPLACED = {builtins.print: py_builtins.print_, builtins.range: py_builtins.range_,
@@ -121,6 +121,8 @@ def _target(f):
             if isinstance(f, type) or f.__name__ == "default_rng":
                 return generator_draws.made_generator(f)
             return generator_draws.method_call(f, device.xp.random)
+        if getattr(f, "__objclass__", None) is np.ndarray and callable(f):  # np.ndarray.copy(x)
+            return _unbound_array_method(f)
     if isinstance(f, type) and issubclass(f, np.generic):
         return py_builtins.numpy_scalar_type(f)
     if isinstance(f, types.BuiltinMethodType) and type(f.__self__) in _CONTAINERS:
@@ -135,6 +137,16 @@ def _target(f):
         converted = _convert(call_method)
         return f if converted is call_method else types.MethodType(converted, f)
     return f
+
+
+def _unbound_array_method(method):
+    """ndarray's method called through the class (`np.ndarray.copy(x)`): on a tensor, the tensor's
+    method of that name, as numpy's call is the array's own method."""
+    def call(self, *args, **kwargs):
+        if isinstance(self, Tensor):
+            return getattr(self, method.__name__)(*args, **kwargs)
+        return method(self, *args, **kwargs)
+    return call
 
 
 _CONTAINERS = {list: {"append", "extend", "insert", "pop", "remove", "clear", "reverse", "sort"},

@@ -95,3 +95,22 @@ def test_decorated_method_traces_per_instance():
     a, b = Layer(2.0), Layer(3.0)
     assert float(a(f32(1))[0]) == 2.0 and float(b(f32(1))[0]) == 3.0
     assert "Cond" in ag.to_code(Layer.__call__) or "if_stmt" in ag.to_code(Layer.__call__)
+
+
+def ndarray_methods_through_the_class(x):
+    y = x * 2
+    z = np.ndarray.copy(y)
+    z[0] = 9.0
+    return y, z, np.ndarray.sum(y, axis=0), np.ndarray.__add__(y, 1), np.ndarray.astype(y, np.int32), \
+        np.ndarray.copy(np.ones(2))
+
+
+def test_ndarray_methods_called_through_the_class_are_the_tensors_own():
+    check(ndarray_methods_through_the_class, (np.arange(3.0),), (np.arange(4.0) - 1,))
+
+
+def test_an_in_place_ndarray_method_through_the_class_is_refused_at_its_line():
+    def resizes(x):
+        return np.ndarray.resize(x, 4)
+    with pytest.raises(ag.ConversionError, match=r"ndarray.resize\(\) is not supported on tensors.*test_methods.py:\d+"):
+        ag.function(resizes)(np.arange(3.0))
