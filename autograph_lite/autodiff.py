@@ -18,6 +18,7 @@ from .errors import ConversionError, user_location
 from .function import Function, bound_self
 from .operators import call, outside_state
 from .ops.array_ops import identity, zeros_like
+from .ops.control_flow import python_scalar
 from .ops.core import convert_to_tensor
 from .ops.gradient_ops import float_dtype
 from .ops.gradients import gradients
@@ -40,7 +41,7 @@ def value_and_grad(fn, argnums=0):
     single = isinstance(argnums, numbers.Integral)
     positions = (argnums,) if single else tuple(argnums)
 
-    def symbolic(*args):
+    def symbolic(*args, python_floats=()):
         graph = current_graph()
         args = list(args)
         treedefs, xs = {}, []
@@ -50,7 +51,9 @@ def value_and_grad(fn, argnums=0):
             xs += inputs
             # fn runs on copies: its writes into them reach neither the caller's arrays (called
             # eagerly, a compiled call's arguments) nor the traced values (inside ag.function)
-            args[p] = treedefs[p].unflatten([identity(t) for t in inputs])
+            copies = [python_scalar(t) if (p, k) in python_floats else identity(t)  # a Python float passed
+                      for k, t in enumerate(inputs)]                               # as an array: one again
+            args[p] = treedefs[p].unflatten(copies)
         value = call(fn)(*args)
         if isinstance(value, PythonValue):
             raise ConversionError(
@@ -76,17 +79,20 @@ def value_and_grad(fn, argnums=0):
     @functools.wraps(fn)
     def value_and_grad_fn(*args):
         _check_differentiable(fn, args, positions)
+        python_floats = tuple((i, k) for i in positions for k, v in enumerate(nest.flatten(args[i]))
+                              if type(v) is float)
         args = tuple(_as_float_arrays(a) if i in positions else a for i, a in enumerate(args))
         if current_graph() is not None:
             reads = outside_state.active()
             then = reads.attributes_now() if reads is not None else None
-            result = symbolic(*args)
+            result = symbolic(*args, python_floats=python_floats)
             if then is not None:
                 _refuse_what_a_call_cannot_repeat(fn, args, reads.attributes_set_since(then))
             return result
-        key = len(args)
+        key = len(args), python_floats
         if key not in compiled:
-            compiled[key] = Function(_positional(symbolic, key), autograph=False)
+            compiled[key] = Function(_positional(functools.partial(symbolic, python_floats=python_floats),
+                                                 len(args)), autograph=False)
             # a bound method's object (ag.grad(model.loss)): its state is read on every call, as the
             # Function of the method itself would read it
             compiled[key]._bound_self = bound_self(fn)
@@ -161,4 +167,4 @@ def _check_differentiable(fn, args, positions):
 def _as_float_arrays(value):
     """Python floats become float64 arrays, so they are traced as inputs, not constants."""
     leaves, treedef = nest.flatten_with_treedef(value)
-    return treedef.unflatten([np.asarray(v) if isinstance(v, float) else v for v in leaves])
+    return treedef.unflatten([np.asarray(v) if type(v) is float else v for v in leaves])  # (np.float64 stays)

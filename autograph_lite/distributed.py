@@ -314,7 +314,8 @@ def _compiled_for_blocks(f, args):
     else:  # Python numbers are part of the trace, as ag.function makes them: weak, as they are eagerly
         signature = [_relaxed_spec(a) if isinstance(a, da.Array) else _constant_spec(a) for a in args]
         compiled = function(f.python_function if isinstance(f, Function) else f)
-    concrete = compiled.get_concrete_function(*([] if compiled.input_signature else signature))
+    # a numpy scalar traced as itself: the trace (and the saved signature) is for a numpy scalar there
+    concrete = compiled.get_concrete_function(*[a if isinstance(a, np.generic) else s for s, a in zip(signature, args)])
     return compiled, concrete.input_specs
 
 
@@ -563,7 +564,9 @@ class DataParallel:
             vg = _positional(value_and_grad(self.loss_fn, self.positions), n,
                              f"{name if name.isidentifier() else 'loss'}_value_and_grad")
             compiled = Function(vg, input_signature=signature, autograph=False)
-            compiled.get_concrete_function()
+            # a numpy scalar parameter traced as itself (`_param` makes a float one): the box it has on the workers
+            compiled.get_concrete_function(*_interleave(
+                tuple(p if isinstance(p, np.generic) else s for p, s in zip(leaves, param_specs)), specs, self.positions))
             shipped = self._compiled[key] = Shipped.of(compiled)
         return shipped
 

@@ -34,7 +34,7 @@ from .runtime.native import entry as _entry
 from .runtime.passes import optimize
 from .tensor_spec import TensorSpec, _is_array, _python_to_array
 from .trace_cache import (DEFAULT_MAX_TRACES, RETRACE_WARNING_AT, RetracingWarning, TraceCache, _argument_keys,  # noqa: F401 (DEFAULT_MAX_TRACES: re-exported)
-                          _key, _RefusedArray, _spec_mismatch, _warn_at_caller)
+                          _key, _RefusedArray, _scalar_leaves, _spec_mismatch, _warn_at_caller)
 
 logger = logging.getLogger("autograph_lite")
 
@@ -81,6 +81,7 @@ class ConcreteFunction:
         self._last_outside = None  # the arrays read from outside at the latest call
         self._retrace = None  # Function._call: what a fast-path call whose guards fail goes to
         self.check_numerics = False  # run through ag.debug's NumericsChecker (ag.function(check_numerics=True))
+        self.scalar_leaves = ()  # the argument leaves traced as numpy scalars, not 0-d arrays (`_scalar_leaves`)
         self._plain = False  # True when a call is only the plan's (no write-backs, effects, GPU, checks): set by Function
         self._single_plain = None  # the plan's function once built, when _plain and _single: __call__ calls it
         self._positions = None  # on the fast path: the positions of the arguments that are graph inputs, where
@@ -522,9 +523,9 @@ class Function(TraceCache):
         found = _spec_mismatch(signature, [_python_to_array(s, v) for s, v in zip(signature, values)], "")
         if found:
             raise self.call_signature.mismatch_error(found, "its input_signature")
-        if not self._traces:
-            return self._trace(tuple(signature) + defaults, devices.current(), values)
-        return next(iter(self._traces))
+        boxes = _scalar_leaves(values)  # a numpy scalar where the trace had a 0-d array: traced for it
+        return next((c for c in self._traces if c.scalar_leaves == boxes), None) or \
+            self._trace(tuple(signature) + defaults, devices.current(), values)
 
     def _defaults_beyond(self, signature, values):
         """The values of the parameters after those `signature` covers: each takes its default, and
@@ -622,6 +623,7 @@ class Function(TraceCache):
         concrete._retrace = self._call
         concrete._module_guards = [] if outside is None else outside.module_guards
         self.trace_count += 1
+        concrete.scalar_leaves = _scalar_leaves(values)
         self._add(concrete, placement, argument_keys)
         if self._input_signature is None:
             # the module globals any live trace read, checked before each fast-path call (FastCall too)

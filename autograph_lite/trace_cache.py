@@ -158,6 +158,13 @@ def _distance(a, b):
     return d
 
 
+def _scalar_leaves(values):
+    """The positions of the numpy scalars among the leaves of `values`: part of each index key, since
+    a trace made for a 0-d array does not serve a numpy scalar of its dtype, nor the other way round
+    (`isinstance(x, np.ndarray)`, `x += 1`, `np.asarray(x)` differ: the placeholder's `box`)."""
+    return tuple(i for i, leaf in enumerate(nest.flatten(list(values))) if isinstance(leaf, np.generic))
+
+
 def _specs(value):
     """`value` with every array leaf replaced by its TensorSpec."""
     leaves, treedef = nest.flatten_with_treedef(value)
@@ -237,9 +244,10 @@ class TraceCache:
         self._fast_cache = {}       # (device, arg types, (shape, dtype) per arg) -> ConcreteFunction
         self._cache = {}            # full key -> ConcreteFunction
         self._traces = {}           # live ConcreteFunction -> its _TraceEntry
-        self._exact = {}            # (device, signature key) -> trace whose specs have no None dims
-        self._relaxed = {}          # (device, structure key) -> traces with None dims, oldest first
-        self._latest = {}           # (device, structure key) -> newest trace (what reduce_retracing relaxes)
+        # indexes keyed by ((device, the numpy scalars' positions: `_scalar_leaves`), specs' key)
+        self._exact = {}            # (place, signature key) -> trace whose specs have no None dims
+        self._relaxed = {}          # (place, structure key) -> traces with None dims, oldest first
+        self._latest = {}           # (place, structure key) -> newest trace (what reduce_retracing relaxes)
         self._clock = itertools.count(1)  # stamps each trace's last use: the LRU order
         self._mru = None            # the trace stamped last (its stamp is the newest)
         self._fast_memo = None      # entry.c's Memo of the last fast-cache hit (FastCall's)
@@ -272,7 +280,7 @@ class TraceCache:
 
     def _find(self, device, values):
         """A live trace that `values` fit, found by index: no scan over the traces."""
-        specs = _specs(values)
+        specs, device = _specs(values), (device, _scalar_leaves(values))
         concrete = self._exact.get((device, _key(specs, [])))
         if concrete is None:
             # only traces with None dims and the same structure, ranks and dtypes could fit
@@ -284,14 +292,14 @@ class TraceCache:
     def _specs_for(self, device, values):
         specs = _specs(values)
         if self._reduce_retracing:
-            previous = self._latest.get((device, _structure_key(specs)))
+            previous = self._latest.get(((device, _scalar_leaves(values)), _structure_key(specs)))
             relaxed = previous and _relax(previous.input_specs, specs)
             if relaxed is not None:
                 return relaxed
         return specs
 
     def _add(self, concrete, device, argument_keys):
-        specs = concrete.input_specs
+        specs, device = concrete.input_specs, (device, concrete.scalar_leaves)
         signature, structure = (device, _key(specs, [])), (device, _structure_key(specs))
         self._stamp(concrete)
         self._traces[concrete] = _TraceEntry(signature, structure, argument_keys)

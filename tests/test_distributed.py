@@ -337,3 +337,21 @@ def test_a_traced_function_runs_on_restarted_workers_without_its_module(client, 
     loss, grad = trainer.value_and_grad(w, data)
     assert loss == step[0] and np.array_equal(grad, step[1])
     sys.modules.pop(name, None)
+
+
+def shifted_loss(w, shift, x, y):
+    if isinstance(shift, np.ndarray):  # eagerly a float parameter is a numpy scalar, never a 0-d array
+        shift = shift * 0.0
+    err = x @ w + shift - y
+    return np.mean(err * err)
+
+
+def test_a_float_parameter_is_a_numpy_scalar_on_the_workers_as_in_one_process(client):
+    rng = np.random.default_rng(3)
+    w, x, y = rng.standard_normal(3), rng.standard_normal((8, 3)), rng.standard_normal(8)
+    trainer = agd.DataParallel(shifted_loss, argnums=(0, 1), client=client)
+    loss, (new_w, new_shift) = trainer.step((w, 0.5), trainer.shard(x, y, shards=2), lr=0.1)
+    want_loss, (gw, gs) = ag.value_and_grad(shifted_loss, argnums=(0, 1))(w, np.float64(0.5), x, y)
+    assert np.isclose(loss, want_loss, rtol=1e-13)
+    np.testing.assert_allclose(new_w, w - 0.1 * gw, rtol=1e-12)
+    assert np.isclose(new_shift, 0.5 - 0.1 * gs, rtol=1e-12)

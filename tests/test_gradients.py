@@ -166,3 +166,24 @@ def test_grad_is_traced_once_per_signature():
     for k in range(3):
         g(np.full(3, float(k)))
     assert len(calls) == 1
+
+
+def _scaled_sum(s, x):
+    if isinstance(s, np.ndarray):  # never, eagerly: s is a Python float or a numpy scalar
+        s = s * 0.0
+    return np.sum(s * x) + (1.0 if isinstance(s, float) else 0.0)
+
+
+@pytest.mark.parametrize("s", [0.7, np.float64(0.7), np.float32(0.7)])
+def test_a_float_argument_keeps_its_box_and_weakness_under_value_and_grad(s):
+    """A Python float stays one (weak: `0.7 * float32` is float32), a numpy scalar stays one:
+    the value is eager's, in type and bits; the gradient matches a central difference."""
+    x = np.array([0.1, 0.2, 0.3], np.float32)
+    eager = _scaled_sum(s, x)
+    for vg in (ag.value_and_grad(_scaled_sum), ag.function(ag.value_and_grad(_scaled_sum))):
+        for _ in range(3):
+            value, grad = vg(s, x)
+            assert type(value) is type(eager) and value == eager
+            h = 1e-3
+            numeric = (_scaled_sum(type(s)(s + h), x) - _scaled_sum(type(s)(s - h), x)) / (2 * h)
+            assert np.isclose(grad, numeric, rtol=1e-3)

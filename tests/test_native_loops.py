@@ -557,11 +557,12 @@ def test_a_0d_array_a_loop_may_pass_on_runs_as_c_and_comes_back_itself(fn, calls
     for args in calls:
         del ran[:]
         assert_eager_identity(fn(*args), compiled(*args), args)
-        if way_in == "direct" and list(map(type, args)) == list(map(type, calls[0])):
-            assert ran == []  # finished in C, without the plan's frame (other types take the key's slow path)
+        if list(map(type, args)) != list(map(type, calls[0])):
+            continue  # a numpy scalar where calls[0] has a 0-d array: a trace of its own (trace_cache._scalar_leaves)
+        if way_in == "direct":
+            assert ran == []  # finished in C, without the plan's frame
         else:
-            assert all(r is not None for r in ran)  # the C ran: None is the Python loop's turn
-    assert ran or way_in == "direct"
+            assert ran and all(r is not None for r in ran)  # the C ran: None is the Python loop's turn
 
 
 def test_the_origins_survive_a_pause(monkeypatch):

@@ -428,3 +428,23 @@ def test_matrix_masked_and_overriding_subclasses_are_refused_by_name():
     with pytest.raises(TypeError, match=r"argument 'b' does not match .*numpy.matrix"):
         concrete(x, m)
     assert f.trace_count == 1
+
+
+def _is_an_array(x):
+    if isinstance(x, np.ndarray):
+        x += 1.0  # in place: the caller's 0-d array changes
+        return x * 2
+    return np.asarray(x) * 3
+
+
+@pytest.mark.parametrize("first", [np.array(1.0), np.float64(1.0)])
+def test_a_numpy_scalar_and_a_0d_array_each_get_their_own_trace(first):
+    """Eagerly the two differ (isinstance, `x += 1` in place or rebinding, np.asarray): a trace
+    made for one never serves the other, whichever comes first."""
+    for fn in (ag.function(_is_an_array), ag.function(_is_an_array, input_signature=[ag.TensorSpec([], np.float64)])):
+        for value in [first, np.float64(2.0), np.array(3.0), np.float64(2.0), np.array(3.0)]:
+            eager_arg = value.copy() if isinstance(value, np.ndarray) else value
+            compiled_arg = value.copy() if isinstance(value, np.ndarray) else value
+            eager, compiled = _is_an_array(eager_arg), fn(compiled_arg)
+            assert type(compiled) is type(eager) and compiled == eager
+            assert type(compiled_arg) is type(eager_arg) and compiled_arg == eager_arg

@@ -433,3 +433,21 @@ def test_repeated_array_calls_pick_the_same_signature(tmp_path):
     for _ in range(2):
         with pytest.raises(TypeError, match=r"argument 'x' does not match any of its \d saved signatures"):
             g(np.arange(3, dtype=np.int32))
+
+
+@ag.function
+def boxes_differ(x):
+    return x * 2 if isinstance(x, np.ndarray) else x * 3
+
+
+def test_a_loaded_function_fits_a_numpy_scalar_only_where_it_was_traced_with_one(tmp_path):
+    boxes_differ(np.array(1.0))
+    ag.save(boxes_differ, tmp_path / "a.agz")
+    loaded = ag.load(tmp_path / "a.agz")
+    assert loaded(np.array(1.0)) == 2.0
+    with pytest.raises(TypeError, match=r"argument 'x' .*got a numpy scalar, but this trace was made for a 0-d array"):
+        loaded(np.float64(1.0))
+    boxes_differ(np.float64(1.0))
+    ag.save(boxes_differ, tmp_path / "b.agz")
+    loaded = ag.load(tmp_path / "b.agz")
+    assert loaded(np.array(1.0)) == 2.0 and loaded(np.float64(1.0)) == 3.0

@@ -15,7 +15,8 @@ from ..runtime import devices, memory
 from ..runtime.boxes import ARRAY, SCALAR, VARIES, PythonBox, box_of
 from ..runtime.graph import Graph, Tensor, building, check_stale_across_iterations, current_graph, from_outside_iteration
 from ..runtime.opdef import COND, WHILE, always
-from .core import apply, convert_to_tensor, define, exemplar
+from .array_ops import _like
+from .core import apply, convert_to_tensor, define, exemplar, grad_rule
 from .math_ops import cast, logical_not
 from .python_values import PythonValue, as_python
 
@@ -47,6 +48,11 @@ PYTHON_SCALAR = define("PythonScalar", lambda xp: _item, _python_scalar_infer, v
 
 def _item(x):
     return x.item() if hasattr(x, "item") else x  # a merge may hold a Python number already (no cast)
+
+
+@grad_rule(PYTHON_SCALAR)
+def _python_scalar_grad(node, dy):  # the same number, held as Python's: its cotangent passes through
+    return [_like(dy, node.inputs[0])]
 
 
 def python_scalar(x):

@@ -236,8 +236,6 @@ NOT_DIFFERENTIABLE = {
     "Not": "its result is a Python bool: no cotangent reaches it",
     "PythonInt": "its result is a Python int: no cotangent reaches it",
     "PythonCall": "its result is a Python number (math.sqrt(t), float(t)): no cotangent reaches it",
-    # a gap, not a reason: a cotangent reaching it raises NotImplementedError (docs/ARCHITECTURE.md)
-    "PythonScalar": "no rule yet: a float read back as a Python number from a list a loop carries",
     "RandomDraw": _RANDOM, "RandomNormal": _RANDOM, "RandomUniform": _RANDOM,
     # their outputs are Python objects (ops/python_values.py): `ag.grad` refuses to differentiate them
     "PythonLoop": "its outputs are Python objects a loop run as Python gives: no cotangent is defined",

@@ -120,7 +120,8 @@ def _signature(concrete, writer):
     graph = getattr(concrete, "graph_with_state", concrete.graph)  # outside state saved as constants
     return {"inputs": inputs, "graph": encode_graph(graph, writer),
             "output_tree": treedef.to_json(), "outputs": outputs,
-            "write_backs": [list(p) for p in getattr(concrete, "_write_backs", None) or graph.write_back_outputs]}
+            "write_backs": [list(p) for p in getattr(concrete, "_write_backs", None) or graph.write_back_outputs],
+            "scalars": list(concrete.scalar_leaves)}
 
 
 def _python_loop(graph):
@@ -215,7 +216,7 @@ def _load(document, arrays, path):
 
 
 def _object(obj, keys, where):
-    if type(obj) is not dict or not set(keys) <= set(obj) or not set(obj) <= set(keys) | {"default", "value", "view"}:
+    if type(obj) is not dict or not set(keys) <= set(obj) or not set(obj) <= set(keys) | {"default", "value", "view", "scalars"}:
         fail(f"{where}: expected an object with keys {sorted(keys)}, got {str(obj)[:60]}")
     return obj
 
@@ -300,4 +301,10 @@ def _loaded_signature(obj, arrays, k):
             type(p) is list and len(p) == 2 and all(type(x) is int for x in p)
             and 0 <= p[0] < n_in and 0 <= p[1] < n_out for p in write_backs):
         fail(f"{where}: write_backs must be [input, output] pairs in range")
-    return LoadedConcreteFunction(None, graph, specs, treedef, slots, [tuple(p) for p in write_backs])
+    scalars = obj.get("scalars")  # absent in files of before the ninth session: any box fits
+    if scalars is not None and (type(scalars) is not list or not all(
+            type(i) is int and 0 <= i < len(nest.flatten(list(specs))) for i in scalars)):
+        fail(f"{where}: scalars must be positions of the inputs' leaves")
+    concrete = LoadedConcreteFunction(None, graph, specs, treedef, slots, [tuple(p) for p in write_backs])
+    concrete.scalar_leaves = None if scalars is None else tuple(scalars)
+    return concrete

@@ -21,7 +21,7 @@ from ..runtime.interpreter import debug_plan, debugging
 from ..runtime.lowering import Plan
 from ..runtime.passes import optimize
 from ..tensor_spec import TensorSpec, _python_to_array
-from ..trace_cache import _spec_mismatch
+from ..trace_cache import _scalar_leaves, _spec_mismatch
 
 
 class Output:
@@ -41,6 +41,7 @@ class LoadedConcreteFunction:
         self.call_signature, self.graph, self.input_specs = call_signature, graph, input_specs
         self._treedef, self._outputs, self._write_backs = output_treedef, outputs, write_backs
         self._optimized, self._plans, self._lock = None, {}, threading.Lock()
+        self.scalar_leaves = ()  # the argument leaves traced as numpy scalars (None: not recorded, any fits)
 
     @property
     def output_specs(self):
@@ -83,8 +84,24 @@ class LoadedConcreteFunction:
             raise self.call_signature.mismatch_error(found, "this saved signature")
         return self._call(values)
 
-    def _mismatch(self, values):
-        return _spec_mismatch(list(self.input_specs), [_as_spec(v) for v in values], "")
+    def _mismatch(self, values, checked=None):
+        """Why `values` fit this signature not (as `_spec_mismatch` says), or None. A numpy scalar
+        where the trace had a 0-d array, or the other way round, does not fit: eagerly the two differ
+        (`isinstance`, `x += 1`)."""
+        found = _spec_mismatch(list(self.input_specs), checked or [_as_spec(v) for v in values], "")
+        if found or self.scalar_leaves is None:
+            return found
+        scalars = _scalar_leaves(values)
+        if scalars != self.scalar_leaves:
+            k = min(set(scalars) ^ set(self.scalar_leaves))
+            argument, first = 0, 0
+            while first + len(nest.flatten(values[argument])) <= k:
+                first += len(nest.flatten(values[argument]))
+                argument += 1
+            path = f"[{argument}]" + (f" (leaf {k - first})" if len(nest.flatten(values[argument])) > 1 else "")
+            return (path, nest.flatten(list(self.input_specs))[k], "got a numpy scalar, but this trace was made for "
+                    "a 0-d array" if k in scalars else "got a 0-d array, but this trace was made for a numpy scalar")
+        return None
 
     def _arrays(self, values):
         """The graph inputs: the array leaves where the specs have TensorSpecs."""
@@ -224,7 +241,7 @@ class LoadedFunction:
         checked = [_as_spec(v) for v in values]
         first = None
         for concrete in self._order:
-            found = _spec_mismatch(list(concrete.input_specs), checked, "")
+            found = concrete._mismatch(values, checked)
             if not found:
                 if fast is not None and all(isinstance(s, TensorSpec) for s in concrete.input_specs):
                     if len(self._fast) > 256:
