@@ -11,7 +11,7 @@ import pytest
 import autograph_lite as ag
 from autograph_lite.errors import ConversionError
 from autograph_lite.ops.numpy_api import ARRAY_FUNCTIONS, functions
-from helpers import identical_both_ways
+from helpers import identical_both_ways, same_every_call
 
 DTYPES = [np.float32, np.int64]
 
@@ -102,6 +102,18 @@ def test_var_of_float32_sums_in_float32():
     both(lambda a: np.var(a, axis=0), x)
     both(lambda a: np.std(a, axis=1, ddof=1), x)
     both(lambda a: np.var(a), x)
+
+
+COMPLEX = np.array([[1 + 2j, -3 + 0.5j, -1j], [2 + 0j, 0.25 - 1j, 0.5 + 0.5j]])
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: (np.var(a), np.std(a)), lambda a: a.var(ddof=1), lambda a: a.std(axis=0),
+    lambda a: np.var(a.astype(np.complex64), axis=1, keepdims=True), lambda a: np.std(a, dtype=np.complex128),
+    lambda a: np.nanvar(np.where(a.real > 1.5, np.nan, a)), lambda a: np.nanstd(a, axis=1, ddof=1)])
+def test_variance_of_complex_is_the_mean_squared_magnitude(fn):
+    # numpy: mean(|x - mean|**2), a float (its parts squared and added; nanvar's (d * conj(d)).real)
+    same_every_call(fn, COMPLEX)
 
 
 def test_unknown_function_names_numpy_function_and_line():

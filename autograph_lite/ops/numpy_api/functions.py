@@ -113,8 +113,8 @@ def _clip(a, a_min=NO, a_max=NO, out=None, *, min=NO, max=NO, **rest):  # noqa: 
 def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=NO, *, where=NO, mean=NO, correction=NO,
          name="var"):
     """numpy's `_methods._var`: the mean summed in `dtype` (float64 for ints and bools), divided by the
-    count as an intp (the quotient cast back to the sum's dtype), then the squared deviations summed
-    and divided by max(count - ddof, 0) the same way."""
+    count as an intp (the quotient cast back to the sum's dtype), then the squared deviations (of a
+    complex array: the squared magnitudes, floats) summed and divided by max(count - ddof, 0) the same way."""
     keywords(name, dict(out=out, where=where, mean=mean), out=None, where=True, mean=None)
     if correction is not NO:
         if ddof != 0:
@@ -129,7 +129,11 @@ def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=NO, *, where=NO, m
     total = math_ops.reduce_sum(x, axes, True)
     mean_ = math_ops.cast(math_ops.divide(total, np.intp(count)), total.dtype)
     deviation = math_ops.subtract(a, mean_)
-    squares = math_ops.multiply(deviation, deviation)
+    if deviation.dtype.kind == "c":  # |x - mean|**2, a float: numpy squares the parts and adds them
+        real, imag = math_ops.real(deviation), math_ops.imag(deviation)
+        squares = math_ops.add(math_ops.multiply(real, real), math_ops.multiply(imag, imag))
+    else:
+        squares = math_ops.multiply(deviation, deviation)
     if dtype is not None:
         squares = math_ops.cast(squares, dtype)
     ret = math_ops.reduce_sum(squares, axes, keepdims)
