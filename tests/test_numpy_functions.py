@@ -116,6 +116,26 @@ def test_variance_of_complex_is_the_mean_squared_magnitude(fn):
     same_every_call(fn, COMPLEX)
 
 
+def fill_with_counter(x, n):
+    out = x
+    for i in range(n):  # i: a Python int known only when the graph runs
+        out = np.full_like(x, i * 100)
+    return out
+
+
+@pytest.mark.parametrize("fn", [lambda a: np.full_like(a, 300), lambda a: np.full_like(a, -129),
+                                lambda a: np.full_like(a, -1, dtype=np.uint8), lambda a: np.full_like(a, 2 ** 64),
+                                lambda a: np.full_like(a, 127), lambda a: np.full_like(a, 300.0)])
+def test_full_like_of_a_python_int_out_of_the_dtypes_range_raises_numpys_overflow_error(fn):
+    same_every_call(fn, np.array([1, 2], np.int8))
+
+
+def test_full_like_of_a_run_time_python_int_checks_it_when_the_graph_runs():
+    x = np.array([1, 2], np.int8)
+    same_every_call(fill_with_counter, x, 2)
+    same_every_call(fill_with_counter, x, 3)  # 200: numpy's OverflowError
+
+
 def test_unknown_function_names_numpy_function_and_line():
     def f(x):
         return np.histogramdd(x)

@@ -12,7 +12,7 @@ from ...runtime.boxes import PYTHON, SCALAR, VARIES, box_of
 from ...runtime.graph import Tensor
 from .. import array_ops, math_ops
 from ..core import normalize_axes, normalize_axis
-from .common import NO, keywords, static_shape
+from .common import NO, keywords, python_ints_fit, static_shape
 
 
 def _dtype_argument(dtype):
@@ -46,6 +46,7 @@ def _like(name, op):
 def _full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, **rest):
     keywords("full_like", dict(order=order, subok=subok, **rest), order="K", subok=True, device=None)
     dtype = a.dtype if dtype is None else np.dtype(_dtype_argument(dtype))
+    python_ints_fit(fill_value, dtype)
     return array_ops.fill(array_ops.shape(a) if shape is None else shape, math_ops.cast(fill_value, dtype))
 
 
