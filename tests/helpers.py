@@ -118,9 +118,19 @@ def _outcome(fn, args):
     return result, [(w.category, str(w.message)) for w in caught]
 
 
+def _bits(value):
+    """A result's floats as their bit patterns (-0.0 and NaN's sign told apart), containers too."""
+    if type(value) in (tuple, list):
+        return [_bits(v) for v in value]
+    if isinstance(value, (float, np.floating, np.complexfloating, np.ndarray)) and np.asarray(value).dtype.kind in "fc":
+        floats = np.ascontiguousarray(value)
+        return floats.view(f"u{floats.dtype.itemsize // (2 if floats.dtype.kind == 'c' else 1)}").tolist()
+    return None  # not floats: assert_identical compared them
+
+
 def same_every_call(fn, *args, calls=4):
     """`fn` compiled, called `calls` times under AG_NATIVE=off and again under AG_NATIVE=always: each
-    call gives eager's result (identical), warnings (category and text, in order; on the CPU) or
+    call gives eager's result (identical, floats bit for bit), warnings (category and text, in order; on the CPU) or
     exception (type and text, less the location the compiled one adds). Returns eager's result."""
     eager, eager_warnings = _outcome(fn, args)
     saved = os.environ.get("AG_NATIVE")
@@ -137,6 +147,8 @@ def same_every_call(fn, *args, calls=4):
                     assert compiled[1] == eager[1], (where, compiled, eager)
                 else:
                     assert_identical(eager, compiled)
+                    if TEST_DEVICE == "cpu":
+                        assert _bits(compiled) == _bits(eager), (where, compiled, eager)
                 if TEST_DEVICE == "cpu":  # a GPU raises no floating-point flags
                     assert compiled_warnings == eager_warnings, (where, compiled_warnings, eager_warnings)
     finally:

@@ -136,6 +136,48 @@ def test_full_like_of_a_run_time_python_int_checks_it_when_the_graph_runs():
     same_every_call(fill_with_counter, x, 3)  # 200: numpy's OverflowError
 
 
+EDGES = np.array([-0.0, 0.0, np.nan, -np.nan, -1.0, 1.0, 0.5, np.inf, -np.inf, 2.0])
+CLIPPED, LOWS, HIGHS = np.array(np.meshgrid(EDGES, EDGES, EDGES)).reshape(3, 1, -1)  # every triple
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+@pytest.mark.parametrize("fn", [
+    lambda x, lo, hi: np.clip(x, 0.0, 1.0), lambda x, lo, hi: np.clip(x, -0.0, -0.0),
+    lambda x, lo, hi: np.clip(x, np.float64(-0.0), np.float64(0.0)),
+    lambda x, lo, hi: np.clip(x, lo[0, 0], hi[0, 2]), lambda x, lo, hi: np.clip(x[0, 5], 0.0, hi[0, 3]),
+    lambda x, lo, hi: np.clip(x, lo, hi), lambda x, lo, hi: np.clip(x.reshape(100, 10), lo[0, :100, None], 0.5),
+    lambda x, lo, hi: np.clip(x.reshape(10, 100), lo[0, :100], hi[0, :100]),
+    lambda x, lo, hi: np.clip(x, lo[:, :1], hi[:, 3:4]), lambda x, lo, hi: np.clip(x[:, :1], lo[:, :1], hi[:, 3:4]),
+    lambda x, lo, hi: np.clip(x[:, :1], lo[0, 0], hi[0, 3]), lambda x, lo, hi: np.clip(np.arange(5) - 2, -0.0, 0.5)])
+def test_clip_keeps_numpys_signed_zeros_and_nans(fn, dtype):
+    # numpy's clip loop with bounds constant over it keeps x at a tie (-0.0 in [0, 1] stays -0.0)
+    # and gives a NaN bound itself; with bounds that step it is minimum(maximum(x, lo), hi)
+    same_every_call(fn, *(v.astype(dtype) for v in (CLIPPED, LOWS, HIGHS)))
+
+
+def clip_to_counter(x, n):
+    out = x
+    for i in range(n):  # i: a Python int known only when the graph runs
+        out = np.clip(x, i * 100 - 150, 10)
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("fn", [
+    lambda a: np.clip(a, -1, 10), lambda a: np.clip(a, -200, 200), lambda a: np.clip(a, 300, 400),
+    lambda a: np.clip(a, 3, -300), lambda a: np.clip(a, -1, None), lambda a: np.clip(a, min=5, max=255),
+    lambda a: np.clip(a[0], -1000, 1000), lambda a: np.clip(a, np.int64(-1), 10)])
+def test_clip_of_integers_drops_python_int_bounds_beyond_the_dtype(fn, dtype):
+    # numpy's `_clip`: a Python int bound at or past the dtype's end is no bound; past the other
+    # end it is NEP 50's OverflowError
+    same_every_call(fn, np.array([100, 3, 127], dtype))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_clip_to_a_run_time_python_int_drops_or_checks_it_when_the_graph_runs(n):
+    same_every_call(clip_to_counter, np.array([100, 3, 127], np.int8), n)
+
+
 def test_unknown_function_names_numpy_function_and_line():
     def f(x):
         return np.histogramdd(x)
