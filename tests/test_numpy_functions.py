@@ -178,6 +178,14 @@ def test_clip_to_a_run_time_python_int_drops_or_checks_it_when_the_graph_runs(n)
     same_every_call(clip_to_counter, np.array([100, 3, 127], np.int8), n)
 
 
+@pytest.mark.parametrize("fn", [
+    lambda x: np.std(x, ddof=5), lambda x: np.var(x[:0]), lambda x: np.std(x[:0]), lambda x: x.var(ddof=3),
+    lambda x: np.var(x.reshape(3, 1), axis=1, ddof=1), lambda x: np.var(x.astype(int)[:0]), lambda x: np.var(x, ddof=2)])
+def test_var_warns_of_no_degrees_of_freedom_as_numpy(fn):
+    # numpy's "Degrees of freedom <= 0 for slice" comes first, then its division's warnings
+    same_every_call(fn, np.array([1.0, 2.0, 3.0]))
+
+
 def test_unknown_function_names_numpy_function_and_line():
     def f(x):
         return np.histogramdd(x)

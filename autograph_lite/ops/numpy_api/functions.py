@@ -11,6 +11,7 @@ from ...errors import ConversionError, user_location
 from ...runtime.boxes import PYTHON, SCALAR, VARIES, box_of
 from ...runtime.graph import Tensor
 from .. import array_ops, math_ops
+from ..logging_ops import warn_if
 from ..core import CHECK_FITS, apply, broadcast_shapes, convert_to_tensor, normalize_axes, normalize_axis, result_dtype
 from .common import NO, keywords, python_ints_fit, static_shape
 
@@ -176,6 +177,8 @@ def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=NO, *, where=NO, m
     keepdims = keepdims is not NO and bool(keepdims)
     axes = normalize_axes(math_ops._axis_attr(axis), a.ndim)
     count = math.prod(static_shape(a, name)[i] for i in axes)
+    if ddof >= count:  # numpy warns before it computes, on every call
+        warn_if(True, "Degrees of freedom <= 0 for slice", user_location(3))
     if dtype is None and a.dtype.kind in "biu":
         dtype = np.float64
     x = a if dtype is None else math_ops.cast(a, dtype)
