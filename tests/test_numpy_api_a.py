@@ -334,6 +334,16 @@ def test_python_ints_out_of_the_dtypes_range_raise_numpys_overflow_error(fn):
     same_every_call(fn, np.array([1, 2], np.int8))
 
 
+@pytest.mark.parametrize("fn", [
+    lambda a: np.round(a, 1), lambda a: np.round(a), lambda a: a.round(2), lambda a: np.round(a, -1),
+    lambda a: np.round(a[0], 1), lambda a: np.round(a.astype(np.complex64), 3), lambda a: np.around(a, 12)])
+def test_round_of_complex_rounds_each_part_as_numpy(fn):
+    # numpy rounds the real and imaginary parts as float arrays; a complex multiply and divide by
+    # 10**decimals rounds 1 ulp off, and re + 1j * im would lose -0.0 and infinities
+    same_every_call(fn, np.array([1.234 + 2.468j, -3.702 + 0.617j, complex(-0.0, np.inf), complex(np.nan, -0.04),
+                                  complex(-0.04, 1e300)]))
+
+
 def test_errors_match_eager():
     x = data(np.float64)
     for fn, error in [(lambda a: round(a), TypeError), (lambda a: np.nanmax(a[:0], 0), ValueError),
