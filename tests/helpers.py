@@ -107,6 +107,58 @@ def _same_as_device_eager(fn, args, compiled):
     return True
 
 
+def _outcome(fn, args):
+    """fn's result (or the exception it raised, as its type and text) and numpy's warnings (type, text)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = fn(*args)
+        except Exception as e:  # noqa: BLE001 - the exception is part of what is compared
+            result = (type(e), str(e).split(" (at ")[0])
+    return result, [(w.category, str(w.message)) for w in caught]
+
+
+def _bits(value):
+    """A result's floats as their bit patterns (-0.0 and NaN's sign told apart), containers too."""
+    if type(value) in (tuple, list):
+        return [_bits(v) for v in value]
+    if isinstance(value, (float, np.floating, np.complexfloating, np.ndarray)) and np.asarray(value).dtype.kind in "fc":
+        floats = np.ascontiguousarray(value)
+        return floats.view(f"u{floats.dtype.itemsize // (2 if floats.dtype.kind == 'c' else 1)}").tolist()
+    return None  # not floats: assert_identical compared them
+
+
+def same_every_call(fn, *args, calls=4):
+    """`fn` compiled, called `calls` times under AG_NATIVE=off and again under AG_NATIVE=always: each
+    call gives eager's result (identical, floats bit for bit), warnings (category and text, in order; on the CPU) or
+    exception (type and text, less the location the compiled one adds). Returns eager's result."""
+    eager, eager_warnings = _outcome(fn, args)
+    saved = os.environ.get("AG_NATIVE")
+    try:
+        for native in ("off", "always"):
+            os.environ["AG_NATIVE"] = native
+            compiled_fn = ag.function(fn)
+            for call in range(calls):
+                compiled, compiled_warnings = _outcome(compiled_fn, args)
+                where = f"AG_NATIVE={native}, call {call + 1}"
+                if isinstance(eager, tuple) and len(eager) == 2 and isinstance(eager[0], type) \
+                        and issubclass(eager[0], Exception):
+                    assert type(compiled) is tuple and compiled[0] is eager[0], (where, compiled, eager)
+                    assert compiled[1] == eager[1], (where, compiled, eager)
+                else:
+                    assert_identical(eager, compiled)
+                    if TEST_DEVICE == "cpu":
+                        assert _bits(compiled) == _bits(eager), (where, compiled, eager)
+                if TEST_DEVICE == "cpu":  # a GPU raises no floating-point flags
+                    assert compiled_warnings == eager_warnings, (where, compiled_warnings, eager_warnings)
+    finally:
+        if saved is None:
+            os.environ.pop("AG_NATIVE", None)
+        else:
+            os.environ["AG_NATIVE"] = saved
+    return eager
+
+
 def on_fresh_arguments(fn, *make_args, same=assert_same):
     """`fn` eagerly and compiled (twice, the second from the cache), each on fresh arguments from
     `make_args`: results and the arguments afterwards compared with `same`. Returns (eager result,

@@ -16,7 +16,7 @@ import pytest
 import autograph_lite as ag
 from autograph_lite.errors import ConversionError
 from autograph_lite.ops.numpy_api import creation, indexing, methods, reductions, shape, sorting
-from helpers import assert_identical, check_grad, cpu_only, identical_both_ways, to_host
+from helpers import assert_identical, check_grad, cpu_only, identical_both_ways, same_every_call, to_host
 
 DTYPES = [np.float32, np.int64]
 both = identical_both_ways
@@ -322,6 +322,26 @@ def test_plain_numpy_calls_stay_constants():
     graph = ag.function(f).get_concrete_function(data(np.float32)).graph
     assert {n.op for n in graph.nodes} <= {"Placeholder", "Const", "Add"}
     both(f, data(np.float32))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: np.array([a[0], 300], dtype=np.int8), lambda a: np.asarray([a[0], -1], dtype=np.uint8),
+    lambda a: np.array([a, [1, 300]], dtype=np.int8), lambda a: np.array([a[0], 2 ** 70], dtype=np.int64),
+    lambda a: np.full(a[0], 300, np.int8), lambda a: np.full(a[:1].sum(), -1, dtype=np.uint16),
+    lambda a: np.array([a[0], 300]), lambda a: np.array([a[0], 300], dtype=np.int16)])
+def test_python_ints_out_of_the_dtypes_range_raise_numpys_overflow_error(fn):
+    # numpy checks a Python int it stores into an array of a given dtype; a cast would wrap
+    same_every_call(fn, np.array([1, 2], np.int8))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: np.round(a, 1), lambda a: np.round(a), lambda a: a.round(2), lambda a: np.round(a, -1),
+    lambda a: np.round(a[0], 1), lambda a: np.round(a.astype(np.complex64), 3), lambda a: np.around(a, 12)])
+def test_round_of_complex_rounds_each_part_as_numpy(fn):
+    # numpy rounds the real and imaginary parts as float arrays; a complex multiply and divide by
+    # 10**decimals rounds 1 ulp off, and re + 1j * im would lose -0.0 and infinities
+    same_every_call(fn, np.array([1.234 + 2.468j, -3.702 + 0.617j, complex(-0.0, np.inf), complex(np.nan, -0.04),
+                                  complex(-0.04, 1e300)]))
 
 
 def test_errors_match_eager():

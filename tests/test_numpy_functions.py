@@ -11,7 +11,7 @@ import pytest
 import autograph_lite as ag
 from autograph_lite.errors import ConversionError
 from autograph_lite.ops.numpy_api import ARRAY_FUNCTIONS, functions
-from helpers import identical_both_ways
+from helpers import identical_both_ways, same_every_call
 
 DTYPES = [np.float32, np.int64]
 
@@ -102,6 +102,88 @@ def test_var_of_float32_sums_in_float32():
     both(lambda a: np.var(a, axis=0), x)
     both(lambda a: np.std(a, axis=1, ddof=1), x)
     both(lambda a: np.var(a), x)
+
+
+COMPLEX = np.array([[1 + 2j, -3 + 0.5j, -1j], [2 + 0j, 0.25 - 1j, 0.5 + 0.5j]])
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: (np.var(a), np.std(a)), lambda a: a.var(ddof=1), lambda a: a.std(axis=0),
+    lambda a: np.var(a.astype(np.complex64), axis=1, keepdims=True), lambda a: np.std(a, dtype=np.complex128),
+    lambda a: np.nanvar(np.where(a.real > 1.5, np.nan, a)), lambda a: np.nanstd(a, axis=1, ddof=1)])
+def test_variance_of_complex_is_the_mean_squared_magnitude(fn):
+    # numpy: mean(|x - mean|**2), a float (its parts squared and added; nanvar's (d * conj(d)).real)
+    same_every_call(fn, COMPLEX)
+
+
+def fill_with_counter(x, n):
+    out = x
+    for i in range(n):  # i: a Python int known only when the graph runs
+        out = np.full_like(x, i * 100)
+    return out
+
+
+@pytest.mark.parametrize("fn", [lambda a: np.full_like(a, 300), lambda a: np.full_like(a, -129),
+                                lambda a: np.full_like(a, -1, dtype=np.uint8), lambda a: np.full_like(a, 2 ** 64),
+                                lambda a: np.full_like(a, 127), lambda a: np.full_like(a, 300.0)])
+def test_full_like_of_a_python_int_out_of_the_dtypes_range_raises_numpys_overflow_error(fn):
+    same_every_call(fn, np.array([1, 2], np.int8))
+
+
+def test_full_like_of_a_run_time_python_int_checks_it_when_the_graph_runs():
+    x = np.array([1, 2], np.int8)
+    same_every_call(fill_with_counter, x, 2)
+    same_every_call(fill_with_counter, x, 3)  # 200: numpy's OverflowError
+
+
+EDGES = np.array([-0.0, 0.0, np.nan, -np.nan, -1.0, 1.0, 0.5, np.inf, -np.inf, 2.0])
+CLIPPED, LOWS, HIGHS = np.array(np.meshgrid(EDGES, EDGES, EDGES)).reshape(3, 1, -1)  # every triple
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+@pytest.mark.parametrize("fn", [
+    lambda x, lo, hi: np.clip(x, 0.0, 1.0), lambda x, lo, hi: np.clip(x, -0.0, -0.0),
+    lambda x, lo, hi: np.clip(x, np.float64(-0.0), np.float64(0.0)),
+    lambda x, lo, hi: np.clip(x, lo[0, 0], hi[0, 2]), lambda x, lo, hi: np.clip(x[0, 5], 0.0, hi[0, 3]),
+    lambda x, lo, hi: np.clip(x, lo, hi), lambda x, lo, hi: np.clip(x.reshape(100, 10), lo[0, :100, None], 0.5),
+    lambda x, lo, hi: np.clip(x.reshape(10, 100), lo[0, :100], hi[0, :100]),
+    lambda x, lo, hi: np.clip(x, lo[:, :1], hi[:, 3:4]), lambda x, lo, hi: np.clip(x[:, :1], lo[:, :1], hi[:, 3:4]),
+    lambda x, lo, hi: np.clip(x[:, :1], lo[0, 0], hi[0, 3]), lambda x, lo, hi: np.clip(np.arange(5) - 2, -0.0, 0.5)])
+def test_clip_keeps_numpys_signed_zeros_and_nans(fn, dtype):
+    # numpy's clip loop with bounds constant over it keeps x at a tie (-0.0 in [0, 1] stays -0.0)
+    # and gives a NaN bound itself; with bounds that step it is minimum(maximum(x, lo), hi)
+    same_every_call(fn, *(v.astype(dtype) for v in (CLIPPED, LOWS, HIGHS)))
+
+
+def clip_to_counter(x, n):
+    out = x
+    for i in range(n):  # i: a Python int known only when the graph runs
+        out = np.clip(x, i * 100 - 150, 10)
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("fn", [
+    lambda a: np.clip(a, -1, 10), lambda a: np.clip(a, -200, 200), lambda a: np.clip(a, 300, 400),
+    lambda a: np.clip(a, 3, -300), lambda a: np.clip(a, -1, None), lambda a: np.clip(a, min=5, max=255),
+    lambda a: np.clip(a[0], -1000, 1000), lambda a: np.clip(a, np.int64(-1), 10)])
+def test_clip_of_integers_drops_python_int_bounds_beyond_the_dtype(fn, dtype):
+    # numpy's `_clip`: a Python int bound at or past the dtype's end is no bound; past the other
+    # end it is NEP 50's OverflowError
+    same_every_call(fn, np.array([100, 3, 127], dtype))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_clip_to_a_run_time_python_int_drops_or_checks_it_when_the_graph_runs(n):
+    same_every_call(clip_to_counter, np.array([100, 3, 127], np.int8), n)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: np.std(x, ddof=5), lambda x: np.var(x[:0]), lambda x: np.std(x[:0]), lambda x: x.var(ddof=3),
+    lambda x: np.var(x.reshape(3, 1), axis=1, ddof=1), lambda x: np.var(x.astype(int)[:0]), lambda x: np.var(x, ddof=2)])
+def test_var_warns_of_no_degrees_of_freedom_as_numpy(fn):
+    # numpy's "Degrees of freedom <= 0 for slice" comes first, then its division's warnings
+    same_every_call(fn, np.array([1.0, 2.0, 3.0]))
 
 
 def test_unknown_function_names_numpy_function_and_line():

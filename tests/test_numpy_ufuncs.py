@@ -14,7 +14,7 @@ import autograph_lite as ag
 from autograph_lite.errors import ConversionError
 from autograph_lite.runtime.native.compiler import NativeKernelWarning
 from autograph_lite.ops.math_ops import BIT_BINARY, BIT_UNARY, MATH_BINARY, MATH_UNARY
-from helpers import assert_identical, check_grad, identical_both_ways
+from helpers import assert_identical, check_grad, identical_both_ways, same_every_call
 
 UNARY = [getattr(np, name) for name, *_ in MATH_UNARY + BIT_UNARY] + [np.degrees, np.radians]
 BINARY = [getattr(np, name) for name, *_ in MATH_BINARY + BIT_BINARY]
@@ -90,6 +90,25 @@ def test_arc_distance_runs_as_numpy_does():  # NPBench's arc_distance
     for dtype in (np.float32, np.float64):
         args = [rng.uniform(-3, 3, 1000).astype(dtype) for _ in range(4)]
         assert both(arc_distance, *args).dtype == dtype
+
+
+def outer_with_counter(x, n):
+    out = x
+    for i in range(n):  # i: a Python int known only when the graph runs
+        out = np.multiply.outer(x, i + 300)
+    return out
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: np.multiply.outer(x, 2.5), lambda x: np.add.outer(2.5, x), lambda x: np.multiply.outer(x.astype(np.int8), 300),
+    lambda x: np.add.outer(True, x.astype(np.int8)), lambda x: np.subtract.outer(x, 1j)])
+def test_outer_takes_python_numbers_as_arrays_of_their_default_dtype(fn):
+    # numpy's outer converts its operands with np.asarray: 2.5 is a float64 array, not weak
+    same_every_call(fn, np.array([60000.0, 1.0], np.float16))
+
+
+def test_outer_of_a_run_time_python_int():
+    same_every_call(outer_with_counter, np.array([100, 3], np.int8), 2)
 
 
 def test_floyd_warshall_add_outer():  # NPBench's floyd_warshall

@@ -60,6 +60,7 @@ NOT_EXPORTABLE = {
     "Conj": "ONNX has no complex dtypes",
     "Real": "ONNX has no complex dtypes",
     "Imag": "ONNX has no complex dtypes",
+    "Complex": "ONNX has no complex dtypes",
     # numpy's linear algebra and products (ops/linalg_ops.py), computed by numpy's own functions
     **{op: f"ONNX has no {what} operator" for op, what in (
         ("Cholesky", "Cholesky"), ("MatrixInverse", "matrix inverse"), ("PseudoInverse", "pseudo-inverse"),

@@ -445,6 +445,26 @@ imag = _part("imag", "Imag", "The imaginary part (x.imag): zeros of a real x.")
 memory.READ_ONLY[OPS["imag"]] = lambda node: node.inputs[0].dtype.kind != "c"
 
 
+def _complex_kernel(xp):
+    def join(re, im):
+        out = xp.empty(xp.broadcast(re, im).shape, np.result_type(re.dtype, np.complex64))
+        out.real, out.imag = re, im  # each part stored as it is: -0.0, infinities and NaNs kept
+        return out
+    return join
+
+
+# the complex array of two float arrays' parts, stored as they are (re + 1j * im would turn
+# im's infinities into NaNs and a -0.0 real part into 0.0): numpy's np.round of complex
+OPS["complex"] = define("Complex", _complex_kernel,
+                        lambda re, im: [(broadcast_shapes(re.shape, im.shape), np.result_type(re.dtype, np.complex64))],
+                        fresh=True, may_raise=False, box="array")
+
+
+def complex_from_parts(re, im):
+    """A complex array whose real part is `re` and imaginary part `im` (float arrays of one dtype)."""
+    return apply(OPS["complex"], (re, im))
+
+
 # --- any binary ufunc's reduce and accumulate ----------------------------------------------
 # `np.logaddexp.reduce(t)`, `np.add.reduce(t, dtype=..., initial=...)`, `np.multiply.accumulate(t)`:
 # the ufunc's own method, so every ufunc numpy can reduce is one op, bit for bit numpy's.
@@ -897,6 +917,11 @@ def _real_grad(node, dy):  # a real input (a complex one's cotangent is not a fl
 @grad_rule(OPS["imag"])
 def _imag_grad(node, dy):  # zeros of a real input: flat
     return [None]
+
+
+@grad_rule(OPS["complex"])
+def _complex_grad(node, dy):  # each part's cotangent is its part of dy's
+    return [_to_input(real(dy), node.inputs[0]), _to_input(imag(dy), node.inputs[1])]
 
 
 @grad_rule(OPS["ufunc_reduce"])

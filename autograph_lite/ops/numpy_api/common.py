@@ -1,8 +1,10 @@
 """What the numpy API's graph forms share: numpy's "no value given" marker, refusing keywords by
-name, and the static shape a form needs."""
+name, the static shape a form needs, and numpy's check of Python ints stored into a dtype."""
 import numpy as np
 
 from ...errors import ConversionError, user_location
+from ...runtime.graph import Tensor
+from ..core import CHECK_FITS, apply
 
 NO = np._NoValue
 
@@ -44,3 +46,21 @@ def static_shape(x, name):
         raise ConversionError(f"np.{name} of {x!r}, whose shape is known only when the graph runs, is not "
                               f"supported (at {user_location(4)})")
     return x.shape
+
+
+def python_ints_fit(value, dtype):
+    """numpy's OverflowError where a Python int in `value` (a number or nested lists/tuples) does not
+    fit `dtype`, as numpy raises when it stores one into an array of that dtype (`np.full_like(int8_t,
+    300)`, `np.array([t, 300], dtype=np.int8)`); a cast of the int's graph value would wrap silently."""
+    if type(value) in (list, tuple):
+        for item in value:
+            python_ints_fit(item, dtype)
+    elif isinstance(value, Tensor):
+        if value.weak and value.dtype.kind in "iu" and np.dtype(dtype).kind in "iu":
+            # a Python int known only when the graph runs (a loop counter): checked then
+            apply(CHECK_FITS, (value,), {"dtype": np.dtype(dtype), "location": user_location(2)})
+    elif isinstance(value, int) and not isinstance(value, (bool, np.generic)):
+        try:
+            np.array(value, dtype=dtype)
+        except OverflowError as e:
+            raise OverflowError(f"{e} (at {user_location(2)})") from None

@@ -14,7 +14,7 @@ from ...runtime.boxes import ARRAY, box_of
 from ...runtime.graph import Tensor
 from .. import array_ops, math_ops
 from ..core import convert_to_tensor, holds_tensor, result_dtype
-from .common import keywords
+from .common import keywords, python_ints_fit
 
 
 def _shape(shape, name):
@@ -42,6 +42,7 @@ def _full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
     if dtype is None:  # numpy: the dtype of np.asarray(fill_value)
         dtype = np.asarray(fill_value).dtype if not isinstance(fill_value, Tensor) else \
             np.dtype(type(fill_value.dtype.type(0).item())) if fill_value.weak else fill_value.dtype
+    python_ints_fit(fill_value, dtype)
     value = math_ops.cast(fill_value, dtype)
     if np.ndim(value) == 0:
         return array_ops.fill(_shape(shape, "full"), value)
@@ -104,6 +105,8 @@ def _converted(name, value, dtype, ndmin, copy):
         if copy and out is value:
             out = array_ops.identity(out)
     else:
+        if dtype is not None:
+            python_ints_fit(value, dtype)
         try:
             out = convert_to_tensor(value)  # a (nested) list holding tensors: stacked, as numpy does
         except (TypeError, ValueError) as e:

@@ -11,8 +11,9 @@ from ...errors import ConversionError, user_location
 from ...runtime.boxes import PYTHON, SCALAR, VARIES, box_of
 from ...runtime.graph import Tensor
 from .. import array_ops, math_ops
-from ..core import normalize_axes, normalize_axis
-from .common import NO, keywords, static_shape
+from ..logging_ops import warn_if
+from ..core import CHECK_FITS, apply, broadcast_shapes, convert_to_tensor, normalize_axes, normalize_axis, result_dtype
+from .common import NO, keywords, python_ints_fit, static_shape
 
 
 def _dtype_argument(dtype):
@@ -46,6 +47,7 @@ def _like(name, op):
 def _full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, **rest):
     keywords("full_like", dict(order=order, subok=subok, **rest), order="K", subok=True, device=None)
     dtype = a.dtype if dtype is None else np.dtype(_dtype_argument(dtype))
+    python_ints_fit(fill_value, dtype)
     return array_ops.fill(array_ops.shape(a) if shape is None else shape, math_ops.cast(fill_value, dtype))
 
 
@@ -99,22 +101,74 @@ def _clip(a, a_min=NO, a_max=NO, out=None, *, min=NO, max=NO, **rest):  # noqa: 
     keywords("clip", dict(out=out, **rest), out=None)
     low = min if a_min is NO else a_min
     high = max if a_max is NO else a_max
-    if (low is NO or low is None) and (high is NO or high is None):
-        if _CLIP_NEEDS_A_BOUND:
-            raise ValueError("One of max or min must be given")
+    low, high = (None if bound is NO else bound for bound in (low, high))
+    if low is None and high is None and _CLIP_NEEDS_A_BOUND:
+        raise ValueError("One of max or min must be given")
+    if a.dtype.kind in "iu":
+        low, high = _int_bound(a.dtype, low, lower=True), _int_bound(a.dtype, high, lower=False)
+    if low is None and high is None:
         return math_ops.maximum(a, a)  # numpy >= 2.1 gives a copy, through its ufunc (a 0-d one as a scalar)
-    if low is not NO and low is not None:
-        a = math_ops.maximum(a, low)
-    if high is not NO and high is not None:
-        a = math_ops.minimum(a, high)
-    return a
+    if high is None:
+        return math_ops.maximum(a, low)
+    if low is None:
+        return math_ops.minimum(a, high)
+    return _clip_between(a, low, high)
+
+
+def _int_bound(dtype, bound, lower):
+    """numpy's `_clip` for an integer array: a Python int bound at or beyond the dtype's end is no
+    bound (`np.clip(uint8_t, -1, 10)`); one beyond the other end stays, to raise numpy's OverflowError."""
+    info = np.iinfo(dtype)
+    end = info.min if lower else info.max
+    if type(bound) is int:
+        return None if (bound <= end if lower else bound >= end) else bound
+    if isinstance(bound, Tensor) and bound.weak and bound.dtype.kind in "iu":
+        # a Python int known only when the graph runs (a loop counter): at or beyond the end it
+        # clips nothing; beyond the other end it is numpy's OverflowError, checked when the graph runs
+        beyond = math_ops.less_equal(bound, end) if lower else math_ops.greater_equal(bound, end)
+        bound = math_ops.where(beyond, np.int64(end), bound)
+        apply(CHECK_FITS, (bound,), {"dtype": np.dtype(dtype), "location": user_location(3)})
+        return math_ops.cast(bound, dtype)
+    return bound
+
+
+def _clip_between(a, low, high):
+    """numpy's clip ufunc, bit for bit: its loop for floats keeps x at a tie with a bound (-0.0
+    clipped to [0.0, 1.0] stays -0.0) and gives a NaN bound itself where both bounds are constant
+    over the loop; otherwise it is minimum(maximum(x, low), high). float16's loop keeps x at a
+    tie and a NaN x either way."""
+    x, low, high = (convert_to_tensor(v) for v in (a, low, high))
+    dtype = result_dtype(np.clip, (x, low, high))
+    shape = broadcast_shapes(x.shape, low.shape, high.shape)
+    if dtype.kind != "f" or (dtype != np.float16 and not _constant_in_inner_loop(shape, low, high)):
+        return math_ops.minimum(math_ops.maximum(a, low), high)
+    x, low, high = (math_ops.cast(v, dtype) for v in (x, low, high))
+    if dtype == np.float16:
+        t = math_ops.where(math_ops.logical_or(math_ops.isnan(x), math_ops.greater_equal(x, low)), x, low)
+        clipped = math_ops.where(math_ops.logical_or(math_ops.isnan(t), math_ops.less_equal(t, high)), t, high)
+    else:
+        t = math_ops.where(math_ops.less(x, low), low, x)
+        t = math_ops.where(math_ops.greater(t, high), high, t)
+        clipped = math_ops.where(math_ops.isnan(low), low, math_ops.where(math_ops.isnan(high), high, t))
+    # where() boxes a 0-d result as an array; numpy's ufunc gives a scalar
+    return array_ops.getitem(clipped, ()) if clipped.ndim == 0 else clipped
+
+
+def _constant_in_inner_loop(shape, low, high):
+    """Whether numpy's clip loop over an array of `shape` sees both bounds constant (a step of 0):
+    0-d bounds, or bounds of one element broadcast over more than one (a length known only when
+    the graph runs counts as more). Bounds of other shapes, even constant along the last axis,
+    numpy's iterator walks with a step."""
+    if low.ndim == 0 and high.ndim == 0:
+        return True
+    return all(all(d == 1 for d in b.shape) for b in (low, high)) and any(d != 1 for d in shape)
 
 
 def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=NO, *, where=NO, mean=NO, correction=NO,
          name="var"):
     """numpy's `_methods._var`: the mean summed in `dtype` (float64 for ints and bools), divided by the
-    count as an intp (the quotient cast back to the sum's dtype), then the squared deviations summed
-    and divided by max(count - ddof, 0) the same way."""
+    count as an intp (the quotient cast back to the sum's dtype), then the squared deviations (of a
+    complex array: the squared magnitudes, floats) summed and divided by max(count - ddof, 0) the same way."""
     keywords(name, dict(out=out, where=where, mean=mean), out=None, where=True, mean=None)
     if correction is not NO:
         if ddof != 0:
@@ -123,13 +177,19 @@ def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=NO, *, where=NO, m
     keepdims = keepdims is not NO and bool(keepdims)
     axes = normalize_axes(math_ops._axis_attr(axis), a.ndim)
     count = math.prod(static_shape(a, name)[i] for i in axes)
+    if ddof >= count:  # numpy warns before it computes, on every call
+        warn_if(True, "Degrees of freedom <= 0 for slice", user_location(3))
     if dtype is None and a.dtype.kind in "biu":
         dtype = np.float64
     x = a if dtype is None else math_ops.cast(a, dtype)
     total = math_ops.reduce_sum(x, axes, True)
     mean_ = math_ops.cast(math_ops.divide(total, np.intp(count)), total.dtype)
     deviation = math_ops.subtract(a, mean_)
-    squares = math_ops.multiply(deviation, deviation)
+    if deviation.dtype.kind == "c":  # |x - mean|**2, a float: numpy squares the parts and adds them
+        real, imag = math_ops.real(deviation), math_ops.imag(deviation)
+        squares = math_ops.add(math_ops.multiply(real, real), math_ops.multiply(imag, imag))
+    else:
+        squares = math_ops.multiply(deviation, deviation)
     if dtype is not None:
         squares = math_ops.cast(squares, dtype)
     ret = math_ops.reduce_sum(squares, axes, keepdims)

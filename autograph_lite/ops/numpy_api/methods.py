@@ -63,6 +63,9 @@ def _round(a, decimals=0, out=None):
         op = "multiply" if decimals > 0 else "divide"
         raise TypeError(f"Cannot cast ufunc '{op}' output from dtype('float64') to dtype('bool') with casting rule "
                         f"'same_kind' (np.round of a bool array with decimals={decimals}, at {user_location(3)})")
+    if a.dtype.kind == "c":  # numpy rounds the real and imaginary parts each as a float array
+        rounded = math_ops.complex_from_parts(_round(math_ops.real(a), decimals), _round(math_ops.imag(a), decimals))
+        return array_ops.getitem(rounded, ()) if rounded.ndim == 0 else rounded  # a 0-d one as numpy's scalar
     power = 1.0
     n = abs(decimals)
     if n < 9:

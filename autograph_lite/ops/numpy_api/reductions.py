@@ -136,7 +136,10 @@ def _nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=NO, *, where=NO
     # deviations are all masked, its variance NaN), so 1 stands for its count of 0
     average = math_ops.cast(math_ops.divide(total, math_ops.maximum(count, 1)), total.dtype)
     arr = math_ops.where(mask, 0, math_ops.cast(math_ops.subtract(arr, average), arr.dtype))
-    var = math_ops.multiply(arr, arr).sum(axis, dtype, keepdims=keepdims)
+    # numpy's nanvar squares a complex deviation as (d * conj(d)).real, a float
+    squares = math_ops.real(math_ops.multiply(arr, math_ops.conjugate(arr))) if arr.dtype.kind == "c" \
+        else math_ops.multiply(arr, arr)
+    var = squares.sum(axis, dtype, keepdims=keepdims)
     if not keepdims:
         count = array_ops.squeeze(count, axis)
     dof = math_ops.subtract(count, ddof)

@@ -112,7 +112,9 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if method == "outer":
         if kwargs:
             _refuse(ufunc, method, f" with {', '.join(f'{k}=' for k in kwargs)}")
-        a, b = _numpy_numbers(ufunc, inputs)
+        # numpy's outer takes each operand as np.asarray would: a Python number (one known only when
+        # the graph runs too) is an array of its default dtype, not weak
+        a, b = (_numpy_numbers(ufunc, (v,))[0] if isinstance(v, Tensor) else np.asarray(v) for v in inputs)
         a = array_ops.getitem(a, (Ellipsis,) + (None,) * np.ndim(b)) if isinstance(a, Tensor) \
             else np.asarray(a)[(Ellipsis,) + (None,) * np.ndim(b)]
         return apply(op, (a, b))
