@@ -91,6 +91,8 @@ class Reads:
         self._hooked = []
         self._unhooked = []  # (path, object): reads of its attributes cannot be seen (a builtin type's instance)
         self._swapped = []   # (object, name, its value, the stand-in put in its place during the trace)
+        self._swapping = False  # set by swap_in: an unhooked object found later is swapped in when found
+        self._subclass_items = []  # (path, list or dict subclass, its items when swapped in): writes refused
         self.adopted = []    # (label, object, its attributes before): writes the effects replay takes on
         self._cells = {}     # id(closure cell) -> (its name, the cell, its value, the stand-in cell or None, stand-in)
         self.cell_writes = []  # (name, cell, its value before, the value the trace left): replayed
@@ -140,13 +142,15 @@ class Reads:
         self._objects.setdefault(id(obj), path)
         self._before.setdefault(id(obj), _state(obj) if not isinstance(obj, (list, dict)) else {})
         self._keep.append(obj)
-        cls = type(obj)
-        if _unhookable(obj) or (isinstance(obj, (list, dict)) and type(obj) not in (list, dict)):
-            self._unhooked.append((path, obj))
-        elif cls not in self._hooked and _hook(cls):
-            self._hooked.append(cls)
         if watch:
             self._watched.append((path, obj, _state(obj)))
+        cls = type(obj)
+        if _unhookable(obj) or _container_subclass(obj):
+            self._unhooked.append((path, obj))
+            if self._swapping:  # found during the trace (through a global, a cell, an attribute)
+                self._swap_in(path, obj)
+        elif cls not in self._hooked and _hook(cls):
+            self._hooked.append(cls)
 
     def attributes_now(self):
         """{id: its attributes} of the objects reached so far whose writes `finish` hands to the
@@ -172,27 +176,33 @@ class Reads:
     def swap_in(self):
         """Objects whose attribute reads cannot be intercepted (`types.SimpleNamespace`): every
         attribute is read now, and stand-ins (Tensors for arrays) put in its place until `finish`.
-        Called once the effects replay has taken its snapshot of the arguments."""
+        Called once the effects replay has taken its snapshot of the arguments; such an object the
+        trace finds later is swapped in when found."""
+        self._swapping = True
         for path, obj in self._unhooked:
-            if isinstance(obj, (list, dict)):  # a list or dict subclass: its items (and its size) too
-                self._guards[path + (("size", None),)] = ("size", len(obj))
-                self._labels[path + (("size", None),)] = self._labels[path]
-                items = list(dict.items(obj) if isinstance(obj, dict) else enumerate(obj))
-                for key, value in items:
-                    stand_in = self.see(path + (("item", key),), f"{self._labels[path]}[{key!r}]", value)
-                    if stand_in is not value:
-                        (dict.__setitem__ if isinstance(obj, dict) else list.__setitem__)(obj, key, stand_in)
-                        self._swapped.append((obj, ("item", key), value, stand_in))
-                if not isinstance(getattr(obj, "__dict__", None), dict):
-                    continue
-            store = vars(obj)
-            for name, value in list(store.items()):
-                if name[:2] == "__":
-                    continue
-                stand_in = self.see(path + (("attr", name),), self._labels[path] + _attr_label(name), value)
+            self._swap_in(path, obj)
+
+    def _swap_in(self, path, obj):
+        if isinstance(obj, (list, dict)):  # a list or dict subclass: its items (and its size) too
+            self._guards[path + (("size", None),)] = ("size", len(obj))
+            self._labels[path + (("size", None),)] = self._labels[path]
+            items = list(dict.items(obj) if isinstance(obj, dict) else enumerate(obj))
+            self._subclass_items.append((path, obj, items))
+            for key, value in items:
+                stand_in = self.see(path + (("item", key),), f"{self._labels[path]}[{key!r}]", value)
                 if stand_in is not value:
-                    store[name] = stand_in
-                    self._swapped.append((obj, ("attr", name), value, stand_in))
+                    (dict.__setitem__ if isinstance(obj, dict) else list.__setitem__)(obj, key, stand_in)
+                    self._swapped.append((obj, ("item", key), value, stand_in))
+            if not isinstance(getattr(obj, "__dict__", None), dict):
+                return
+        store = vars(obj)
+        for name, value in list(store.items()):
+            if name[:2] == "__":
+                continue
+            stand_in = self.see(path + (("attr", name),), self._labels[path] + _attr_label(name), value)
+            if stand_in is not value:
+                store[name] = stand_in
+                self._swapped.append((obj, ("attr", name), value, stand_in))
 
     def _swap_out(self):
         for obj, (kind, key), value, stand_in in self._swapped:
@@ -248,7 +258,8 @@ class Reads:
             self._guards[path] = ("method", (value.__func__, value.__self__))
         elif t in (list, tuple, dict) or (isinstance(value, tuple) and hasattr(t, "_fields")):
             stand_in = self._container(path, label, value, depth)
-        elif isinstance(value, _BY_IDENTITY) or not _has_attributes(value):
+        elif isinstance(value, _BY_IDENTITY) or not (_has_attributes(value) or _unhookable(value)
+                                                     or _container_subclass(value)):
             self._guards[path] = ("identity", value)
         else:
             self._guards[path] = ("identity", value)
@@ -398,6 +409,13 @@ class Reads:
                 problems.append(f"{self._labels[path]} {_change(before, now)}")
                 real.clear()
                 real.update(before) if type(real) is dict else real.extend(v for _, v in before)
+        for path, obj, before in self._subclass_items:
+            now = list(dict.items(obj) if isinstance(obj, dict) else enumerate(obj))
+            if len(now) != len(before) or any(a[0] != b[0] or a[1] is not b[1] for a, b in zip(now, before)):
+                problems.append(f"{self._labels[path]} (a {type(obj).__name__}) {_change(before, now)}")
+                (dict.clear if isinstance(obj, dict) else list.clear)(obj)
+                for key, value in before:
+                    (dict.__setitem__(obj, key, value) if isinstance(obj, dict) else list.append(obj, value))
         for path, obj, before in self._watched:
             after = _state(obj)
             changed = [key for key in set(before) | set(after) if before.get(key, _MISSING) is not after.get(key, _MISSING)]
@@ -677,6 +695,11 @@ def _has_attributes(value):
             or devices.device_of(value) is not None:
         return False
     return (t.__module__ or "").split(".")[0] != "autograph_lite" and t.__flags__ & (1 << 9) != 0  # a heap type
+
+
+def _container_subclass(value):
+    """A list or dict subclass (`OrderedDict`, `class Params(dict)`): its items are swapped in."""
+    return isinstance(value, (list, dict)) and type(value) not in (list, dict)
 
 
 def _slots(cls):

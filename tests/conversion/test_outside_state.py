@@ -728,3 +728,81 @@ def test_a_traced_value_stored_into_a_numpy_array_made_in_the_function_equals_ea
         return out
 
     assert_same(f(np.ones(2)), ag.function(f)(np.ones(2)))
+
+
+# --- containers a builtin type holds, reached outside the arguments ---------------------------
+
+NAMESPACE = None
+ORDERED = None
+
+
+class AttrDict(dict):
+    __getattr__ = dict.__getitem__
+
+
+class NamespaceHolder:
+    def __init__(self):
+        import types
+        self.cfg = types.SimpleNamespace(scale=2.0, w=np.ones(2))
+
+    def f(self, x):
+        return x * self.cfg.scale + self.cfg.w
+
+
+def _run_four_calls(f, x, change):
+    """f eagerly and compiled over four calls, `change` run after each: the outputs."""
+    cf, outs = ag.function(f), []
+    for _ in range(4):
+        outs.append((f(x), cf(x)))
+        change()
+    return outs
+
+
+def test_a_namespace_in_a_global_a_closure_or_on_self_is_read_each_call():
+    import types
+    global NAMESPACE
+    NAMESPACE = types.SimpleNamespace(scale=2.0, w=np.ones(2))
+    closed = types.SimpleNamespace(scale=2.0, w=np.ones(2))
+    holder = NamespaceHolder()
+
+    def through_global(x):
+        return x * NAMESPACE.scale + NAMESPACE.w
+
+    def through_cell(x):
+        return x * closed.scale + closed.w
+
+    for f, ns in ((through_global, NAMESPACE), (through_cell, closed), (holder.f, holder.cfg)):
+        def change():
+            ns.scale += 1
+            ns.w[0] += 10
+        for eager, compiled in _run_four_calls(f, np.ones(2), change):
+            assert_same(eager, compiled)
+        assert type(ns.w) is np.ndarray
+
+
+def test_dict_subclasses_in_globals_are_read_each_call():
+    from collections import OrderedDict
+    global ORDERED, NAMESPACE
+    ORDERED, NAMESPACE = OrderedDict(s=2.0, w=np.ones(2)), AttrDict(lr=0.1)
+
+    def f(x):
+        return x * ORDERED["s"] * NAMESPACE.lr + ORDERED["w"]
+
+    def change():
+        ORDERED["s"] += 1
+        ORDERED["w"][0] += 10
+        NAMESPACE["lr"] *= 2
+    for eager, compiled in _run_four_calls(f, np.ones(2), change):
+        assert_same(eager, compiled)
+    assert type(ORDERED["w"]) is np.ndarray
+
+
+def test_an_item_written_into_a_dict_subclass_is_refused_and_undone():
+    def f(x, p):
+        p["w"] = p["w"] + x
+        return x
+
+    p = Params(w=np.ones(2))
+    with pytest.raises(ag.ConversionError, match=r"p \(a Params\) had item 'w' set"):
+        ag.function(f)(np.ones(2), p)
+    assert type(p["w"]) is np.ndarray
