@@ -313,11 +313,12 @@ class Reads:
             entry = self._globals[id(globals_)] = (globals_, None, {})
         k = self._root_index(globals_)
         names = entry[2]
-        changed = {}
+        changed, found = {}, False
         for name in code_names(code):
             if name not in names:
                 value = globals_.get(name, _MISSING)  # missing: a global the trace may create
                 names[name] = (value, value if value is _MISSING else self.see((("global", k, name),), name, value))
+                found = found or names[name][1] is not value
             if names[name][1] is not names[name][0]:
                 changed[name] = names[name][1]
         cells = dict(zip(code.co_freevars, original.__closure__ or ()))
@@ -344,7 +345,10 @@ class Reads:
             if copy is None:
                 copy = dict(globals_)
                 self._globals[id(globals_)] = entry = (globals_, copy, names)
-            copy.update(changed)
+                copy.update(changed)
+            elif found:  # only the names new to the copy: the others may hold the trace's own writes
+                copy.update({name: names[name][1] for name in changed if name not in copy or
+                             copy[name] is names[name][0]})
             globals_ = copy
         else:
             globals_ = entry[1] or globals_

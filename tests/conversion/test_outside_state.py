@@ -806,3 +806,26 @@ def test_an_item_written_into_a_dict_subclass_is_refused_and_undone():
     with pytest.raises(ag.ConversionError, match=r"p \(a Params\) had item 'w' set"):
         ag.function(f)(np.ones(2), p)
     assert type(p["w"]) is np.ndarray
+
+
+def sum_times_ten(x):
+    return SUM * 10 + x
+
+
+def add_to_sum_then_read_it_in_a_helper(x):
+    global SUM
+    SUM = SUM + x
+    return sum_times_ten(x)
+
+
+def test_a_global_rebound_by_the_trace_is_what_a_helper_reads_after():
+    global SUM
+    try:
+        eager = [add_to_sum_then_read_it_in_a_helper(np.ones(2)) for _ in range(4)]
+        eager_final, SUM = SUM, np.zeros(2)
+        compiled = ag.function(add_to_sum_then_read_it_in_a_helper)
+        for e in eager:
+            assert_same(e, compiled(np.ones(2)))
+        assert_same(eager_final, SUM)
+    finally:
+        SUM = np.zeros(2)
