@@ -103,12 +103,14 @@ class _Effects:
         """Take on a closure variable the trace rebound (`nonlocal state; state = state + x`): set
         again after each call, or refused as an object's attribute would be. A call passes the cell
         as `values[index]`."""
-        self._rebinds.append((((index, label),), ("attr", "cell_contents"), before, now, "closure variable"))
+        self._rebinds.append((((index, label),), ("attr", "cell_contents"), before, now,
+                              f"closure variable {label!r}"))
 
-    def adopt_global(self, index, name, globals_, before, now):
-        """A module global the trace rebound (`global total; total = total + x`): set again after
-        each call, or refused. A call passes the module's globals as `values[index]`."""
-        self._rebinds.append((((index, name),), ("item", name), before, now, "global"))
+    def adopt_global(self, index, name, globals_, before, now, what=None):
+        """A module global the trace rebound (`global total; total = total + x`, `cfg.total = ...`):
+        set again after each call, or refused. A call passes the module's globals as `values[index]`;
+        `what` names it in an error (`global 'total'`)."""
+        self._rebinds.append((((index, name),), ("item", name), before, now, what or f"global {name!r}"))
 
     def restore(self):
         """Put the caller's objects and containers back as they were before the trace."""
@@ -174,7 +176,7 @@ class _Effects:
                     problems.append(f"argument '{_label(path)}': {what} {k!r} deleted")
         for path, slot, before, now, what in self._rebinds:
             try:
-                steps.append(("set", path, slot, self._recipe(now, before, f"{what} {path[0][1]!r}")))
+                steps.append(("set", path, slot, self._recipe(now, before, what)))
             except _ReplayError as e:
                 problems.append(str(e))
         if problems:

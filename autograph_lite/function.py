@@ -603,9 +603,9 @@ class Function(TraceCache):
                 for k, (name, cell, before, now) in enumerate(reads.cell_writes, len(values) + len(roots)):
                     effects.adopt_cell(k, name, cell, before, now)
                 roots += tuple((name, cell) for name, cell, _, _ in reads.cell_writes)
-                for k, (name, globals_, before, now) in enumerate(reads.global_writes, len(values) + len(roots)):
-                    effects.adopt_global(k, name, globals_, before, now)
-                roots += tuple((name, globals_) for name, globals_, _, _ in reads.global_writes)
+                for k, (name, globals_, before, now, what) in enumerate(reads.global_writes, len(values) + len(roots)):
+                    effects.adopt_global(k, name, globals_, before, now, what)
+                roots += tuple((name, globals_) for name, globals_, _, _, _ in reads.global_writes)
             except BaseException:
                 effects.restore()
                 raise

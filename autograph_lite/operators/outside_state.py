@@ -23,8 +23,10 @@ import contextlib
 import functools
 import keyword
 import math
+import os
 import random
 import reprlib
+import sys
 import threading
 import types
 
@@ -94,6 +96,7 @@ class Reads:
         self._swapping = False  # set by swap_in: an unhooked object found later is swapped in when found
         self._subclass_items = []  # (path, list or dict subclass, its items when swapped in): writes refused
         self.adopted = []    # (label, object, its attributes before): writes the effects replay takes on
+        self._module_labels = {}  # id(a module's globals) -> its name, for a module the trace writes into
         self._cells = {}     # id(closure cell) -> (its name, the cell, its value, the stand-in cell or None, stand-in)
         self.cell_writes = []  # (name, cell, its value before, the value the trace left): replayed
         self.global_writes = []  # (name, the module's globals, its value before or _MISSING, after): replayed
@@ -242,6 +245,11 @@ class Reads:
         self._keep.append(value)
         stand_in = value
         t = type(value)
+        if t is types.ModuleType and _user_module(value):
+            # a module of the user's (`import cfg`): its attributes are read each call, as globals are
+            self._guards[path] = ("module" if path[0][0] == "global" else "identity", value)
+            self._seen[path] = (value, _ModuleView(self, value))
+            return self._seen[path][1]
         if isinstance(value, Tensor) or (t is types.ModuleType and path[0][0] != "global"):
             self._seen[path] = (value, value)
             return value
@@ -308,9 +316,7 @@ class Reads:
         """`converted` with its globals and cells as the trace must see them (see `function_for`)."""
         code = original.__code__
         globals_ = original.__globals__
-        entry = self._globals.get(id(globals_))
-        if entry is None:
-            entry = self._globals[id(globals_)] = (globals_, None, {})
+        entry = self._namespace(globals_)
         k = self._root_index(globals_)
         names = entry[2]
         changed, found = {}, False
@@ -359,6 +365,55 @@ class Reads:
         fn.__dict__.update(converted.__dict__)
         return fn
 
+    def _namespace(self, globals_):
+        """The trace's record of a module's globals: (the dict, its copy for the trace or None,
+        {name: (its value before, the stand-in)})."""
+        entry = self._globals.get(id(globals_))
+        if entry is None:
+            entry = self._globals[id(globals_)] = (globals_, None, {})
+        return entry
+
+    def _copy_of(self, globals_):
+        """The trace's copy of a module's globals, made if there is none yet."""
+        entry = self._namespace(globals_)
+        if entry[1] is None:
+            entry = self._globals[id(globals_)] = (globals_, dict(globals_), entry[2])
+        return entry[1]
+
+    def module_attribute(self, module, name):
+        """`module.name` read by the trace (through a _ModuleView): the value the trace sees."""
+        globals_ = vars(module)
+        names = self._namespace(globals_)[2]
+        if name not in names:
+            value = globals_.get(name, _MISSING)
+            if value is _MISSING:  # not in its globals (a module's __getattr__): as it is
+                return getattr(module, name)
+            path = (("global", self._root_index(globals_), name),)
+            names[name] = (value, self.see(path, f"{module.__name__}.{name}", value))
+            if names[name][1] is not value:
+                self._copy_of(globals_)[name] = names[name][1]
+        copy = self._globals[id(globals_)][1]
+        value = (globals_ if copy is None else copy).get(name, _MISSING)
+        if value is _MISSING:
+            raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
+        return value
+
+    def module_write(self, module, name, value):
+        """`module.name = value` (or `del module.name`, value _MISSING) in the trace: kept in the
+        trace's copy of the module's globals; `finish` makes it a write the effects replay redoes."""
+        globals_ = vars(module)
+        names = self._namespace(globals_)[2]
+        if name not in names:
+            before = globals_.get(name, _MISSING)
+            names[name] = (before, before)
+            self._root_index(globals_)
+        copy = self._copy_of(globals_)
+        if value is _MISSING:
+            del copy[name]
+        else:
+            copy[name] = value
+        self._module_labels[id(globals_)] = module.__name__
+
     def _root_index(self, obj):
         index = next((k for k, r in enumerate(self._roots) if r is obj), None)
         if index is None:
@@ -391,8 +446,11 @@ class Reads:
                 if now is not before and now is not stand_in:
                     if now is _MISSING:
                         problems.append(f"global {name!r} deleted")
-                    else:
-                        self.global_writes.append((name, globals_, before, now))  # the effects replay sets it
+                    else:  # the effects replay sets it
+                        module = self._module_labels.get(id(globals_))
+                        self.global_writes.append((name, globals_, before, now,
+                                                   f"module attribute '{module}.{name}'" if module else
+                                                   f"global {name!r}"))
                 if before is _MISSING:
                     globals_.pop(name, None)
                 elif globals_.get(name, _MISSING) is not before:
@@ -699,6 +757,41 @@ def _has_attributes(value):
             or devices.device_of(value) is not None:
         return False
     return (t.__module__ or "").split(".")[0] != "autograph_lite" and t.__flags__ & (1 << 9) != 0  # a heap type
+
+
+def _user_module(module):
+    """A module of the user's (`import cfg`), not a library's (numpy, the standard library, ours)."""
+    from .call import _LIBRARY_ROOTS, _PACKAGE_DIR
+    filename = getattr(module, "__file__", None) or ""
+    return not ((module.__name__ or "").split(".")[0] in _LIBRARY_ROOTS | set(sys.builtin_module_names)
+                or filename.startswith(_PACKAGE_DIR) or f"{os.sep}site-packages{os.sep}" in filename
+                or f"{os.sep}dist-packages{os.sep}" in filename)
+
+
+class _ModuleView(types.ModuleType):
+    """What a trace sees in place of a user's module: its attributes read through the trace's Reads
+    (arrays as graph inputs, the rest guarded), writes kept for the effects replay."""
+
+    def __init__(self, reads, module):
+        super().__init__(module.__name__)
+        object.__setattr__(self, "_ag_state", (reads, module))
+
+    def __getattribute__(self, name):
+        reads, module = object.__getattribute__(self, "_ag_state")
+        if name[:2] == "__":
+            return getattr(module, name)
+        return reads.module_attribute(module, name)
+
+    def __setattr__(self, name, value):
+        reads, module = object.__getattribute__(self, "_ag_state")
+        reads.module_write(module, name, value)
+
+    def __delattr__(self, name):
+        reads, module = object.__getattribute__(self, "_ag_state")
+        reads.module_write(module, name, _MISSING)
+
+    def __repr__(self):
+        return repr(object.__getattribute__(self, "_ag_state")[1])
 
 
 def _container_subclass(value):

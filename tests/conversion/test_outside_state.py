@@ -829,3 +829,63 @@ def test_a_global_rebound_by_the_trace_is_what_a_helper_reads_after():
         assert_same(eager_final, SUM)
     finally:
         SUM = np.zeros(2)
+
+
+# --- a user's module (`import cfg`): its attributes are read each call, as globals are -------
+
+CFG = None
+
+
+def _user_module():
+    import types
+    module = types.ModuleType("user_cfg")
+    module.K, module.W, module.STATE, module.COUNT = 2.0, np.ones(2), np.zeros(2), 0
+    return module
+
+
+def scaled_by_module_attributes(x):
+    return x * CFG.K + CFG.W
+
+
+def adds_into_a_module_attribute(x):
+    CFG.STATE = CFG.STATE + x
+    return CFG.STATE * 2
+
+
+def test_module_attributes_are_read_each_call():
+    global CFG
+    CFG = _user_module()
+
+    def change():
+        CFG.K += 1
+        CFG.W[0] += 10
+    for eager, compiled in _run_four_calls(scaled_by_module_attributes, np.ones(2), change):
+        assert_same(eager, compiled)
+    CFG.W = np.full(2, 5.0)  # rebound
+    assert_same(scaled_by_module_attributes(np.ones(2)), ag.function(scaled_by_module_attributes)(np.ones(2)))
+
+
+def test_a_module_attribute_the_trace_sets_is_set_every_call():
+    global CFG
+    CFG = _user_module()
+    eager = [adds_into_a_module_attribute(np.ones(2)) for _ in range(4)]
+    eager_state, CFG.STATE = CFG.STATE, np.zeros(2)
+    compiled = ag.function(adds_into_a_module_attribute)
+    for e in eager:
+        assert_same(e, compiled(np.ones(2)))
+    assert type(CFG.STATE) is np.ndarray
+    assert_same(eager_state, CFG.STATE)
+
+
+def test_a_module_attribute_set_to_a_python_value_is_refused_and_restored():
+    global CFG
+    CFG = _user_module()
+
+    def f(x):
+        CFG.STATE = CFG.STATE + x
+        CFG.COUNT += 1
+        return x
+
+    with pytest.raises(ag.ConversionError, match=r"module attribute 'user_cfg\.COUNT' changed 0 -> 1"):
+        ag.function(f)(np.ones(2))
+    assert CFG.COUNT == 0 and type(CFG.STATE) is np.ndarray
