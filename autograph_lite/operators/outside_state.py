@@ -264,6 +264,8 @@ class Reads:
             self._guards[path] = ("value", value)
         elif t is types.MethodType:
             self._guards[path] = ("method", (value.__func__, value.__self__))
+            # the object it is bound to (`fwd = model.forward`): its attributes read as any object's
+            self.see(path + (("attr", "__self__"),), label + ".__self__", value.__self__, depth)
         elif t in (list, tuple, dict) or (isinstance(value, tuple) and hasattr(t, "_fields")):
             stand_in = self._container(path, label, value, depth)
         elif isinstance(value, _BY_IDENTITY) or not (_has_attributes(value) or _unhookable(value)

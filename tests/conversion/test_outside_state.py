@@ -889,3 +889,43 @@ def test_a_module_attribute_set_to_a_python_value_is_refused_and_restored():
     with pytest.raises(ag.ConversionError, match=r"module attribute 'user_cfg\.COUNT' changed 0 -> 1"):
         ag.function(f)(np.ones(2))
     assert CFG.COUNT == 0 and type(CFG.STATE) is np.ndarray
+
+
+# --- objects reached through a bound method ---------------------------------------------------
+
+class Scaler:
+    def __init__(self):
+        self.w, self.s = np.ones(2), 1.0
+
+    def forward(self, x):
+        return x * self.w * self.s
+
+
+class Wrapper:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, x):
+        return self.fn(x) + 1
+
+
+FORWARD = None
+
+
+def test_an_object_behind_a_bound_method_in_a_global_or_on_self_is_read_each_call():
+    global FORWARD
+    model = Scaler()
+    FORWARD = model.forward
+    wrapper = Wrapper(model.forward)
+
+    def through_global(x):
+        return FORWARD(x) + 1
+
+    def change():
+        model.w = model.w + 1
+        model.s += 1
+        model.w[1] *= 2
+    for f in (through_global, wrapper.__call__):
+        model.w, model.s = np.ones(2), 1.0
+        for eager, compiled in _run_four_calls(f, np.ones(2), change):
+            assert_same(eager, compiled)
