@@ -346,7 +346,8 @@ class Reads:
                                      stand_in)
             if stand_in is not value:
                 new_cells[name] = self._cells[id(cell)][3]
-        if not changed and not new_cells:
+        defaults, kwdefaults = self._defaults(original)
+        if not changed and not new_cells and defaults is None and kwdefaults is None:
             return converted
         if changed:
             copy = entry[1]
@@ -362,10 +363,28 @@ class Reads:
             globals_ = entry[1] or globals_
         closure = tuple(new_cells.get(name, cell) for name, cell in
                             zip(converted.__code__.co_freevars, converted.__closure__ or ()))
-        fn = types.FunctionType(converted.__code__, globals_, converted.__name__, converted.__defaults__, closure)
-        fn.__kwdefaults__, fn.__qualname__ = converted.__kwdefaults__, converted.__qualname__
+        fn = types.FunctionType(converted.__code__, globals_, converted.__name__,
+                                converted.__defaults__ if defaults is None else defaults, closure)
+        fn.__kwdefaults__ = converted.__kwdefaults__ if kwdefaults is None else kwdefaults
+        fn.__qualname__ = converted.__qualname__
         fn.__dict__.update(converted.__dict__)
         return fn
+
+    def _defaults(self, original):
+        """A function's default argument values as the trace must see them (`def layer(x, w=W1)`:
+        W1 read each call), or None where they are the function's own."""
+        code = original.__code__
+        defaults, kwdefaults = original.__defaults__ or (), original.__kwdefaults__ or {}
+        if not defaults and not kwdefaults:
+            return None, None
+        k = self._root_index(original)
+        first = code.co_argcount - len(defaults)
+        seen = tuple(self.see((("default", k, i),), f"{original.__qualname__}({code.co_varnames[first + i]}=)", v)
+                     for i, v in enumerate(defaults))
+        seen_kw = {name: self.see((("kwdefault", k, name),), f"{original.__qualname__}({name}=)", v)
+                   for name, v in kwdefaults.items()}
+        return (None if all(a is b for a, b in zip(seen, defaults)) else seen,
+                None if all(seen_kw[n] is v for n, v in kwdefaults.items()) else seen_kw)
 
     def _namespace(self, globals_):
         """The trace's record of a module's globals: (the dict, its copy for the trace or None,
@@ -602,6 +621,10 @@ def _fetch(path, leaves, roots, guards):
         value = guards[(("self",),)][1]
     elif step[0] == "global":
         value = roots[step[1]][step[2]]
+    elif step[0] == "default":
+        value = roots[step[1]].__defaults__[step[2]]
+    elif step[0] == "kwdefault":
+        value = roots[step[1]].__kwdefaults__[step[2]]
     else:
         value = roots[step[1]].cell_contents
     for kind, key in path[1:]:
@@ -718,6 +741,10 @@ def _source(path, var, const, self_root):
             src = const(self_root)
         elif step[0] == "global":
             src = f"roots[{int(step[1])}][{const(step[2])}]"
+        elif step[0] == "default":
+            src = f"roots[{int(step[1])}].__defaults__[{int(step[2])}]"
+        elif step[0] == "kwdefault":
+            src = f"roots[{int(step[1])}].__kwdefaults__[{const(step[2])}]"
         else:
             src = f"roots[{int(step[1])}].cell_contents"
         rest = path[1:]

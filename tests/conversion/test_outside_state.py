@@ -929,3 +929,28 @@ def test_an_object_behind_a_bound_method_in_a_global_or_on_self_is_read_each_cal
         model.w, model.s = np.ones(2), 1.0
         for eager, compiled in _run_four_calls(f, np.ones(2), change):
             assert_same(eager, compiled)
+
+
+# --- a called helper's default argument values --------------------------------------------------
+
+DEFAULT_W = np.ones(2)
+
+
+def layer_with_defaults(x, w=DEFAULT_W, *, b=DEFAULT_W, k=1.0):
+    return x * w + b * k
+
+
+def calls_a_layer_with_defaults(x):
+    return layer_with_defaults(x)
+
+
+def test_a_helpers_default_arguments_are_read_each_call():
+    def change():
+        DEFAULT_W[0] += 1
+        layer_with_defaults.__kwdefaults__["k"] += 1.0
+    try:
+        for eager, compiled in _run_four_calls(calls_a_layer_with_defaults, np.ones(2), change):
+            assert_same(eager, compiled)
+    finally:
+        DEFAULT_W[:] = 1
+        layer_with_defaults.__kwdefaults__["k"] = 1.0
