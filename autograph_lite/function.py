@@ -596,7 +596,7 @@ class Function(TraceCache):
                 raise
             try:
                 treedef, slots = _output_slots(graph, outputs, self._where())
-                reads.finish(self.__name__)
+                reads.finish(f"{self.__name__} (defined at {self._where()})")
                 for k, (label, obj, before) in enumerate(reads.adopted, len(values) + len(roots)):
                     effects.adopt(k, label, obj, before)
                 roots += tuple((label, obj) for label, obj, _ in reads.adopted)
@@ -610,7 +610,7 @@ class Function(TraceCache):
                 effects.restore()
                 raise
             steps = effects.finish()
-        outside = reads.state(self.__name__, leaves)  # the hooks are off: values read as the caller sees them
+        outside = reads.state(f"{self.__name__} (defined at {self._where()})", leaves)  # the hooks are off: values read as the caller sees them
         concrete = ConcreteFunction(self.call_signature, graph, tuple(specs), treedef, slots, device)
         concrete.check_numerics = self._check_numerics
         concrete._effects, concrete._outside = steps, outside

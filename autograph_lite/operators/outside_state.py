@@ -268,6 +268,12 @@ class Reads:
             self.see(path + (("attr", "__self__"),), label + ".__self__", value.__self__, depth)
         elif t in (list, tuple, dict) or (isinstance(value, tuple) and hasattr(t, "_fields")):
             stand_in = self._container(path, label, value, depth)
+        elif t is functools.partial:  # what it holds (`partial(np.multiply, W)`) read as any value
+            self._guards[path] = ("identity", value)
+            parts = [self.see(path + (("attr", part),), f"{label}.{part}", getattr(value, part), depth + 1)
+                     for part in ("func", "args", "keywords")]
+            if any(a is not getattr(value, b) for a, b in zip(parts, ("func", "args", "keywords"))):
+                stand_in = functools.partial(parts[0], *parts[1], **parts[2])
         elif isinstance(value, _BY_IDENTITY) or not (_has_attributes(value) or _unhookable(value)
                                                      or _container_subclass(value)):
             self._guards[path] = ("identity", value)
@@ -304,7 +310,7 @@ class Reads:
             copy = type(value)(*[s for _, s in stand_ins]) if hasattr(type(value), "_fields") else \
                 tuple(s for _, s in stand_ins)
         if type(value) in (list, dict):
-            self._copies.append((path, value, copy, list(copy.items()) if type(copy) is dict else list(copy)))
+            self._copies.append((path, value, copy, _items(copy)))
         return copy
 
     def _input(self, path, label, array):
@@ -452,33 +458,31 @@ class Reads:
         self._swap_out()
         self._finished = True
         problems = []
-        for name, cell, before, stand_in_cell, stand_in in self._cells.values():
+        for variable, cell, before, stand_in_cell, stand_in in self._cells.values():
             try:
                 now = (stand_in_cell or cell).cell_contents
             except ValueError:
-                problems.append(f"closure variable {name!r} deleted")
+                problems.append(f"closure variable {variable!r} deleted")
                 continue
             if now is not before and now is not stand_in:
-                self.cell_writes.append((name, cell, before, now))  # the effects replay sets it each call
+                self.cell_writes.append((variable, cell, before, now))  # the effects replay sets it each call
             cell.cell_contents = before
         for globals_, copy, names in self._globals.values():
-            for name, (before, stand_in) in names.items():
-                now = (copy or globals_).get(name, _MISSING)
+            module = self._module_labels.get(id(globals_))
+            for key, (before, stand_in) in names.items():
+                now = (copy or globals_).get(key, _MISSING)
+                what = f"module attribute '{module}.{key}'" if module else f"global {key!r}"
                 if now is not before and now is not stand_in:
                     if now is _MISSING:
-                        problems.append(f"global {name!r} deleted")
+                        problems.append(f"{what} deleted")
                     else:  # the effects replay sets it
-                        module = self._module_labels.get(id(globals_))
-                        self.global_writes.append((name, globals_, before, now,
-                                                   f"module attribute '{module}.{name}'" if module else
-                                                   f"global {name!r}"))
+                        self.global_writes.append((key, globals_, before, now, what))
                 if before is _MISSING:
-                    globals_.pop(name, None)
-                elif globals_.get(name, _MISSING) is not before:
-                    globals_[name] = before
+                    globals_.pop(key, None)
+                elif globals_.get(key, _MISSING) is not before:
+                    globals_[key] = before
         for path, real, copy, before in self._copies:
-            now = list(copy.items()) if type(copy) is dict else list(copy)
-            if len(now) == len(before) and all(a is b for a, b in zip(now, before)):
+            if _same_items(_items(copy), before):
                 continue
             if path[0][0] in ("leaf", "self"):
                 # the arguments' and self's containers are the effects replay's (effects.py): it sees the
@@ -487,14 +491,14 @@ class Reads:
             else:
                 problems.append(f"{self._labels[path]} changed")
         for path, real, before in self._real:
-            now = list(real.items()) if type(real) is dict else list(enumerate(real))
-            if len(now) != len(before) or any(a[0] != b[0] or a[1] is not b[1] for a, b in zip(now, before)):
+            now = _items(real)
+            if not _same_items(now, before):
                 problems.append(f"{self._labels[path]} {_change(before, now)}")
                 real.clear()
                 real.update(before) if type(real) is dict else real.extend(v for _, v in before)
         for path, obj, before in self._subclass_items:
-            now = list(dict.items(obj) if isinstance(obj, dict) else enumerate(obj))
-            if len(now) != len(before) or any(a[0] != b[0] or a[1] is not b[1] for a, b in zip(now, before)):
+            now = _items(obj)
+            if not _same_items(now, before):
                 problems.append(f"{self._labels[path]} (a {type(obj).__name__}) {_change(before, now)}")
                 (dict.clear if isinstance(obj, dict) else list.clear)(obj)
                 for key, value in before:
@@ -562,10 +566,20 @@ def _change(before, now):
     return f"lost item {next(k for k in old if k not in new)!r}"
 
 
+def _items(container):
+    """A list's or dict's (key, item) pairs (a subclass's own methods not called)."""
+    return list(dict.items(container) if isinstance(container, dict) else enumerate(container))
+
+
+def _same_items(now, before):
+    """Whether two `_items` lists hold the same keys and the very same items."""
+    return len(now) == len(before) and all(a[0] == b[0] and a[1] is b[1] for a, b in zip(now, before))
+
+
 def _copy_back(real, copy, before):
     """Put what a trace did to `copy` (a container with stand-ins) into `real`, stand-ins undone."""
     if type(real) is list:
-        originals = {id(s): o for s, o in zip(before, real)}
+        originals = {id(s): o for (_, s), o in zip(before, real)}
         real[:] = [originals.get(id(v), v) for v in copy]
     else:
         originals = {id(s): real[k] for k, s in before}

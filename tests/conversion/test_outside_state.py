@@ -954,3 +954,54 @@ def test_a_helpers_default_arguments_are_read_each_call():
     finally:
         DEFAULT_W[:] = 1
         layer_with_defaults.__kwdefaults__["k"] = 1.0
+
+
+PARTIAL_W = np.ones(2)
+
+
+def test_arrays_inside_a_functools_partial_are_read_each_call():
+    import functools
+    by_numpy = functools.partial(np.multiply, PARTIAL_W)
+    by_helper = functools.partial(layer_with_defaults, w=PARTIAL_W, k=2.0)
+
+    def f(x):
+        return by_numpy(x) + by_helper(x)
+
+    def change():
+        PARTIAL_W[0] += 1
+    try:
+        for eager, compiled in _run_four_calls(f, np.ones(2), change):
+            assert_same(eager, compiled)
+    finally:
+        PARTIAL_W[:] = 1
+
+
+CACHE = {"k": np.ones(2), "s": 2.0}
+SEEN = []
+
+
+def test_a_global_dict_of_arrays_only_read_is_read_each_call():
+    def f(x):
+        return x * CACHE["s"] + CACHE["k"]
+
+    def change():
+        CACHE["k"][0] += 10
+        CACHE["s"] += 1
+    try:
+        for eager, compiled in _run_four_calls(f, np.ones(2), change):
+            assert_same(eager, compiled)
+    finally:
+        CACHE["k"], CACHE["s"] = np.ones(2), 2.0
+
+
+def appends_to_a_global_list(x):
+    SEEN.append(1)
+    return x
+
+
+def test_a_refused_write_names_the_compiled_function_and_where_it_is():
+    line = _line(appends_to_a_global_list, "def ")
+    with pytest.raises(ag.ConversionError, match=rf"^appends_to_a_global_list \(defined at .*test_outside_state\.py:"
+                                                 rf"{line}\) changes state .*\(SEEN gained item 0\)"):
+        ag.function(appends_to_a_global_list)(np.ones(2))
+    assert SEEN == []
