@@ -262,6 +262,10 @@ class Reads:
             stand_in = self._input(path, label, value)
         elif isinstance(value, _SCALARS) or isinstance(value, _BY_VALUE):
             self._guards[path] = ("value", value)
+        elif t is types.BuiltinMethodType and not isinstance(value.__self__, (types.ModuleType, type(None))):
+            # a builtin type's method bound to an object (`R.random` of a random.Random): a new object
+            # on each read, the same method while it is bound to the same object under the same name
+            self._guards[path] = ("builtin method", (value.__self__, value.__name__))
         elif t is types.MethodType:
             self._guards[path] = ("method", (value.__func__, value.__self__))
             # the object it is bound to (`fwd = model.forward`): its attributes read as any object's
@@ -661,6 +665,8 @@ def _holds(kind, payload, value):
         return value is payload
     if kind == "method":
         return type(value) is types.MethodType and value.__func__ is payload[0] and value.__self__ is payload[1]
+    if kind == "builtin method":
+        return type(value) is types.BuiltinMethodType and value.__self__ is payload[0] and value.__name__ == payload[1]
     if kind == "length":
         return type(value) is payload[0] and len(value) == payload[1]
     return type(value) is payload[0] and value == payload[1] and [type(i) for i in value] == payload[2]
@@ -675,6 +681,8 @@ def _describe(kind, payload, now):
         return f"held {payload} items, holds {len(now)}"
     if kind == "length":
         return f"was a {payload[0].__name__} of {payload[1]} items, is {_brief(now)}"
+    if kind == "builtin method":
+        return f"was {type(payload[0]).__name__}.{payload[1]} of the object read while tracing, is {_brief(now)}"
     return f"was {_brief(payload if kind != 'method' else payload[0])}, is {_brief(now)}"
 
 
@@ -720,6 +728,9 @@ def _compile(guards, inputs, roots):
         elif kind == "method":
             lines.append(f"if type({v}) is not MethodType or {v}.__func__ is not {const(payload[0])} "
                          f"or {v}.__self__ is not {const(payload[1])}: return None")
+        elif kind == "builtin method":
+            lines.append(f"if type({v}) is not BuiltinMethodType or {v}.__self__ is not {const(payload[0])} "
+                         f"or {v}.__name__ != {const(payload[1])}: return None")
         elif kind == "length":
             lines.append(f"if type({v}) is not {const(payload[0])} or len({v}) != {payload[1]}: return None")
         elif kind == "equal":
@@ -728,9 +739,10 @@ def _compile(guards, inputs, roots):
                          f"[type(i) for i in {v}] != {const(item_types)}: return None")
     result = "[" + ", ".join(var[p] for p in inputs) + "]"
     params = ", ".join(["leaves"] + [f"{k}={k}" for k in consts] +
-                       ["roots=roots", "ndarray=ndarray", "MethodType=MethodType", "_same=_same"])
+                       ["roots=roots", "ndarray=ndarray", "MethodType=MethodType", "_same=_same",
+                        "BuiltinMethodType=BuiltinMethodType"])
     body = "\n".join("        " + line for line in lines) or "        pass"
-    source = (f"def make({', '.join(['roots', 'ndarray', 'MethodType', '_same'] + list(consts))}):\n"
+    source = (f"def make({', '.join(['roots', 'ndarray', 'MethodType', '_same', 'BuiltinMethodType'] + list(consts))}):\n"
               f"    def read({params}):\n"
               f"      try:\n{body}\n"
               f"      except Exception:\n"
@@ -739,7 +751,7 @@ def _compile(guards, inputs, roots):
               f"    return read\n")
     namespace = {}
     exec(compile(source, "<autograph_lite outside-state guards>", "exec"), namespace)
-    return namespace["make"](roots, np.ndarray, types.MethodType, _same, **consts)
+    return namespace["make"](roots, np.ndarray, types.MethodType, _same, types.BuiltinMethodType, **consts)
 
 
 def _source(path, var, const, self_root):

@@ -310,3 +310,15 @@ def test_library_code_drawing_while_tracing_is_refused():
 
     with pytest.raises(ag.ConversionError, match="global random state or Python's `random` module advanced"):
         ag.function(lambda x: x + noise(x.shape))(np.zeros(3))
+
+
+def test_a_python_random_instance_draws_each_call():
+    import random
+    eager_rng, compiled_rng = random.Random(4), random.Random(4)
+
+    def make(rng):
+        return lambda x: x * rng.random() + rng.gauss(0.0, 1.0) + rng.randint(0, 9)
+
+    eager, compiled = make(eager_rng), ag.function(make(compiled_rng))
+    for _ in range(4):
+        assert_identical(eager(np.ones(2)), compiled(np.ones(2)))
