@@ -48,6 +48,7 @@ class _Effects:
         self._direct = []     # (path, caller's object, its state before): objects, sets, containers they hold
         self._seen = set()
         self._rebinds = []    # (path, slot, before, after, what): closure variables and module globals the trace rebound
+        self.outside = None   # the trace's outside_state.Reads: which arrays it read from attributes
         for i, (name, value, view) in enumerate(zip(function._param_names, values, traced)):
             self._walk(value, view, ((i, name),), False)
         for i, (name, obj) in enumerate(roots, len(values)):  # a bound method's self: paths past the arguments
@@ -164,7 +165,7 @@ class _Effects:
                 after = list((obj if t is dict else vars(obj)).items())
                 old, what = dict(before), ("item" if t is dict else "attribute")
             for k, v in after:
-                if k in old and old[k] is v:
+                if k in old and old[k] is v or what == "attribute" and self._written_in_place(obj, k, v):
                     continue
                 try:
                     steps.append(("set", path, (("item" if what == "item" else "attr"), k),
@@ -188,6 +189,13 @@ class _Effects:
                 f"only while tracing, and later calls with the same signature would not redo them; return the new "
                 f"value instead (or keep it in an array argument updated in place)")
         return steps
+
+    def _written_in_place(self, obj, name, value):
+        """Whether `value`, set as `obj.name`, is the array read from `obj.name` written in place
+        (`obj.t *= x`): the write-back updates that very array, which the attribute keeps, as eagerly."""
+        return isinstance(value, Tensor) and self.outside is not None and any(
+            memory.same_array(value, new, self._graph) and self.outside.stands_for(obj, name, root)
+            for root, new in self._graph.write_backs.values())
 
     def _recipe(self, value, old=None, what=None):
         """How a call finds `value` again: ("path", ...) in the arguments, ("output", k), ("const", v).

@@ -577,6 +577,7 @@ class Function(TraceCache):
                       for spec, name, value in zip(specs, self._param_names, values)]
             graph.inputs = [t for t in nest.flatten(inputs) if isinstance(t, Tensor)]
             effects = _Effects(self, graph, values, inputs, roots)
+            effects.outside = reads
             reads.swap_in()
             try:
                 outputs = self._call_python(self._traced_function(), inputs)

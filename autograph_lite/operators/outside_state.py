@@ -172,6 +172,12 @@ class Reads:
                         if before.get(name, _MISSING) is not now.get(name, _MISSING)]
         return changes
 
+    def stands_for(self, obj, name, tensor):
+        """Whether `tensor` is the graph input the trace read `obj.name` as."""
+        parent = self._objects.get(id(obj))
+        seen = None if parent is None else self._seen.get(parent + (("attr", name),))
+        return seen is not None and seen[1] is tensor
+
     def is_stand_in(self, obj, name, value):
         """Whether `value`, now `obj.name`, is the stand-in `swap_in` put there (not a write)."""
         return any(o is obj and k == ("attr", name) and s is value for o, k, _, s in self._swapped)

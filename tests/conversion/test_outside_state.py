@@ -1005,3 +1005,34 @@ def test_a_refused_write_names_the_compiled_function_and_where_it_is():
                                                  rf"{line}\) changes state .*\(SEEN gained item 0\)"):
         ag.function(appends_to_a_global_list)(np.ones(2))
     assert SEEN == []
+
+
+# --- an attribute's array written in place keeps its identity -----------------------------------
+
+class Counter:
+    def __init__(self):
+        self.n, self.t, self.w = np.array(0), np.array(2.0), np.ones(2)
+
+    def step(self, x):
+        self.n += 1
+        self.t *= x
+        self.w *= x
+        return self.t, self.w * self.n
+
+
+@cpu_only("it asserts the host's array identity")
+def test_an_attributes_array_updated_in_place_stays_that_array():
+    eager, compiled = Counter(), Counter()
+    arrays = (compiled.n, compiled.t, compiled.w)
+    f = ag.function(compiled.step)
+    for k in range(4):
+        x = np.float64(1.5 + k)
+        e_t, e_w = eager.step(x)
+        c_t, c_w = f(x)
+        assert_same(e_t, c_t)
+        assert_same(e_w, c_w)
+        assert c_t is compiled.t and e_t is eager.t
+        assert all(a is b for a, b in zip((compiled.n, compiled.t, compiled.w), arrays))
+        for name in ("n", "t", "w"):
+            assert type(getattr(compiled, name)) is np.ndarray
+            assert_same(getattr(eager, name), getattr(compiled, name))
