@@ -611,6 +611,7 @@ class Function(TraceCache):
                 effects.restore()
                 raise
             steps = effects.finish()
+        graph.read_values.clear()  # the arguments' arrays are not kept alive by the trace
         outside = reads.state(f"{self.__name__} (defined at {self._where()})", leaves)  # the hooks are off: values read as the caller sees them
         concrete = ConcreteFunction(self.call_signature, graph, tuple(specs), treedef, slots, device)
         concrete.check_numerics = self._check_numerics
@@ -682,6 +683,8 @@ def _placeholders(graph, spec, argument, value):
         if isinstance(leaf, TensorSpec) else leaf for leaf, name in zip(leaves, treedef.names(argument))])
     if len(values) == len(leaves):
         for t, v in zip(nest.flatten(inputs), values):
+            if isinstance(t, Tensor):
+                graph.read_values[id(t)] = v
             if isinstance(t, Tensor) and t.shape == ():
                 t.box = "scalar" if isinstance(v, np.generic) else "array"
     return inputs

@@ -327,6 +327,7 @@ class Reads:
         root = self.graph
         p = root.placeholder(array.shape, array.dtype, name=_name(label), outside=label)
         root.inputs.append(p)
+        root.read_values[id(p)] = array
         self._inputs.append(path)
         return p
 
