@@ -226,6 +226,10 @@ class Reads:
     def attribute(self, obj, name, value):
         """An attribute read on an object: the value the trace sees (a Tensor for an array)."""
         parent = self._objects.get(id(obj))
+        if parent is not None and name == "__dict__" and type(value) is dict and _read_by_converted_code():
+            # `self.__dict__['a']`, `vars(self)`: a copy holding the stand-ins, its items guarded; what the
+            # trace writes into it goes where a write to the attribute would (`finish`)
+            return self.see(parent + (("attr", name),), self._labels[parent] + ".__dict__", value)
         if parent is None or name[:2] == "__":
             return value
         before = self._before.get(id(obj), {})
@@ -819,6 +823,12 @@ def _has_attributes(value):
             or devices.device_of(value) is not None:
         return False
     return (t.__module__ or "").split(".")[0] != "autograph_lite" and t.__flags__ & (1 << 9) != 0  # a heap type
+
+
+def _read_by_converted_code():
+    """Whether the attribute read `Reads.attribute` sees was made by the user's converted code (not by
+    ours or a library's, which read `__dict__` as it is)."""
+    return sys._getframe(3).f_code.co_filename.startswith("<autograph_lite converted")
 
 
 def _user_module(module):

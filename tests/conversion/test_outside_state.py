@@ -1036,3 +1036,34 @@ def test_an_attributes_array_updated_in_place_stays_that_array():
         for name in ("n", "t", "w"):
             assert type(getattr(compiled, name)) is np.ndarray
             assert_same(getattr(eager, name), getattr(compiled, name))
+
+
+class ThroughDict:
+    def __init__(self):
+        self.a, self.s = np.ones(2), 1.0
+
+    def f(self, x):
+        return x + self.__dict__["a"], [x * v for v in vars(self).values()]
+
+    def g(self, x):
+        self.__dict__["b"] = x * self.__dict__["a"]
+        return x
+
+
+def test_attributes_read_through_dunder_dict_or_vars_are_read_each_call():
+    eager, compiled = ThroughDict(), ThroughDict()
+    f = ag.function(compiled.f)
+    for _ in range(4):
+        (ea, eb), (ca, cb) = eager.f(np.ones(2)), f(np.ones(2))
+        assert_same(ea, ca)
+        assert len(eb) == len(cb) and all(assert_same(e, c) is None for e, c in zip(eb, cb))
+        for o in (eager, compiled):
+            o.a *= 2
+            o.s += 1
+    g = ag.function(compiled.g)
+    for k in range(4):
+        eager.g(np.full(2, float(k)))
+        g(np.full(2, float(k)))
+        assert_same(eager.b, compiled.b)
+        compiled.a *= 2
+        eager.a *= 2
