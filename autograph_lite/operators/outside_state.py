@@ -142,7 +142,9 @@ class Reads:
         self._index_object(path, value, watch or not hasattr(value, "__dict__"))
 
     def _index_object(self, path, obj, watch):
-        self._objects.setdefault(id(obj), path)
+        if id(obj) in self._objects:  # reached again (`STATE` and `STATE.scaled`'s self): indexed once,
+            return                    # its state as first found
+        self._objects[id(obj)] = path
         self._before.setdefault(id(obj), _state(obj) if not isinstance(obj, (list, dict)) else {})
         self._keep.append(obj)
         if watch:

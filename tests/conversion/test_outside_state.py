@@ -1067,3 +1067,40 @@ def test_attributes_read_through_dunder_dict_or_vars_are_read_each_call():
         assert_same(eager.b, compiled.b)
         compiled.a *= 2
         eager.a *= 2
+
+
+class Accumulating:
+    def __init__(self):
+        self.k, self.acc = 2.0, np.zeros(2)
+
+    def scaled(self, v):
+        return v * self.k
+
+
+ACCUMULATING = Accumulating()
+
+
+def writes_then_calls_a_method_of_the_same_global(x):
+    below = ACCUMULATING.acc < x
+    ACCUMULATING.acc = x * 2
+    return writes_in_a_helper(x) + below
+
+
+def writes_in_a_helper(a):
+    checked = isinstance(ACCUMULATING.scaled(a), np.generic)
+    ACCUMULATING.acc = a * 3.0 + checked
+    return a + ACCUMULATING.scaled(a)
+
+
+@cpu_only("it asserts the host's array type")
+def test_an_object_reached_again_through_its_bound_method_keeps_its_state_as_first_found():
+    # fuzz seed 2101 on the stand-in: the second reach took a snapshot holding the trace's Tensor
+    f = ag.function(writes_then_calls_a_method_of_the_same_global)
+    for k in range(4):
+        x, start = np.full(2, float(k)), ACCUMULATING.acc
+        eager = writes_then_calls_a_method_of_the_same_global(x)
+        ACCUMULATING.acc = start
+        assert_same(eager, f(x))
+        assert type(ACCUMULATING.acc) is np.ndarray
+        assert_same(x * 3.0, ACCUMULATING.acc)
+        ACCUMULATING.k += 1
