@@ -48,6 +48,7 @@ class _Effects:
         self._direct = []     # (path, caller's object, its state before): objects, sets, containers they hold
         self._seen = set()
         self._rebinds = []    # (path, slot, before, after, what): closure variables and module globals the trace rebound
+        self.outside = None   # the trace's outside_state.Reads: which arrays it read from attributes
         for i, (name, value, view) in enumerate(zip(function._param_names, values, traced)):
             self._walk(value, view, ((i, name),), False)
         for i, (name, obj) in enumerate(roots, len(values)):  # a bound method's self: paths past the arguments
@@ -103,12 +104,14 @@ class _Effects:
         """Take on a closure variable the trace rebound (`nonlocal state; state = state + x`): set
         again after each call, or refused as an object's attribute would be. A call passes the cell
         as `values[index]`."""
-        self._rebinds.append((((index, label),), ("attr", "cell_contents"), before, now, "closure variable"))
+        self._rebinds.append((((index, label),), ("attr", "cell_contents"), before, now,
+                              f"closure variable {label!r}"))
 
-    def adopt_global(self, index, name, globals_, before, now):
-        """A module global the trace rebound (`global total; total = total + x`): set again after
-        each call, or refused. A call passes the module's globals as `values[index]`."""
-        self._rebinds.append((((index, name),), ("item", name), before, now, "global"))
+    def adopt_global(self, index, name, globals_, before, now, what=None):
+        """A module global the trace rebound (`global total; total = total + x`, `cfg.total = ...`):
+        set again after each call, or refused. A call passes the module's globals as `values[index]`;
+        `what` names it in an error (`global 'total'`)."""
+        self._rebinds.append((((index, name),), ("item", name), before, now, what or f"global {name!r}"))
 
     def restore(self):
         """Put the caller's objects and containers back as they were before the trace."""
@@ -162,7 +165,7 @@ class _Effects:
                 after = list((obj if t is dict else vars(obj)).items())
                 old, what = dict(before), ("item" if t is dict else "attribute")
             for k, v in after:
-                if k in old and old[k] is v:
+                if k in old and old[k] is v or what == "attribute" and self._written_in_place(obj, k, v):
                     continue
                 try:
                     steps.append(("set", path, (("item" if what == "item" else "attr"), k),
@@ -174,7 +177,7 @@ class _Effects:
                     problems.append(f"argument '{_label(path)}': {what} {k!r} deleted")
         for path, slot, before, now, what in self._rebinds:
             try:
-                steps.append(("set", path, slot, self._recipe(now, before, f"{what} {path[0][1]!r}")))
+                steps.append(("set", path, slot, self._recipe(now, before, what)))
             except _ReplayError as e:
                 problems.append(str(e))
         if problems:
@@ -186,6 +189,13 @@ class _Effects:
                 f"only while tracing, and later calls with the same signature would not redo them; return the new "
                 f"value instead (or keep it in an array argument updated in place)")
         return steps
+
+    def _written_in_place(self, obj, name, value):
+        """Whether `value`, set as `obj.name`, is the array read from `obj.name` written in place
+        (`obj.t *= x`): the write-back updates that very array, which the attribute keeps, as eagerly."""
+        return isinstance(value, Tensor) and self.outside is not None and any(
+            memory.same_array(value, new, self._graph) and self.outside.stands_for(obj, name, root)
+            for root, new in self._graph.write_backs.values())
 
     def _recipe(self, value, old=None, what=None):
         """How a call finds `value` again: ("path", ...) in the arguments, ("output", k), ("const", v).

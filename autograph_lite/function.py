@@ -578,6 +578,7 @@ class Function(TraceCache):
                       for spec, name, value in zip(specs, self._param_names, values)]
             graph.inputs = [t for t in nest.flatten(inputs) if isinstance(t, Tensor)]
             effects = _Effects(self, graph, values, inputs, roots)
+            effects.outside = reads
             reads.swap_in()
             try:
                 outputs = self._call_python(self._traced_function(), inputs)
@@ -597,21 +598,22 @@ class Function(TraceCache):
                 raise
             try:
                 treedef, slots = _output_slots(graph, outputs, self._where())
-                reads.finish(self.__name__)
+                reads.finish(f"{self.__name__} (defined at {self._where()})")
                 for k, (label, obj, before) in enumerate(reads.adopted, len(values) + len(roots)):
                     effects.adopt(k, label, obj, before)
                 roots += tuple((label, obj) for label, obj, _ in reads.adopted)
                 for k, (name, cell, before, now) in enumerate(reads.cell_writes, len(values) + len(roots)):
                     effects.adopt_cell(k, name, cell, before, now)
                 roots += tuple((name, cell) for name, cell, _, _ in reads.cell_writes)
-                for k, (name, globals_, before, now) in enumerate(reads.global_writes, len(values) + len(roots)):
-                    effects.adopt_global(k, name, globals_, before, now)
-                roots += tuple((name, globals_) for name, globals_, _, _ in reads.global_writes)
+                for k, (name, globals_, before, now, what) in enumerate(reads.global_writes, len(values) + len(roots)):
+                    effects.adopt_global(k, name, globals_, before, now, what)
+                roots += tuple((name, globals_) for name, globals_, _, _, _ in reads.global_writes)
             except BaseException:
                 effects.restore()
                 raise
             steps = effects.finish()
-        outside = reads.state(self.__name__, leaves)  # the hooks are off: values read as the caller sees them
+        graph.read_values.clear()  # the arguments' arrays are not kept alive by the trace
+        outside = reads.state(f"{self.__name__} (defined at {self._where()})", leaves)  # the hooks are off: values read as the caller sees them
         concrete = ConcreteFunction(self.call_signature, graph, tuple(specs), treedef, slots, device)
         concrete.check_numerics = self._check_numerics
         concrete._effects, concrete._outside = steps, outside
@@ -683,6 +685,8 @@ def _placeholders(graph, spec, argument, value):
         if isinstance(leaf, TensorSpec) else leaf for leaf, name in zip(leaves, treedef.names(argument))])
     if len(values) == len(leaves):
         for t, v in zip(nest.flatten(inputs), values):
+            if isinstance(t, Tensor):
+                graph.read_values[id(t)] = v
             if isinstance(t, Tensor) and t.shape == ():
                 t.box = "scalar" if isinstance(v, np.generic) else "array"
     return inputs

@@ -140,6 +140,30 @@ class Float64Subclass(np.float64):
     pass
 
 
+class KeyErrorOnMissing(dict):
+    __getattr__ = dict.__getitem__  # `.shape` raises KeyError, not AttributeError
+
+
+@pytest.mark.parametrize("fast", ["C", "Python"])
+def test_an_argument_whose_getattr_raises_another_error_takes_the_full_path(fast, monkeypatch):
+    from autograph_lite.function import Function
+    entry.module()
+    if fast == "Python":
+        from autograph_lite.function import PYTHON_CALL
+        monkeypatch.setattr(Function, "__call__", PYTHON_CALL)
+        monkeypatch.setattr(entry, "fast_key", entry.python_fast_key)
+
+    def f(x, cfg):
+        return x * cfg.lr
+
+    g, cfg = ag.function(f), KeyErrorOnMissing(lr=0.1)
+    with pytest.raises(AttributeError):
+        entry.fast_key("device", (np.ones(2), cfg))
+    for _ in range(4):
+        assert_identical(f(np.ones(2), cfg), g(np.ones(2), cfg))
+        cfg["lr"] *= 2
+
+
 @pytest.mark.parametrize("value", [np.int32(3), np.float32(1), np.bool_(True), np.uint8(3), np.complex64(1),
                                    np.str_("ab"), Float64Subclass(2.0), np.ones((2, 3)), np.ones(3)[::2],
                                    np.ones((2, 2)).view(np.matrix), np.datetime64("2020"), np.void(b"ab"), 1.5,

@@ -23,8 +23,10 @@ import contextlib
 import functools
 import keyword
 import math
+import os
 import random
 import reprlib
+import sys
 import threading
 import types
 
@@ -91,7 +93,10 @@ class Reads:
         self._hooked = []
         self._unhooked = []  # (path, object): reads of its attributes cannot be seen (a builtin type's instance)
         self._swapped = []   # (object, name, its value, the stand-in put in its place during the trace)
+        self._swapping = False  # set by swap_in: an unhooked object found later is swapped in when found
+        self._subclass_items = []  # (path, list or dict subclass, its items when swapped in): writes refused
         self.adopted = []    # (label, object, its attributes before): writes the effects replay takes on
+        self._module_labels = {}  # id(a module's globals) -> its name, for a module the trace writes into
         self._cells = {}     # id(closure cell) -> (its name, the cell, its value, the stand-in cell or None, stand-in)
         self.cell_writes = []  # (name, cell, its value before, the value the trace left): replayed
         self.global_writes = []  # (name, the module's globals, its value before or _MISSING, after): replayed
@@ -137,16 +142,20 @@ class Reads:
         self._index_object(path, value, watch or not hasattr(value, "__dict__"))
 
     def _index_object(self, path, obj, watch):
-        self._objects.setdefault(id(obj), path)
+        if id(obj) in self._objects:  # reached again (`STATE` and `STATE.scaled`'s self): indexed once,
+            return                    # its state as first found
+        self._objects[id(obj)] = path
         self._before.setdefault(id(obj), _state(obj) if not isinstance(obj, (list, dict)) else {})
         self._keep.append(obj)
-        cls = type(obj)
-        if _unhookable(obj) or (isinstance(obj, (list, dict)) and type(obj) not in (list, dict)):
-            self._unhooked.append((path, obj))
-        elif cls not in self._hooked and _hook(cls):
-            self._hooked.append(cls)
         if watch:
             self._watched.append((path, obj, _state(obj)))
+        cls = type(obj)
+        if _unhookable(obj) or _container_subclass(obj):
+            self._unhooked.append((path, obj))
+            if self._swapping:  # found during the trace (through a global, a cell, an attribute)
+                self._swap_in(path, obj)
+        elif cls not in self._hooked and _hook(cls):
+            self._hooked.append(cls)
 
     def attributes_now(self):
         """{id: its attributes} of the objects reached so far whose writes `finish` hands to the
@@ -165,6 +174,12 @@ class Reads:
                         if before.get(name, _MISSING) is not now.get(name, _MISSING)]
         return changes
 
+    def stands_for(self, obj, name, tensor):
+        """Whether `tensor` is the graph input the trace read `obj.name` as."""
+        parent = self._objects.get(id(obj))
+        seen = None if parent is None else self._seen.get(parent + (("attr", name),))
+        return seen is not None and seen[1] is tensor
+
     def is_stand_in(self, obj, name, value):
         """Whether `value`, now `obj.name`, is the stand-in `swap_in` put there (not a write)."""
         return any(o is obj and k == ("attr", name) and s is value for o, k, _, s in self._swapped)
@@ -172,27 +187,33 @@ class Reads:
     def swap_in(self):
         """Objects whose attribute reads cannot be intercepted (`types.SimpleNamespace`): every
         attribute is read now, and stand-ins (Tensors for arrays) put in its place until `finish`.
-        Called once the effects replay has taken its snapshot of the arguments."""
+        Called once the effects replay has taken its snapshot of the arguments; such an object the
+        trace finds later is swapped in when found."""
+        self._swapping = True
         for path, obj in self._unhooked:
-            if isinstance(obj, (list, dict)):  # a list or dict subclass: its items (and its size) too
-                self._guards[path + (("size", None),)] = ("size", len(obj))
-                self._labels[path + (("size", None),)] = self._labels[path]
-                items = list(dict.items(obj) if isinstance(obj, dict) else enumerate(obj))
-                for key, value in items:
-                    stand_in = self.see(path + (("item", key),), f"{self._labels[path]}[{key!r}]", value)
-                    if stand_in is not value:
-                        (dict.__setitem__ if isinstance(obj, dict) else list.__setitem__)(obj, key, stand_in)
-                        self._swapped.append((obj, ("item", key), value, stand_in))
-                if not isinstance(getattr(obj, "__dict__", None), dict):
-                    continue
-            store = vars(obj)
-            for name, value in list(store.items()):
-                if name[:2] == "__":
-                    continue
-                stand_in = self.see(path + (("attr", name),), self._labels[path] + _attr_label(name), value)
+            self._swap_in(path, obj)
+
+    def _swap_in(self, path, obj):
+        if isinstance(obj, (list, dict)):  # a list or dict subclass: its items (and its size) too
+            self._guards[path + (("size", None),)] = ("size", len(obj))
+            self._labels[path + (("size", None),)] = self._labels[path]
+            items = list(dict.items(obj) if isinstance(obj, dict) else enumerate(obj))
+            self._subclass_items.append((path, obj, items))
+            for key, value in items:
+                stand_in = self.see(path + (("item", key),), f"{self._labels[path]}[{key!r}]", value)
                 if stand_in is not value:
-                    store[name] = stand_in
-                    self._swapped.append((obj, ("attr", name), value, stand_in))
+                    (dict.__setitem__ if isinstance(obj, dict) else list.__setitem__)(obj, key, stand_in)
+                    self._swapped.append((obj, ("item", key), value, stand_in))
+            if not isinstance(getattr(obj, "__dict__", None), dict):
+                return
+        store = vars(obj)
+        for name, value in list(store.items()):
+            if name[:2] == "__":
+                continue
+            stand_in = self.see(path + (("attr", name),), self._labels[path] + _attr_label(name), value)
+            if stand_in is not value:
+                store[name] = stand_in
+                self._swapped.append((obj, ("attr", name), value, stand_in))
 
     def _swap_out(self):
         for obj, (kind, key), value, stand_in in self._swapped:
@@ -207,6 +228,10 @@ class Reads:
     def attribute(self, obj, name, value):
         """An attribute read on an object: the value the trace sees (a Tensor for an array)."""
         parent = self._objects.get(id(obj))
+        if parent is not None and name == "__dict__" and type(value) is dict and _read_by_converted_code():
+            # `self.__dict__['a']`, `vars(self)`: a copy holding the stand-ins, its items guarded; what the
+            # trace writes into it goes where a write to the attribute would (`finish`)
+            return self.see(parent + (("attr", name),), self._labels[parent] + ".__dict__", value)
         if parent is None or name[:2] == "__":
             return value
         before = self._before.get(id(obj), {})
@@ -232,6 +257,11 @@ class Reads:
         self._keep.append(value)
         stand_in = value
         t = type(value)
+        if t is types.ModuleType and _user_module(value):
+            # a module of the user's (`import cfg`): its attributes are read each call, as globals are
+            self._guards[path] = ("module" if path[0][0] == "global" else "identity", value)
+            self._seen[path] = (value, _ModuleView(self, value))
+            return self._seen[path][1]
         if isinstance(value, Tensor) or (t is types.ModuleType and path[0][0] != "global"):
             self._seen[path] = (value, value)
             return value
@@ -244,11 +274,24 @@ class Reads:
             stand_in = self._input(path, label, value)
         elif isinstance(value, _SCALARS) or isinstance(value, _BY_VALUE):
             self._guards[path] = ("value", value)
+        elif t is types.BuiltinMethodType and not isinstance(value.__self__, (types.ModuleType, type(None))):
+            # a builtin type's method bound to an object (`R.random` of a random.Random): a new object
+            # on each read, the same method while it is bound to the same object under the same name
+            self._guards[path] = ("builtin method", (value.__self__, value.__name__))
         elif t is types.MethodType:
             self._guards[path] = ("method", (value.__func__, value.__self__))
+            # the object it is bound to (`fwd = model.forward`): its attributes read as any object's
+            self.see(path + (("attr", "__self__"),), label + ".__self__", value.__self__, depth)
         elif t in (list, tuple, dict) or (isinstance(value, tuple) and hasattr(t, "_fields")):
             stand_in = self._container(path, label, value, depth)
-        elif isinstance(value, _BY_IDENTITY) or not _has_attributes(value):
+        elif t is functools.partial:  # what it holds (`partial(np.multiply, W)`) read as any value
+            self._guards[path] = ("identity", value)
+            parts = [self.see(path + (("attr", part),), f"{label}.{part}", getattr(value, part), depth + 1)
+                     for part in ("func", "args", "keywords")]
+            if any(a is not getattr(value, b) for a, b in zip(parts, ("func", "args", "keywords"))):
+                stand_in = functools.partial(parts[0], *parts[1], **parts[2])
+        elif isinstance(value, _BY_IDENTITY) or not (_has_attributes(value) or _unhookable(value)
+                                                     or _container_subclass(value)):
             self._guards[path] = ("identity", value)
         else:
             self._guards[path] = ("identity", value)
@@ -283,13 +326,14 @@ class Reads:
             copy = type(value)(*[s for _, s in stand_ins]) if hasattr(type(value), "_fields") else \
                 tuple(s for _, s in stand_ins)
         if type(value) in (list, dict):
-            self._copies.append((path, value, copy, list(copy.items()) if type(copy) is dict else list(copy)))
+            self._copies.append((path, value, copy, _items(copy)))
         return copy
 
     def _input(self, path, label, array):
         root = self.graph
         p = root.placeholder(array.shape, array.dtype, name=_name(label), outside=label)
         root.inputs.append(p)
+        root.read_values[id(p)] = array
         self._inputs.append(path)
         return p
 
@@ -297,16 +341,15 @@ class Reads:
         """`converted` with its globals and cells as the trace must see them (see `function_for`)."""
         code = original.__code__
         globals_ = original.__globals__
-        entry = self._globals.get(id(globals_))
-        if entry is None:
-            entry = self._globals[id(globals_)] = (globals_, None, {})
+        entry = self._namespace(globals_)
         k = self._root_index(globals_)
         names = entry[2]
-        changed = {}
+        changed, found = {}, False
         for name in code_names(code):
             if name not in names:
                 value = globals_.get(name, _MISSING)  # missing: a global the trace may create
                 names[name] = (value, value if value is _MISSING else self.see((("global", k, name),), name, value))
+                found = found or names[name][1] is not value
             if names[name][1] is not names[name][0]:
                 changed[name] = names[name][1]
         cells = dict(zip(code.co_freevars, original.__closure__ or ()))
@@ -326,23 +369,94 @@ class Reads:
                                      stand_in)
             if stand_in is not value:
                 new_cells[name] = self._cells[id(cell)][3]
-        if not changed and not new_cells:
+        defaults, kwdefaults = self._defaults(original)
+        if not changed and not new_cells and defaults is None and kwdefaults is None:
             return converted
         if changed:
             copy = entry[1]
             if copy is None:
                 copy = dict(globals_)
                 self._globals[id(globals_)] = entry = (globals_, copy, names)
-            copy.update(changed)
+                copy.update(changed)
+            elif found:  # only the names new to the copy: the others may hold the trace's own writes
+                copy.update({name: names[name][1] for name in changed if name not in copy or
+                             copy[name] is names[name][0]})
             globals_ = copy
         else:
             globals_ = entry[1] or globals_
         closure = tuple(new_cells.get(name, cell) for name, cell in
                             zip(converted.__code__.co_freevars, converted.__closure__ or ()))
-        fn = types.FunctionType(converted.__code__, globals_, converted.__name__, converted.__defaults__, closure)
-        fn.__kwdefaults__, fn.__qualname__ = converted.__kwdefaults__, converted.__qualname__
+        fn = types.FunctionType(converted.__code__, globals_, converted.__name__,
+                                converted.__defaults__ if defaults is None else defaults, closure)
+        fn.__kwdefaults__ = converted.__kwdefaults__ if kwdefaults is None else kwdefaults
+        fn.__qualname__ = converted.__qualname__
         fn.__dict__.update(converted.__dict__)
         return fn
+
+    def _defaults(self, original):
+        """A function's default argument values as the trace must see them (`def layer(x, w=W1)`:
+        W1 read each call), or None where they are the function's own."""
+        code = original.__code__
+        defaults, kwdefaults = original.__defaults__ or (), original.__kwdefaults__ or {}
+        if not defaults and not kwdefaults:
+            return None, None
+        k = self._root_index(original)
+        first = code.co_argcount - len(defaults)
+        seen = tuple(self.see((("default", k, i),), f"{original.__qualname__}({code.co_varnames[first + i]}=)", v)
+                     for i, v in enumerate(defaults))
+        seen_kw = {name: self.see((("kwdefault", k, name),), f"{original.__qualname__}({name}=)", v)
+                   for name, v in kwdefaults.items()}
+        return (None if all(a is b for a, b in zip(seen, defaults)) else seen,
+                None if all(seen_kw[n] is v for n, v in kwdefaults.items()) else seen_kw)
+
+    def _namespace(self, globals_):
+        """The trace's record of a module's globals: (the dict, its copy for the trace or None,
+        {name: (its value before, the stand-in)})."""
+        entry = self._globals.get(id(globals_))
+        if entry is None:
+            entry = self._globals[id(globals_)] = (globals_, None, {})
+        return entry
+
+    def _copy_of(self, globals_):
+        """The trace's copy of a module's globals, made if there is none yet."""
+        entry = self._namespace(globals_)
+        if entry[1] is None:
+            entry = self._globals[id(globals_)] = (globals_, dict(globals_), entry[2])
+        return entry[1]
+
+    def module_attribute(self, module, name):
+        """`module.name` read by the trace (through a _ModuleView): the value the trace sees."""
+        globals_ = vars(module)
+        names = self._namespace(globals_)[2]
+        if name not in names:
+            value = globals_.get(name, _MISSING)
+            if value is _MISSING:  # not in its globals (a module's __getattr__): as it is
+                return getattr(module, name)
+            path = (("global", self._root_index(globals_), name),)
+            names[name] = (value, self.see(path, f"{module.__name__}.{name}", value))
+            if names[name][1] is not value:
+                self._copy_of(globals_)[name] = names[name][1]
+        copy = self._globals[id(globals_)][1]
+        value = (globals_ if copy is None else copy).get(name, _MISSING)
+        if value is _MISSING:
+            raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
+        return value
+
+    def module_write(self, module, name, value):
+        """`module.name = value` (or `del module.name`, value _MISSING) in the trace: kept in the
+        trace's copy of the module's globals; `finish` makes it a write the effects replay redoes."""
+        globals_ = vars(module)
+        names = self._namespace(globals_)[2]
+        if name not in names:
+            before = globals_.get(name, _MISSING)
+            names[name] = (before, before)
+            self._root_index(globals_)
+        copy = self._copy_of(globals_)
+        if value is _MISSING:
+            del copy[name]
+        else:
+            copy[name] = value
+        self._module_labels[id(globals_)] = module.__name__
 
     def _root_index(self, obj):
         index = next((k for k, r in enumerate(self._roots) if r is obj), None)
@@ -361,30 +475,31 @@ class Reads:
         self._swap_out()
         self._finished = True
         problems = []
-        for name, cell, before, stand_in_cell, stand_in in self._cells.values():
+        for variable, cell, before, stand_in_cell, stand_in in self._cells.values():
             try:
                 now = (stand_in_cell or cell).cell_contents
             except ValueError:
-                problems.append(f"closure variable {name!r} deleted")
+                problems.append(f"closure variable {variable!r} deleted")
                 continue
             if now is not before and now is not stand_in:
-                self.cell_writes.append((name, cell, before, now))  # the effects replay sets it each call
+                self.cell_writes.append((variable, cell, before, now))  # the effects replay sets it each call
             cell.cell_contents = before
         for globals_, copy, names in self._globals.values():
-            for name, (before, stand_in) in names.items():
-                now = (copy or globals_).get(name, _MISSING)
+            module = self._module_labels.get(id(globals_))
+            for key, (before, stand_in) in names.items():
+                now = (copy or globals_).get(key, _MISSING)
+                what = f"module attribute '{module}.{key}'" if module else f"global {key!r}"
                 if now is not before and now is not stand_in:
                     if now is _MISSING:
-                        problems.append(f"global {name!r} deleted")
-                    else:
-                        self.global_writes.append((name, globals_, before, now))  # the effects replay sets it
+                        problems.append(f"{what} deleted")
+                    else:  # the effects replay sets it
+                        self.global_writes.append((key, globals_, before, now, what))
                 if before is _MISSING:
-                    globals_.pop(name, None)
-                elif globals_.get(name, _MISSING) is not before:
-                    globals_[name] = before
+                    globals_.pop(key, None)
+                elif globals_.get(key, _MISSING) is not before:
+                    globals_[key] = before
         for path, real, copy, before in self._copies:
-            now = list(copy.items()) if type(copy) is dict else list(copy)
-            if len(now) == len(before) and all(a is b for a, b in zip(now, before)):
+            if _same_items(_items(copy), before):
                 continue
             if path[0][0] in ("leaf", "self"):
                 # the arguments' and self's containers are the effects replay's (effects.py): it sees the
@@ -393,11 +508,18 @@ class Reads:
             else:
                 problems.append(f"{self._labels[path]} changed")
         for path, real, before in self._real:
-            now = list(real.items()) if type(real) is dict else list(enumerate(real))
-            if len(now) != len(before) or any(a[0] != b[0] or a[1] is not b[1] for a, b in zip(now, before)):
+            now = _items(real)
+            if not _same_items(now, before):
                 problems.append(f"{self._labels[path]} {_change(before, now)}")
                 real.clear()
                 real.update(before) if type(real) is dict else real.extend(v for _, v in before)
+        for path, obj, before in self._subclass_items:
+            now = _items(obj)
+            if not _same_items(now, before):
+                problems.append(f"{self._labels[path]} (a {type(obj).__name__}) {_change(before, now)}")
+                (dict.clear if isinstance(obj, dict) else list.clear)(obj)
+                for key, value in before:
+                    (dict.__setitem__(obj, key, value) if isinstance(obj, dict) else list.append(obj, value))
         for path, obj, before in self._watched:
             after = _state(obj)
             changed = [key for key in set(before) | set(after) if before.get(key, _MISSING) is not after.get(key, _MISSING)]
@@ -461,10 +583,20 @@ def _change(before, now):
     return f"lost item {next(k for k in old if k not in new)!r}"
 
 
+def _items(container):
+    """A list's or dict's (key, item) pairs (a subclass's own methods not called)."""
+    return list(dict.items(container) if isinstance(container, dict) else enumerate(container))
+
+
+def _same_items(now, before):
+    """Whether two `_items` lists hold the same keys and the very same items."""
+    return len(now) == len(before) and all(a[0] == b[0] and a[1] is b[1] for a, b in zip(now, before))
+
+
 def _copy_back(real, copy, before):
     """Put what a trace did to `copy` (a container with stand-ins) into `real`, stand-ins undone."""
     if type(real) is list:
-        originals = {id(s): o for s, o in zip(before, real)}
+        originals = {id(s): o for (_, s), o in zip(before, real)}
         real[:] = [originals.get(id(v), v) for v in copy]
     else:
         originals = {id(s): real[k] for k, s in before}
@@ -520,6 +652,10 @@ def _fetch(path, leaves, roots, guards):
         value = guards[(("self",),)][1]
     elif step[0] == "global":
         value = roots[step[1]][step[2]]
+    elif step[0] == "default":
+        value = roots[step[1]].__defaults__[step[2]]
+    elif step[0] == "kwdefault":
+        value = roots[step[1]].__kwdefaults__[step[2]]
     else:
         value = roots[step[1]].cell_contents
     for kind, key in path[1:]:
@@ -542,6 +678,8 @@ def _holds(kind, payload, value):
         return value is payload
     if kind == "method":
         return type(value) is types.MethodType and value.__func__ is payload[0] and value.__self__ is payload[1]
+    if kind == "builtin method":
+        return type(value) is types.BuiltinMethodType and value.__self__ is payload[0] and value.__name__ == payload[1]
     if kind == "length":
         return type(value) is payload[0] and len(value) == payload[1]
     return type(value) is payload[0] and value == payload[1] and [type(i) for i in value] == payload[2]
@@ -556,6 +694,8 @@ def _describe(kind, payload, now):
         return f"held {payload} items, holds {len(now)}"
     if kind == "length":
         return f"was a {payload[0].__name__} of {payload[1]} items, is {_brief(now)}"
+    if kind == "builtin method":
+        return f"was {type(payload[0]).__name__}.{payload[1]} of the object read while tracing, is {_brief(now)}"
     return f"was {_brief(payload if kind != 'method' else payload[0])}, is {_brief(now)}"
 
 
@@ -601,6 +741,9 @@ def _compile(guards, inputs, roots):
         elif kind == "method":
             lines.append(f"if type({v}) is not MethodType or {v}.__func__ is not {const(payload[0])} "
                          f"or {v}.__self__ is not {const(payload[1])}: return None")
+        elif kind == "builtin method":
+            lines.append(f"if type({v}) is not BuiltinMethodType or {v}.__self__ is not {const(payload[0])} "
+                         f"or {v}.__name__ != {const(payload[1])}: return None")
         elif kind == "length":
             lines.append(f"if type({v}) is not {const(payload[0])} or len({v}) != {payload[1]}: return None")
         elif kind == "equal":
@@ -609,9 +752,10 @@ def _compile(guards, inputs, roots):
                          f"[type(i) for i in {v}] != {const(item_types)}: return None")
     result = "[" + ", ".join(var[p] for p in inputs) + "]"
     params = ", ".join(["leaves"] + [f"{k}={k}" for k in consts] +
-                       ["roots=roots", "ndarray=ndarray", "MethodType=MethodType", "_same=_same"])
+                       ["roots=roots", "ndarray=ndarray", "MethodType=MethodType", "_same=_same",
+                        "BuiltinMethodType=BuiltinMethodType"])
     body = "\n".join("        " + line for line in lines) or "        pass"
-    source = (f"def make({', '.join(['roots', 'ndarray', 'MethodType', '_same'] + list(consts))}):\n"
+    source = (f"def make({', '.join(['roots', 'ndarray', 'MethodType', '_same', 'BuiltinMethodType'] + list(consts))}):\n"
               f"    def read({params}):\n"
               f"      try:\n{body}\n"
               f"      except Exception:\n"
@@ -620,7 +764,7 @@ def _compile(guards, inputs, roots):
               f"    return read\n")
     namespace = {}
     exec(compile(source, "<autograph_lite outside-state guards>", "exec"), namespace)
-    return namespace["make"](roots, np.ndarray, types.MethodType, _same, **consts)
+    return namespace["make"](roots, np.ndarray, types.MethodType, _same, types.BuiltinMethodType, **consts)
 
 
 def _source(path, var, const, self_root):
@@ -636,6 +780,10 @@ def _source(path, var, const, self_root):
             src = const(self_root)
         elif step[0] == "global":
             src = f"roots[{int(step[1])}][{const(step[2])}]"
+        elif step[0] == "default":
+            src = f"roots[{int(step[1])}].__defaults__[{int(step[2])}]"
+        elif step[0] == "kwdefault":
+            src = f"roots[{int(step[1])}].__kwdefaults__[{const(step[2])}]"
         else:
             src = f"roots[{int(step[1])}].cell_contents"
         rest = path[1:]
@@ -677,6 +825,52 @@ def _has_attributes(value):
             or devices.device_of(value) is not None:
         return False
     return (t.__module__ or "").split(".")[0] != "autograph_lite" and t.__flags__ & (1 << 9) != 0  # a heap type
+
+
+def _read_by_converted_code():
+    """Whether the attribute read `Reads.attribute` sees was made by the user's converted code (not by
+    ours or a library's, which read `__dict__` as it is)."""
+    return sys._getframe(3).f_code.co_filename.startswith("<autograph_lite converted")
+
+
+def _user_module(module):
+    """A module of the user's (`import cfg`), not a library's (numpy, the standard library, ours)."""
+    from .call import _LIBRARY_ROOTS, _PACKAGE_DIR
+    filename = getattr(module, "__file__", None) or ""
+    return not ((module.__name__ or "").split(".")[0] in _LIBRARY_ROOTS | set(sys.builtin_module_names)
+                or filename.startswith(_PACKAGE_DIR) or f"{os.sep}site-packages{os.sep}" in filename
+                or f"{os.sep}dist-packages{os.sep}" in filename)
+
+
+class _ModuleView(types.ModuleType):
+    """What a trace sees in place of a user's module: its attributes read through the trace's Reads
+    (arrays as graph inputs, the rest guarded), writes kept for the effects replay."""
+
+    def __init__(self, reads, module):
+        super().__init__(module.__name__)
+        object.__setattr__(self, "_ag_state", (reads, module))
+
+    def __getattribute__(self, name):
+        reads, module = object.__getattribute__(self, "_ag_state")
+        if name[:2] == "__":
+            return getattr(module, name)
+        return reads.module_attribute(module, name)
+
+    def __setattr__(self, name, value):
+        reads, module = object.__getattribute__(self, "_ag_state")
+        reads.module_write(module, name, value)
+
+    def __delattr__(self, name):
+        reads, module = object.__getattribute__(self, "_ag_state")
+        reads.module_write(module, name, _MISSING)
+
+    def __repr__(self):
+        return repr(object.__getattribute__(self, "_ag_state")[1])
+
+
+def _container_subclass(value):
+    """A list or dict subclass (`OrderedDict`, `class Params(dict)`): its items are swapped in."""
+    return isinstance(value, (list, dict)) and type(value) not in (list, dict)
 
 
 def _slots(cls):

@@ -106,8 +106,22 @@ def _spec(value):
     raise TypeError(f"it gives a {type(value).__name__}, not a number or a numeric array")
 
 
+def _sample_spec(generator, method, args, kwargs, inputs, k):
+    """`_spec` of one result drawn with tensor arguments `inputs` holding `k` everywhere, or, where
+    numpy refuses those values (`p=` must sum to 1), the arrays they stood for while tracing."""
+    try:
+        return _spec(_sample(generator, method, args, kwargs, [_example(t, k) for t in inputs]))
+    except UnknownRank:
+        raise
+    except Exception:
+        read = [_read_value(t, current_graph()) for t in inputs]
+        if not inputs or any(v is None for v in read):
+            raise
+    return _spec(_sample(generator, method, args, kwargs, read))
+
+
 def _draw_infer(*inputs, generator, method, args, kwargs):
-    shape, dtype, _ = _spec(_sample(generator, method, args, kwargs, [_example(t, 1) for t in inputs]))
+    shape, dtype, _ = _sample_spec(generator, method, args, kwargs, inputs, 1)
     return [(shape, dtype)]
 
 
@@ -125,6 +139,17 @@ def call_name(generator, method):
     if isinstance(generator, types.ModuleType):  # a device's global functions: cupy.random.rand()
         return f"{generator.__name__}.{method}()"
     return f"{type(generator).__name__}.{method}()"
+
+
+def _read_value(t, graph):
+    """The array input tensor `t` stood for while tracing (an argument's, or one read from outside), or
+    None (a value the graph computes)."""
+    while graph is not None:
+        if graph.parent is None:
+            return graph.read_values.get(id(t))
+        t = next((outer for outer, inner in graph.captures if inner is t), None)
+        graph = graph.parent if t is not None else None
+    return None
 
 
 def _root(graph):
@@ -172,8 +197,7 @@ def _draw(generator, name, method, args, kwargs, location):
     specs = set()
     for k in (1, 2) if inputs else (1,):  # with tensor arguments: does their value change the type?
         try:
-            examples = [_example(t, k) for t in inputs]
-            specs.add(_spec(_sample(generator, name, stored_args, stored_kwargs, examples)))
+            specs.add(_sample_spec(generator, name, stored_args, stored_kwargs, inputs, k))
         except Exception as e:  # noqa: BLE001 - whatever numpy raises, said at the user's line
             # an argument's shape known only when the graph runs: a tensor loop around it runs as Python
             raise (NeedsPython if isinstance(e, UnknownRank) else ConversionError)(

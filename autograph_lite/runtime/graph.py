@@ -219,6 +219,7 @@ class Graph:
         self.held = {}           # id(tensor) -> that tensor, for the keys of `holders`
         self.python_ranges = {}  # id(Range tensor) -> it, for Python's range() on tensors: ints are weak
         self.made_generators = {}  # top graph: id -> a random generator the traced code made from a seed
+        self.read_values = {}    # top graph: id(input placeholder) -> the array it stood for while tracing
         self.storages = []       # top graph: the memory.Storage of every array viewed or written in the trace
         self.numpy_aliases = {}  # top graph: id(Const) -> (Const, words): a numpy array held under another name
         self.control_nodes = []  # the Cond/While nodes added while tracing (alias rules scan them, not every node)

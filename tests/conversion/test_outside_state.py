@@ -728,3 +728,379 @@ def test_a_traced_value_stored_into_a_numpy_array_made_in_the_function_equals_ea
         return out
 
     assert_same(f(np.ones(2)), ag.function(f)(np.ones(2)))
+
+
+# --- containers a builtin type holds, reached outside the arguments ---------------------------
+
+NAMESPACE = None
+ORDERED = None
+
+
+class AttrDict(dict):
+    __getattr__ = dict.__getitem__
+
+
+class NamespaceHolder:
+    def __init__(self):
+        import types
+        self.cfg = types.SimpleNamespace(scale=2.0, w=np.ones(2))
+
+    def f(self, x):
+        return x * self.cfg.scale + self.cfg.w
+
+
+def _run_four_calls(f, x, change):
+    """f eagerly and compiled over four calls, `change` run after each: the outputs."""
+    cf, outs = ag.function(f), []
+    for _ in range(4):
+        outs.append((f(x), cf(x)))
+        change()
+    return outs
+
+
+def test_a_namespace_in_a_global_a_closure_or_on_self_is_read_each_call():
+    import types
+    global NAMESPACE
+    NAMESPACE = types.SimpleNamespace(scale=2.0, w=np.ones(2))
+    closed = types.SimpleNamespace(scale=2.0, w=np.ones(2))
+    holder = NamespaceHolder()
+
+    def through_global(x):
+        return x * NAMESPACE.scale + NAMESPACE.w
+
+    def through_cell(x):
+        return x * closed.scale + closed.w
+
+    for f, ns in ((through_global, NAMESPACE), (through_cell, closed), (holder.f, holder.cfg)):
+        def change():
+            ns.scale += 1
+            ns.w[0] += 10
+        for eager, compiled in _run_four_calls(f, np.ones(2), change):
+            assert_same(eager, compiled)
+        assert type(ns.w) is np.ndarray
+
+
+def test_dict_subclasses_in_globals_are_read_each_call():
+    from collections import OrderedDict
+    global ORDERED, NAMESPACE
+    ORDERED, NAMESPACE = OrderedDict(s=2.0, w=np.ones(2)), AttrDict(lr=0.1)
+
+    def f(x):
+        return x * ORDERED["s"] * NAMESPACE.lr + ORDERED["w"]
+
+    def change():
+        ORDERED["s"] += 1
+        ORDERED["w"][0] += 10
+        NAMESPACE["lr"] *= 2
+    for eager, compiled in _run_four_calls(f, np.ones(2), change):
+        assert_same(eager, compiled)
+    assert type(ORDERED["w"]) is np.ndarray
+
+
+def test_an_item_written_into_a_dict_subclass_is_refused_and_undone():
+    def f(x, p):
+        p["w"] = p["w"] + x
+        return x
+
+    p = Params(w=np.ones(2))
+    with pytest.raises(ag.ConversionError, match=r"p \(a Params\) had item 'w' set"):
+        ag.function(f)(np.ones(2), p)
+    assert type(p["w"]) is np.ndarray
+
+
+def sum_times_ten(x):
+    return SUM * 10 + x
+
+
+def add_to_sum_then_read_it_in_a_helper(x):
+    global SUM
+    SUM = SUM + x
+    return sum_times_ten(x)
+
+
+def test_a_global_rebound_by_the_trace_is_what_a_helper_reads_after():
+    global SUM
+    try:
+        eager = [add_to_sum_then_read_it_in_a_helper(np.ones(2)) for _ in range(4)]
+        eager_final, SUM = SUM, np.zeros(2)
+        compiled = ag.function(add_to_sum_then_read_it_in_a_helper)
+        for e in eager:
+            assert_same(e, compiled(np.ones(2)))
+        assert_same(eager_final, SUM)
+    finally:
+        SUM = np.zeros(2)
+
+
+# --- a user's module (`import cfg`): its attributes are read each call, as globals are -------
+
+CFG = None
+
+
+def _user_module():
+    import types
+    module = types.ModuleType("user_cfg")
+    module.K, module.W, module.STATE, module.COUNT = 2.0, np.ones(2), np.zeros(2), 0
+    return module
+
+
+def scaled_by_module_attributes(x):
+    return x * CFG.K + CFG.W
+
+
+def adds_into_a_module_attribute(x):
+    CFG.STATE = CFG.STATE + x
+    return CFG.STATE * 2
+
+
+def test_module_attributes_are_read_each_call():
+    global CFG
+    CFG = _user_module()
+
+    def change():
+        CFG.K += 1
+        CFG.W[0] += 10
+    for eager, compiled in _run_four_calls(scaled_by_module_attributes, np.ones(2), change):
+        assert_same(eager, compiled)
+    CFG.W = np.full(2, 5.0)  # rebound
+    assert_same(scaled_by_module_attributes(np.ones(2)), ag.function(scaled_by_module_attributes)(np.ones(2)))
+
+
+def test_a_module_attribute_the_trace_sets_is_set_every_call():
+    global CFG
+    CFG = _user_module()
+    eager = [adds_into_a_module_attribute(np.ones(2)) for _ in range(4)]
+    eager_state, CFG.STATE = CFG.STATE, np.zeros(2)
+    compiled = ag.function(adds_into_a_module_attribute)
+    for e in eager:
+        assert_same(e, compiled(np.ones(2)))
+    assert type(CFG.STATE) is np.ndarray
+    assert_same(eager_state, CFG.STATE)
+
+
+def test_a_module_attribute_set_to_a_python_value_is_refused_and_restored():
+    global CFG
+    CFG = _user_module()
+
+    def f(x):
+        CFG.STATE = CFG.STATE + x
+        CFG.COUNT += 1
+        return x
+
+    with pytest.raises(ag.ConversionError, match=r"module attribute 'user_cfg\.COUNT' changed 0 -> 1"):
+        ag.function(f)(np.ones(2))
+    assert CFG.COUNT == 0 and type(CFG.STATE) is np.ndarray
+
+
+# --- objects reached through a bound method ---------------------------------------------------
+
+class Scaler:
+    def __init__(self):
+        self.w, self.s = np.ones(2), 1.0
+
+    def forward(self, x):
+        return x * self.w * self.s
+
+
+class Wrapper:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, x):
+        return self.fn(x) + 1
+
+
+FORWARD = None
+
+
+def test_an_object_behind_a_bound_method_in_a_global_or_on_self_is_read_each_call():
+    global FORWARD
+    model = Scaler()
+    FORWARD = model.forward
+    wrapper = Wrapper(model.forward)
+
+    def through_global(x):
+        return FORWARD(x) + 1
+
+    def change():
+        model.w = model.w + 1
+        model.s += 1
+        model.w[1] *= 2
+    for f in (through_global, wrapper.__call__):
+        model.w, model.s = np.ones(2), 1.0
+        for eager, compiled in _run_four_calls(f, np.ones(2), change):
+            assert_same(eager, compiled)
+
+
+# --- a called helper's default argument values --------------------------------------------------
+
+DEFAULT_W = np.ones(2)
+
+
+def layer_with_defaults(x, w=DEFAULT_W, *, b=DEFAULT_W, k=1.0):
+    return x * w + b * k
+
+
+def calls_a_layer_with_defaults(x):
+    return layer_with_defaults(x)
+
+
+def test_a_helpers_default_arguments_are_read_each_call():
+    def change():
+        DEFAULT_W[0] += 1
+        layer_with_defaults.__kwdefaults__["k"] += 1.0
+    try:
+        for eager, compiled in _run_four_calls(calls_a_layer_with_defaults, np.ones(2), change):
+            assert_same(eager, compiled)
+    finally:
+        DEFAULT_W[:] = 1
+        layer_with_defaults.__kwdefaults__["k"] = 1.0
+
+
+PARTIAL_W = np.ones(2)
+
+
+def test_arrays_inside_a_functools_partial_are_read_each_call():
+    import functools
+    by_numpy = functools.partial(np.multiply, PARTIAL_W)
+    by_helper = functools.partial(layer_with_defaults, w=PARTIAL_W, k=2.0)
+
+    def f(x):
+        return by_numpy(x) + by_helper(x)
+
+    def change():
+        PARTIAL_W[0] += 1
+    try:
+        for eager, compiled in _run_four_calls(f, np.ones(2), change):
+            assert_same(eager, compiled)
+    finally:
+        PARTIAL_W[:] = 1
+
+
+CACHE = {"k": np.ones(2), "s": 2.0}
+SEEN = []
+
+
+def test_a_global_dict_of_arrays_only_read_is_read_each_call():
+    def f(x):
+        return x * CACHE["s"] + CACHE["k"]
+
+    def change():
+        CACHE["k"][0] += 10
+        CACHE["s"] += 1
+    try:
+        for eager, compiled in _run_four_calls(f, np.ones(2), change):
+            assert_same(eager, compiled)
+    finally:
+        CACHE["k"], CACHE["s"] = np.ones(2), 2.0
+
+
+def appends_to_a_global_list(x):
+    SEEN.append(1)
+    return x
+
+
+def test_a_refused_write_names_the_compiled_function_and_where_it_is():
+    line = _line(appends_to_a_global_list, "def ")
+    with pytest.raises(ag.ConversionError, match=rf"^appends_to_a_global_list \(defined at .*test_outside_state\.py:"
+                                                 rf"{line}\) changes state .*\(SEEN gained item 0\)"):
+        ag.function(appends_to_a_global_list)(np.ones(2))
+    assert SEEN == []
+
+
+# --- an attribute's array written in place keeps its identity -----------------------------------
+
+class Counter:
+    def __init__(self):
+        self.n, self.t, self.w = np.array(0), np.array(2.0), np.ones(2)
+
+    def step(self, x):
+        self.n += 1
+        self.t *= x
+        self.w *= x
+        return self.t, self.w * self.n
+
+
+@cpu_only("it asserts the host's array identity")
+def test_an_attributes_array_updated_in_place_stays_that_array():
+    eager, compiled = Counter(), Counter()
+    arrays = (compiled.n, compiled.t, compiled.w)
+    f = ag.function(compiled.step)
+    for k in range(4):
+        x = np.float64(1.5 + k)
+        e_t, e_w = eager.step(x)
+        c_t, c_w = f(x)
+        assert_same(e_t, c_t)
+        assert_same(e_w, c_w)
+        assert c_t is compiled.t and e_t is eager.t
+        assert all(a is b for a, b in zip((compiled.n, compiled.t, compiled.w), arrays))
+        for name in ("n", "t", "w"):
+            assert type(getattr(compiled, name)) is np.ndarray
+            assert_same(getattr(eager, name), getattr(compiled, name))
+
+
+class ThroughDict:
+    def __init__(self):
+        self.a, self.s = np.ones(2), 1.0
+
+    def f(self, x):
+        return x + self.__dict__["a"], [x * v for v in vars(self).values()]
+
+    def g(self, x):
+        self.__dict__["b"] = x * self.__dict__["a"]
+        return x
+
+
+def test_attributes_read_through_dunder_dict_or_vars_are_read_each_call():
+    eager, compiled = ThroughDict(), ThroughDict()
+    f = ag.function(compiled.f)
+    for _ in range(4):
+        (ea, eb), (ca, cb) = eager.f(np.ones(2)), f(np.ones(2))
+        assert_same(ea, ca)
+        assert len(eb) == len(cb) and all(assert_same(e, c) is None for e, c in zip(eb, cb))
+        for o in (eager, compiled):
+            o.a *= 2
+            o.s += 1
+    g = ag.function(compiled.g)
+    for k in range(4):
+        eager.g(np.full(2, float(k)))
+        g(np.full(2, float(k)))
+        assert_same(eager.b, compiled.b)
+        compiled.a *= 2
+        eager.a *= 2
+
+
+class Accumulating:
+    def __init__(self):
+        self.k, self.acc = 2.0, np.zeros(2)
+
+    def scaled(self, v):
+        return v * self.k
+
+
+ACCUMULATING = Accumulating()
+
+
+def writes_then_calls_a_method_of_the_same_global(x):
+    below = ACCUMULATING.acc < x
+    ACCUMULATING.acc = x * 2
+    return writes_in_a_helper(x) + below
+
+
+def writes_in_a_helper(a):
+    checked = isinstance(ACCUMULATING.scaled(a), np.generic)
+    ACCUMULATING.acc = a * 3.0 + checked
+    return a + ACCUMULATING.scaled(a)
+
+
+@cpu_only("it asserts the host's array type")
+def test_an_object_reached_again_through_its_bound_method_keeps_its_state_as_first_found():
+    # fuzz seed 2101 on the stand-in: the second reach took a snapshot holding the trace's Tensor
+    f = ag.function(writes_then_calls_a_method_of_the_same_global)
+    for k in range(4):
+        x, start = np.full(2, float(k)), ACCUMULATING.acc
+        eager = writes_then_calls_a_method_of_the_same_global(x)
+        ACCUMULATING.acc = start
+        assert_same(eager, f(x))
+        assert type(ACCUMULATING.acc) is np.ndarray
+        assert_same(x * 3.0, ACCUMULATING.acc)
+        ACCUMULATING.k += 1

@@ -310,3 +310,33 @@ def test_library_code_drawing_while_tracing_is_refused():
 
     with pytest.raises(ag.ConversionError, match="global random state or Python's `random` module advanced"):
         ag.function(lambda x: x + noise(x.shape))(np.zeros(3))
+
+
+def test_a_python_random_instance_draws_each_call():
+    import random
+    eager_rng, compiled_rng = random.Random(4), random.Random(4)
+
+    def make(rng):
+        return lambda x: x * rng.random() + rng.gauss(0.0, 1.0) + rng.randint(0, 9)
+
+    eager, compiled = make(eager_rng), ag.function(make(compiled_rng))
+    for _ in range(4):
+        assert_identical(eager(np.ones(2)), compiled(np.ones(2)))
+
+
+CHOICE_P = np.array([0.1, 0.2, 0.7])
+
+
+def test_choice_with_probabilities_read_from_outside_or_passed_draws_as_eager():
+    def make(rng):
+        return lambda x, q: x + rng.choice(3, p=CHOICE_P) + rng.choice(3, size=2, p=q)
+
+    eager, compiled = make(np.random.default_rng(0)), ag.function(make(np.random.default_rng(0)))
+    q = np.array([0.5, 0.5, 0.0])
+    try:
+        for _ in range(4):
+            assert_identical(eager(np.ones(2), q), compiled(np.ones(2), q))
+            CHOICE_P[:] = np.roll(CHOICE_P, 1)
+            q[:] = np.roll(q, 1)
+    finally:
+        CHOICE_P[:] = [0.1, 0.2, 0.7]

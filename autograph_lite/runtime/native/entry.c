@@ -916,6 +916,16 @@ static int scalar_kind(PyObject* a) {  /* index of a's type among numpy's scalar
     return -1;
 }
 
+/* Any error reading a value's shape or dtype (a `__getattr__` raising KeyError) as the
+   AttributeError that sends the call down the full path, where the value is an argument like any. */
+static PyObject* no_shape(void) {
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_AttributeError, "shape");
+    }
+    return NULL;
+}
+
 static PyObject* shape_dtype(PyObject* a) {
     if (PyFloat_CheckExact(a)) {  /* a Python number: keyed by value (a trace's constant), a float by its bits */
         double f = PyFloat_AS_DOUBLE(a);
@@ -948,11 +958,11 @@ static PyObject* shape_dtype(PyObject* a) {
     int kind = scalar_kind(a);  /* numpy's own bool and number scalars: shape () */
     if (kind >= 0) return PyTuple_Pack(2, empty_tuple, scalar_descrs[kind]);
     PyObject* shape = PyObject_GetAttrString(a, "shape");
-    if (shape == NULL) return NULL;
+    if (shape == NULL) return no_shape();
     PyObject* dtype = PyObject_GetAttrString(a, "dtype");
     if (dtype == NULL) {
         Py_DECREF(shape);
-        return NULL;
+        return no_shape();
     }
     return Py_BuildValue("(NN)", shape, dtype);
 }

@@ -48,7 +48,12 @@ def _fast_leaf(a):
         return struct.unpack("<q", struct.pack("<d", a))[0]
     if t is int or t is bool:
         return a
-    return _shape_dtype(a)
+    try:
+        return _shape_dtype(a)
+    except AttributeError:
+        raise
+    except Exception:  # a `__getattr__` raising another error: the full path takes the value
+        raise AttributeError("shape") from None
 
 
 fast_key = python_fast_key
