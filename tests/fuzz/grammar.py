@@ -395,7 +395,10 @@ class Generator:
                 return np.array([ch.int(0, 9) for _ in range(VEC)], d)
             return np.array([ch.int(-5, 5) for _ in range(VEC)], d)
         d1, d2 = self.dtypes
-        return [vec(d1), vec(d2), np.array(ch.int(0, VEC), np.int32), ch.int(0, 3),
+        # `n` a numpy scalar in some input sets: one compiled function meets both boxes, which eagerly
+        # differ (`n += 1` rebinds or writes in place, isinstance, np.asarray(n)): each its own trace
+        n = ch.int(0, VEC)
+        return [vec(d1), vec(d2), np.int32(n) if ch.chance(25) else np.array(n, np.int32), ch.int(0, 3),
                 [ch.int(0, 5) for _ in range(ch.int(0, 2))]]
 
     def helper(self):
