@@ -62,11 +62,15 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.
 
 
 def is_library(fn):
-    filename = getattr(getattr(fn, "__code__", None), "co_filename", "")
+    return is_library_code(getattr(fn, "__module__", None), getattr(getattr(fn, "__code__", None), "co_filename", ""))
+
+
+def is_library_code(module, filename):
+    """Whether code of `module` (its name) in `filename` is a library's (numpy, the standard library,
+    installed packages, ours), not the user's."""
     if filename.startswith(_PACKAGE_DIR):  # ours, even when functools.wraps borrowed a user's name
         return True
-    module = getattr(fn, "__module__", None) or ""
-    if module.split(".")[0] in _LIBRARY_ROOTS:
+    if (module or "").split(".")[0] in _LIBRARY_ROOTS:
         return True
     return f"{os.sep}site-packages{os.sep}" in filename or f"{os.sep}dist-packages{os.sep}" in filename
 

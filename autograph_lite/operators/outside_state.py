@@ -23,7 +23,6 @@ import contextlib
 import functools
 import keyword
 import math
-import os
 import random
 import reprlib
 import sys
@@ -835,11 +834,9 @@ def _read_by_converted_code():
 
 def _user_module(module):
     """A module of the user's (`import cfg`), not a library's (numpy, the standard library, ours)."""
-    from .call import _LIBRARY_ROOTS, _PACKAGE_DIR
-    filename = getattr(module, "__file__", None) or ""
-    return not ((module.__name__ or "").split(".")[0] in _LIBRARY_ROOTS | set(sys.builtin_module_names)
-                or filename.startswith(_PACKAGE_DIR) or f"{os.sep}site-packages{os.sep}" in filename
-                or f"{os.sep}dist-packages{os.sep}" in filename)
+    from .call import is_library_code
+    return module.__name__ not in sys.builtin_module_names and not is_library_code(
+        module.__name__, getattr(module, "__file__", None) or "")
 
 
 class _ModuleView(types.ModuleType):
