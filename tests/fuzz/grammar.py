@@ -74,7 +74,7 @@ TYPE_QUERIES = ["isinstance({}, np.ndarray)", "isinstance({}, np.floating)", "is
                 "type({}) is np.ndarray", "type({}) is np.float64", "hasattr({}, 'ndim')", "callable({})"]
 
 # the state an `outside_state` program keeps outside its arguments: its names, and sample values
-OUTSIDE_READS = ["G", "K", "STATE.w", "STATE.k", "STATE.acc"]
+OUTSIDE_READS = ["G", "K", "STATE.w", "STATE.k", "STATE.acc", "CFG.c", "CFG.v"]
 
 
 # numpy's math ufuncs called on tensors (ops/numpy_api UFUNC_OPS), floats only, as transcendentals
@@ -359,24 +359,30 @@ class Generator:
         """Module-level state the functions read and write; the runner calls `reset()` before the
         eager and the compiled runs and `mutate(step)` before each call, so both see the same
         changes between calls: an array changed in place and one rebound (read by reference),
-        a float global and an int attribute (guarded: they retrace)."""
+        a float global and an int attribute (guarded: they retrace); a SimpleNamespace config
+        `CFG` with a float and an array (an AttrDict-like holder found during the trace)."""
         self.outside = True
         g = [self.ch.int(0 if dtype == "uint8" else -3, 3) for _ in range(VEC)]
         w = [self.ch.int(-4, 4) / 2 for _ in range(VEC)]
-        for line in ["class _State:", "    def scaled(self, v):  # a bound method reading its object's state",
+        v = [self.ch.int(-4, 4) / 2 for _ in range(VEC)]
+        for line in ["import types", "", "", "class _State:", "    def scaled(self, v):  # a bound method reading its object's state",
                      "        return v * self.k + self.w[0]", "", "", "STATE = _State()", "", "",
                      "def reset():", "    global G, K", f"    G = np.array({g}, np.{dtype})", "    K = 0.5",
                      f"    STATE.w = np.array({w}, np.float64)", "    STATE.k = 2",
-                     f"    STATE.acc = np.zeros({VEC})", "", "",
+                     f"    STATE.acc = np.zeros({VEC})", "    CFG.c = 1.5", f"    CFG.v = np.array({v}, np.float64)",
+                     "", "",
                      "def mutate(step):", "    global K", "    if step % 4 == 1:", "        G[...] = G[::-1]",
-                     "    elif step % 4 == 2:", "        STATE.w = STATE.w + 1.0", "    elif step % 4 == 3:",
+                     "        CFG.v[0] += 1.0",
+                     "    elif step % 4 == 2:", "        STATE.w = STATE.w + 1.0", "        CFG.c = CFG.c + 0.5",
+                     "    elif step % 4 == 3:",
                      "        K = K + 1.0", "    elif step:", "        STATE.k = STATE.k + 1", "", "",
-                     "reset()", "", ""]:
+                     "CFG = types.SimpleNamespace()", "reset()", "", ""]:
             self.emit(0, line)
         import types
         state = types.SimpleNamespace(w=np.array(w), k=2, acc=np.zeros(VEC))
         state.scaled = lambda v: v * state.k + state.w[0]
-        self.genv.update(G=np.array(g, dtype), K=0.5, STATE=state)
+        self.genv.update(G=np.array(g, dtype), K=0.5, STATE=state,
+                         CFG=types.SimpleNamespace(c=1.5, v=np.array(v, np.float64)))
 
     def arg_samples(self):
         d1, d2 = self.dtypes
