@@ -23,6 +23,7 @@ import types
 import numpy as np
 
 from ...recursion import iterate
+from ..boxes import ARRAY, box_of
 from ..graph import Slot
 from ..opdef import COND, CONST, PLACEHOLDER, REGISTRY, WHILE
 from . import cexpr
@@ -809,10 +810,12 @@ class Renderer:
         if x.shape == () or x.dtype.kind not in "biuf" or (value.dtype.kind == "f" and x.dtype.kind != "f") or (
                 value.dtype.kind in "iuf" and x.dtype.kind == "b"):
             raise Unsupported(f"storing {value.dtype} into {x.dtype} at {index!r}")  # numpy's casts that may raise
-        if value.dtype.kind in "iu" and x.dtype.kind in "iu" and value.weak and x.dtype != np.int64:
-            info = np.iinfo(x.dtype)  # numpy refuses a Python int out of the array's range: the Python path raises
-            self.bail(f"{value.expr} < {int(info.min)}LL" + (f" || {value.expr} > {int(info.max)}LL"
-                                                             if info.max < 2 ** 63 else ""), indent)
+        positions = ins[2 + index[0].k] if len(index) == 1 and type(index[0]) is Slot else None
+        if value.shape == () and value.dtype.kind in "iu" and x.dtype.kind in "iu" and (
+                value.weak or box_of(node.inputs[1]) != ARRAY and (positions is None or positions.shape == ())):
+            # numpy stores a Python int, or a numpy integer scalar at a basic index, through a Python int:
+            # out of the array's range it raises OverflowError (or wraps, for some dtypes): the Python path does
+            self.bail_outside(value, x.dtype, indent)
         if isinstance(x, Lazy):
             x = self.materialize(x, indent)  # a buffer of its own: this graph's to write
         elif not self.writable(node.inputs[0], x, read_first=node.inputs[1:2]) or not contiguous(x) or \
@@ -821,7 +824,6 @@ class Renderer:
             copy = self.declare(x.dtype, x.weak, _static_shape(node.outputs[0], local=False), indent)
             self.copy(copy, x, indent)
             x = copy
-        positions = ins[2 + index[0].k] if len(index) == 1 and type(index[0]) is Slot else None
         if positions is not None and positions.shape != ():
             positions = self.materialize(positions, indent)
             if len(positions.shape) != 1 or positions.dtype.kind not in "iu":
@@ -1156,6 +1158,15 @@ class Renderer:
             self.bail(f"!isfinite({value.expr})", indent)
             return value
         raise Unsupported(f"{op} on Python scalars")
+
+    def bail_outside(self, value, dtype, indent):
+        """Jump to `ag_inexact` where integer scalar `value` lies outside integer `dtype`'s range."""
+        have, want = np.iinfo(value.dtype), np.iinfo(dtype)
+        suffix = "ULL" if value.dtype.kind == "u" else "LL"  # compared in the value's signedness
+        tests = ([f"{value.expr} < {int(want.min)}{suffix}"] if have.min < want.min else []) + (
+            [f"{value.expr} > {int(want.max)}{suffix}"] if have.max > want.max else [])
+        if tests:
+            self.bail(" || ".join(tests), indent)
 
     def bail(self, test, indent):
         self.inexact = True
