@@ -24,6 +24,7 @@ import numpy as np
 
 from ...recursion import iterate
 from ..boxes import ARRAY, box_of
+from ..fp_errors import scalar_math
 from ..graph import Slot
 from ..opdef import COND, CONST, PLACEHOLDER, REGISTRY, WHILE
 from . import cexpr
@@ -387,6 +388,10 @@ class Renderer:
                                       self.homes.get(id(out)))]
         if node.opdef.elementwise or cexpr.rule_for(node.opdef) is not None or node.opdef.expansion is not None:
             shape = self.result_shape(out, ins, indent)
+            if shape == () and not out.weak and np.dtype(out.dtype).kind in "iu" and scalar_math(node):
+                checked = self.numpy_scalar_op(node.op, ins, np.dtype(out.dtype), indent)
+                if checked is not None:
+                    return [checked]
             return [self.apply(node.op, ins, np.dtype(out.dtype), out.weak, shape, indent,
                                self.operand_to_write(node, ins, out, shape))]
         raise Unsupported(f"{node.op} (node '{node.name}') has no C form in a native region")
@@ -1126,6 +1131,24 @@ class Renderer:
             raise Unsupported(f"{node.op} (node '{node.name}') on a Python number on one path and a numpy "
                               f"value on another: only float64 is carried both ways")
         return [out._replace(python=flag)]
+
+    def numpy_scalar_op(self, op, ins, dtype, indent):
+        """Integer op `op` as numpy's scalar math computes it (np.int8(100) + np.int8(100)): where that
+        warns (an overflow, x // 0) and C's, as numpy's ufunc, would wrap silently, a jump to `ag_inexact`:
+        the Python code runs instead and warns as eager. The result where the check computes it, else
+        None (`apply` computes it)."""
+        checks = cexpr.numpy_scalar(op)
+        if checks is None:
+            return None
+        a = [self.emitter.cast(_scalar(v), dtype) for v in ins]
+        if checks.overflow:
+            value = self.declare(dtype, False, (), indent)
+            builtin, x, y = checks.overflow
+            self.bail(f"__builtin_{builtin}_overflow({x.format(*a)}, {y.format(*a)}, &{value.expr})", indent)
+            return value
+        if dtype.kind in checks.guard:
+            self.bail(checks.guard[dtype.kind].format(*a, min=cexpr.least(dtype) if dtype.kind == "i" else "0"), indent)
+        return None
 
     def weak_op(self, op, ins, dtype, indent):
         """Op `op` on Python scalars: exactly Python's result, or a jump to `ag_inexact`."""
