@@ -6,7 +6,7 @@ import pytest
 import autograph_lite as ag
 from autograph_lite.runtime.native import compiler, loops as scalar_loop, render
 from examples.models import bisection, collatz
-from helpers import assert_identical, assert_same, force_native, native_regions
+from helpers import assert_identical, assert_same, force_native, native_regions, same_every_call
 
 pytestmark = pytest.mark.skipif(compiler.compiler() is None, reason="no C compiler on this machine")
 
@@ -621,3 +621,47 @@ def test_elementwise_results_computed_in_an_operands_buffer_equal_eager(monkeypa
     x, y = rng.random((6, 5)), rng.random((6, 5))
     _, found = native_regions(_elementwise_in_place_cases, x, y, np.int64(7))
     assert found and all(r.native is not None and r.native.fn for r in found), found
+
+
+# --- integer ops numpy warns of: x // 0, and numpy scalar math that overflows -------------------
+
+def int_division(x, d):
+    return x // d, x % d, x[:1] // np.int8(-1)  # arrays: 'divide by zero', MIN // -1 'overflow'
+
+
+def scalar_int_ops(s, t):
+    return s + t, s - t, s * t, -t, abs(s), s // t, s % t  # numpy scalars: 'overflow encountered in scalar add'...
+
+
+def wrapping_sum(x):
+    s = np.int8(0)
+    for i in range(ag.shape(x)[0]):
+        s = s + x[i]  # numpy scalars: warns where it wraps
+    return s
+
+
+def divide_items(x, d):
+    out = np.zeros(ag.shape(x)[0], np.int8)
+    for i in range(ag.shape(x)[0]):
+        out[i] = x[i] // d
+    return out
+
+
+@pytest.mark.parametrize("fn, args", [
+    (int_division, (np.array([-128, 7], np.int8), np.int8(0))),
+    (int_division, (np.array([-128, 7], np.int8), np.int8(3))),
+    (scalar_int_ops, (np.int8(100), np.int8(100))),
+    (scalar_int_ops, (np.int8(-128), np.int8(0))),
+    (scalar_int_ops, (np.uint8(3), np.uint8(5))),
+    (scalar_int_ops, (np.int8(5), np.int8(-1))),
+    (wrapping_sum, (np.array([100, 27, 1, 5], np.int8),)),
+    (wrapping_sum, (np.array([100, 27, 0, 5], np.int8),)),
+    (divide_items, (np.array([100, 27, 1, 5], np.int8), np.int8(0))),
+    (divide_items, (np.array([100, 27, 1, 5], np.int8), np.int8(2))),
+], ids=lambda v: v.__name__ if callable(v) else "")
+def test_integer_ops_warn_in_c_as_numpy(fn, args):
+    """Where numpy warns of an integer op and C wraps silently (as numpy's ufunc on arrays does), the C
+    raises the flag numpy reports ('divide by zero encountered in floor_divide'), or runs the Python
+    code, which warns as eager ('overflow encountered in scalar add'): the warnings are eager's."""
+    same_every_call(fn, *args)
+    assert all(region.native for region in ag.function(fn).get_concrete_function(*args).plan.native)

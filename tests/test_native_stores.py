@@ -246,3 +246,67 @@ def test_a_graph_too_large_for_one_c_function_stays_numpy(monkeypatch):
         assert_same(unrolled(x), compiled(x))
     [region] = compiled.get_concrete_function(x).plan.native
     assert region.native is None and "nodes" in region.why
+
+
+def _outcome(fn, *args):
+    """What a call gives: its result, or the type and message of what it raised."""
+    try:
+        return fn(*args)
+    except OverflowError as e:
+        return f"OverflowError: {e}"
+
+
+def _store_item(x, i, target):
+    y = np.zeros(3, target)
+    y[0] = x[i]  # a numpy integer scalar: numpy stores it through a Python int
+    return y
+
+
+def _store_slice(x, i, target):
+    y = np.zeros(3, target)
+    y[1:] = x[i] * 1
+    return y
+
+
+def _store_sum(x, i, target):
+    y = np.zeros(3, target)
+    y[0] = x[i:].sum()
+    return y
+
+
+def _store_at_positions(x, i, target):
+    y = np.zeros(3, target)
+    y[np.array([0, 2])] = x[i]  # at positions numpy casts it as an array: it wraps
+    return y
+
+
+def _store_0d_array(x, i, target):
+    y = np.zeros(3, target)
+    y[0] = np.array(x[i])  # a 0-d array: cast, it wraps
+    return y
+
+
+def _store_in_loop(x, i, target):
+    y = np.zeros(ag.shape(x)[0], target)
+    for k in range(ag.shape(x)[0]):
+        if k >= i:
+            y[k] = x[k]
+    return y
+
+
+@pytest.mark.parametrize("store", [_store_item, _store_slice, _store_sum, _store_at_positions, _store_0d_array,
+                                   _store_in_loop], ids=lambda f: f.__name__[1:])
+@pytest.mark.parametrize("value_dtype, target", [(np.int64, np.int8), (np.uint8, np.int8), (np.int16, np.uint8),
+                                                 (np.uint64, np.int64), (np.int64, np.uint64), (np.uint64, np.int32)])
+def test_a_numpy_integer_scalar_out_of_an_arrays_range_stores_as_eager(store, value_dtype, target):
+    """numpy stores a numpy integer scalar at a basic index through a Python int: out of the array's
+    range it raises OverflowError (or wraps, storing into unsigned dtypes); the C runs the Python
+    path there. A 0-d array, or a store at positions, is cast as C casts: it wraps."""
+    info = np.iinfo(value_dtype)
+    x = np.array([5, info.max, 0, info.min, 200 % (int(info.max) + 1)], value_dtype)
+    def fn(x, i):
+        return store(x, i, target)
+    compiled = ag.function(fn)
+    for i in [0, 0, 0, 0, 1, 3, 4, 0]:  # in range while it tiers up, then out of it, then in again
+        assert_same(_outcome(fn, x, np.int64(i)), _outcome(compiled, x, np.int64(i)))
+    assert all(region.native for region in compiled.get_concrete_function(x, np.int64(0)).plan.native)

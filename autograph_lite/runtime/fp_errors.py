@@ -198,20 +198,20 @@ def plan_reporter(plan):
             nodes = plan.nodes_at(plan_frame.f_lineno, col, end_col)
         named = [(error_name(n), n) for n in (inner(n, kind) for n in nodes)]
         name, node = next(((e, n) for e, n in named if e), (None, nodes[0] if nodes else None))
-        name = step or name
+        name = step or name or (node.opdef.ufunc if node is not None else None)  # -x of an int8: 'negative'
         if node is None or not node.location:
             return name or "a compiled function", *user_frame_location(frame)
-        if name and _scalar_math(node):
+        if name and scalar_math(node):
             name = f"scalar {name}"
         return name or node.op, node.location, None
     return Reporter(locate)
 
 
-def _scalar_math(node):
-    """Whether eager numpy computes `node` with its scalar math (a Python operator on numpy scalars),
-    whose warnings say "in scalar add" where the ufunc's say "in add"."""
+def scalar_math(node):
+    """Whether eager numpy computes `node` with its scalar math (a Python operator on numpy scalars: the
+    plan's spelling, or its kernel, `abs`), whose warnings say "in scalar add" where the ufunc's say "in add"."""
     from .lowering import spelling  # lowering imports this module
-    return spelling(node.opdef) is not None and bool(node.inputs) \
+    return (spelling(node.opdef) is not None or node.opdef.weak_result) and bool(node.inputs) \
         and all(i.shape == () and box_of(i) != ARRAY for i in node.inputs) and not all(i.weak for i in node.inputs)
 
 
@@ -236,7 +236,7 @@ def report(kind):
 
 # which ops most likely raised an error of a kind, when only a whole loop is known to have
 _LIKELY = {"divide by zero": ("divide", "floor_divide", "remainder", "log", "power"),
-           "overflow": ("exp", "multiply", "power", "square", "add", "subtract", "divide", "matmul"),
+           "overflow": ("exp", "multiply", "power", "square", "add", "subtract", "divide", "matmul", "floor_divide"),
            "invalid value": ("divide", "log", "sqrt", "power", "subtract", "add", "multiply", "remainder")}
 
 

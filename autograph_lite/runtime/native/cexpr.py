@@ -126,22 +126,32 @@ class Emitter:
         return fn
 
     def int_division(self, which, dtype):
-        """Helper for numpy's integer // ("floordiv") or % ("mod"): floor rounding, 0 for a zero divisor."""
+        """Helper for numpy's integer // ("floordiv") or % ("mod"): floor rounding, 0 for a zero divisor,
+        which raises 'divide' as numpy's warns (and MIN // -1 'over'), where the dialect raises flags."""
         t = c_type(dtype)
         fn = f"ag_{which}_{t}"
         if fn in self.helpers:
             return fn
+        if self.language.flag_raisers:
+            self.helpers.setdefault("ag_raise", self.language.flag_raisers)
+        zero = f"if (b == 0) {{ {self.language.raise_flag('DIVIDE')} return 0; }}"
         if dtype.kind == "u":
-            body = "return b == 0 ? 0 : a / b;" if which == "floordiv" else "return b == 0 ? 0 : a % b;"
+            body = f"{zero}\n    return a {'/' if which == 'floordiv' else '%'} b;"
         elif which == "floordiv":
             # b == -1 is negation (MIN // -1 wraps to MIN, as in numpy), never a trap
-            body = (f"if (b == 0) return 0;\n    if (b == -1) return ({t})(0 - (u{t})a);\n"
+            body = (f"{zero}\n    if (b == -1) {{ if (a == {least(dtype)}) {{ {self.language.raise_flag('OVERFLOW')} }} "
+                    f"return ({t})(0 - (u{t})a); }}\n"
                     f"    {t} q = a / b;\n    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;")
         else:
-            body = (f"if (b == 0 || b == -1) return 0;\n    {t} r = a % b;\n"
+            body = (f"{zero}\n    if (b == -1) return 0;\n    {t} r = a % b;\n"
                     f"    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;")
         self.helpers[fn] = f"{self.language.helper_prefix} {t} {fn}({t} a, {t} b) {{\n    {body}\n}}"
         return fn
+
+
+def least(dtype):
+    """A C expression of signed integer `dtype`'s least value (INT64_MIN has no literal)."""
+    return "INT64_MIN" if dtype == np.int64 else literal(np.iinfo(dtype).min, dtype)
 
 
 def _op_of_ufunc(ufunc):
@@ -166,6 +176,18 @@ EXACT = Python(exact=True)
 def python_scalars(name):
     """What op `name`'s C form needs to give Python's result on Python scalars (a `Python`)."""
     return getattr(_rule_named(name), "python", Python())
+
+
+# Where numpy's scalar math (a Python operator on numpy integer scalars: np.int8(100) + np.int8(100))
+# warns and its ufunc on arrays wraps silently: `overflow`, (builtin, x, y) templates over the
+# operands, the result checked with __builtin_<builtin>_overflow(x, y, &r) in the result's dtype;
+# `guard`, per dtype kind a C test over the operands and `{min}`, the dtype's least value
+NumpyScalar = collections.namedtuple("NumpyScalar", "overflow guard", defaults=(None, {}))
+
+
+def numpy_scalar(name):
+    """Where op `name` on numpy integer scalars warns (a `NumpyScalar`), or None: it never does."""
+    return getattr(_rule_named(name), "numpy_scalar", None)
 
 
 def no_c(reason):
@@ -247,7 +269,9 @@ def arithmetic(template, floats_only=False, python=Python()):
 def infix(symbol):
     """`a + b`, `a - b`, `a * b`: wrapping on integers (the source is compiled with -fwrapv)."""
     builtin = {"+": "add", "-": "sub", "*": "mul"}[symbol]
-    return arithmetic(f"({{0}} {symbol} {{1}})", python=Python(exact=True, overflow=(builtin, "{0}", "{1}")))
+    rule = arithmetic(f"({{0}} {symbol} {{1}})", python=Python(exact=True, overflow=(builtin, "{0}", "{1}")))
+    rule.numpy_scalar = NumpyScalar(overflow=(builtin, "{0}", "{1}"))
+    return rule
 
 
 def libm(name, python=Python()):
@@ -294,6 +318,7 @@ def absolute(emitter, operands, out_dtype):
 
 
 absolute.python = Python(exact=True, int_guard="{0} == INT64_MIN")  # abs(MIN) outgrows int64
+absolute.numpy_scalar = NumpyScalar(guard={"i": "{0} == {min}"})
 
 
 def floor_division(which):
@@ -305,6 +330,8 @@ def floor_division(which):
         return f"{emitter.int_division(which, out_dtype)}({a[0]}, {a[1]})"
     # Python raises ZeroDivisionError; MIN // -1 outgrows int64
     rule.python = Python(int_guard="{1} == 0" + (" || ({1} == -1 && {0} == INT64_MIN)" if which == "floordiv" else ""))
+    rule.numpy_scalar = NumpyScalar(guard={"u": "{1} == 0", "i": "{1} == 0" + (
+        " || ({1} == -1 && {0} == {min})" if which == "floordiv" else "")})
     return rule
 
 
@@ -358,6 +385,11 @@ def _rule_named(name):
     return rule_for(opdef) if opdef is not None else None
 
 
+def _with_numpy_scalar(rule, numpy_scalar):
+    rule.numpy_scalar = numpy_scalar
+    return rule
+
+
 # --- the table ------------------------------------------------------------------------------
 
 # an op's own rule (an op the facts below do not cover: a test's, a user's), keyed by OpDef
@@ -383,7 +415,8 @@ BY_COMPUTATION = {
     "greater_equal": compare(">="),
     "logical_and": logical("({0} && {1})"),
     "logical_or": logical("({0} || {1})"),
-    "negative": arithmetic("(-{0})", python=Python(exact=True, overflow=("sub", "0", "{0}"))),
+    "negative": _with_numpy_scalar(arithmetic("(-{0})", python=Python(exact=True, overflow=("sub", "0", "{0}"))),
+                                   NumpyScalar(overflow=("sub", "0", "{0}"))),  # -MIN, and -u of unsigned u > 0
     "tanh": libm("tanh"),
     "exp": libm("exp"),
     "log": libm("log"),

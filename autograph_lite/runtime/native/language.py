@@ -29,6 +29,20 @@ static inline int ag_flags(void) {
 static inline void ag_clear_flags(void) { feclearexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID); }
 #endif"""
 
+# C helpers raising the flags numpy reports for integer division (x // 0: 'divide'; MIN // -1: 'over'),
+# where ag_flags reads them back: on x86-64 the SSE status register (glibc's feraiseexcept sets
+# 'over' in the x87's)
+RAISE_FLAGS = """#if defined(__x86_64__) && defined(__SSE__)
+static inline void ag_raise(unsigned flags) { __builtin_ia32_ldmxcsr(__builtin_ia32_stmxcsr() | flags); }
+#define AG_DIVIDE 0x4u
+#define AG_OVERFLOW 0x8u
+#else
+#include <fenv.h>
+static inline void ag_raise(int flags) { feraiseexcept(flags); }
+#define AG_DIVIDE FE_DIVBYZERO
+#define AG_OVERFLOW FE_OVERFLOW
+#endif"""
+
 
 
 class Unsupported(Exception):
@@ -44,6 +58,7 @@ class CStyleLanguage:
     entry_prefix = ""                     # the function Python (or a launch) calls
     restrict = "restrict"
     fp_flags = False  # whether an elementwise kernel returns the floating-point flags it raised (FLAG_BITS)
+    flag_raisers = None  # the helpers `raise_flag` calls (RAISE_FLAGS); None: the dialect raises none
     # a dialect's own spelling of an op, keyed as cexpr.BY_COMPUTATION (by the op's `ufunc` or
     # `primitive`), over the shared one: rule(emitter, operands, out_dtype) -> expression
     code_for_op = {}
@@ -67,6 +82,11 @@ class CStyleLanguage:
             return self.types[np.dtype(dtype)]
         except (KeyError, TypeError):
             raise Unsupported(f"dtype {dtype}") from None
+
+    def raise_flag(self, kind):
+        """A C statement raising floating-point flag `kind` ("DIVIDE", "OVERFLOW"): an integer op numpy
+        warns of (x // 0) reported as a float op's are; empty where the dialect raises none."""
+        return f"ag_raise(AG_{kind});" if self.flag_raisers else ""
 
     def math_function(self, name, dtype):
         """The libm-style name of math function `name` ("tanh") for float `dtype`."""
@@ -97,6 +117,7 @@ class C(CStyleLanguage):
 
     name = "c"
     fp_flags = True
+    flag_raisers = RAISE_FLAGS
 
     def math_declaration(self, name, dtype):
         if name not in self.vector_math:

@@ -23,6 +23,8 @@ import types
 import numpy as np
 
 from ...recursion import iterate
+from ..boxes import ARRAY, box_of
+from ..fp_errors import scalar_math
 from ..graph import Slot
 from ..opdef import COND, CONST, PLACEHOLDER, REGISTRY, WHILE
 from . import cexpr
@@ -386,6 +388,10 @@ class Renderer:
                                       self.homes.get(id(out)))]
         if node.opdef.elementwise or cexpr.rule_for(node.opdef) is not None or node.opdef.expansion is not None:
             shape = self.result_shape(out, ins, indent)
+            if shape == () and not out.weak and np.dtype(out.dtype).kind in "iu" and scalar_math(node):
+                checked = self.numpy_scalar_op(node.op, ins, np.dtype(out.dtype), indent)
+                if checked is not None:
+                    return [checked]
             return [self.apply(node.op, ins, np.dtype(out.dtype), out.weak, shape, indent,
                                self.operand_to_write(node, ins, out, shape))]
         raise Unsupported(f"{node.op} (node '{node.name}') has no C form in a native region")
@@ -809,10 +815,12 @@ class Renderer:
         if x.shape == () or x.dtype.kind not in "biuf" or (value.dtype.kind == "f" and x.dtype.kind != "f") or (
                 value.dtype.kind in "iuf" and x.dtype.kind == "b"):
             raise Unsupported(f"storing {value.dtype} into {x.dtype} at {index!r}")  # numpy's casts that may raise
-        if value.dtype.kind in "iu" and x.dtype.kind in "iu" and value.weak and x.dtype != np.int64:
-            info = np.iinfo(x.dtype)  # numpy refuses a Python int out of the array's range: the Python path raises
-            self.bail(f"{value.expr} < {int(info.min)}LL" + (f" || {value.expr} > {int(info.max)}LL"
-                                                             if info.max < 2 ** 63 else ""), indent)
+        positions = ins[2 + index[0].k] if len(index) == 1 and type(index[0]) is Slot else None
+        if value.shape == () and value.dtype.kind in "iu" and x.dtype.kind in "iu" and (
+                value.weak or box_of(node.inputs[1]) != ARRAY and (positions is None or positions.shape == ())):
+            # numpy stores a Python int, or a numpy integer scalar at a basic index, through a Python int:
+            # out of the array's range it raises OverflowError (or wraps, for some dtypes): the Python path does
+            self.bail_outside(value, x.dtype, indent)
         if isinstance(x, Lazy):
             x = self.materialize(x, indent)  # a buffer of its own: this graph's to write
         elif not self.writable(node.inputs[0], x, read_first=node.inputs[1:2]) or not contiguous(x) or \
@@ -821,7 +829,6 @@ class Renderer:
             copy = self.declare(x.dtype, x.weak, _static_shape(node.outputs[0], local=False), indent)
             self.copy(copy, x, indent)
             x = copy
-        positions = ins[2 + index[0].k] if len(index) == 1 and type(index[0]) is Slot else None
         if positions is not None and positions.shape != ():
             positions = self.materialize(positions, indent)
             if len(positions.shape) != 1 or positions.dtype.kind not in "iu":
@@ -1125,6 +1132,24 @@ class Renderer:
                               f"value on another: only float64 is carried both ways")
         return [out._replace(python=flag)]
 
+    def numpy_scalar_op(self, op, ins, dtype, indent):
+        """Integer op `op` as numpy's scalar math computes it (np.int8(100) + np.int8(100)): where that
+        warns (an overflow, x // 0) and C's, as numpy's ufunc, would wrap silently, a jump to `ag_inexact`:
+        the Python code runs instead and warns as eager. The result where the check computes it, else
+        None (`apply` computes it)."""
+        checks = cexpr.numpy_scalar(op)
+        if checks is None:
+            return None
+        a = [self.emitter.cast(_scalar(v), dtype) for v in ins]
+        if checks.overflow:
+            value = self.declare(dtype, False, (), indent)
+            builtin, x, y = checks.overflow
+            self.bail(f"__builtin_{builtin}_overflow({x.format(*a)}, {y.format(*a)}, &{value.expr})", indent)
+            return value
+        if dtype.kind in checks.guard:
+            self.bail(checks.guard[dtype.kind].format(*a, min=cexpr.least(dtype) if dtype.kind == "i" else "0"), indent)
+        return None
+
     def weak_op(self, op, ins, dtype, indent):
         """Op `op` on Python scalars: exactly Python's result, or a jump to `ag_inexact`."""
         ins = [_scalar(v) for v in ins]
@@ -1156,6 +1181,15 @@ class Renderer:
             self.bail(f"!isfinite({value.expr})", indent)
             return value
         raise Unsupported(f"{op} on Python scalars")
+
+    def bail_outside(self, value, dtype, indent):
+        """Jump to `ag_inexact` where integer scalar `value` lies outside integer `dtype`'s range."""
+        have, want = np.iinfo(value.dtype), np.iinfo(dtype)
+        suffix = "ULL" if value.dtype.kind == "u" else "LL"  # compared in the value's signedness
+        tests = ([f"{value.expr} < {int(want.min)}{suffix}"] if have.min < want.min else []) + (
+            [f"{value.expr} > {int(want.max)}{suffix}"] if have.max > want.max else [])
+        if tests:
+            self.bail(" || ".join(tests), indent)
 
     def bail(self, test, indent):
         self.inexact = True
