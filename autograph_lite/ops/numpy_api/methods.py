@@ -82,7 +82,7 @@ def _round(a, decimals=0, out=None):
 def _builtin_round(x, ndigits=None):
     """Python's round() of a tensor, as of the value eager holds: a numpy scalar's __round__ gives a
     Python int without `ndigits`, else np.round's numpy scalar; an ndarray has no __round__."""
-    from ...runtime.boxes import ARRAY, box_of
+    from ...runtime.boxes import ARRAY, PythonBox, box_of
     if box_of(x) == ARRAY or (x.dtype == np.bool_ and not x.weak):
         raise TypeError(f"type numpy.{'ndarray' if box_of(x) == ARRAY else 'bool'} doesn't define __round__ method "
                         f"(at {user_location(2)})")
@@ -90,7 +90,13 @@ def _builtin_round(x, ndigits=None):
         return math_ops.python_call("round", x)
     if x.weak:  # a Python number: Python's round
         return math_ops.python_call("round", x, ndigits)
-    return _round(x, ndigits)
+    rounded = _round(x, ndigits)
+    box = x.python_box
+    if box is not None:  # a Python number where a tensor `if` took one side: Python's round of it there
+        number = x if box.value is None else box.value
+        rounded.python_box = PythonBox(box.pick, box.python_when, math_ops.python_call("round", number, ndigits),
+                                       box.location, box.loop)
+    return rounded
 
 
 def _item(x, *args):

@@ -1,0 +1,62 @@
+"""Builtins and operators on a value a tensor `if` merged from a Python number and a numpy value
+(`Tensor.python_box`): each call gives eager's value in eager's box on both paths, or a
+ConversionError naming the user's line. Each case runs four calls with AG_NATIVE=off and =always."""
+import math
+
+import numpy as np
+import pytest
+
+import autograph_lite as ag
+from autograph_lite.errors import ConversionError
+from helpers import same_every_call
+
+
+def merged(x):
+    """2.5 (a Python float) where x > 0, else np.float64(-1.5): as a tensor `if` merges them."""
+    if x > 0:
+        y = 2.5
+    else:
+        y = np.float64(-1.5)
+    return y
+
+
+CASES = {
+    "round_digits": lambda y: (round(y, 1), np.float64(y)),
+    "round": lambda y: round(y),
+    "float64_of": lambda y: np.float64(y),
+    "float32_of": lambda y: np.float32(y),
+    "max": lambda y: max(y, 0.0),
+    "min": lambda y: min(y, 0.0),
+    "max_first_zero": lambda y: max(0.0, y),
+    "max_of_list": lambda y: max([y, 1.0]),
+    "min_numpy": lambda y: min(y, np.float64(0.0)),
+    "sum_of_list": lambda y: sum([y, 1.0]),
+    "abs": lambda y: abs(y),
+    "float": lambda y: float(y),
+    "int": lambda y: int(y),
+    "math_floor": lambda y: math.floor(y),
+    "math_sqrt_abs": lambda y: math.sqrt(abs(y)),
+    "times_int": lambda y: y * 3,
+    "plus_python": lambda y: 1.0 + y,
+    "negative": lambda y: -y,
+    "compare": lambda y: y > 0.0,
+    "compare_equal": lambda y: y == 2.5,
+    "power": lambda y: y ** 2,
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_builtin_on_a_merged_value_is_eagers(name):
+    op = CASES[name]
+
+    def fn(x):
+        return op(merged(x))
+    for x in (np.float64(1.0), np.float64(-1.0)):
+        same_every_call(fn, x)
+
+
+def test_arithmetic_on_max_of_two_boxes_is_refused_at_the_users_line():
+    def fn(x):
+        return max(merged(x), 0.0) * 2  # eagerly a Python float or a numpy float64 by the values
+    with pytest.raises(ConversionError, match=r"test_python_box_builtins\.py:\d+"):
+        ag.function(fn)(np.float64(1.0))
