@@ -2,6 +2,7 @@
 (`Tensor.python_box`): each call gives eager's value in eager's box on both paths, or a
 ConversionError naming the user's line. Each case runs four calls with AG_NATIVE=off and =always."""
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -60,3 +61,29 @@ def test_arithmetic_on_max_of_two_boxes_is_refused_at_the_users_line():
         return max(merged(x), 0.0) * 2  # eagerly a Python float or a numpy float64 by the values
     with pytest.raises(ConversionError, match=r"test_python_box_builtins\.py:\d+"):
         ag.function(fn)(np.float64(1.0))
+
+
+def complex_item(x):
+    return float(x[0]), int(x[1]), math.sqrt(x[0])
+
+
+def complex_0d(x):
+    return float(x[0, ...])
+
+
+@pytest.mark.parametrize("fn", [complex_item, complex_0d])
+def test_float_of_complex_is_numpys_by_box(fn):
+    same_every_call(fn, np.array([4 + 2j, 3 - 1j]))
+
+
+def test_complex_warning_names_the_users_line():
+    compiled = ag.function(complex_item)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled(np.array([4 + 2j, 3 - 1j]))
+    assert [w.category for w in caught] == [np.exceptions.ComplexWarning] * 3
+    assert {(w.filename, w.lineno) for w in caught} == {(__file__, complex_item.__code__.co_firstlineno + 1)}
+
+
+def test_round_of_a_complex_scalar_raises_as_numpy():
+    same_every_call(lambda x: round(x[0], 1), np.array([4 + 2j]))

@@ -83,9 +83,9 @@ def _builtin_round(x, ndigits=None):
     """Python's round() of a tensor, as of the value eager holds: a numpy scalar's __round__ gives a
     Python int without `ndigits`, else np.round's numpy scalar; an ndarray has no __round__."""
     from ...runtime.boxes import ARRAY, PythonBox, box_of
-    if box_of(x) == ARRAY or (x.dtype == np.bool_ and not x.weak):
-        raise TypeError(f"type numpy.{'ndarray' if box_of(x) == ARRAY else 'bool'} doesn't define __round__ method "
-                        f"(at {user_location(2)})")
+    if box_of(x) == ARRAY or (x.dtype.kind in "bc" and not x.weak):
+        name = "ndarray" if box_of(x) == ARRAY else x.dtype.type.__name__
+        raise TypeError(f"type numpy.{name} doesn't define __round__ method (at {user_location(2)})")
     if ndigits is None:
         return math_ops.python_call("round", x)
     if x.weak:  # a Python number: Python's round
