@@ -63,6 +63,20 @@ def test_arithmetic_on_max_of_two_boxes_is_refused_at_the_users_line():
         ag.function(fn)(np.float64(1.0))
 
 
+def round_of_python_or_array(x):
+    if x > 0:
+        y = 2.5
+    else:
+        y = np.array(-1.5)
+    return round(y, 1)  # eagerly 2.5, or a TypeError: a 0-d array has no __round__
+
+
+def test_round_of_a_number_or_a_0d_array_is_refused_at_the_users_line():
+    with pytest.raises(ConversionError, match=r"round\(\) of a value that is a Python number .*"
+                                              r"test_python_box_builtins\.py:\d+"):
+        ag.function(round_of_python_or_array)(np.float64(1.0))
+
+
 def complex_item(x):
     return float(x[0]), int(x[1]), math.sqrt(x[0])
 

@@ -83,6 +83,11 @@ def _builtin_round(x, ndigits=None):
     """Python's round() of a tensor, as of the value eager holds: a numpy scalar's __round__ gives a
     Python int without `ndigits`, else np.round's numpy scalar; an ndarray has no __round__."""
     from ...runtime.boxes import ARRAY, PythonBox, box_of
+    if box_of(x) == ARRAY and x.python_box is not None:
+        on_python, on_numpy, remedy = x.python_box.paths()
+        raise ConversionError(f"round() of a value that is a Python number where {on_python} and a 0-d array "
+                              f"{on_numpy}: eagerly a number on one path and a TypeError on the other; {remedy} "
+                              f"(at {user_location(2)})")
     if box_of(x) == ARRAY or (x.dtype.kind in "bc" and not x.weak):
         name = "ndarray" if box_of(x) == ARRAY else x.dtype.type.__name__
         raise TypeError(f"type numpy.{name} doesn't define __round__ method (at {user_location(2)})")
