@@ -179,7 +179,17 @@ def numpy_scalar_type(scalar_type):
             return scalar_type(*args, **kwargs)
         if args[0].ndim and args[0].dtype == np.dtype(scalar_type):
             return args[0]  # numpy gives an array of this dtype back itself: `v = np.float32(x); v -= 1` updates x
-        out = ops.cast(args[0], scalar_type)
+        x = args[0]
+        if x.python_box is not None:
+            # a Python number where a tensor `if` took one side (the merged value holds it as one on those
+            # runs, which a cast would make a 0-d array): its number, cast as a Python number's
+            if x.python_box.value is not None and x.python_box.value.dtype != x.dtype:
+                on_python, on_numpy, remedy = x.python_box.paths()
+                raise ConversionError(f"{scalar_type.__name__}() of a value that is a Python number where "
+                                      f"{on_python} and a numpy {x.dtype} {on_numpy}; {remedy} "
+                                      f"(at {user_location(2)})")
+            x = python_scalar(x)
+        out = ops.cast(x, scalar_type)
         return out[()] if out.ndim == 0 and box_of(out) != SCALAR else out
     return convert
 

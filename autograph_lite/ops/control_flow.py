@@ -205,7 +205,6 @@ def build_cond(pred, then_g, then_out, else_g, else_out, names, location, var_na
             if end is not None:
                 g.ends_of_handles.append((end, h))
         t, e = [x if end is None else end for end, x in zip(ends, (t, e))]
-        t_weak, e_weak = t.weak, e.weak
         if t.python_box is not None or e.python_box is not None:
             # a side that is a Python number on some runs only: which, and the number, as outputs too
             (t_is, t_value), (e_is, e_value) = _python_side(then_g, t), _python_side(else_g, e)
@@ -226,8 +225,6 @@ def build_cond(pred, then_g, then_out, else_g, else_out, names, location, var_na
             else_t.append(e if e.weak else _weak_filler(else_g, t))  # the filler is never returned
             boxed.append((i, None, t.weak, len(then_t) - 1, _numpy_box(t, e)))
         t, e = _unify_pair(then_g, else_g, t, e, labels[i], location, ("true branch", "false branch"))
-        if boxed and boxed[-1][0] == i and t_weak != e_weak:
-            t, e = (_in_numpy_box(then_g, t, e), e) if t_weak else (t, _in_numpy_box(else_g, e, t))
         then_t.append(t)
         else_t.append(e)
         results[i] = _GRAPH_OUTPUT
@@ -256,17 +253,6 @@ def _numpy_box(t, e):
     """The box of what a side that is not a Python number gives (None where the two differ)."""
     boxes = {box_of(x) for x in (t, e) if not x.weak}
     return boxes.pop() if len(boxes) == 1 else None
-
-
-def _in_numpy_box(sub, number, numpy_value):
-    """The Python number `number` of branch `sub` as the merged numpy value holds it on the runs that take
-    `sub`: in `numpy_value`'s box, so an op on the merged value (`np.float64(v)`, `round(v, 1)`) gives on
-    those runs what it gives on a numpy value, as its result's box says (the number itself is an output
-    of its own)."""
-    with building(sub):
-        if number.weak:
-            number = cast(number, number.dtype)  # a 0-d array
-        return number[()] if box_of(numpy_value) == SCALAR and box_of(number) != SCALAR else number
 
 
 def _python_side(sub, t):

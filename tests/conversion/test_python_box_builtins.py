@@ -21,6 +21,25 @@ def merged(x):
     return y
 
 
+def merged_int(x):
+    """2 (a Python int) where x > 0, else np.int64(-1)."""
+    if x > 0:
+        y = 2
+    else:
+        y = np.int64(-1)
+    return y
+
+
+def merged_later(x):
+    """np.float64(2.0) where x > 0, else 1.0 (a Python float), then 1.0 added where x > 1."""
+    y = 1.0
+    if x > 0:
+        y = np.float64(2.0)
+    if x > 1:
+        y = y + 1.0
+    return y
+
+
 CASES = {
     "round_digits": lambda y: (round(y, 1), np.float64(y)),
     "round": lambda y: round(y),
@@ -46,13 +65,14 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("merge", [merged, merged_int, merged_later])
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_builtin_on_a_merged_value_is_eagers(name):
+def test_builtin_on_a_merged_value_is_eagers(name, merge):
     op = CASES[name]
 
     def fn(x):
-        return op(merged(x))
-    for x in (np.float64(1.0), np.float64(-1.0)):
+        return op(merge(x))
+    for x in (np.float64(2.0), np.float64(0.5), np.float64(-1.0)):
         same_every_call(fn, x)
 
 

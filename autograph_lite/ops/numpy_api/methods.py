@@ -95,12 +95,16 @@ def _builtin_round(x, ndigits=None):
         return math_ops.python_call("round", x)
     if x.weak:  # a Python number: Python's round
         return math_ops.python_call("round", x, ndigits)
-    rounded = _round(x, ndigits)
     box = x.python_box
-    if box is not None:  # a Python number where a tensor `if` took one side: Python's round of it there
-        number = x if box.value is None else box.value
-        rounded.python_box = PythonBox(box.pick, box.python_when, math_ops.python_call("round", number, ndigits),
-                                       box.location, box.loop)
+    if box is None:
+        return _round(x, ndigits)
+    # a Python number where a tensor `if` took one side, which the merged value holds as one on those
+    # runs: np.round of its numpy scalar, and Python's round of the number, picked by the path
+    from ..control_flow import python_scalar
+    rounded = _round(array_ops.getitem(math_ops.cast(python_scalar(x), x.dtype), ()), ndigits)
+    number = x if box.value is None else box.value
+    rounded.python_box = PythonBox(box.pick, box.python_when, math_ops.python_call("round", number, ndigits),
+                                   box.location, box.loop)
     return rounded
 
 
