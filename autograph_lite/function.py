@@ -331,8 +331,14 @@ class _Chosen:
         self.pick, self.if_false, self.if_true = pick, if_false, if_true
 
     def get(self, arrays, results):
-        slot = self.if_true if results[self.pick] else self.if_false
-        return results[slot] if isinstance(slot, int) else slot.get(arrays, results)
+        slot = self.if_true if _slot_value(self.pick, arrays, results) else self.if_false
+        return _slot_value(slot, arrays, results)
+
+
+def _slot_value(slot, arrays, results):
+    """An output slot's value: a graph output's, or what a slot object gives (a pick that is itself a
+    merge of a Python bool and a numpy bool, `max(v, 0.0)` of a merged v, is a `_Chosen`)."""
+    return results[slot] if isinstance(slot, int) else slot.get(arrays, results)
 
 
 class Function(TraceCache):

@@ -10,9 +10,9 @@ from .. import ops
 from ..errors import ConversionError, user_location
 from ..ops import array_ops, math_ops
 from ..ops.core import apply, holds_tensor
-from ..ops.logging_ops import ASSERT, FormattedText
+from ..ops.logging_ops import ASSERT, FormattedText, warn_if
 from ..ops.python_values import PythonValue
-from ..runtime.boxes import SCALAR, box_of, eager_type
+from ..runtime.boxes import ARRAY, SCALAR, box_of, eager_type
 from ..ops.control_flow import python_int, python_scalar
 from ..runtime.graph import Tensor, current_graph, internal_reads
 from .exceptions import assert_stmt
@@ -179,7 +179,17 @@ def numpy_scalar_type(scalar_type):
             return scalar_type(*args, **kwargs)
         if args[0].ndim and args[0].dtype == np.dtype(scalar_type):
             return args[0]  # numpy gives an array of this dtype back itself: `v = np.float32(x); v -= 1` updates x
-        out = ops.cast(args[0], scalar_type)
+        x = args[0]
+        if x.python_box is not None:
+            # a Python number where a tensor `if` took one side (the merged value holds it as one on those
+            # runs, which a cast would make a 0-d array): its number, cast as a Python number's
+            if x.python_box.value is not None and x.python_box.value.dtype != x.dtype:
+                on_python, on_numpy, remedy = x.python_box.paths()
+                raise ConversionError(f"{scalar_type.__name__}() of a value that is a Python number where "
+                                      f"{on_python} and a numpy {x.dtype} {on_numpy}; {remedy} "
+                                      f"(at {user_location(2)})")
+            x = python_scalar(x)
+        out = ops.cast(x, scalar_type)
         return out[()] if out.ndim == 0 and box_of(out) != SCALAR else out
     return convert
 
@@ -355,10 +365,35 @@ def sorted_(iterable, /, *, key=None, reverse=False):
     return [ordered[i] for i in builtins.range(x.shape[0])]
 
 
+def _real_numbers(name, args):
+    """The tensors among `args` as the real numbers Python's `name` (float, int, a math function) reads
+    from eager's values: a numpy complex scalar's real part, with numpy's ComplexWarning at the user's
+    line on every call; a complex 0-d array raises Python's TypeError, as eagerly (a Python complex
+    raises it when the graph runs)."""
+    real = []
+    for a in args:
+        if isinstance(a, Tensor) and a.dtype.kind == "c" and not a.weak:
+            box = box_of(a)
+            if box == ARRAY:
+                accepted = "a string, a bytes-like object or a real number" if name == "int" else \
+                    "a string or a real number"
+                raise TypeError(f"{'int' if name == 'int' else 'float'}() argument must be {accepted}, not "
+                                f"'complex' (at {user_location(3)})")
+            if box != SCALAR or a.python_box is not None:
+                raise ConversionError(f"{name}() of {a!r}: eagerly a complex numpy scalar (its real part, with "
+                                      f"a ComplexWarning) or a 0-d array (a TypeError) by the path a tensor `if` "
+                                      f"took; give both paths one type (at {user_location(3)})")
+            warn_if(True, "Casting complex values to real discards the imaginary part", user_location(3),
+                    category="ComplexWarning")
+            a = math_ops.real(a)
+        real.append(a)
+    return real
+
+
 def _to_python(builtin):
     def convert(*args, **kwargs):
         if len(args) == 1 and not kwargs and isinstance(args[0], Tensor):
-            return math_ops.python_call(builtin.__name__, args[0])
+            return math_ops.python_call(builtin.__name__, *_real_numbers(builtin.__name__, args))
         return builtin(*args, **kwargs)
     convert.__name__ = builtin.__name__
     return convert
@@ -374,7 +409,7 @@ def math_function(fn):
     when the graph runs, giving a Python number as eagerly (and raising where it raises)."""
     def call(*args):
         if any(isinstance(a, Tensor) for a in args):
-            return math_ops.python_call(fn.__name__, *args)
+            return math_ops.python_call(fn.__name__, *_real_numbers(fn.__name__, args))
         return fn(*args)
     call.__name__ = fn.__name__
     return call

@@ -751,7 +751,7 @@ def _sort_infer(x, axis=-1, kind=None, stable=None):
     if axis is None:
         return [((None if None in x.shape else int(np.prod(x.shape, dtype=np.int64)),), x.dtype)]
     if x.ndim == 0:
-        raise ValueError(f"axis {axis} is out of bounds for array of dimension 0")
+        raise np.exceptions.AxisError(axis, 0)
     normalize_axis(axis, x.ndim)
     return [(x.shape, x.dtype)]
 

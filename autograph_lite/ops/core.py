@@ -66,7 +66,9 @@ def add_node(graph, op, inputs, attrs):
     try:
         specs = op.infer(*tensors, **attrs)
     except (ValueError, TypeError, IndexError) as e:
-        raise _same_kind(e, f"{op.name}: {e} (at {user_location(3)})") from None
+        # numpy's AxisError is worded as numpy words it, without the op's name
+        named = "" if isinstance(e, np.exceptions.AxisError) else f"{op.name}: "
+        raise _same_kind(e, f"{named}{e} (at {user_location(3)})") from None
     failure = _known_failure(op, tensors, attrs)
     if failure is not None:
         # the op fails whatever the values (`uint8_array + 300`): fail when the graph runs it, at
@@ -338,9 +340,11 @@ def broadcast_shapes(*shapes):
     return tuple(result)
 
 
-def normalize_axis(axis, ndim, what="axis"):
+def normalize_axis(axis, ndim, msg_prefix=None):
+    """`axis` of an array of `ndim` dims as a non-negative one; out of range numpy's AxisError (a
+    ValueError and an IndexError), worded as numpy words it (`msg_prefix`: "source" for moveaxis)."""
     if not -ndim <= axis < max(ndim, 1):
-        raise ValueError(f"{what} {axis} is out of bounds for a tensor of rank {ndim}")
+        raise np.exceptions.AxisError(axis, ndim, msg_prefix)
     return axis % ndim if ndim else 0
 
 

@@ -161,23 +161,34 @@ ASSERT = define("Assert", _assert_kernel, lambda cond, *values, **attrs: [], sta
                 attrs={"message": OneOf(STR, PIECES), "location": STR, "error": OptionalOf(STR)})
 
 
-def _warn_kernel(xp, message, location):
+# the warning categories a Warn node gives besides RuntimeWarning, by name (an attr is a string)
+WARNING_CATEGORIES = {"ComplexWarning": np.exceptions.ComplexWarning}
+
+
+def _warn_kernel(xp, message, location, category=None):
+    category = RuntimeWarning if category is None else WARNING_CATEGORIES[category]
+
     def warn(condition, *after):
         if bool((xp.any if devices.is_device_array(condition) else np.any)(condition)):
-            fp_errors.warn_at(message, location)
+            fp_errors.warn_at(message, location, category=category)
     return warn
 
 
-# a RuntimeWarning numpy gives for some values (`np.nanmax` of an all-NaN slice), given when the
-# graph runs at the user's line, filtered and shown once per line as numpy's
+# a warning numpy gives for some values (`np.nanmax` of an all-NaN slice: a RuntimeWarning; `float()` of
+# a complex scalar: a ComplexWarning), given when the graph runs at the user's line, filtered and shown
+# once per line as numpy's
 WARN = define("Warn", _warn_kernel, lambda cond, *after, **attrs: [], stateful=True,
-              attrs={"message": STR, "location": STR})
+              attrs={"message": STR, "location": STR, "category": OptionalOf(STR)})
 
 
-def warn_if(condition, message, location, after=()):
-    """numpy's RuntimeWarning `message` at `location` when the graph runs, if any of `condition` holds
-    (after the values `after` are computed: where computing them raises, numpy does not warn)."""
-    apply(WARN, (condition, *after), {"message": message, "location": location})
+def warn_if(condition, message, location, after=(), category=None):
+    """numpy's RuntimeWarning (or `category`, a name in WARNING_CATEGORIES) `message` at `location` when
+    the graph runs, if any of `condition` holds (after the values `after` are computed: where computing
+    them raises, numpy does not warn)."""
+    attrs = {"message": message, "location": location}
+    if category is not None:
+        attrs["category"] = category
+    apply(WARN, (condition, *after), attrs)
 
 
 def assert_that(condition, message=""):

@@ -112,15 +112,16 @@ def _handler_for(reporter_ref):
     return handler
 
 
-def warn_at(message, location, module_globals=None):
-    """A RuntimeWarning at `location` ('file:line'), filtered and de-duplicated as numpy's are."""
+def warn_at(message, location, module_globals=None, category=RuntimeWarning):
+    """A RuntimeWarning (or `category`) at `location` ('file:line'), filtered and de-duplicated as
+    numpy's are."""
     filename, _, line = location.rpartition(":")
     if not line.isdigit():
         filename, line = location, "0"
     module_globals = module_globals if module_globals is not None else _module_globals(filename)
     registry = module_globals.setdefault("__warningregistry__", {})
     module = module_globals.get("__name__") or filename.removesuffix(".py")
-    warnings.warn_explicit(message, RuntimeWarning, filename, int(line), module=module, registry=registry)
+    warnings.warn_explicit(message, category, filename, int(line), module=module, registry=registry)
 
 
 _globals_of_file = {}  # file name -> its module's globals (or a registry of our own)

@@ -82,15 +82,30 @@ def _round(a, decimals=0, out=None):
 def _builtin_round(x, ndigits=None):
     """Python's round() of a tensor, as of the value eager holds: a numpy scalar's __round__ gives a
     Python int without `ndigits`, else np.round's numpy scalar; an ndarray has no __round__."""
-    from ...runtime.boxes import ARRAY, box_of
-    if box_of(x) == ARRAY or (x.dtype == np.bool_ and not x.weak):
-        raise TypeError(f"type numpy.{'ndarray' if box_of(x) == ARRAY else 'bool'} doesn't define __round__ method "
-                        f"(at {user_location(2)})")
+    from ...runtime.boxes import ARRAY, PythonBox, box_of
+    if box_of(x) == ARRAY and x.python_box is not None:
+        on_python, on_numpy, remedy = x.python_box.paths()
+        raise ConversionError(f"round() of a value that is a Python number where {on_python} and a 0-d array "
+                              f"{on_numpy}: eagerly a number on one path and a TypeError on the other; {remedy} "
+                              f"(at {user_location(2)})")
+    if box_of(x) == ARRAY or (x.dtype.kind in "bc" and not x.weak):
+        name = "ndarray" if box_of(x) == ARRAY else x.dtype.type.__name__
+        raise TypeError(f"type numpy.{name} doesn't define __round__ method (at {user_location(2)})")
     if ndigits is None:
         return math_ops.python_call("round", x)
     if x.weak:  # a Python number: Python's round
         return math_ops.python_call("round", x, ndigits)
-    return _round(x, ndigits)
+    box = x.python_box
+    if box is None:
+        return _round(x, ndigits)
+    # a Python number where a tensor `if` took one side, which the merged value holds as one on those
+    # runs: np.round of its numpy scalar, and Python's round of the number, picked by the path
+    from ..control_flow import python_scalar
+    rounded = _round(array_ops.getitem(math_ops.cast(python_scalar(x), x.dtype), ()), ndigits)
+    number = x if box.value is None else box.value
+    rounded.python_box = PythonBox(box.pick, box.python_when, math_ops.python_call("round", number, ndigits),
+                                   box.location, box.loop)
+    return rounded
 
 
 def _item(x, *args):

@@ -21,14 +21,14 @@ def _reshape(a, shape):
 
 def _swapaxes(a, axis1, axis2):
     perm = list(range(a.ndim))
-    i, j = normalize_axis(axis1, a.ndim), normalize_axis(axis2, a.ndim)
+    i, j = normalize_axis(axis1, a.ndim, "axis1"), normalize_axis(axis2, a.ndim, "axis2")
     perm[i], perm[j] = perm[j], perm[i]
     return array_ops.transpose(a, perm)
 
 
 def _axis_tuple(axis, ndim, what):
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    axes = tuple(normalize_axis(int(i), ndim) for i in axes)
+    axes = tuple(normalize_axis(int(i), ndim, what) for i in axes)
     if len(set(axes)) != len(axes):
         raise ValueError(f"repeated axis in `{what}` argument")
     return axes
