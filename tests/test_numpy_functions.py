@@ -212,3 +212,13 @@ def test_not_the_generic_array_conversion_message():
     with pytest.raises(ConversionError) as info:
         ag.function(lambda x: np.fft.fft(x))(np.arange(4.0))
     assert "np.fft" in str(info.value) and "converted to a numpy array" not in str(info.value)
+
+
+def clips_numbers_between_tensor_bounds(x, s):
+    return np.clip(s, x, None), np.clip(2.5, x, None), np.clip(np.int8(2), x, 5), np.clip(s, 0, x[0])
+
+
+def test_clip_of_a_number_by_tensor_bounds_clips_np_asarray_of_it():
+    """Fuzzer seed 1230005907: `np.clip(s, x, None)` of a Python int raised AttributeError; numpy
+    clips np.asarray(s), an int64 (a float64, the numpy scalar's own dtype) array."""
+    same_every_call(clips_numbers_between_tensor_bounds, np.array([4, 8, 2, 2], np.uint8), 2)

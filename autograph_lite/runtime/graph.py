@@ -261,10 +261,14 @@ class Graph:
         return node
 
     def replace_all_uses(self, old, new):
-        """Make every node and output of this graph that reads tensor `old` read `new` instead."""
+        """Make every node and output of this graph that reads tensor `old` read `new` instead (and a
+        Cond's or While's sub-graphs capture `new`: `box_of` follows captures, fuzzer seed 1230004319)."""
         for node in old.users:
             if node.graph is self:
                 node.inputs = [new if t is old else t for t in node.inputs]
+                for sub in node.attrs.values():
+                    if isinstance(sub, Graph) and any(o is old for o, _ in sub.captures):
+                        sub.captures = [(new if o is old else o, i) for o, i in sub.captures]
         if any(t is old for t in self.outputs):
             self.outputs = [new if t is old else t for t in self.outputs]
 

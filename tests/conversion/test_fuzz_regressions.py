@@ -1868,3 +1868,24 @@ def test_a_list_a_loop_grew_is_stale_after_its_item_is_written():
     with pytest.raises(ag.ConversionError, match=r"'y' \(a list holding it\) was updated in place"):
         ag.function(_list_grown_in_a_loop_then_its_item_written)(*args)
     assert_every_call_same(_length_of_a_list_grown_in_a_loop_after_its_item_is_written, *args)
+
+
+def _a_store_in_a_graph_loop_inside_another(x, n, s):
+    w = 0
+    while w < 3 and s:
+        w += 1
+        try:
+            pass
+        finally:
+            for i in ag.range(n, -1, 2):
+                x[1:3] = (ag.cast((-i * n) + ag.zeros([4], np.int64), np.int64))[1:3]
+    return x
+
+
+def test_a_sub_graph_captures_what_a_pass_replaced_its_value_with():
+    """Fuzzer seed 1230004319 (the ninth session's native integer checks asked `box_of` of a loop
+    body's captured value): a pass replacing an outer value left the body's capture of the old,
+    erased one, and `box_of` followed it into a node without inputs (IndexError)."""
+    for n in (1, 3, 0):
+        assert_every_call_same(_a_store_in_a_graph_loop_inside_another,
+                               np.array([6, 3, 4, 8], np.uint8), np.array(n, np.int32), 3)

@@ -104,6 +104,10 @@ def _clip(a, a_min=NO, a_max=NO, out=None, *, min=NO, max=NO, **rest):  # noqa: 
     low, high = (None if bound is NO else bound for bound in (low, high))
     if low is None and high is None and _CLIP_NEEDS_A_BOUND:
         raise ValueError("One of max or min must be given")
+    if not isinstance(a, Tensor):  # a number or an array with a tensor bound: numpy clips np.asarray(a)
+        a = convert_to_tensor(np.asarray(a))
+    elif a.weak:  # a Python number known only when the graph runs: np.asarray's dtype, no longer weak
+        a = math_ops.cast(a, np.asarray(a.dtype.type(0).item()).dtype)
     if a.dtype.kind in "iu":
         low, high = _int_bound(a.dtype, low, lower=True), _int_bound(a.dtype, high, lower=False)
     if low is None and high is None:
