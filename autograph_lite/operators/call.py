@@ -88,10 +88,14 @@ def call(f):
     if current_graph() is None or f is builtins.print or _converted_code(target):
         return target
 
+    numpy_function = (getattr(f, "__module__", None) or "").split(".")[0] == "numpy" or isinstance(f, np.ufunc)
+
     def call_or_defer(*args, **kwargs):
         # a value known only when the graph runs among the arguments: `f` runs then, as eagerly
         if python_values.origin((f, *args, *kwargs.values())) is not None:
             return python_values.defer(f, *args, **kwargs)
+        if numpy_function and any(isinstance(a, lists.TensorList) for a in (*args, *kwargs.values())):
+            return lists.numpy_call(target, args, kwargs)  # a list built in a graph loop: as numpy takes a list
         return target(*args, **kwargs)
     return call_or_defer
 

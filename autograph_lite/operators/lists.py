@@ -172,6 +172,13 @@ class TensorList:
         raise TypeError("the length of a list built in a graph loop is a tensor: use len(x) in "
                         "converted code or ag.shape(ag.stack(x))[0]")
 
+    def __iter__(self):  # (without it, Python iterates by __getitem__ and never meets the end)
+        raise ConversionError(
+            f"a list built in a graph loop is iterated outside the converted code (by a library, or a builtin "
+            f"such as sum/min/max): its length is known only when the graph runs. Give numpy functions the "
+            f"list itself (np.stack(items), np.mean(items)), or iterate it in a `for` of your function "
+            f"(at {user_location(2)})")
+
     def __repr__(self):
         return f"TensorList({self.tensor!r}, {self.kind!r})"
 
@@ -314,3 +321,26 @@ def concat(values, axis=0):
         rest = tuple(d if d is not None else ops.shape(t)[i + 2] for i, d in enumerate(t.shape[2:]))
         return ops.reshape(t, (-1,) + rest)
     return ops.concat(values, axis)
+
+
+def vstack(values):
+    """np.vstack of a TensorList: each item made 2-D (np.atleast_2d) and joined along axis 0."""
+    items = values.stacked().ndim - 1
+    if items == 0:
+        return ops.reshape(stack(values), (-1, 1))
+    return stack(values) if items == 1 else concat(values)
+
+
+def numpy_call(f, args, kwargs):
+    """numpy function `f` called with a TensorList among its arguments: numpy makes an array of a list,
+    so it gets the list's stack; a function of a sequence of arrays (np.stack, np.concatenate,
+    np.vstack) joins the list's items as it would."""
+    joins = {np.stack: stack, np.concatenate: concat, np.vstack: vstack}
+    if f in joins and args and isinstance(args[0], TensorList):
+        return joins[f](*args, **kwargs)
+    if f in (np.hstack, np.dstack, np.column_stack, np.block):
+        raise ConversionError(f"np.{f.__name__} of a list built in a graph loop is not supported; np.stack, "
+                              f"np.concatenate and np.vstack are (at {user_location(3)})")
+    args = [stack(a) if isinstance(a, TensorList) else a for a in args]
+    kwargs = {k: stack(a) if isinstance(a, TensorList) else a for k, a in kwargs.items()}
+    return f(*args, **kwargs)

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import autograph_lite as ag
-from helpers import check, f32
+from helpers import check, f32, same_every_call
 
 
 def collect_rows(x):
@@ -118,3 +118,34 @@ def append_in_one_branch(x):
 
 def test_append_in_one_tensor_branch_carries_the_list_as_a_tensor_list():
     check(append_in_one_branch, (f32(1, 2),), (f32(-1, 2),), traces=1)
+
+
+def numpy_of_a_list_grown_in_a_graph_loop(a, scale):
+    out, rows = [], []
+    for u in a:  # a loop on a tensor: `out` is a list built in a graph loop
+        out.append(u * scale)
+        rows.append(u.reshape(1, -1) if u.ndim else u.reshape(1))
+    return np.stack(out), np.array(out), np.mean(out), np.asarray(out).sum(), np.concatenate(rows), np.vstack(out)
+
+
+@pytest.mark.parametrize("a", [np.array([1.0, 2.0, 3.0]), np.arange(8.0).reshape(4, 2)])
+def test_numpy_given_a_list_built_in_a_graph_loop_takes_it_as_eager_does(a, monkeypatch):  # (AG_NATIVE: not rerun)
+    """A numpy user's `np.stack(out)` after a data-dependent loop: numpy iterated the list by
+    __getitem__, which never ends (a hang); numpy functions now get its stack, np.stack/np.concatenate/
+    np.vstack join its items, and a builtin iterating it is refused at the user's line."""
+    import signal
+    signal.signal(signal.SIGALRM, lambda *_: pytest.fail("hung"))
+    signal.alarm(60)
+    try:
+        for scale in (2.0, -0.5):
+            same_every_call(numpy_of_a_list_grown_in_a_graph_loop, a, scale)
+
+        def sums(a):
+            out = []
+            for u in a:
+                out.append(u * 2)
+            return sum(out)
+        with pytest.raises(ag.ConversionError, match=r"iterated outside the converted code .*test_lists.py:\d+"):
+            ag.function(sums)(a)
+    finally:
+        signal.alarm(0)
