@@ -5,7 +5,7 @@ become flags first, so that control flow conversion, last, sees only structured 
 """
 from . import (asserts, break_statements, call_trees, conditional_expressions,
                continue_statements, control_flow, item_assignment, lists, logical_expressions,
-               return_statements, unsupported)
+               return_statements, shape_attributes, unsupported)
 
 ORDER = (
     unsupported,             # reject yield/async before anything else
@@ -15,6 +15,7 @@ ORDER = (
     return_statements,       # return in control flow -> retval_/do_return
     break_statements,        # break -> flag + loop test
     continue_statements,     # continue -> flag
+    shape_attributes,        # x.shape -> ag__.shape_attr(x)
     call_trees,              # f(x) -> ag__.call(f)(x)
     conditional_expressions, # a if c else b -> ag__.if_exp
     logical_expressions,     # and/or/not/chained comparisons -> ag__.and_/or_/not_

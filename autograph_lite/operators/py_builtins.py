@@ -10,7 +10,7 @@ from .. import ops
 from ..errors import ConversionError, user_location
 from ..ops import array_ops, math_ops
 from ..ops.core import apply, holds_tensor
-from ..ops.logging_ops import ASSERT, FormattedText, warn_if
+from ..ops.logging_ops import ASSERT, FormattedText, is_run_time_shape, warn_if
 from ..ops.python_values import PythonValue
 from ..runtime.boxes import ARRAY, SCALAR, box_of, eager_type
 from ..ops.control_flow import python_int, python_scalar
@@ -51,7 +51,8 @@ def fstring(callee, *pieces):
     """An f-string: the text now, or, as an argument of the builtin print (or an assert's message)
     that holds tensors, the pieces formatted when the graph runs."""
     if (callee is builtins.print or callee is assert_stmt) and any(
-            isinstance(p, tuple) and isinstance(p[0], (Tensor, PythonValue)) for p in pieces):
+            isinstance(p, tuple) and (isinstance(p[0], (Tensor, PythonValue)) or is_run_time_shape(p[0]))
+            for p in pieces):
         return FormattedText(pieces)
     return "".join(p if isinstance(p, str) else _format_now(*p) for p in pieces)
 

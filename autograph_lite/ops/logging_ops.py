@@ -80,7 +80,9 @@ def print(*args, sep=" ", end="\n", file=None, flush=False):  # noqa: A001 - ag.
         elif isinstance(a, Tensor):
             template.append(slot(a))
         elif isinstance(a, FormattedText):
-            template.append(tuple(_formatted_piece(p, slot) for p in a.pieces))
+            template.append(_formatted_pieces(a.pieces, slot))
+        elif is_run_time_shape(a):
+            template.append(_shape_pieces(a, slot))
         else:
             _refuse_nested_tensors(a)
             template.append(builtins.str(a))  # the value as it is now, as an eager print shows it
@@ -89,6 +91,17 @@ def print(*args, sep=" ", end="\n", file=None, flush=False):  # noqa: A001 - ag.
         attrs.update(file=file, flush=flush)
     apply(PRINT, tensors, attrs)
     return None
+
+
+def _formatted_pieces(pieces, slot):
+    """An f-string's pieces for the Print/Assert template (a shape known at run time: several)."""
+    out = []
+    for piece in pieces:
+        if not isinstance(piece, builtins.str) and is_run_time_shape(piece[0]) and not piece[2]:
+            out.extend(_shape_pieces(piece[0], slot))  # str, repr and format of a tuple of ints: one text
+        else:
+            out.append(_formatted_piece(piece, slot))
+    return tuple(out)
 
 
 def _formatted_piece(piece, slot):
@@ -124,6 +137,23 @@ def _text(value, what):
         raise TypeError(f"print's {what} must be None or a string, not {type(value).__name__} "
                         f"(at {user_location(3)})")
     return value
+
+
+def is_run_time_shape(value):
+    """A tuple of ints some of which are weak int tensors: a shape with dims known only when the graph
+    runs (`x.shape` in converted code, operators/shape_attributes.py)."""
+    return type(value) is tuple and any(isinstance(d, Tensor) for d in value) and all(
+        type(d) is int or isinstance(d, Tensor) and d.weak and d.ndim == 0 and d.dtype.kind in "iu" for d in value)
+
+
+def _shape_pieces(shape, slot):
+    """The text of such a tuple, as eager prints its Python ints: `(3, 2)`, `(3,)`."""
+    pieces = ["("]
+    for i, d in enumerate(shape):
+        pieces.append(", " if i else "")
+        pieces.append((slot(d), None, "") if isinstance(d, Tensor) else builtins.str(d))
+    pieces.append(",)" if len(shape) == 1 else ")")
+    return tuple(pieces)
 
 
 def _refuse_nested_tensors(value, depth=0):
@@ -209,7 +239,7 @@ def assert_that(condition, message=""):
     if isinstance(message, Tensor):
         message = ((slot(message), None, ""),)
     elif isinstance(message, FormattedText):
-        message = tuple(_formatted_piece(p, slot) for p in message.pieces)
+        message = _formatted_pieces(message.pieces, slot)
     else:
         _refuse_nested_tensors(message)
         message = builtins.str(message)

@@ -66,6 +66,7 @@ ALL_FLAGS = frozenset({
     "item_assign",       # v[i] = e, v[i] op= e, v[a:b] = e, v[mask] = e, v[[0, 2]] = e on arguments, locals and views
     "dict_new_key",      # D['c'] = ... first set inside a tensor block (the key exists where it ran)
     "raising_branch",    # a tensor `if` branch raising a Python error on static values ([1.5][2], D['zz'])
+    "dynamic_shape",     # v[v > 0].shape[0] compared with an int: a dim known only when the graph runs
     "staged_range",      # Python range loops the compiled run stages after their first iteration (the runner
                          # lowers control_flow.STAGE_AFTER_NODES and STAGE_AT_LEAST for the program)
 })
@@ -914,6 +915,11 @@ class Generator:
 
     def cond(self, scope):
         """A scalar condition; returns (source, whether it is a tensor)."""
+        if self.on("dynamic_shape", 8):
+            var = self.pick_var(scope.lookup_all(), lambda k: k[0] == "t" and k[2] == 1 and k[1] != "bool")
+            if var is not None:
+                op = self.ch.pick(["==", "!=", "<", ">", ">="])
+                return f"{var[0]}[{var[0]} > 0].shape[0] {op} {self.ch.int(0, VEC)}", True
         for _ in range(6):
             src, v = self.expr(scope, 2, want_bool=True)
             k = tkey(v)
