@@ -11,7 +11,7 @@ import pytest
 import autograph_lite as ag
 from autograph_lite.errors import ConversionError
 from autograph_lite.ops.numpy_api import ARRAY_FUNCTIONS, functions
-from helpers import identical_both_ways, same_every_call
+from helpers import check_grad, identical_both_ways, same_every_call
 
 DTYPES = [np.float32, np.int64]
 
@@ -222,3 +222,28 @@ def test_clip_of_a_number_by_tensor_bounds_clips_np_asarray_of_it():
     """Fuzzer seed 1230005907: `np.clip(s, x, None)` of a Python int raised AttributeError; numpy
     clips np.asarray(s), an int64 (a float64, the numpy scalar's own dtype) array."""
     same_every_call(clips_numbers_between_tensor_bounds, np.array([4, 8, 2, 2], np.uint8), 2)
+
+
+A3 = np.arange(60.0).reshape(3, 4, 5)
+PROBS = np.arange(1.0, 13.0).reshape(4, 3) / 13
+
+
+@pytest.mark.parametrize("fn, args", [
+    (lambda p, r, c: p[r, c], (PROBS, np.arange(4), np.array([0, 2, 1, -1]))),   # softmax's picked entries
+    (lambda a, i: a[0, :, i], (A3, np.array([0, 1]))),   # split by a slice: the index's dims lead (numpy's rule)
+    (lambda a, i: a[i, :, i], (A3, np.array([0, 1]))),
+    (lambda a, i: a[:, i, i], (A3, np.array([0, 1]))),   # together: in place
+    (lambda a, i: a[i[:, None], i[None, :]], (A3, np.array([0, 2]))),   # broadcast index shapes
+    (lambda a, i: a[i, None, i], (A3, np.array([0, 1]))),
+    (lambda a, i: a[..., i, 1], (A3, np.array([0, 3]))),
+    (lambda a, i: (a[0, :, i] + np.arange(4.0)).shape, (A3, np.array([0, 1]))),  # the trace's shape is numpy's
+])
+def test_several_array_indices_and_integers_index_as_numpy(fn, args):
+    """numpy's advanced indexing: integers beside an array index are advanced too, and the indices'
+    broadcast shape stands where they stand together, else first. `a[0, :, i]` was traced as
+    (4, 2) where numpy gives (2, 4); two array indices were refused."""
+    same_every_call(fn, *args)
+
+
+def test_the_gradient_through_two_array_indices_matches_differences():
+    check_grad(lambda p, r, c: -np.log(p[r, c]).mean(), PROBS, np.arange(4), np.array([0, 2, 1, 2]))

@@ -494,7 +494,14 @@ def _getitem_infer(x, *values, index):
     if Ellipsis in index:
         pos = index.index(Ellipsis)
         index = index[:pos] + (slice(None),) * (x.ndim - n_consumed) + index[pos + 1:]
-    shape, dim_iter, advanced = [], iter(enumerate(x.shape)), False
+    # numpy's rule: with an array index, integers are advanced indices too; the advanced indices'
+    # shapes broadcast, in place where they stand together, else first (`x[0, :, idx]`: idx's dims lead)
+    def is_array(item):
+        return isinstance(item, Slot) and (values[item.k].ndim > 0 or values[item.k].dtype == np.bool_)
+    arrays = [i for i in index if is_array(i)]
+    if len(arrays) > 1 and any(values[i.k].dtype == np.bool_ for i in arrays):
+        raise IndexError("a boolean array index with another array index is not supported")
+    shape, dim_iter, advanced, spots = [], iter(enumerate(x.shape)), [], []
     for item in index:
         if item is None:
             shape.append(1)
@@ -504,24 +511,28 @@ def _getitem_infer(x, *values, index):
             raise IndexError(f"too many indices for a tensor of rank {x.ndim}")
         if isinstance(item, slice):
             shape.append(_slice_length(item, dim, values))
-        elif isinstance(item, numbers.Integral):
+            continue
+        if isinstance(item, numbers.Integral):
             if dim is not None and not -dim <= item < dim:
                 raise IndexError(f"index {item} is out of bounds for axis {axis} with size {dim}")
-        else:  # a Tensor (or array) index
-            v = values[item.k]
-            if not (np.issubdtype(v.dtype, np.integer) or v.dtype == np.bool_):
-                raise IndexError(f"tensor indices must be integers or booleans, got {v.dtype}")
-            if v.ndim == 0 and v.dtype != np.bool_:
-                continue
-            if advanced:
-                raise IndexError("only one array index per subscript is supported")
-            advanced = True
-            if v.dtype == np.bool_:
-                for _ in builtins.range(v.ndim - 1):
-                    next(dim_iter)
-                shape.append(None)
-            else:
-                shape.extend(v.shape)
+            if arrays:
+                advanced.append(())
+                spots.append(len(shape))
+            continue
+        v = values[item.k]  # a Tensor (or array) index
+        if not (np.issubdtype(v.dtype, np.integer) or v.dtype == np.bool_):
+            raise IndexError(f"tensor indices must be integers or booleans, got {v.dtype}")
+        if v.dtype == np.bool_:
+            for _ in builtins.range(v.ndim - 1):
+                next(dim_iter)
+            advanced.append((None,))
+        else:
+            advanced.append(tuple(v.shape))
+        spots.append(len(shape))
+    if advanced:
+        together = len(set(spots)) == 1  # nothing (a slice, a new axis) between them
+        at = spots[0] if together else 0
+        shape[at:at] = list(broadcast_shapes(*advanced))
     shape.extend(d for _, d in dim_iter)
     return [(tuple(shape), x.dtype)]
 
