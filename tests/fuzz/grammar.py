@@ -1174,6 +1174,9 @@ class Generator:
         if not vecs:
             raise Reject("no vector")
         v = self.ch.pick(vecs)
+        if self.on("numpy_api", 15):  # numpy's advanced indexing: two array indices, or an int beside one
+            second = self.ch.pick(["[1, 0, 0, 1]", "1", "[-1, 0, 1, -2]"])
+            return f"np.reshape({v}, (2, {VEC // 2}))[[0, 1, 1, 0], {second}]"
         idx = self.ch.pick(["0", "1", "-1", "3", "loop"])
         if idx == "loop":
             loops = sorted(n for n, val in visible.items() if n.startswith("i")
