@@ -4,7 +4,7 @@ Formatting goes through ag__ too, so a symbolic tensor is never formatted as the
 `Tensor("Sum:0", ...)`:
 
     print(f"x={x:.2f}")  ->  ag__.call(print)(ag__.fstring(print, 'x=', (x, -1, '.2f')))
-    "%d items" % n       ->  ag__.percent_format('%d items', n)
+    "%d items" % n       ->  ag__.percent_format('%d items', n)   (an argument of print: n, print)
 
 `ag__.fstring` formats now unless the callee is the builtin print (or the message of an
 `assert`) and a value is a tensor: then the text is made when the graph runs.
@@ -27,6 +27,9 @@ class _Calls(gast.NodeTransformer):
         if isinstance(func, gast.Name) and func.id == "print":
             callee = gast.Name(id=func.id, ctx=gast.Load(), annotation=None, type_comment=None)
             node.args = [deferred_fstring(a, callee) if isinstance(a, gast.JoinedStr) else a for a in node.args]
+            for a in node.args:  # `print("%d" % t)`: formatted when the graph runs where t is a tensor
+                if isinstance(a, gast.Call) and isinstance(a.func, gast.Attribute) and a.func.attr == "percent_format":
+                    a.args.append(gast.Name(id="print", ctx=gast.Load(), annotation=None, type_comment=None))
         node.func = templates.replace_as_expression("ag__.call(f)", f=func)
         return node
 

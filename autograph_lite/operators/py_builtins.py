@@ -3,6 +3,7 @@ and the questions about a value's type (isinstance, type, hasattr, callable), an
 value eager code would hold (runtime/boxes.py)."""
 import builtins
 import functools
+import re
 
 import numpy as np
 
@@ -64,8 +65,31 @@ def _format_now(value, conversion, spec):
     return format(value, spec)
 
 
-def percent_format(text, values):
-    """`text % values`, refusing symbolic tensors (their text exists only when the graph runs)."""
+# one `%` directive: no mapping key and no `*` width (those are formatted now, refusing tensors)
+_DIRECTIVE = re.compile(r"%[#0\- +]*\d*(?:\.\d+)?[hlL]?[diouxXeEfFgGcrsa]|%%")
+
+
+def percent_format(text, values, callee=None):
+    """`text % values`: the text now, or, as an argument of the builtin print holding tensors, one
+    piece per directive, each `directive % (value,)` when the graph runs (as Python formats it)."""
+    items = values if type(values) is tuple else (values,)
+    if callee is builtins.print and any(isinstance(v, (Tensor, PythonValue)) for v in items) and \
+            "%(" not in text and "*" not in text:
+        pieces, at, k = [], 0, 0
+        for m in _DIRECTIVE.finditer(text):
+            pieces.append(text[at:m.start()])
+            at = m.end()
+            if m.group() == "%%":
+                pieces.append("%")
+            elif k < len(items):
+                pieces.append((items[k], "%", m.group()))
+                k += 1
+            else:
+                raise TypeError(f"not enough arguments for format string (at {user_location(2)})")
+        if k < len(items):
+            raise TypeError(f"not all arguments converted during string formatting (at {user_location(2)})")
+        pieces.append(text[at:])
+        return FormattedText([p for p in pieces if p != ""])
     _refuse_tensors(values, "`%` formatting")
     return text % values
 

@@ -31,6 +31,8 @@ class FormattedText:
 
 
 def _format(value, conversion, spec):
+    if conversion == "%":  # one directive of a `%`-formatted string: `spec % (value,)`
+        return spec % (value,)
     if conversion is not None:
         value = {"s": builtins.str, "r": builtins.repr, "a": builtins.ascii}[conversion](value)
     return builtins.format(value, spec)
@@ -113,6 +115,9 @@ def _formatted_piece(piece, slot):
     if not isinstance(value, Tensor):
         _refuse_nested_tensors(value)
         return _format(value, conversion, spec)
+    if conversion == "%" and spec[-1] in "ra":
+        raise TypeError(f"`{spec}` of a symbolic tensor in `%` formatting: its repr when the graph runs differs "
+                        f"from the eager one; use %s (at {user_location(4)})")
     if conversion in ("r", "a"):
         raise TypeError(f"`{{x!{conversion}}}` of a symbolic tensor in an f-string: its repr when the graph "
                         f"runs differs from the eager one; format the value without !{conversion} "

@@ -221,6 +221,34 @@ def test_fstrings_of_tensors_in_print_are_formatted_when_the_graph_runs(capsys):
                                         (np.array([0.5, 2.0]), np.int64(1))], capsys)
 
 
+def percent_formats_in_print(x, n):
+    c = np.cumsum(x)
+    print("%d items, last=%.2f" % (x.size, c[-1]))
+    i = 0
+    while i < n:
+        print("step %3d: %5.1f%% of %s, %x" % (i, c[-1] * i, c, x.size), "tail", sep=" | ")
+        i += 1
+    print("%s" % (c[0],), "plain %d" % 3)
+    return c
+
+
+def test_percent_formats_of_tensors_in_print_are_formatted_when_the_graph_runs(capsys):
+    """A numpy user's `print("%d items, last=%.2f" % (n, c[-1]))`: each directive is formatted
+    when the graph runs, as Python formats it (it was refused as "would give the text Tensor(...)")."""
+    compare_printed(percent_formats_in_print, [(np.array([1.0, 2.0]), np.int64(3)),
+                                               (np.array([0.5, 2.0, 4.0]), np.int64(1))], capsys)
+
+
+def percent_repr_of_tensor_in_print(x):
+    print("%r" % (x.sum(),))
+
+
+def test_percent_repr_of_a_tensor_in_print_is_an_error():
+    with pytest.raises(TypeError, match="%r") as info:
+        ag.function(percent_repr_of_tensor_in_print)(np.array([1.0]))
+    assert line_of(percent_repr_of_tensor_in_print, 'print("%r"') in str(info.value)
+
+
 def repr_of_tensor_in_print(x):
     print(f"{x!r}")
 
