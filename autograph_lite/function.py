@@ -579,6 +579,7 @@ class Function(TraceCache):
         roots = () if self._bound_self is None else (("self", self._bound_self),)
         leaves = nest.flatten(list(values))
         reads = outside_state.Reads(graph, leaves, _leaf_labels(self._param_names, values), self._bound_self)
+        label = f"{self.__name__} (defined at {self._where()})"  # what refusals of outside state name
         with building(graph), reads.recording():
             inputs = [_placeholders(graph, spec, name, value)
                       for spec, name, value in zip(specs, self._param_names, values)]
@@ -604,7 +605,7 @@ class Function(TraceCache):
                 raise
             try:
                 treedef, slots = _output_slots(graph, outputs, self._where())
-                reads.finish(f"{self.__name__} (defined at {self._where()})")
+                reads.finish(label)
                 for k, (label, obj, before) in enumerate(reads.adopted, len(values) + len(roots)):
                     effects.adopt(k, label, obj, before)
                 roots += tuple((label, obj) for label, obj, _ in reads.adopted)
@@ -619,7 +620,7 @@ class Function(TraceCache):
                 raise
             steps = effects.finish()
         graph.read_values.clear()  # the arguments' arrays are not kept alive by the trace
-        outside = reads.state(f"{self.__name__} (defined at {self._where()})", leaves)  # the hooks are off: values read as the caller sees them
+        outside = reads.state(label, leaves)  # the hooks are off: values read as the caller sees them
         concrete = ConcreteFunction(self.call_signature, graph, tuple(specs), treedef, slots, device)
         concrete.check_numerics = self._check_numerics
         concrete._effects, concrete._outside = steps, outside
@@ -746,15 +747,13 @@ def _output_slots(graph, outputs, where=None):
                 leaf.stale.check_read(graph, f"is returned by {graph.name}")
             tensor = graph.capture(leaf) if isinstance(leaf, Tensor) else constant_node(
                 graph, leaf if isinstance(leaf, np.generic) else np.asarray(devices.to_host(leaf)))
-            updated = next((i for i, value in write_backs if isinstance(leaf, Tensor)
-                            and memory.same_array(leaf, value, graph)), None)
-            view = None if updated is not None or not isinstance(leaf, Tensor) else next(
-                ((i, steps) for i, value in write_backs
-                 if (steps := memory.view_steps(leaf, value, graph)) is not None), None)
+            # an argument updated in place (`x += 1; return x`), or a view of one: the caller's memory
+            updated = next(((i, steps) for i, value in write_backs if isinstance(leaf, Tensor)
+                            and (steps := memory.view_steps(leaf, value, graph)) is not None), None)
             index = len(graph.outputs)
             graph.outputs.append(tensor)
-            slots.append(index if updated is None and view is None else _UpdatedArgument(updated, index)
-                         if view is None else _UpdatedArgument(view[0], index, _view_steps(graph, view[1])))
+            slots.append(index if updated is None else _UpdatedArgument(
+                updated[0], index, _view_steps(graph, updated[1]) if updated[1] else None))
         else:
             slots.append(_Literal(leaf))
     for i, value in write_backs:

@@ -584,8 +584,11 @@ class ViewSteps:
 
 
 def view_steps(handle, value, graph):
-    """The view nodes that take the array whose final contents are `value` to handle `handle`, a
-    modeled view of it made in `graph` (`x += 1; return x[1:]`), else None."""
+    """The view nodes that take the array whose final contents are `value` to handle `handle`: ()
+    where the handle is that array itself (`x += 1; return x`), the steps where it is a modeled view
+    of it made in `graph` (`x += 1; return x[1:]`), else None."""
+    if same_array(handle, value, graph):
+        return ()
     mem = handle.mem
     if mem is None or not mem.steps or mem.storage.base is not value or any(s.graph is not graph for s in mem.steps):
         return None
