@@ -266,8 +266,8 @@ class Graph:
         for node in old.users:
             if node.graph is self:
                 node.inputs = [new if t is old else t for t in node.inputs]
-                for sub in node.attrs.values():
-                    if isinstance(sub, Graph) and any(o is old for o, _ in sub.captures):
+                for sub in node.subgraphs():
+                    if any(o is old for o, _ in sub.captures):
                         sub.captures = [(new if o is old else o, i) for o, i in sub.captures]
         if any(t is old for t in self.outputs):
             self.outputs = [new if t is old else t for t in self.outputs]
