@@ -359,7 +359,8 @@ def normalize_axes(axis, ndim):
 def static_ints(value, what):
     """A Python int or tuple of ints given as an attr; Tensors are not accepted here."""
     if isinstance(value, Tensor):
-        raise TypeError(f"{what} must be a Python int or tuple of ints, not a symbolic {value!r}")
+        raise TypeError(f"{what} must be a Python int or tuple of ints, not a symbolic {value!r} "
+                        f"(at {user_location()})")
     return value
 
 

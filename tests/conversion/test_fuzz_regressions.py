@@ -1889,3 +1889,16 @@ def test_a_sub_graph_captures_what_a_pass_replaced_its_value_with():
     for n in (1, 3, 0):
         assert_every_call_same(_a_store_in_a_graph_loop_inside_another,
                                np.array([6, 3, 4, 8], np.uint8), np.array(n, np.int32), 3)
+
+
+def _squeeze_by_a_loop_counter(n):
+    w = 0
+    while w < 3 and (w >= np.squeeze(n, w)):
+        w += 1
+    return w
+
+
+def test_an_axis_known_only_when_the_graph_runs_is_refused_at_the_users_line():
+    """Fuzzer seed 1234005982: the TypeError for an axis that is a tensor named no user line."""
+    with pytest.raises(TypeError, match=r"axis must be a Python int .*test_fuzz_regressions.py:\d+"):
+        ag.function(_squeeze_by_a_loop_counter)(np.array(2, np.int32))
